@@ -1,0 +1,15 @@
+# bootstrap/: the rendezvous KV store (codec, client, server, election, keys).
+noinst_LTLIBRARIES += bootstrap/libasrboot.la
+bootstrap_libasrboot_la_SOURCES = \
+	bootstrap/kv_frame.c bootstrap/kv_frame.h \
+	bootstrap/kv_client.c bootstrap/kv_client.h \
+	bootstrap/kv_table.c bootstrap/kv_table.h \
+	bootstrap/kv_server.c bootstrap/kv_server.h \
+	bootstrap/kv_elect.c bootstrap/kv_elect.h \
+	bootstrap/kv_keys.c bootstrap/kv_keys.h \
+	bootstrap/kv_secret.c bootstrap/kv_secret.h
+bootstrap_libasrboot_la_LIBADD = common/libasrcommon.la
+
+bin_PROGRAMS += bootstrap/asrkv
+bootstrap_asrkv_SOURCES = bootstrap/asrkv.c
+bootstrap_asrkv_LDADD = bootstrap/libasrboot.la

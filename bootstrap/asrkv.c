@@ -1,0 +1,349 @@
+/*
+ * asrkv -- admin CLI for the rendezvous KV store.
+ *
+ *   asrkv serve [--port P] [--bind IP] [--elect] [--hostname NAME] [limits]
+ *   asrkv set  HOST:PORT KEY VALUE [--hex] [--timeout MS]
+ *   asrkv get  HOST:PORT KEY [--wait] [--timeout MS]
+ *   asrkv dump HOST:PORT [--timeout MS]
+ *   asrkv secret
+ *
+ * The job secret comes from ASR_JOB_SECRET (64 hex digits) for every command.
+ * KEY is text with \xNN escapes, or handle:SEND:RECV:HOST for a handle key.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_time.h"
+#include "kv_client.h"
+#include "kv_elect.h"
+#include "kv_frame.h"
+#include "kv_keys.h"
+#include "kv_secret.h"
+#include "kv_server.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: asrkv serve [--port P] [--bind IP] [--elect] [--hostname NAME]\n"
+          "                   [--max-keys N] [--max-bytes N] [--max-clients N]\n"
+          "                   [--stall-timeout MS] [--idle-timeout MS]\n"
+          "       asrkv set  HOST:PORT KEY VALUE [--hex] [--timeout MS]\n"
+          "       asrkv get  HOST:PORT KEY [--wait] [--timeout MS]\n"
+          "       asrkv dump HOST:PORT [--timeout MS]\n"
+          "       asrkv secret\n"
+          "\n"
+          "KEY is text (\\xNN escapes allowed) or handle:SEND_LNC:RECV_LNC:HOST.\n"
+          "The job secret is read from ASR_JOB_SECRET (64 hex digits); unset means none.\n"
+          "serve prints 'READY port=P pid=N' once it accepts clients; with --elect it\n"
+          "first waits for the uid+port leader lock so that exactly one server runs.\n");
+}
+
+static int die_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "asrkv: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nRun 'asrkv --help' for usage.\n");
+  return 2;
+}
+
+/* Parses a non-negative integer option value; -1 on error. */
+static long parse_num(const char *s, long max) {
+  if (!s || !*s) return -1;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < 0 || v > max) return -1;
+  return v;
+}
+
+static int parse_hostport(const char *s, char *ip, size_t iplen, uint16_t *port) {
+  const char *colon = s ? strrchr(s, ':') : NULL;
+  if (!colon || colon == s || (size_t)(colon - s) >= iplen) return -1;
+  long p = parse_num(colon + 1, 65535);
+  if (p <= 0) return -1;
+  memcpy(ip, s, (size_t)(colon - s));
+  ip[colon - s] = '\0';
+  if (strcmp(ip, "localhost") == 0) snprintf(ip, iplen, "127.0.0.1");
+  *port = (uint16_t)p;
+  return 0;
+}
+
+static int load_secret(uint8_t secret[ASR_KV_SECRET_LEN]) {
+  char err[256];
+  if (asr_kv_secret_from_env(secret, err, sizeof err) != 0) {
+    fprintf(stderr, "asrkv: %s\n", err);
+    return -1;
+  }
+  return 0;
+}
+
+static int cmd_serve(int argc, char **argv) {
+  asr_kv_server_opts_t o = {0};
+  long port = 0;
+  int elect = 0;
+  const char *hostname = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long n;
+    if (strcmp(a, "--elect") == 0) { elect = 1; continue; }
+    if (!v) return die_usage("option '%s' needs a value", a);
+    i++;
+    if (strcmp(a, "--port") == 0) {
+      if ((port = parse_num(v, 65535)) < 0) return die_usage("--port wants 0..65535, not '%s'", v);
+    } else if (strcmp(a, "--bind") == 0) {
+      o.bind_ip = v;
+    } else if (strcmp(a, "--hostname") == 0) {
+      if (strlen(v) == 0 || strlen(v) >= ASR_KV_HOSTNAME_LEN) return die_usage("--hostname wants 1..127 bytes, not '%s'", v);
+      hostname = v;
+    } else if (strcmp(a, "--max-keys") == 0) {
+      if ((n = parse_num(v, 1L << 30)) <= 0) return die_usage("--max-keys wants a positive number, not '%s'", v);
+      o.max_keys = (size_t)n;
+    } else if (strcmp(a, "--max-bytes") == 0) {
+      if ((n = parse_num(v, 1L << 40)) <= 0) return die_usage("--max-bytes wants a positive number, not '%s'", v);
+      o.max_bytes = (size_t)n;
+    } else if (strcmp(a, "--max-clients") == 0) {
+      if ((n = parse_num(v, 1 << 20)) <= 0) return die_usage("--max-clients wants a positive number, not '%s'", v);
+      o.max_clients = (int)n;
+    } else if (strcmp(a, "--stall-timeout") == 0) {
+      if ((n = parse_num(v, 86400000)) <= 0) return die_usage("--stall-timeout wants milliseconds > 0, not '%s'", v);
+      o.stall_timeout_ms = (int)n;
+    } else if (strcmp(a, "--idle-timeout") == 0) {
+      if ((n = parse_num(v, 86400000)) <= 0) return die_usage("--idle-timeout wants milliseconds > 0, not '%s'", v);
+      o.idle_timeout_ms = (int)n;
+    } else {
+      return die_usage("unknown serve option '%s'", a);
+    }
+  }
+  if (elect && port == 0) return die_usage("%s", "--elect needs an explicit --port");
+  uint8_t secret[ASR_KV_SECRET_LEN];
+  if (load_secret(secret)) return 1;
+  o.secret = secret;
+  o.port = (uint16_t)port;
+
+  /* SIGINT/SIGTERM end the server cleanly through a signalfd. */
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  char err[256];
+  int lock_fd = -1;
+  if (elect) {
+    int rc = asr_kv_elect_try((uint16_t)port, &lock_fd, err, sizeof err);
+    if (rc == ASR_EBUSY) {
+      printf("WAITING leader lock for port %ld is held by another process\n", port);
+      fflush(stdout);
+      /* Block in a child-free way: poll the lock twice a second so a signal still ends us. */
+      for (;;) {
+        struct pollfd p = {.fd = sfd, .events = POLLIN};
+        if (poll(&p, 1, 200) > 0) return 0;
+        rc = asr_kv_elect_try((uint16_t)port, &lock_fd, err, sizeof err);
+        if (rc != ASR_EBUSY) break;
+      }
+    }
+    if (rc) {
+      fprintf(stderr, "asrkv: leader election failed: %s\n", err);
+      return 1;
+    }
+  }
+  asr_kv_server_t *s = NULL;
+  /* A new leader may race the old one's socket teardown: retry the bind briefly. */
+  uint64_t until = asr_time_ms() + 3000;
+  int rc;
+  while ((rc = asr_kv_server_new(&o, &s, err, sizeof err)) == ASR_EADDRINUSE && elect &&
+         asr_time_ms() < until)
+    asr_sleep_ms(20);
+  if (rc) {
+    fprintf(stderr, "asrkv: cannot start the KV server: %s\n", err);
+    asr_kv_elect_release(lock_fd);
+    return 1;
+  }
+  if (hostname) {
+    uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
+    memcpy(val, hostname, strlen(hostname));
+    asr_kv_server_put(s, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
+  }
+  printf("READY port=%u pid=%ld\n", asr_kv_server_port(s), (long)getpid());
+  fflush(stdout);
+  for (;;) {
+    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = asr_kv_server_fd(s), .events = POLLIN}};
+    int n = poll(p, 2, 1000);
+    if (n > 0 && (p[0].revents & POLLIN)) break;
+    if ((rc = asr_kv_server_poll(s, 0)) != 0) {
+      fprintf(stderr, "asrkv: server loop failed: %s\n", asr_strerror(rc));
+      break;
+    }
+  }
+  asr_kv_server_stats_t st;
+  asr_kv_server_stats(s, &st);
+  printf("STOPPED accepted=%lu frames=%lu errors=%lu dropped=%lu keys=%zu bytes=%zu\n", st.accepted,
+         st.frames, st.errors, st.stalled, st.keys, st.bytes);
+  asr_kv_server_free(s);
+  asr_kv_elect_release(lock_fd);
+  return rc ? 1 : 0;
+}
+
+/* Common parsing for set/get/dump: HOST:PORT first, then positional args and
+ * --timeout / --hex / --wait. */
+typedef struct {
+  char ip[64];
+  uint16_t port;
+  const char *pos[2];
+  int npos;
+  int hex, wait;
+  asr_kv_opts_t opts;
+  uint8_t secret[ASR_KV_SECRET_LEN];
+} client_args_t;
+
+static int parse_client(int argc, char **argv, int want_pos, client_args_t *a, const char *cmd) {
+  memset(a, 0, sizeof *a);
+  if (argc < 1 || parse_hostport(argv[0], a->ip, sizeof a->ip, &a->port) != 0)
+    return die_usage("expected HOST:PORT (an IPv4 address and port), got '%s'", argc ? argv[0] : "");
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--hex") == 0) a->hex = 1;
+    else if (strcmp(argv[i], "--wait") == 0) a->wait = 1;
+    else if (strcmp(argv[i], "--timeout") == 0) {
+      long v = i + 1 < argc ? parse_num(argv[i + 1], 86400000) : -1;
+      if (v <= 0) return die_usage("--timeout wants milliseconds > 0, not '%s'", i + 1 < argc ? argv[i + 1] : "");
+      a->opts.timeout_ms = (int)v;
+      i++;
+    } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+      return die_usage("unknown option '%s'", argv[i]);
+    } else if (a->npos < want_pos) {
+      a->pos[a->npos++] = argv[i];
+    } else {
+      return die_usage("unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (a->npos != want_pos) return die_usage("'%s' is missing arguments", cmd);
+  if (load_secret(a->secret)) return 1;
+  a->opts.secret = a->secret;
+  if (!a->opts.timeout_ms) a->opts.timeout_ms = a->wait ? 0 : 5000;
+  return 0;
+}
+
+static int parse_key(const char *text, uint8_t *key) {
+  int n = asr_kv_key_parse(text, key, ASR_KV_KEY_MAX);
+  if (n < 0)
+    fprintf(stderr, "asrkv: bad key '%s': %s (keys are 1..143 bytes; handle:SEND:RECV:HOST wants LNCs 0..127)\n",
+            text, asr_strerror(n));
+  return n;
+}
+
+static int hexdecode(const char *s, uint8_t *out, size_t cap) {
+  size_t n = strlen(s);
+  if (n % 2 || n / 2 > cap) return -1;
+  for (size_t i = 0; i < n / 2; i++) {
+    unsigned v;
+    if (sscanf(s + 2 * i, "%2x", &v) != 1) return -1;
+    out[i] = (uint8_t)v;
+  }
+  return (int)(n / 2);
+}
+
+static int cmd_set(int argc, char **argv) {
+  client_args_t a;
+  int rc = parse_client(argc, argv, 2, &a, "set");
+  if (rc) return rc;
+  uint8_t key[ASR_KV_KEY_MAX], val[ASR_KV_VAL_MAX];
+  int klen = parse_key(a.pos[0], key);
+  if (klen < 0) return 2;
+  int vlen;
+  if (a.hex) {
+    vlen = hexdecode(a.pos[1], val, sizeof val);
+    if (vlen < 0) return die_usage("--hex VALUE must be an even number of hex digits, at most 964 bytes: '%s'", a.pos[1]);
+  } else {
+    if (strlen(a.pos[1]) > ASR_KV_VAL_MAX) return die_usage("value longer than 964 bytes: '%.40s...'", a.pos[1]);
+    vlen = (int)strlen(a.pos[1]);
+    memcpy(val, a.pos[1], (size_t)vlen);
+  }
+  char err[400];
+  rc = asr_kv_set(a.ip, a.port, key, (size_t)klen, val, (size_t)vlen,
+                  a.hex ? ASR_KV_VTYPE_BINARY : ASR_KV_VTYPE_TEXT, &a.opts, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "asrkv: %s\n", err);
+    return 1;
+  }
+  return 0;
+}
+
+static int cmd_get(int argc, char **argv) {
+  client_args_t a;
+  int rc = parse_client(argc, argv, 1, &a, "get");
+  if (rc) return rc;
+  uint8_t key[ASR_KV_KEY_MAX], val[ASR_KV_VAL_MAX];
+  int klen = parse_key(a.pos[0], key);
+  if (klen < 0) return 2;
+  size_t vlen = 0;
+  char err[400];
+  rc = asr_kv_get(a.ip, a.port, key, (size_t)klen, a.wait, val, sizeof val, &vlen, &a.opts, err, sizeof err);
+  if (rc == ASR_ENOTFOUND) {
+    fprintf(stderr, "asrkv: key '%s' not found on %s:%u (use --wait to wait for it)\n", a.pos[0], a.ip, a.port);
+    return 3;
+  }
+  if (rc) {
+    fprintf(stderr, "asrkv: %s\n", err);
+    return 1;
+  }
+  char out[4 * ASR_KV_VAL_MAX];
+  printf("%s\n", asr_kv_value_render(val, vlen, out, sizeof out));
+  return 0;
+}
+
+static void dump_one(void *arg, uint32_t index, uint32_t total, const uint8_t *key, size_t klen,
+                     const uint8_t *val, size_t vlen, int vtype) {
+  char k[600], v[4 * ASR_KV_VAL_MAX];
+  (void)arg;
+  (void)vtype;
+  if (index == 0) printf("# %u keys\n", total);
+  printf("%s = %s\n", asr_kv_key_render(key, klen, k, sizeof k), asr_kv_value_render(val, vlen, v, sizeof v));
+}
+
+static int cmd_dump(int argc, char **argv) {
+  client_args_t a;
+  int rc = parse_client(argc, argv, 0, &a, "dump");
+  if (rc) return rc;
+  char err[400];
+  rc = asr_kv_list(a.ip, a.port, dump_one, NULL, &a.opts, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "asrkv: %s\n", err);
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  asr_log_set_role("asrkv", -1);
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("asrkv (asr) %s\n", PACKAGE_VERSION);
+    return 0;
+  }
+  if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc - 2, argv + 2);
+  if (strcmp(argv[1], "set") == 0) return cmd_set(argc - 2, argv + 2);
+  if (strcmp(argv[1], "get") == 0) return cmd_get(argc - 2, argv + 2);
+  if (strcmp(argv[1], "dump") == 0) return cmd_dump(argc - 2, argv + 2);
+  if (strcmp(argv[1], "secret") == 0) {
+    uint8_t s[ASR_KV_SECRET_LEN];
+    char hex[ASR_KV_SECRET_HEX_LEN + 1];
+    if (asr_kv_secret_generate(s) != 0) return 1;
+    asr_kv_secret_to_hex(s, hex);
+    printf("%s\n", hex);
+    return 0;
+  }
+  return die_usage("unknown command '%s'", argv[1]);
+}

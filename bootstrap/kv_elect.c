@@ -1,0 +1,64 @@
+/* kv_elect.c -- see kv_elect.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "kv_elect.h"
+
+int asr_kv_elect_path(uint16_t port, char *path, size_t len) {
+  const char *dir = getenv("ASR_KV_LOCK_DIR");
+  if (!dir || !*dir) dir = "/tmp";
+  int n = snprintf(path, len, "%s/asr_kv_server_lock_uid_%u_port_%u", dir, (unsigned)getuid(),
+                   (unsigned)port);
+  return n > 0 && (size_t)n < len ? 0 : ASR_ETOOBIG;
+}
+
+static int elect(uint16_t port, int wait, int *lock_fd, char *errbuf, size_t errlen) {
+  char path[512];
+  if (port == 0 || !lock_fd) return ASR_EINVAL;
+  if (asr_kv_elect_path(port, path, sizeof path) != 0) {
+    if (errbuf) snprintf(errbuf, errlen, "lock path too long (check ASR_KV_LOCK_DIR)");
+    return ASR_ETOOBIG;
+  }
+  /* O_NOFOLLOW: the path is in a shared directory; never follow a planted link. */
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    int e = errno;
+    if (errbuf) snprintf(errbuf, errlen, "cannot open lock file %s: %s", path, strerror(e));
+    return asr_err_from_errno(e);
+  }
+  int rc;
+  do {
+    rc = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    int e = errno;
+    close(fd);
+    if (e == EWOULDBLOCK) return ASR_EBUSY;
+    if (errbuf) snprintf(errbuf, errlen, "cannot lock %s: %s", path, strerror(e));
+    return asr_err_from_errno(e);
+  }
+  *lock_fd = fd;
+  return 0;
+}
+
+int asr_kv_elect_try(uint16_t port, int *lock_fd, char *errbuf, size_t errlen) {
+  return elect(port, 0, lock_fd, errbuf, errlen);
+}
+
+int asr_kv_elect_wait(uint16_t port, int *lock_fd, char *errbuf, size_t errlen) {
+  return elect(port, 1, lock_fd, errbuf, errlen);
+}
+
+void asr_kv_elect_release(int lock_fd) {
+  if (lock_fd < 0) return;
+  flock(lock_fd, LOCK_UN);
+  close(lock_fd);
+}

@@ -1,0 +1,102 @@
+/* kv_frame.c -- encode and decode the 1156-byte KV frames of kv_frame.h. */
+#include "config.h"
+
+#include <string.h>
+
+#include "asr_err.h"
+#include "kv_frame.h"
+
+static const uint8_t frame_magic[4] = {'A', 'S', 'R', 'K'};
+
+static void put_le16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static void put_le32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t get_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+int asr_kv_op_is_request(int op) {
+  return op == ASR_KV_OP_SET || op == ASR_KV_OP_GET || op == ASR_KV_OP_END || op == ASR_KV_OP_LIST;
+}
+
+int asr_kv_op_is_response(int op) {
+  return op == ASR_KV_OP_SET_ACK || op == ASR_KV_OP_GET_TEXT || op == ASR_KV_OP_GET_BINARY ||
+         op == ASR_KV_OP_NOT_FOUND || op == ASR_KV_OP_ERROR || op == ASR_KV_OP_LIST_ENTRY;
+}
+
+const char *asr_kv_op_name(int op) {
+  switch (op) {
+  case ASR_KV_OP_INVALID: return "INVALID";
+  case ASR_KV_OP_SET_ACK: return "SET_ACK";
+  case ASR_KV_OP_GET_TEXT: return "GET_TEXT";
+  case ASR_KV_OP_GET_BINARY: return "GET_BINARY";
+  case ASR_KV_OP_NOT_FOUND: return "NOT_FOUND";
+  case ASR_KV_OP_ERROR: return "ERROR";
+  case ASR_KV_OP_LIST_ENTRY: return "LIST_ENTRY";
+  case ASR_KV_OP_SET: return "SET";
+  case ASR_KV_OP_GET: return "GET";
+  case ASR_KV_OP_END: return "END";
+  case ASR_KV_OP_LIST: return "LIST";
+  default: return "UNKNOWN";
+  }
+}
+
+int asr_kv_frame_encode(uint8_t *frame, const asr_kv_msg_t *msg) {
+  if (!frame || !msg) return ASR_EINVAL;
+  if (!asr_kv_op_is_request(msg->opcode) && !asr_kv_op_is_response(msg->opcode)) return ASR_EINVAL;
+  if (msg->vtype > ASR_KV_VTYPE_BINARY) return ASR_EINVAL;
+  if (msg->key_len > ASR_KV_KEY_MAX || msg->val_len > ASR_KV_VAL_MAX) return ASR_ETOOBIG;
+  if ((msg->key_len && !msg->key) || (msg->val_len && !msg->val)) return ASR_EINVAL;
+  memset(frame, 0, ASR_KV_FRAME_LEN);
+  frame[ASR_KV_OFF_OPCODE] = msg->opcode;
+  frame[ASR_KV_OFF_VERSION] = ASR_KV_VERSION;
+  frame[ASR_KV_OFF_VTYPE] = msg->vtype;
+  memcpy(frame + ASR_KV_OFF_MAGIC, frame_magic, sizeof frame_magic);
+  put_le32(frame + ASR_KV_OFF_AUX, msg->aux);
+  put_le16(frame + ASR_KV_OFF_KEYLEN, msg->key_len);
+  put_le16(frame + ASR_KV_OFF_VALLEN, msg->val_len);
+  if (msg->secret) memcpy(frame + ASR_KV_OFF_SECRET, msg->secret, ASR_KV_SECRET_LEN);
+  if (msg->key_len) memcpy(frame + ASR_KV_OFF_KEY, msg->key, msg->key_len);
+  if (msg->val_len) memcpy(frame + ASR_KV_OFF_VAL, msg->val, msg->val_len);
+  return 0;
+}
+
+int asr_kv_frame_decode(const uint8_t *frame, asr_kv_msg_t *msg, const char **why) {
+  const char *reason = NULL;
+  if (!frame || !msg) {
+    reason = "no frame";
+  } else if (memcmp(frame + ASR_KV_OFF_MAGIC, frame_magic, sizeof frame_magic) != 0) {
+    reason = "bad magic (not an asr KV frame)";
+  } else if (frame[ASR_KV_OFF_VERSION] != ASR_KV_VERSION) {
+    reason = "unsupported frame version";
+  } else if (!asr_kv_op_is_request(frame[ASR_KV_OFF_OPCODE]) &&
+             !asr_kv_op_is_response(frame[ASR_KV_OFF_OPCODE])) {
+    reason = "unknown opcode";
+  } else if (frame[ASR_KV_OFF_VTYPE] > ASR_KV_VTYPE_BINARY) {
+    reason = "unknown value type";
+  } else if (frame[ASR_KV_OFF_FLAGS] != 0) {
+    reason = "reserved flags set";
+  } else if (get_le16(frame + ASR_KV_OFF_KEYLEN) > ASR_KV_KEY_MAX) {
+    reason = "key length over 143 bytes";
+  } else if (get_le16(frame + ASR_KV_OFF_VALLEN) > ASR_KV_VAL_MAX) {
+    reason = "value length over 964 bytes";
+  }
+  if (reason) {
+    if (why) *why = reason;
+    return ASR_EPROTO;
+  }
+  msg->opcode = frame[ASR_KV_OFF_OPCODE];
+  msg->vtype = frame[ASR_KV_OFF_VTYPE];
+  msg->aux = get_le32(frame + ASR_KV_OFF_AUX);
+  msg->key_len = get_le16(frame + ASR_KV_OFF_KEYLEN);
+  msg->val_len = get_le16(frame + ASR_KV_OFF_VALLEN);
+  msg->secret = frame + ASR_KV_OFF_SECRET;
+  msg->key = frame + ASR_KV_OFF_KEY;
+  msg->val = frame + ASR_KV_OFF_VAL;
+  return 0;
+}

@@ -1,0 +1,142 @@
+/* kv_keys.c -- see kv_keys.h. */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr_err.h"
+#include "kv_frame.h"
+#include "kv_keys.h"
+
+static void put_le32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+int asr_kv_handle_key(uint8_t *out, uint32_t send_lnc, uint32_t recv_lnc, const char *hostname) {
+  if (!out || !hostname || send_lnc > 127 || recv_lnc > 127) return ASR_EINVAL;
+  size_t hl = strlen(hostname);
+  if (hl == 0 || hl >= ASR_KV_HOSTNAME_LEN) return ASR_EINVAL;
+  memset(out, 0, ASR_KV_HANDLE_KEY_LEN);
+  memcpy(out, ASR_KV_HANDLE_PREFIX, 7);
+  put_le32(out + 7, send_lnc);
+  put_le32(out + 11, recv_lnc);
+  memcpy(out + 15, hostname, hl);
+  return ASR_KV_HANDLE_KEY_LEN;
+}
+
+int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, uint32_t *recv_lnc,
+                            char *host, size_t hostlen) {
+  if (!key || len != ASR_KV_HANDLE_KEY_LEN || memcmp(key, ASR_KV_HANDLE_PREFIX, 7) != 0)
+    return ASR_EINVAL;
+  const uint8_t *name = key + 15;
+  size_t n = 0;
+  while (n < ASR_KV_HOSTNAME_LEN && name[n]) n++;
+  if (n == 0 || n == ASR_KV_HOSTNAME_LEN) return ASR_EINVAL;
+  for (size_t i = n; i < ASR_KV_HOSTNAME_LEN; i++)
+    if (name[i]) return ASR_EINVAL; /* padding must be zeros */
+  for (size_t i = 0; i < n; i++)
+    if (!isprint(name[i])) return ASR_EINVAL;
+  if (send_lnc) *send_lnc = get_le32(key + 7);
+  if (recv_lnc) *recv_lnc = get_le32(key + 11);
+  if (host && hostlen) snprintf(host, hostlen, "%.*s", (int)n, (const char *)name);
+  return 0;
+}
+
+/* Appends text to out, escaping unprintable bytes as \xNN. */
+static void render_bytes(const uint8_t *p, size_t len, char *out, size_t outlen, size_t *pos) {
+  for (size_t i = 0; i < len && *pos + 5 < outlen; i++) {
+    if (isprint(p[i]) && p[i] != '\\')
+      out[(*pos)++] = (char)p[i];
+    else
+      *pos += (size_t)snprintf(out + *pos, outlen - *pos, "\\x%02x", p[i]);
+  }
+  out[*pos] = '\0';
+}
+
+char *asr_kv_key_render(const uint8_t *key, size_t len, char *out, size_t outlen) {
+  if (!out || outlen == 0) return out;
+  out[0] = '\0';
+  uint32_t s, r;
+  char host[ASR_KV_HOSTNAME_LEN + 1];
+  if (asr_kv_handle_key_parse(key, len, &s, &r, host, sizeof host) == 0) {
+    snprintf(out, outlen, "handle-<send %u><recv %u><host %s>", s, r, host);
+    return out;
+  }
+  size_t pos = 0;
+  render_bytes(key, len, out, outlen, &pos);
+  return out;
+}
+
+char *asr_kv_value_render(const uint8_t *val, size_t len, char *out, size_t outlen) {
+  if (!out || outlen == 0) return out;
+  size_t n = 0;
+  while (n < len && val[n]) n++;
+  int text = n > 0;
+  for (size_t i = 0; i < n && text; i++)
+    if (!isprint(val[i])) text = 0;
+  for (size_t i = n; i < len && text; i++)
+    if (val[i]) text = 0;
+  if (text) {
+    snprintf(out, outlen, "%.*s%s", (int)n, (const char *)val, n < len ? " (zero-padded)" : "");
+    return out;
+  }
+  size_t pos = (size_t)snprintf(out, outlen, "%zu bytes: ", len);
+  for (size_t i = 0; i < len && pos + 3 < outlen; i++)
+    pos += (size_t)snprintf(out + pos, outlen - pos, "%02x", val[i]);
+  return out;
+}
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
+  if (!text || !out) return ASR_EINVAL;
+  if (strncmp(text, "handle:", 7) == 0) {
+    char *end;
+    unsigned long s = strtoul(text + 7, &end, 10);
+    if (*end != ':') return ASR_EINVAL;
+    unsigned long r = strtoul(end + 1, &end, 10);
+    if (*end != ':' || s > 127 || r > 127) return ASR_EINVAL;
+    if (outcap < ASR_KV_HANDLE_KEY_LEN) return ASR_ETOOBIG;
+    return asr_kv_handle_key(out, (uint32_t)s, (uint32_t)r, end + 1);
+  }
+  size_t n = 0;
+  for (const char *p = text; *p; p++) {
+    int c = (unsigned char)*p;
+    if (c == '\\' && p[1] == '\\') {
+      p++;
+    } else if (c == '\\' && p[1] == 'x') {
+      int hi = hexval(p[2]), lo = hi >= 0 ? hexval(p[3]) : -1;
+      if (hi < 0 || lo < 0) return ASR_EINVAL;
+      c = hi * 16 + lo;
+      p += 3;
+    }
+    if (n >= outcap || n >= ASR_KV_KEY_MAX) return ASR_ETOOBIG;
+    out[n++] = (uint8_t)c;
+  }
+  if (n == 0) return ASR_EINVAL;
+  return (int)n;
+}
+
+int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname,
+                         const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
+  uint8_t val[ASR_KV_HOSTNAME_LEN];
+  size_t hl = hostname ? strlen(hostname) : 0;
+  if (hl == 0 || hl >= ASR_KV_HOSTNAME_LEN) {
+    if (errbuf) snprintf(errbuf, errlen, "host name must be 1..127 bytes");
+    return ASR_EINVAL;
+  }
+  memset(val, 0, sizeof val);
+  memcpy(val, hostname, hl);
+  return asr_kv_set(ip, port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val,
+                    ASR_KV_VTYPE_TEXT, opts, errbuf, errlen);
+}

@@ -1,0 +1,65 @@
+/* kv_secret.c -- see kv_secret.h. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr_err.h"
+#include "asr_rand.h"
+#include "kv_secret.h"
+
+int asr_kv_secret_generate(uint8_t secret[ASR_KV_SECRET_LEN]) {
+  return asr_rand_bytes(secret, ASR_KV_SECRET_LEN);
+}
+
+void asr_kv_secret_to_hex(const uint8_t secret[ASR_KV_SECRET_LEN], char hex[ASR_KV_SECRET_HEX_LEN + 1]) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < ASR_KV_SECRET_LEN; i++) {
+    hex[2 * i] = digits[secret[i] >> 4];
+    hex[2 * i + 1] = digits[secret[i] & 15];
+  }
+  hex[ASR_KV_SECRET_HEX_LEN] = '\0';
+}
+
+static int nibble(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int asr_kv_secret_from_hex(const char *hex, uint8_t secret[ASR_KV_SECRET_LEN]) {
+  if (!hex || strlen(hex) != ASR_KV_SECRET_HEX_LEN) return ASR_EINVAL;
+  uint8_t tmp[ASR_KV_SECRET_LEN];
+  for (int i = 0; i < ASR_KV_SECRET_LEN; i++) {
+    int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return ASR_EINVAL;
+    tmp[i] = (uint8_t)(hi << 4 | lo);
+  }
+  memcpy(secret, tmp, sizeof tmp);
+  return 0;
+}
+
+int asr_kv_secret_from_env(uint8_t secret[ASR_KV_SECRET_LEN], char *errbuf, size_t errlen) {
+  const char *s = getenv("ASR_JOB_SECRET");
+  if (!s || !*s) {
+    memset(secret, 0, ASR_KV_SECRET_LEN);
+    return 0;
+  }
+  if (asr_kv_secret_from_hex(s, secret) != 0) {
+    if (errbuf)
+      snprintf(errbuf, errlen,
+               "ASR_JOB_SECRET must be %d hex digits (it is %zu characters); unset it or copy it "
+               "from the job's launcher",
+               ASR_KV_SECRET_HEX_LEN, strlen(s));
+    return ASR_EINVAL;
+  }
+  return 0;
+}
+
+int asr_kv_secret_equal(const uint8_t *a, const uint8_t *b) {
+  uint8_t diff = 0;
+  for (int i = 0; i < ASR_KV_SECRET_LEN; i++) diff |= (uint8_t)(a[i] ^ b[i]);
+  return diff == 0;
+}

@@ -1,0 +1,474 @@
+/*
+ * kv_server.c -- the epoll KV server (the seed's kv_store_handle_client_fn,
+ * rebuilt event-driven with bounds; see kv_server.h for the rules).
+ *
+ * Connections live on one of two intrusive lists ordered by last activity:
+ * "busy" (mid-frame: part of a request read, or a response not yet written)
+ * and "idle" (between frames). Each list has one timeout, so the oldest entry
+ * is always at its head and expiry is O(1) per dropped client.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_sock.h"
+#include "asr_time.h"
+#include "kv_frame.h"
+#include "kv_keys.h"
+#include "kv_secret.h"
+#include "kv_server.h"
+#include "kv_table.h"
+
+#define FRAMES_PER_WAKEUP 16 /* fairness: one client cannot hog a wakeup */
+#define ACCEPTS_PER_WAKEUP 256
+#define MAX_EVENTS 256
+
+enum { LIST_NONE = 0, LIST_IDLE, LIST_BUSY };
+
+typedef struct conn {
+  int fd;
+  int writing;      /* a response is being written */
+  int close_after;  /* drop once the response is out */
+  int list;
+  uint32_t events; /* epoll interest now registered */
+  size_t rpos, wpos;
+  uint64_t last_ms;
+  struct conn *prev, *next;
+  uint8_t rbuf[ASR_KV_FRAME_LEN];
+  uint8_t wbuf[ASR_KV_FRAME_LEN];
+} conn_t;
+
+typedef struct {
+  conn_t *head, *tail;
+} conn_list_t;
+
+struct asr_kv_server {
+  int epfd, lfd, wakefd;
+  int accepting;
+  uint16_t port;
+  uint8_t secret[ASR_KV_SECRET_LEN];
+  int max_clients, stall_ms, idle_ms;
+  pthread_mutex_t lock; /* guards everything below against asr_kv_server_put/stats */
+  asr_kv_table_t table;
+  conn_list_t idle, busy;
+  asr_kv_server_stats_t st;
+  pthread_t thread;
+  int thread_running;
+  atomic_int stop;
+};
+
+/* Sentinels for epoll data: the listener and the wake eventfd. */
+static char listen_tag, wake_tag;
+
+static void list_remove(asr_kv_server_t *s, conn_t *c) {
+  conn_list_t *l = c->list == LIST_BUSY ? &s->busy : c->list == LIST_IDLE ? &s->idle : NULL;
+  if (!l) return;
+  if (c->prev) c->prev->next = c->next; else l->head = c->next;
+  if (c->next) c->next->prev = c->prev; else l->tail = c->prev;
+  c->prev = c->next = NULL;
+  c->list = LIST_NONE;
+}
+
+static void list_append(asr_kv_server_t *s, conn_t *c, int which) {
+  conn_list_t *l = which == LIST_BUSY ? &s->busy : &s->idle;
+  c->list = which;
+  c->prev = l->tail;
+  c->next = NULL;
+  if (l->tail) l->tail->next = c; else l->head = c;
+  l->tail = c;
+}
+
+/* Moves c to the tail of the list its state belongs to, stamped now. */
+static void touch(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+  list_remove(s, c);
+  c->last_ms = now;
+  list_append(s, c, (c->rpos > 0 || c->writing) ? LIST_BUSY : LIST_IDLE);
+}
+
+static void set_accepting(asr_kv_server_t *s, int on) {
+  if (s->accepting == on) return;
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listen_tag};
+  if (on)
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
+  else
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+  s->accepting = on;
+}
+
+static void drop(asr_kv_server_t *s, conn_t *c) {
+  list_remove(s, c);
+  epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  free(c);
+  s->st.clients--;
+  if (!s->accepting && (int)s->st.clients < s->max_clients) set_accepting(s, 1);
+}
+
+static void want_events(asr_kv_server_t *s, conn_t *c, uint32_t events) {
+  if (c->events == events) return;
+  c->events = events;
+  struct epoll_event ev = {.events = events, .data.ptr = c};
+  epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void reply(conn_t *c, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key,
+                  size_t klen, const uint8_t *val, size_t vlen) {
+  asr_kv_msg_t m = {.opcode = opcode, .vtype = vtype, .aux = aux, .key_len = (uint16_t)klen,
+                    .val_len = (uint16_t)vlen, .key = key, .val = val};
+  asr_kv_frame_encode(c->wbuf, &m);
+  c->writing = 1;
+  c->wpos = 0;
+}
+
+static void reply_error(asr_kv_server_t *s, conn_t *c, int close_after, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply_error(asr_kv_server_t *s, conn_t *c, int close_after, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
+  asr_debug("kvs", "refusing a request on fd %d: %s", c->fd, msg);
+  reply(c, ASR_KV_OP_ERROR, 0, 0, NULL, 0, (const uint8_t *)msg, (size_t)n);
+  c->close_after = close_after;
+  s->st.errors++;
+}
+
+/* Handles the complete request in c->rbuf and prepares the response.
+ * Returns 0, or 1 when the connection should simply be closed (END). */
+static int handle_frame(asr_kv_server_t *s, conn_t *c) {
+  asr_kv_msg_t m;
+  const char *why = NULL;
+  s->st.frames++;
+  if (asr_kv_frame_decode(c->rbuf, &m, &why) != 0) {
+    reply_error(s, c, 1, "malformed frame: %s", why);
+    return 0;
+  }
+  if (!asr_kv_op_is_request(m.opcode)) {
+    reply_error(s, c, 1, "opcode %u (%s) is not a request", m.opcode, asr_kv_op_name(m.opcode));
+    return 0;
+  }
+  if (!asr_kv_secret_equal(m.secret, s->secret)) {
+    reply_error(s, c, 1, "wrong job secret: this KV server belongs to another job "
+                         "(check ASR_JOB_SECRET and the bootstrap port)");
+    return 0;
+  }
+  switch (m.opcode) {
+  case ASR_KV_OP_END:
+    return 1;
+  case ASR_KV_OP_SET: {
+    if (m.key_len == 0) {
+      reply_error(s, c, 1, "SET with an empty key");
+      return 0;
+    }
+    int rc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
+    if (rc == ASR_ENOSPACE) {
+      reply_error(s, c, 0, "KV table full: %zu keys and %zu bytes held (limits %zu keys, %zu bytes); "
+                           "raise the server's key/byte limits",
+                  s->table.count, s->table.bytes, s->table.max_keys, s->table.max_bytes);
+      return 0;
+    }
+    if (rc) {
+      reply_error(s, c, 0, "SET failed: %s", asr_strerror(rc));
+      return 0;
+    }
+    if (asr_log_enabled(ASR_LOG_DEBUG, "kvs")) {
+      char k[200];
+      asr_debug("kvs", "SET %s (%u bytes)", asr_kv_key_render(m.key, m.key_len, k, sizeof k), m.val_len);
+    }
+    reply(c, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
+    return 0;
+  }
+  case ASR_KV_OP_GET: {
+    const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
+    if (!e) {
+      reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+      return 0;
+    }
+    reply(c, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0,
+          m.key, m.key_len, e->val, e->vlen);
+    return 0;
+  }
+  case ASR_KV_OP_LIST: {
+    const asr_kv_entry_t *e = asr_kv_table_at(&s->table, m.aux);
+    uint32_t total = (uint32_t)s->table.count;
+    if (!e)
+      reply(c, ASR_KV_OP_NOT_FOUND, 0, total, NULL, 0, NULL, 0);
+    else
+      reply(c, ASR_KV_OP_LIST_ENTRY, e->vtype, total, e->key, e->klen, e->val, e->vlen);
+    return 0;
+  }
+  default:
+    reply_error(s, c, 1, "unsupported opcode %u", m.opcode);
+    return 0;
+  }
+}
+
+/* Moves bytes for c; returns 0, or -1 when c was dropped. */
+static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+  int frames = 0, moved = 0;
+  for (;;) {
+    if (c->writing) {
+      ssize_t n = send(c->fd, c->wbuf + c->wpos, ASR_KV_FRAME_LEN - c->wpos, MSG_NOSIGNAL);
+      if (n > 0) {
+        c->wpos += (size_t)n;
+        moved = 1;
+        if (c->wpos < ASR_KV_FRAME_LEN) continue;
+        c->writing = 0;
+        if (c->close_after) {
+          drop(s, c);
+          return -1;
+        }
+        c->rpos = 0;
+        want_events(s, c, EPOLLIN);
+        if (++frames >= FRAMES_PER_WAKEUP) break;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        want_events(s, c, EPOLLOUT);
+        break;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      drop(s, c);
+      return -1;
+    }
+    ssize_t n = recv(c->fd, c->rbuf + c->rpos, ASR_KV_FRAME_LEN - c->rpos, 0);
+    if (n > 0) {
+      c->rpos += (size_t)n;
+      moved = 1;
+      if (c->rpos < ASR_KV_FRAME_LEN) continue;
+      if (handle_frame(s, c)) { /* END */
+        drop(s, c);
+        return -1;
+      }
+      continue; /* go write the response */
+    }
+    if (n == 0) {
+      if (c->rpos > 0) {
+        /* Truncated frame and EOF: say so (the peer may still read), then close. */
+        reply_error(s, c, 1, "truncated frame: %zu of %d bytes before end of stream", c->rpos,
+                    ASR_KV_FRAME_LEN);
+        (void)send(c->fd, c->wbuf, ASR_KV_FRAME_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+      drop(s, c);
+      return -1;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    if (errno == EINTR) continue;
+    drop(s, c);
+    return -1;
+  }
+  if (moved) touch(s, c, now);
+  return 0;
+}
+
+static void accept_clients(asr_kv_server_t *s, uint64_t now) {
+  for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
+    if ((int)s->st.clients >= s->max_clients) {
+      set_accepting(s, 0); /* the kernel backlog queues the rest */
+      asr_debug("kvs", "at %d clients: pausing accept", s->max_clients);
+      return;
+    }
+    int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        asr_warn("kvs", "out of file descriptors at %u clients; pausing accept", s->st.clients);
+        if (s->st.clients > 0) set_accepting(s, 0);
+      }
+      return; /* EAGAIN: drained */
+    }
+    conn_t *c = malloc(sizeof *c);
+    if (!c) {
+      close(fd);
+      return;
+    }
+    memset(c, 0, offsetof(conn_t, rbuf));
+    c->fd = fd;
+    c->events = EPOLLIN;
+    asr_sock_nodelay(fd);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      close(fd);
+      free(c);
+      continue;
+    }
+    s->st.clients++;
+    s->st.accepted++;
+    touch(s, c, now);
+  }
+}
+
+static void expire(asr_kv_server_t *s, conn_list_t *l, int timeout_ms, uint64_t now) {
+  while (l->head && now - l->head->last_ms >= (uint64_t)timeout_ms) {
+    conn_t *c = l->head;
+    asr_info("kvs", "dropping client fd %d: %s for %d ms", c->fd,
+             l == &s->busy ? "stalled mid-frame" : "idle", timeout_ms);
+    s->st.stalled++;
+    drop(s, c);
+  }
+}
+
+static int next_timeout(asr_kv_server_t *s, int timeout_ms, uint64_t now) {
+  const conn_list_t *lists[2] = {&s->busy, &s->idle};
+  const int tmo[2] = {s->stall_ms, s->idle_ms};
+  for (int i = 0; i < 2; i++) {
+    if (!lists[i]->head) continue;
+    uint64_t due = lists[i]->head->last_ms + (uint64_t)tmo[i];
+    int left = due > now ? (int)(due - now) : 0;
+    if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left;
+  }
+  return timeout_ms;
+}
+
+int asr_kv_server_poll(asr_kv_server_t *s, int timeout_ms) {
+  struct epoll_event evs[MAX_EVENTS];
+  pthread_mutex_lock(&s->lock);
+  timeout_ms = next_timeout(s, timeout_ms, asr_time_ms());
+  pthread_mutex_unlock(&s->lock);
+  int n = epoll_wait(s->epfd, evs, MAX_EVENTS, timeout_ms);
+  if (n < 0) return errno == EINTR ? 0 : asr_err_from_errno(errno);
+  pthread_mutex_lock(&s->lock);
+  uint64_t now = asr_time_ms();
+  for (int i = 0; i < n; i++) {
+    void *p = evs[i].data.ptr;
+    if (p == &listen_tag) {
+      accept_clients(s, now);
+    } else if (p == &wake_tag) {
+      uint64_t v;
+      (void)!read(s->wakefd, &v, sizeof v);
+    } else {
+      conn_t *c = p;
+      if (evs[i].events & (EPOLLERR) && !(evs[i].events & EPOLLIN)) {
+        drop(s, c);
+        continue;
+      }
+      conn_io(s, c, now);
+    }
+  }
+  expire(s, &s->busy, s->stall_ms, now);
+  expire(s, &s->idle, s->idle_ms, now);
+  pthread_mutex_unlock(&s->lock);
+  return 0;
+}
+
+int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, char *errbuf,
+                      size_t errlen) {
+  asr_kv_server_opts_t o = opts ? *opts : (asr_kv_server_opts_t){0};
+  if (!out) return ASR_EINVAL;
+  asr_kv_server_t *s = calloc(1, sizeof *s);
+  if (!s) return ASR_ENOMEM;
+  s->epfd = s->lfd = s->wakefd = -1;
+  pthread_mutex_init(&s->lock, NULL);
+  if (o.secret) memcpy(s->secret, o.secret, ASR_KV_SECRET_LEN);
+  s->max_clients = o.max_clients > 0 ? o.max_clients : 16384;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (rlim_t)s->max_clients + 64 > rl.rlim_cur)
+    s->max_clients = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : 64;
+  s->stall_ms = o.stall_timeout_ms > 0 ? o.stall_timeout_ms : 5000;
+  s->idle_ms = o.idle_timeout_ms > 0 ? o.idle_timeout_ms : 60000;
+  asr_kv_table_init(&s->table, o.max_keys ? o.max_keys : 65536,
+                    o.max_bytes ? o.max_bytes : 64u << 20);
+  int rc;
+  s->lfd = asr_sock_listen(o.bind_ip ? o.bind_ip : "0.0.0.0", o.port, o.backlog > 0 ? o.backlog : 4096,
+                           &s->port, errbuf, errlen);
+  if (s->lfd < 0) {
+    rc = s->lfd;
+    goto fail;
+  }
+  s->epfd = epoll_create1(EPOLL_CLOEXEC);
+  s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s->epfd < 0 || s->wakefd < 0) {
+    rc = asr_err_from_errno(errno);
+    if (errbuf) snprintf(errbuf, errlen, "epoll/eventfd: %s", strerror(errno));
+    goto fail;
+  }
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &wake_tag};
+  epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wakefd, &ev);
+  set_accepting(s, 1);
+  asr_info("kvs", "KV server listening on %s:%u", o.bind_ip ? o.bind_ip : "0.0.0.0", s->port);
+  *out = s;
+  return 0;
+fail:
+  asr_kv_server_free(s);
+  return rc;
+}
+
+uint16_t asr_kv_server_port(const asr_kv_server_t *s) { return s->port; }
+int asr_kv_server_fd(const asr_kv_server_t *s) { return s->epfd; }
+
+int asr_kv_server_put(asr_kv_server_t *s, const void *key, size_t klen, const void *val, size_t vlen,
+                      int vtype) {
+  pthread_mutex_lock(&s->lock);
+  int rc = asr_kv_table_set(&s->table, key, klen, val, vlen, vtype);
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st) {
+  pthread_mutex_lock(&s->lock);
+  *st = s->st;
+  st->keys = s->table.count;
+  st->bytes = s->table.bytes;
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void *server_thread(void *arg) {
+  asr_kv_server_t *s = arg;
+  while (!atomic_load(&s->stop)) {
+    int rc = asr_kv_server_poll(s, 1000);
+    if (rc) {
+      asr_error("kvs", "KV server loop failed: %s", asr_strerror(rc));
+      break;
+    }
+  }
+  return NULL;
+}
+
+int asr_kv_server_start_thread(asr_kv_server_t *s) {
+  if (s->thread_running) return ASR_ESTATE;
+  atomic_store(&s->stop, 0);
+  int e = pthread_create(&s->thread, NULL, server_thread, s);
+  if (e) return asr_err_from_errno(e);
+  s->thread_running = 1;
+  return 0;
+}
+
+void asr_kv_server_stop_thread(asr_kv_server_t *s) {
+  if (!s->thread_running) return;
+  atomic_store(&s->stop, 1);
+  uint64_t one = 1;
+  (void)!write(s->wakefd, &one, sizeof one);
+  pthread_join(s->thread, NULL);
+  s->thread_running = 0;
+}
+
+void asr_kv_server_free(asr_kv_server_t *s) {
+  if (!s) return;
+  asr_kv_server_stop_thread(s);
+  while (s->busy.head) drop(s, s->busy.head);
+  while (s->idle.head) drop(s, s->idle.head);
+  if (s->lfd >= 0) close(s->lfd);
+  if (s->epfd >= 0) close(s->epfd);
+  if (s->wakefd >= 0) close(s->wakefd);
+  asr_kv_table_fini(&s->table);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}

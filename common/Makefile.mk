@@ -1,0 +1,8 @@
+# common/: errors, logging, sockets, time, randomness (no dependencies).
+noinst_LTLIBRARIES += common/libasrcommon.la
+common_libasrcommon_la_SOURCES = \
+	common/asr_err.c common/asr_err.h \
+	common/asr_log.c common/asr_log.h \
+	common/asr_rand.c common/asr_rand.h \
+	common/asr_sock.c common/asr_sock.h \
+	common/asr_time.c common/asr_time.h

@@ -1,0 +1,117 @@
+/* test_common.c -- the common/ layer: errors, logging, time, sockets. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_sock.h"
+#include "asr_test.h"
+#include "asr_time.h"
+
+TEST(err_strings) {
+  ASSERT_STREQ(asr_strerror(0), "success");
+  ASSERT_STREQ(asr_err_name(ASR_ETIMEDOUT), "ASR_ETIMEDOUT");
+  ASSERT_STREQ(asr_strerror(ASR_ETIMEDOUT), "operation timed out");
+  ASSERT_STREQ(asr_err_name(-999), "ASR_EUNKNOWN");
+  ASSERT_STREQ(asr_strerror(12345), "unknown error");
+  /* every code has a distinct, non-empty name and message */
+#define CHECK(name, num, msg)                                   \
+  ASSERT_EQ(ASR_E##name, -(num));                               \
+  ASSERT(strlen(asr_strerror(ASR_E##name)) > 0);                \
+  ASSERT_STREQ(asr_err_name(ASR_E##name), "ASR_E" #name);
+  ASR_ERRNO_MAP(CHECK)
+#undef CHECK
+  ASSERT_EQ(asr_err_from_errno(ECONNREFUSED), ASR_ECONNREFUSED);
+  ASSERT_EQ(asr_err_from_errno(EPIPE), ASR_ECONNRESET);
+}
+
+TEST(log_one_line_prefixed) {
+  int p[2];
+  ASSERT_OK(pipe(p));
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 2);
+    setenv("ASR_LOG_LEVEL", "debug", 1);
+    setenv("ASR_LOG_SUBSYS", "kvs", 1);
+    asr_log_reload_env();
+    asr_log_set_role("tester", 7);
+    asr_log_set_host("nodeA");
+    asr_debug("kvs", "hello %d", 42);
+    asr_debug("fab", "filtered out");
+    asr_trace("kvs", "below level");
+    asr_error("fab", "errors always print");
+    _exit(0);
+  }
+  close(p[1]);
+  char *out = asr_test_read_all(p[0], 5000);
+  ASSERT(asr_test_wait(pid, 5000) == 0);
+  char want[128];
+  snprintf(want, sizeof want, "[asr tester:7@nodeA %ld] kvs: hello 42\n", (long)pid);
+  ASSERT_CONTAINS(out, want);
+  ASSERT(strstr(out, "filtered out") == NULL);
+  ASSERT(strstr(out, "below level") == NULL);
+  ASSERT_CONTAINS(out, "fab: error: errors always print\n");
+  free(out);
+}
+
+TEST(time_monotonic) {
+  uint64_t a = asr_time_ns();
+  asr_sleep_ms(20);
+  uint64_t b = asr_time_ns();
+  ASSERT(b - a >= 19000000ull);
+  ASSERT(b - a < 2000000000ull);
+}
+
+TEST(sock_listen_connect_roundtrip) {
+  uint16_t port = 0;
+  char err[128];
+  int lfd = asr_sock_listen("127.0.0.1", 0, 16, &port, err, sizeof err);
+  ASSERT(lfd >= 0);
+  ASSERT(port != 0);
+  ASSERT(fcntl(lfd, F_GETFL) & O_NONBLOCK);
+  ASSERT(fcntl(lfd, F_GETFD) & FD_CLOEXEC);
+  struct sockaddr_in a;
+  ASSERT_OK(asr_sock_parse_ipv4("127.0.0.1", port, &a));
+  int inprog;
+  int cfd = asr_sock_connect_start(&a, &inprog);
+  ASSERT(cfd >= 0);
+  int sfd = -1;
+  uint64_t until = asr_time_ms() + 2000;
+  while (sfd < 0 && asr_time_ms() < until) sfd = accept(lfd, NULL, NULL);
+  ASSERT(sfd >= 0);
+  ASSERT_OK(asr_sock_connect_result(cfd));
+  ASSERT_OK(asr_sock_write_all(cfd, "ping", 4, asr_time_ms() + 2000));
+  char buf[4];
+  ASSERT_OK(asr_sock_read_all(sfd, buf, 4, asr_time_ms() + 2000));
+  ASSERT_MEMEQ(buf, "ping", 4);
+  close(cfd);
+  ASSERT_EQ(asr_sock_read_all(sfd, buf, 1, asr_time_ms() + 2000), ASR_ECONNRESET);
+  /* the same port again is in use */
+  int l2 = asr_sock_listen("127.0.0.1", port, 16, NULL, err, sizeof err);
+  ASSERT_EQ(l2, ASR_EADDRINUSE);
+  ASSERT_CONTAINS(err, "cannot bind 127.0.0.1:");
+  ASSERT_EQ(asr_sock_listen("not-an-ip", 0, 16, NULL, err, sizeof err), ASR_EINVAL);
+  close(sfd);
+  close(lfd);
+}
+
+TEST(sock_refused) {
+  uint16_t port = asr_test_free_port();
+  struct sockaddr_in a;
+  ASSERT_OK(asr_sock_parse_ipv4("127.0.0.1", port, &a));
+  int inprog;
+  int fd = asr_sock_connect_start(&a, &inprog);
+  if (fd >= 0) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    poll(&p, 1, 2000);
+    ASSERT_EQ(asr_sock_connect_result(fd), ASR_ECONNREFUSED);
+    close(fd);
+  } else {
+    ASSERT_EQ(fd, ASR_ECONNREFUSED);
+  }
+}
