@@ -12,6 +12,8 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,6 +74,8 @@ static int parse_hostport(const char *s, char *ip, size_t iplen, uint16_t *port)
   memcpy(ip, s, (size_t)(colon - s));
   ip[colon - s] = '\0';
   if (strcmp(ip, "localhost") == 0) snprintf(ip, iplen, "127.0.0.1");
+  struct in_addr a;
+  if (inet_pton(AF_INET, ip, &a) != 1) return -1; /* names other than localhost are not resolved */
   *port = (uint16_t)p;
   return 0;
 }
@@ -95,6 +99,11 @@ static int cmd_serve(int argc, char **argv) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;
     if (strcmp(a, "--elect") == 0) { elect = 1; continue; }
+    static const char *const with_value[] = {"--port", "--bind", "--hostname", "--max-keys", "--max-bytes",
+                                             "--max-clients", "--stall-timeout", "--idle-timeout"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= strcmp(a, with_value[k]) == 0;
+    if (!known) return die_usage("unknown serve option '%s'", a);
     if (!v) return die_usage("option '%s' needs a value", a);
     i++;
     if (strcmp(a, "--port") == 0) {
@@ -246,6 +255,8 @@ static int hexdecode(const char *s, uint8_t *out, size_t cap) {
   if (n % 2 || n / 2 > cap) return -1;
   for (size_t i = 0; i < n / 2; i++) {
     unsigned v;
+    /* sscanf alone would take signs, blanks and "0x" as digits */
+    if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1])) return -1;
     if (sscanf(s + 2 * i, "%2x", &v) != 1) return -1;
     out[i] = (uint8_t)v;
   }
@@ -304,7 +315,7 @@ static int cmd_get(int argc, char **argv) {
 static void dump_one(void *arg, uint32_t index, uint32_t total, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen, int vtype) {
   char k[600], v[4 * ASR_KV_VAL_MAX];
-  (void)arg;
+  (*(unsigned long *)arg)++;
   (void)vtype;
   if (index == 0) printf("# %u keys\n", total);
   printf("%s = %s\n", asr_kv_key_render(key, klen, k, sizeof k), asr_kv_value_render(val, vlen, v, sizeof v));
@@ -315,11 +326,13 @@ static int cmd_dump(int argc, char **argv) {
   int rc = parse_client(argc, argv, 0, &a, "dump");
   if (rc) return rc;
   char err[400];
-  rc = asr_kv_list(a.ip, a.port, dump_one, NULL, &a.opts, err, sizeof err);
+  unsigned long seen = 0;
+  rc = asr_kv_list(a.ip, a.port, dump_one, &seen, &a.opts, err, sizeof err);
   if (rc) {
     fprintf(stderr, "asrkv: %s\n", err);
     return 1;
   }
+  if (seen == 0) printf("# 0 keys\n"); /* dump_one never ran: keep the header promise */
   return 0;
 }
 

@@ -33,7 +33,12 @@ EXTRA_PROGRAMS = tests/bench/kv_bench
 tests_bench_kv_bench_SOURCES = tests/bench/kv_bench.c
 tests_bench_kv_bench_LDADD = bootstrap/libasrboot.la
 bench: tests/bench/kv_bench$(EXEEXT) bootstrap/asrkv$(EXEEXT)
-	$(top_builddir)/tests/bench/kv_bench$(EXEEXT)
+	$(top_builddir)/tests/bench/kv_bench$(EXEEXT) $(BENCH_ARGS)
 .PHONY: bench
 CLEANFILES = $(EXTRA_PROGRAMS)
 EXTRA_DIST += tests/run-suite.sh
+
+# Example programs (the quick start runs kv_demo).
+noinst_PROGRAMS += tests/apps/kv_demo
+tests_apps_kv_demo_SOURCES = tests/apps/kv_demo.c
+tests_apps_kv_demo_LDADD = bootstrap/libasrboot.la

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs, with apt, whatever this project needs that is missing on a Debian
+# bookworm machine (run as root). Installs nothing when all is present.
+set -euo pipefail
+pkgs=(
+  build-essential autoconf automake libtool pkg-config
+  libfabric-dev libfabric-bin libpmix-dev libhwloc-dev hwloc-nox libyaml-dev
+  iproute2 procps clang-format
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages: ${missing[*]}" >&2
+  echo "deps: run this as root (or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done"

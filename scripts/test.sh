@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Quick start, second command: installs what is missing, builds, and runs the
+# whole test suite: the unit/integration tests on a -Werror build, again under
+# ASan+UBSan and under TSan, the format check, make distcheck and a benchmark
+# smoke run. Ends with one line "N passed, N failed, N skipped" and exits
+# non-zero on any failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+counts=$(mktemp)
+trap 'rm -f "$counts"' EXIT
+"$top/scripts/deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
+
+# One suite step that is not a test binary: counts as one test.
+step() {
+  local name=$1; shift
+  local t0=$SECONDS
+  if out=$("$@" 2>&1); then
+    echo "PASS: $name ($((SECONDS - t0)) s)"; echo pass >> "$counts"
+  else
+    echo "$out" | tail -30
+    echo "FAIL: $name ($((SECONDS - t0)) s)"; echo fail >> "$counts"
+  fi
+}
+
+build_and_run() { # label dir configure-options...
+  local label=$1 dir=$2; shift 2
+  echo "== $label build ($dir)"
+  if "$top/scripts/build.sh" "$dir" "$@"; then
+    echo pass >> "$counts"; echo "PASS: build-$label"
+    "$top/tests/run-suite.sh" "$dir" "$counts"
+  else
+    echo fail >> "$counts"; echo "FAIL: build-$label"
+  fi
+}
+
+build_and_run default "$top/build" --enable-werror
+build_and_run asan "$top/build-asan" --enable-werror --enable-asan --enable-debug
+build_and_run tsan "$top/build-tsan" --enable-werror --enable-tsan --enable-debug
+
+echo "== checks"
+step format-check "$top/scripts/check-format.sh"
+step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
+step distcheck make -C "$top/build" -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror
+
+p=$(grep -c '^pass' "$counts"); f=$(grep -c '^fail' "$counts"); s=$(grep -c '^skip' "$counts")
+echo "$p passed, $f failed, $s skipped"
+[ "$f" -eq 0 ]

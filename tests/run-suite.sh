@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every test binary of a build directory and records one line per case
+# (pass/fail/skip) in COUNTS_FILE.   tests/run-suite.sh BUILD_DIR COUNTS_FILE
+# Each binary runs in its own process group, which is killed afterwards.
+set -uo pipefail
+dir=$1 counts=$2
+record() { local i; for ((i = 0; i < $2; i++)); do echo "$1"; done >> "$counts"; }
+for t in $(cd "$dir" && ls tests/unit/test_* 2>/dev/null | grep -v '\.o$'); do
+  [ -x "$dir/$t" ] || continue
+  log=$(mktemp)
+  ( cd "$dir" && exec setsid "./$t" ) >"$log" 2>&1 &
+  pid=$!
+  wait $pid
+  rc=$?
+  kill -KILL -- -$pid 2>/dev/null
+  grep -E '^(PASS|FAIL|SKIP): ' "$log"
+  npass=$(grep -c '^PASS: ' "$log"); nskip=$(grep -c '^SKIP: ' "$log"); nfail=$(grep -c '^FAIL: ' "$log")
+  record pass "$npass"; record skip "$nskip"; record fail "$nfail"
+  if [ "$nfail" -gt 0 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ]; }; then
+    echo "---- output of $t (exit $rc) ----"; tail -60 "$log"; echo "----"
+    if [ "$nfail" -eq 0 ]; then echo "FAIL: $t exited $rc"; record fail 1; fi
+  fi
+  rm -f "$log"
+done
