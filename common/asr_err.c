@@ -14,6 +14,11 @@ const char *asr_strerror(int code) {
     return msg;
     ASR_ERRNO_MAP(ASR__ERR_STR)
 #undef ASR__ERR_STR
+#define ASR__STATUS_STR(num, msg) \
+  case num:                       \
+    return msg;
+    ASR_STATUS_MAP(ASR__STATUS_STR)
+#undef ASR__STATUS_STR
   default:
     return "unknown error";
   }

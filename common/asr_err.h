@@ -41,8 +41,17 @@ typedef enum {
   ASR_E__LAST = -1000
 } asr_err_t;
 
-/* Returns a static, human-readable message for code (0 or negative ASR_E*). */
-const char *asr_strerror(int code);
+/* The public API's status codes (asr.h, the seed's 0/1/3/4 plus ours). */
+#define ASR_STATUS_MAP(X)                                                             \
+  X(1, "invalid argument, transfer out of bounds, or post failure")                  \
+  X(3, "communicator not connected, or request not in use")                          \
+  X(4, "Maximum number of pending requests 128 reached")                             \
+  X(5, "timed out")                                                                  \
+  X(6, "connection error: the comm failed to connect (see the log for why)")
+
+/* Returns a static, human-readable message for code: 0, a negative ASR_E*,
+ * or a positive status of the public API. Exported by libasr. */
+__attribute__((visibility("default"))) const char *asr_strerror(int code);
 
 /* Returns the code's symbolic name ("ASR_ETIMEDOUT"), or "ASR_EUNKNOWN". */
 const char *asr_err_name(int code);

@@ -1,0 +1,19 @@
+# runtime/: libasr (public header runtime/include/asr.h).
+lib_LTLIBRARIES = runtime/libasr.la
+include_HEADERS = runtime/include/asr.h
+runtime_libasr_la_SOURCES = \
+	runtime/rt.h \
+	runtime/context.c \
+	runtime/comm.c \
+	runtime/connect.c \
+	runtime/request.c \
+	runtime/tensor.c \
+	runtime/kv_host.c \
+	runtime/ofi.c runtime/ofi.h
+runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
+runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+runtime_libasr_la_LIBADD = bootstrap/libasrboot.la $(FABRIC_LIBS)
+runtime_libasr_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
+
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = conf/asr.pc

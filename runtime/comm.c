@@ -1,0 +1,225 @@
+/*
+ * comm.c -- comm records: creation and handover (seed: async_sr_queue_connect_task,
+ * the nrt_async_sendrecv_comm constructor), the per-comm MR cache, status
+ * queries and close.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr_log.h"
+#include "asr_time.h"
+#include "rt.h"
+
+static const char *const comm_status_names[] = {
+    "START_INIT", "WAIT_FOR_HOSTNAME", "WAIT_FOR_NET_HANDLE_GET", "WAIT_FOR_NET_HANDLE_SET",
+    "NET_CONNECT", "LISTEN", "CONNECTED", "CONNECTION_ERROR"};
+
+const char *asr_comm_status_name(int s) {
+  return s >= 0 && s <= ASR_COMM_CONNECTION_ERROR ? comm_status_names[s] : "UNKNOWN";
+}
+
+void asr__comm_set_status(struct asr_comm *c, int status) {
+  int old = atomic_exchange(&c->status, status);
+  asr_debug("svc", "lnc %d %s comm %p to %s/lnc %d: %s -> %s", c->lnc, c->type == ASR_SEND_COMM ? "SEND" : "RECV",
+            (void *)c, c->peer_ip, c->peer_lnc, asr_comm_status_name(old), asr_comm_status_name(status));
+}
+
+struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc) {
+  struct asr_comm *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->ctx = ctx;
+  c->type = type;
+  c->lnc = ctx->lnc;
+  c->peer_lnc = peer_lnc;
+  snprintf(c->peer_ip, sizeof c->peer_ip, "%s", peer_ip);
+  atomic_init(&c->status, ASR_COMM_START_INIT);
+  pthread_mutex_init(&c->free_mutex, NULL);
+  pthread_mutex_init(&c->stash_mutex, NULL);
+  pthread_mutex_init(&c->mr_mutex, NULL);
+  /* The pool of 128 requests is built with the comm and recycled forever. */
+  for (int i = 0; i < ASR_RING; i++) {
+    c->reqs[i].comm = c;
+    atomic_init(&c->reqs[i].status, ASR_REQ_FREE);
+    c->free_data[i] = &c->reqs[ASR_RING - 1 - i];
+  }
+  c->free_top = ASR_RING;
+  return c;
+}
+
+/* Frees c. With endpoint_closed the transport can no longer complete any of
+ * its operations; otherwise the caller cancelled them. */
+void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
+  (void)endpoint_closed;
+  if (c->kv_req) asr_kv_req_free(c->kv_req);
+  for (size_t i = 0; i < c->nmr; i++) asr__ofi_mr_dereg(c->mrs[i].mr);
+  free(c->mrs);
+  pthread_mutex_destroy(&c->free_mutex);
+  pthread_mutex_destroy(&c->stash_mutex);
+  pthread_mutex_destroy(&c->mr_mutex);
+  free(c);
+}
+
+static int valid_ip(const char *ip) {
+  struct in_addr a;
+  return ip && inet_pton(AF_INET, ip, &a) == 1;
+}
+
+/* async_sr_queue_connect_task: build the comm and hand it to the service thread. */
+static int queue_comm(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_t type, asr_comm_t **out) {
+  const char *fn = type == ASR_SEND_COMM ? "asr_connect" : "asr_accept";
+  if (!out) {
+    asr_error("svc", "%s: NULL output comm pointer", fn);
+    return ASR_INVALID;
+  }
+  if (peer_lnc < 0 || peer_lnc >= ASR_MAX_LNC) {
+    asr_error("svc", "%s: peer LNC %d is out of range 0..127", fn, peer_lnc);
+    return ASR_INVALID;
+  }
+  if (!valid_ip(peer_ip)) {
+    asr_error("svc", "%s: peer address '%s' is not an IPv4 address", fn, peer_ip ? peer_ip : "(null)");
+    return ASR_INVALID;
+  }
+  asr_ctx_t *ctx = asr__ctx_get(lnc);
+  if (!ctx) {
+    asr_error("svc", "%s: LNC %d is not initialised (call asr_init(%d) first)", fn, lnc, lnc);
+    return ASR_INVALID;
+  }
+  struct asr_comm *c = asr__comm_new(ctx, type, peer_ip, peer_lnc);
+  if (!c) return ASR_INVALID;
+  pthread_mutex_lock(&ctx->task_mutex);
+  while (ctx->ring_tail - ctx->ring_head >= ASR_RING && !ctx->shutdown) {
+    /* handover ring full: let the service thread pick up */
+    pthread_mutex_unlock(&ctx->task_mutex);
+    asr_sleep_ms(1);
+    pthread_mutex_lock(&ctx->task_mutex);
+  }
+  ctx->ring[ctx->ring_tail++ % ASR_RING] = c;
+  ctx->task_n++;
+  pthread_cond_signal(&ctx->task_cv);
+  pthread_mutex_unlock(&ctx->task_mutex);
+  *out = c;
+  return ASR_SUCCESS;
+}
+
+int asr_connect(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **send_comm) {
+  return queue_comm(lnc, peer_ip, peer_lnc, ASR_SEND_COMM, send_comm);
+}
+
+int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **recv_comm) {
+  return queue_comm(lnc, peer_ip, peer_lnc, ASR_RECV_COMM, recv_comm);
+}
+
+int asr_comm_status(const asr_comm_t *comm, int *status) {
+  if (!comm || !status) return ASR_INVALID;
+  *status = atomic_load(&((struct asr_comm *)comm)->status);
+  return ASR_SUCCESS;
+}
+
+int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
+  if (!comm) return ASR_INVALID;
+  uint64_t until = timeout_ms >= 0 ? asr_time_ms() + (uint64_t)timeout_ms : UINT64_MAX;
+  unsigned nap = 0;
+  for (;;) {
+    int st = atomic_load(&comm->status);
+    if (st == ASR_COMM_CONNECTED) return ASR_SUCCESS;
+    if (st == ASR_COMM_CONNECTION_ERROR) return ASR_CONN_ERROR;
+    if (asr_time_ms() >= until) return ASR_TIMEOUT;
+    /* An accept completes only while someone reads the CQ; the service
+     * thread does, we only wait. */
+    if (nap < 50) {
+      nap++;
+      sched_yield();
+    } else {
+      asr_sleep_ms(1);
+    }
+  }
+}
+
+/* --- MR cache (seed: mhandle_cache keyed by (va, comm), never evicted) ----- */
+
+int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, struct fid_mr **mr) {
+  int found = 0;
+  pthread_mutex_lock(&c->mr_mutex);
+  for (size_t i = 0; i < c->nmr; i++)
+    if (c->mrs[i].va == (uintptr_t)va && c->mrs[i].len >= need) {
+      *mr = c->mrs[i].mr;
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&c->mr_mutex);
+  return found;
+}
+
+int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr) {
+  if (asr__mr_lookup(c, t->va, t->size, mr)) return 0;
+  struct fid_mr *m = NULL;
+  int rc = asr__ofi_mr_reg(&c->ctx->ofi, t->va, t->size, &m);
+  if (rc) return rc;
+  pthread_mutex_lock(&c->mr_mutex);
+  if (c->nmr == c->capmr) {
+    size_t ncap = c->capmr ? c->capmr * 2 : 8;
+    asr_mr_entry_t *n = realloc(c->mrs, ncap * sizeof *n);
+    if (!n) {
+      pthread_mutex_unlock(&c->mr_mutex);
+      asr__ofi_mr_dereg(m);
+      return -12;
+    }
+    c->mrs = n;
+    c->capmr = ncap;
+  }
+  c->mrs[c->nmr++] = (asr_mr_entry_t){(uintptr_t)t->va, t->size, m};
+  pthread_mutex_unlock(&c->mr_mutex);
+  *mr = m;
+  return 0;
+}
+
+/* --- close ------------------------------------------------------------------ */
+
+int asr_comm_close(asr_comm_t *comm) {
+  if (!comm) return ASR_INVALID;
+  asr_ctx_t *ctx = comm->ctx;
+  if (atomic_exchange(&comm->close_requested, 1)) {
+    asr_error("svc", "asr_comm_close: comm %p is already being closed", (void *)comm);
+    return ASR_INVALID;
+  }
+  /* Ask the service thread to let go of the comm, and wait until it has. */
+  pthread_mutex_lock(&ctx->task_mutex);
+  while (ctx->nclosing >= ASR_RING && !ctx->shutdown) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
+  if (ctx->shutdown) {
+    atomic_store(&comm->detached, 1);
+  } else {
+    ctx->closing[ctx->nclosing++] = comm;
+    pthread_cond_signal(&ctx->task_cv);
+  }
+  while (!atomic_load(&comm->detached)) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->task_mutex);
+
+  /* Cancel what libfabric still owns; its memory is ours once the completion
+   * (or cancellation) has been read. */
+  int stuck = 0;
+  for (int i = 0; i < ASR_RING; i++)
+    if (comm->ops[i].posted && asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 2000) != 0) stuck++;
+  if (comm->type == ASR_RECV_COMM && comm->orecv.ctrl_op.posted &&
+      asr__ofi_cancel(&ctx->ofi, &comm->orecv.ctrl_op, 2000) != 0)
+    stuck++;
+  if (comm->type == ASR_SEND_COMM && comm->osend.ctrl_op.posted &&
+      asr__ofi_cancel(&ctx->ofi, &comm->osend.ctrl_op, 2000) != 0)
+    stuck++;
+  if (stuck) {
+    /* The provider would not give the operations back: keep the memory on the
+     * error list; asr_close frees it after the endpoint is closed. */
+    asr_warn("svc", "lnc %d: %d operation(s) of a closed comm could not be cancelled; freeing at asr_close",
+             ctx->lnc, stuck);
+    pthread_mutex_lock(&ctx->comms_mutex);
+    comm->next = ctx->errored;
+    ctx->errored = comm;
+    pthread_mutex_unlock(&ctx->comms_mutex);
+    return ASR_SUCCESS;
+  }
+  asr__comm_free(comm, 0);
+  return ASR_SUCCESS;
+}

@@ -1,0 +1,183 @@
+/*
+ * connect.c -- the eight-state connect machine (seed §3,
+ * async_sr_progress_connect_comm @0xee7e0). One call = at most one step.
+ *
+ *   SEND  0 START_INIT -> 2 WAIT_FOR_NET_HANDLE_GET -> 4 NET_CONNECT -> 6 CONNECTED
+ *   RECV  0 START_INIT -> 1 WAIT_FOR_HOSTNAME -> 5 LISTEN -> 3 WAIT_FOR_NET_HANDLE_SET
+ *           -> 4 NET_CONNECT -> 6 CONNECTED
+ *   any error -> 7 CONNECTION_ERROR
+ *
+ * Beyond the seed: several comms between the same two LNCs in the same
+ * direction share one rendezvous key, so a SEND comm could read the handle of
+ * an earlier RECV comm that is still in the store. Each comm therefore has an
+ * ordinal (its rank among comms to the same peer in its direction, assigned in
+ * creation order); the RECV side writes it into its handle and the SEND side
+ * accepts only the handle carrying its own ordinal, asking again otherwise.
+ * Same-peer comms are also connected one after the other (peer queues, FIFO).
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_time.h"
+#include "kv_frame.h"
+#include "rt.h"
+
+/* The SEND callback: copy the 128-byte net handle (seed _M_invoke @0xee6b0). */
+static void send_cb(void *arg, const uint8_t *val, size_t len) {
+  struct asr_comm *c = arg;
+  c->handle_len = (int)len;
+  if (len == ASR_KV_NET_HANDLE_LEN) memcpy(c->net_handle, val, len);
+}
+
+/* The RECV callback: copy the peer's host name (seed _M_invoke @0xee620). */
+static void recv_cb(void *arg, const uint8_t *val, size_t len) {
+  struct asr_comm *c = arg;
+  c->hostname_len = (int)len;
+  if (len == ASR_KV_HOSTNAME_LEN) memcpy(c->peer_hostname, val, len);
+}
+
+static int fail(struct asr_comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct asr_comm *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+  asr_error("svc", "lnc %d %s comm to %s/lnc %d: %s", c->lnc, c->type == ASR_SEND_COMM ? "SEND" : "RECV",
+            c->peer_ip, c->peer_lnc, c->err);
+  if (c->kv_req) {
+    asr_kv_req_free(c->kv_req);
+    c->kv_req = NULL;
+  }
+  asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
+  return 1;
+}
+
+/* Pumps the comm's KV request once. Returns 1 done, 0 not yet, -1 failed (comm failed). */
+static int pump_kv(struct asr_comm *c, int *made) {
+  int done = 0;
+  int rc = asr_kv_progress(c->kv_req, &done, made);
+  if (!done) return 0;
+  if (rc) {
+    fail(c, "rendezvous failed: %s", asr_kv_req_error(c->kv_req));
+    return -1;
+  }
+  asr_kv_req_free(c->kv_req);
+  c->kv_req = NULL;
+  return 1;
+}
+
+static uint32_t handle_ordinal(const uint8_t *h) {
+  uint32_t v;
+  memcpy(&v, h + ASR_OFI_HANDLE_ORDINAL_OFF, 4);
+  return v;
+}
+
+static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
+  uint8_t key[ASR_KV_HANDLE_KEY_LEN];
+  if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)
+    return fail(c, "cannot build the handle key (host name '%s')", ctx->hostname);
+  c->handle_len = 0;
+  int rc = asr_kv_get_start(c->peer_ip, ctx->port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1, send_cb, c,
+                            NULL, &c->kv_req);
+  if (rc) return fail(c, "cannot start the handle GET: %s", asr_strerror(rc));
+  return 0;
+}
+
+static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
+  int made = 0;
+  switch (atomic_load(&c->status)) {
+  case ASR_COMM_START_INIT:
+    if (start_handle_get(ctx, c)) return 1;
+    asr__comm_set_status(c, ASR_COMM_WAIT_FOR_NET_HANDLE_GET);
+    return 1;
+  case ASR_COMM_WAIT_FOR_NET_HANDLE_GET: {
+    if (!c->kv_req) { /* waiting to ask again for a newer handle */
+      if (asr_time_ms() < c->retry_at_ms) return 0;
+      return start_handle_get(ctx, c) || 1;
+    }
+    int r = pump_kv(c, &made);
+    if (r <= 0) return made || r < 0;
+    if (c->handle_len != ASR_KV_NET_HANDLE_LEN)
+      return fail(c, "the peer's net handle is %d bytes, expected %d", c->handle_len, ASR_KV_NET_HANDLE_LEN);
+    if (handle_ordinal(c->net_handle) != c->ordinal) {
+      /* An earlier comm's handle: ask again shortly. */
+      c->retry_at_ms = asr_time_ms() + 1;
+      return 1;
+    }
+    asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
+    return 1;
+  }
+  case ASR_COMM_NET_CONNECT: {
+    int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
+    if (rc) return fail(c, "libfabric connect failed: %s", fi_strerror(-rc));
+    asr__comm_set_status(c, ASR_COMM_CONNECTED);
+    return 1;
+  }
+  default:
+    /* states 1, 3, 5 are RECV-only (seed asserts at 0xBB) */
+    return fail(c, "SEND comm in impossible state %d", atomic_load(&c->status));
+  }
+}
+
+static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
+  int made = 0;
+  switch (atomic_load(&c->status)) {
+  case ASR_COMM_START_INIT: {
+    c->hostname_len = 0;
+    int rc = asr_kv_get_start(c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
+                              ASR_KV_VTYPE_TEXT, 1, recv_cb, c, NULL, &c->kv_req);
+    if (rc) return fail(c, "cannot start the hostname GET: %s", asr_strerror(rc));
+    asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
+    return 1;
+  }
+  case ASR_COMM_WAIT_FOR_HOSTNAME: {
+    int r = pump_kv(c, &made);
+    if (r <= 0) return made || r < 0;
+    if (c->hostname_len != ASR_KV_HOSTNAME_LEN)
+      return fail(c, "\"hostname\" on %s is %d bytes, expected %d", c->peer_ip, c->hostname_len,
+                  ASR_KV_HOSTNAME_LEN);
+    c->peer_hostname[ASR_KV_HOSTNAME_LEN - 1] = '\0';
+    asr__comm_set_status(c, ASR_COMM_LISTEN);
+    return 1;
+  }
+  case ASR_COMM_LISTEN: {
+    int rc = asr__ofi_listen(&ctx->ofi, &c->orecv, c->net_handle);
+    if (rc) return fail(c, "libfabric listen failed: %s", fi_strerror(-rc));
+    memcpy(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, &c->ordinal, 4);
+    uint8_t key[ASR_KV_HANDLE_KEY_LEN];
+    if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
+      return fail(c, "cannot build the handle key (peer host name '%s')", (const char *)c->peer_hostname);
+    rc = asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
+                          ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
+    if (rc) return fail(c, "cannot start the handle SET: %s", asr_strerror(rc));
+    asr__comm_set_status(c, ASR_COMM_WAIT_FOR_NET_HANDLE_SET);
+    return 1;
+  }
+  case ASR_COMM_WAIT_FOR_NET_HANDLE_SET: {
+    int r = pump_kv(c, &made);
+    if (r <= 0) return made || r < 0;
+    asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
+    return 1;
+  }
+  case ASR_COMM_NET_CONNECT: {
+    int ready = 0;
+    int rc = asr__ofi_accept(&ctx->ofi, &c->orecv, &ready);
+    if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
+    if (!ready) return 0;
+    asr__comm_set_status(c, ASR_COMM_CONNECTED);
+    return 1;
+  }
+  default:
+    /* states 2, 6, 7 are not steps of a pending RECV comm (seed asserts at 0x142) */
+    return fail(c, "RECV comm in impossible state %d", atomic_load(&c->status));
+  }
+}
+
+int asr__connect_step(asr_ctx_t *ctx, struct asr_comm *c) {
+  return c->type == ASR_SEND_COMM ? send_step(ctx, c) : recv_step(ctx, c);
+}

@@ -1,0 +1,363 @@
+/*
+ * context.c -- per-LNC contexts and their service threads (seed §4:
+ * enc_async_sr_init, async_sr_service_thread_fn, enc_async_sr_close).
+ *
+ * The service thread is the single consumer of two producer queues: the
+ * handover ring of new comms (filled by asr_connect/asr_accept) and each
+ * connected comm's stash ring (filled by slow-path posts). It sleeps on
+ * task_cv while task_n == 0. Each tick it (1) moves handed-over comms into
+ * per-direction FIFO queues keyed by (peer_ip, peer_lnc), (2) advances the
+ * head comm of every queue by at most one connect step, so it never blocks
+ * inside one comm's rendezvous, and (3) drains every connected comm's stash
+ * ring in FIFO order.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "asr_log.h"
+#include "asr_time.h"
+#include "rt.h"
+
+static asr_ctx_t *ctxs[ASR_MAX_LNC];
+static pthread_mutex_t init_mutex[ASR_MAX_LNC] = {[0 ... ASR_MAX_LNC - 1] = PTHREAD_MUTEX_INITIALIZER};
+static pthread_mutex_t ctx_table_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+asr_ctx_t *asr__ctx_get(int lnc) {
+  if (lnc < 0 || lnc >= ASR_MAX_LNC) return NULL;
+  pthread_mutex_lock(&ctx_table_mutex);
+  asr_ctx_t *c = ctxs[lnc];
+  pthread_mutex_unlock(&ctx_table_mutex);
+  return c;
+}
+
+static int env_port(uint16_t *port) {
+  const char *names[] = {"ASR_BOOTSTRAP_PORT", "NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT"};
+  for (int i = 0; i < 2; i++) {
+    const char *v = getenv(names[i]);
+    if (!v || !*v) continue;
+    char *end;
+    long p = strtol(v, &end, 10);
+    if (*end || p <= 0 || p > 65535) {
+      asr_error("svc", "%s='%s' is not a TCP port (1..65535)", names[i], v);
+      return -1;
+    }
+    *port = (uint16_t)p;
+    return 0;
+  }
+  asr_error("svc", "no bootstrap port: set ASR_BOOTSTRAP_PORT (start the program with asrrun, "
+                   "or export ASR_BOOTSTRAP_PORT=<port> on every host of the job)");
+  return -1;
+}
+
+static void own_hostname(char *out, size_t len) {
+  const char *h = getenv("ASR_HOSTNAME");
+  memset(out, 0, len);
+  if (h && *h)
+    snprintf(out, len, "%s", h);
+  else if (gethostname(out, len - 1) != 0)
+    snprintf(out, len, "localhost");
+}
+
+int asr_init(int lnc) {
+  if (lnc < 0 || lnc >= ASR_MAX_LNC) {
+    asr_error("svc", "asr_init: LNC %d is out of range 0..%d", lnc, ASR_MAX_LNC - 1);
+    return ASR_INVALID;
+  }
+  pthread_mutex_lock(&init_mutex[lnc]);
+  int rc = ASR_INVALID;
+  asr_ctx_t *ctx = NULL;
+  if (asr__ctx_get(lnc)) {
+    asr_error("svc", "asr_init: LNC %d is already initialised (call asr_close first)", lnc);
+    goto out;
+  }
+  uint16_t port;
+  if (env_port(&port) != 0) goto out;
+  ctx = calloc(1, sizeof *ctx);
+  if (!ctx) goto out;
+  ctx->lnc = lnc;
+  ctx->port = port;
+  own_hostname(ctx->hostname, sizeof ctx->hostname);
+  if (strlen(ctx->hostname) == 0 || strlen(ctx->hostname) >= ASR_KV_HOSTNAME_LEN) {
+    asr_error("svc", "asr_init: host name must be 1..127 bytes (set ASR_HOSTNAME)");
+    goto fail;
+  }
+  char err[512];
+  if (asr__kv_host_join(port, ctx->hostname, err, sizeof err) != 0) {
+    asr_error("svc", "asr_init(lnc %d): %s", lnc, err);
+    goto fail;
+  }
+  if (asr__ofi_open(&ctx->ofi, lnc, err, sizeof err) != 0) {
+    asr_error("fab", "asr_init(lnc %d): %s", lnc, err);
+    asr__kv_host_leave();
+    goto fail;
+  }
+  /* The flush fence's 4-byte buffer, registered at init (seed: enc_async_sr_flush). */
+  if (asr__ofi_mr_reg(&ctx->ofi, ctx->flush_buf, sizeof ctx->flush_buf, &ctx->flush_mr) != 0)
+    ctx->flush_mr = NULL;
+  pthread_mutex_init(&ctx->task_mutex, NULL);
+  pthread_cond_init(&ctx->task_cv, NULL);
+  pthread_cond_init(&ctx->detach_cv, NULL);
+  pthread_mutex_init(&ctx->comms_mutex, NULL);
+  if (pthread_create(&ctx->thread, NULL, asr__svc_main, ctx) != 0) {
+    asr_error("svc", "asr_init(lnc %d): cannot start the service thread", lnc);
+    asr__ofi_mr_dereg(ctx->flush_mr);
+    asr__ofi_close(&ctx->ofi);
+    asr__kv_host_leave();
+    goto fail;
+  }
+  pthread_mutex_lock(&ctx_table_mutex);
+  ctxs[lnc] = ctx;
+  pthread_mutex_unlock(&ctx_table_mutex);
+  asr_info("svc", "lnc %d up on host %s, bootstrap port %u, provider %s", lnc, ctx->hostname, port,
+           ctx->ofi.provider);
+  rc = ASR_SUCCESS;
+  goto out;
+fail:
+  free(ctx);
+out:
+  pthread_mutex_unlock(&init_mutex[lnc]);
+  return rc;
+}
+
+static void free_list(struct asr_comm *c) {
+  while (c) {
+    struct asr_comm *n = c->next;
+    asr__comm_free(c, 1);
+    c = n;
+  }
+}
+
+int asr_close(int lnc) {
+  if (lnc < 0 || lnc >= ASR_MAX_LNC) return ASR_INVALID;
+  pthread_mutex_lock(&init_mutex[lnc]);
+  asr_ctx_t *ctx = asr__ctx_get(lnc);
+  if (!ctx) {
+    pthread_mutex_unlock(&init_mutex[lnc]);
+    asr_error("svc", "asr_close: LNC %d is not initialised", lnc);
+    return ASR_INVALID;
+  }
+  pthread_mutex_lock(&ctx->task_mutex);
+  ctx->shutdown = 1;
+  pthread_cond_broadcast(&ctx->task_cv);
+  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_join(ctx->thread, NULL);
+  pthread_mutex_lock(&ctx_table_mutex);
+  ctxs[lnc] = NULL;
+  pthread_mutex_unlock(&ctx_table_mutex);
+
+  /* The thread moved every comm still connecting to the error list. Close the
+   * endpoint first: after that no completion can name our memory, so every
+   * comm (posted or stashed requests included) can be freed. */
+  asr__ofi_t saved = ctx->ofi;
+  if (ctx->ofi.ep) fi_close(&ctx->ofi.ep->fid);
+  ctx->ofi.ep = NULL;
+  free_list(ctx->connected);
+  free_list(ctx->errored);
+  for (unsigned i = ctx->ring_head; i != ctx->ring_tail; i++) asr__comm_free(ctx->ring[i % ASR_RING], 1);
+  asr__ofi_mr_dereg(ctx->flush_mr);
+  (void)saved;
+  asr__ofi_close(&ctx->ofi);
+  pthread_cond_destroy(&ctx->task_cv);
+  pthread_cond_destroy(&ctx->detach_cv);
+  pthread_mutex_destroy(&ctx->task_mutex);
+  pthread_mutex_destroy(&ctx->comms_mutex);
+  free(ctx);
+  asr__kv_host_leave();
+  pthread_mutex_unlock(&init_mutex[lnc]);
+  return ASR_SUCCESS;
+}
+
+/* --- the service thread ---------------------------------------------------- */
+
+static asr_peerq_t *peerq_find(asr_ctx_t *ctx, int dir, const char *ip, int lnc) {
+  for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next)
+    if (q->peer_lnc == lnc && strcmp(q->peer_ip, ip) == 0) return q;
+  asr_peerq_t *q = calloc(1, sizeof *q);
+  if (!q) return NULL;
+  snprintf(q->peer_ip, sizeof q->peer_ip, "%s", ip);
+  q->peer_lnc = lnc;
+  q->next = ctx->pending[dir];
+  ctx->pending[dir] = q;
+  return q;
+}
+
+/* pickup_connection_task: new comms go to the tail of their peer queue. The
+ * ordinal (n-th comm to this peer in this direction) is assigned here, in
+ * handover order, which is the application's creation order. */
+static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
+  asr_peerq_t *q = peerq_find(ctx, c->type, c->peer_ip, c->peer_lnc);
+  if (!q) {
+    snprintf(c->err, sizeof c->err, "out of memory queueing the comm");
+    asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
+    c->next = ctx->errored;
+    ctx->errored = c;
+    return;
+  }
+  c->ordinal = q->next_ordinal++;
+  c->next = NULL;
+  if (q->tail) q->tail->next = c; else q->head = c;
+  q->tail = c;
+}
+
+/* Removes c from whatever list of ours holds it. Service thread only. */
+static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
+  for (int dir = 0; dir < 2; dir++)
+    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+      struct asr_comm *prev = NULL;
+      for (struct asr_comm *x = q->head; x; prev = x, x = x->next) {
+        if (x != c) continue;
+        if (prev) prev->next = x->next; else q->head = x->next;
+        if (q->tail == x) q->tail = prev;
+        /* a comm still connecting held one unit of work */
+        pthread_mutex_lock(&ctx->task_mutex);
+        ctx->task_n--;
+        pthread_mutex_unlock(&ctx->task_mutex);
+        goto found;
+      }
+    }
+  pthread_mutex_lock(&ctx->comms_mutex);
+  for (struct asr_comm **pp = &ctx->connected; *pp; pp = &(*pp)->next)
+    if (*pp == c) { *pp = c->next; break; }
+  for (struct asr_comm **pp = &ctx->errored; *pp; pp = &(*pp)->next)
+    if (*pp == c) { *pp = c->next; break; }
+  pthread_mutex_unlock(&ctx->comms_mutex);
+found:
+  c->next = NULL;
+  if (c->kv_req) {
+    asr_kv_req_free(c->kv_req);
+    c->kv_req = NULL;
+  }
+  /* Stashed requests of a closing comm will never be posted: release their work units. */
+  uint64_t h = atomic_load(&c->stash_head), t = atomic_load(&c->stash_tail);
+  if (t > h) {
+    pthread_mutex_lock(&ctx->task_mutex);
+    ctx->task_n -= (int)(t - h);
+    pthread_mutex_unlock(&ctx->task_mutex);
+    atomic_store(&c->stash_head, t);
+  }
+  atomic_store(&c->detached, 1);
+}
+
+/* async_sr_connect_comms: one step for the head of every peer queue. */
+static int connect_comms(asr_ctx_t *ctx, int dir) {
+  int progressed = 0;
+  for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+    struct asr_comm *c = q->head;
+    if (!c) continue;
+    progressed |= asr__connect_step(ctx, c);
+    int st = atomic_load(&c->status);
+    if (st != ASR_COMM_CONNECTED && st != ASR_COMM_CONNECTION_ERROR) continue;
+    q->head = c->next;
+    if (!q->head) q->tail = NULL;
+    pthread_mutex_lock(&ctx->comms_mutex);
+    if (st == ASR_COMM_CONNECTED) {
+      c->next = ctx->connected;
+      ctx->connected = c;
+    } else {
+      c->next = ctx->errored;
+      ctx->errored = c;
+    }
+    pthread_mutex_unlock(&ctx->comms_mutex);
+    pthread_mutex_lock(&ctx->task_mutex);
+    ctx->task_n--;
+    pthread_mutex_unlock(&ctx->task_mutex);
+    progressed = 1;
+  }
+  return progressed;
+}
+
+static int post_sendrecv_tasks(asr_ctx_t *ctx) {
+  int progressed = 0;
+  pthread_mutex_lock(&ctx->comms_mutex);
+  for (struct asr_comm *c = ctx->connected; c; c = c->next)
+    if (atomic_load(&c->stash_head) != atomic_load(&c->stash_tail)) progressed |= asr__drain_stash(ctx, c);
+  pthread_mutex_unlock(&ctx->comms_mutex);
+  return progressed;
+}
+
+static void wait_for_work(asr_ctx_t *ctx, int idle_tick) {
+  /* Nothing moved in the last tick but work remains (a peer not there yet, a
+   * KV backoff): sleep 1 ms instead of spinning; any new post wakes us. */
+  if (ctx->task_n == 0 || ctx->nclosing) {
+    while (ctx->task_n == 0 && !ctx->shutdown && ctx->nclosing == 0) pthread_cond_wait(&ctx->task_cv, &ctx->task_mutex);
+    return;
+  }
+  if (!idle_tick) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 1000000;
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  pthread_cond_timedwait(&ctx->task_cv, &ctx->task_mutex, &ts);
+}
+
+void *asr__svc_main(void *arg) {
+  asr_ctx_t *ctx = arg;
+  int idle = 0;
+  for (;;) {
+    pthread_mutex_lock(&ctx->task_mutex);
+    if (ctx->task_n < 0) asr_error("svc", "lnc %d: task count went negative (%d)", ctx->lnc, ctx->task_n);
+    wait_for_work(ctx, idle);
+    if (ctx->shutdown) {
+      pthread_mutex_unlock(&ctx->task_mutex);
+      break;
+    }
+    struct asr_comm *picked[ASR_RING];
+    unsigned npicked = 0;
+    while (ctx->ring_head != ctx->ring_tail) picked[npicked++] = ctx->ring[ctx->ring_head++ % ASR_RING];
+    struct asr_comm *closing[ASR_RING];
+    unsigned nclosing = ctx->nclosing;
+    memcpy(closing, ctx->closing, nclosing * sizeof closing[0]);
+    ctx->nclosing = 0;
+    pthread_mutex_unlock(&ctx->task_mutex);
+
+    for (unsigned i = 0; i < npicked; i++) pickup(ctx, picked[i]);
+    if (nclosing) {
+      for (unsigned i = 0; i < nclosing; i++) detach(ctx, closing[i]);
+      pthread_mutex_lock(&ctx->task_mutex);
+      pthread_cond_broadcast(&ctx->detach_cv);
+      pthread_mutex_unlock(&ctx->task_mutex);
+    }
+    int progressed = npicked > 0 || nclosing > 0;
+    progressed |= connect_comms(ctx, ASR_SEND_COMM);
+    progressed |= connect_comms(ctx, ASR_RECV_COMM);
+    progressed |= post_sendrecv_tasks(ctx);
+    idle = !progressed;
+  }
+  /* SHUTDOWN: comms still connecting go to the error list. */
+  for (int dir = 0; dir < 2; dir++) {
+    asr_peerq_t *q = ctx->pending[dir];
+    while (q) {
+      for (struct asr_comm *c = q->head, *n; c; c = n) {
+        n = c->next;
+        if (c->kv_req) {
+          asr_kv_req_free(c->kv_req);
+          c->kv_req = NULL;
+        }
+        snprintf(c->err, sizeof c->err, "LNC %d closed while connecting", ctx->lnc);
+        asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
+        c->next = ctx->errored;
+        ctx->errored = c;
+      }
+      asr_peerq_t *nq = q->next;
+      free(q);
+      q = nq;
+    }
+    ctx->pending[dir] = NULL;
+  }
+  /* Anyone waiting for a detach gets it now: the thread holds nothing. */
+  pthread_mutex_lock(&ctx->task_mutex);
+  for (unsigned i = 0; i < ctx->nclosing; i++) atomic_store(&ctx->closing[i]->detached, 1);
+  ctx->nclosing = 0;
+  pthread_cond_broadcast(&ctx->detach_cv);
+  pthread_mutex_unlock(&ctx->task_mutex);
+  return NULL;
+}

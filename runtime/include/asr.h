@@ -1,0 +1,143 @@
+/*
+ * asr.h -- the public API of libasr: asynchronous point-to-point tensor
+ * transfers between LNCs (logical cores 0..127 per host).
+ *
+ * Model (seed §1-§5). asr_init(lnc) brings up one context per LNC with one
+ * service thread. asr_connect() / asr_accept() return at once with a SEND /
+ * RECV comm queued for that thread, which drives the rendezvous (through the
+ * host KV servers on the bootstrap port) and the libfabric connection. Once a
+ * comm is CONNECTED, asr_isend() / asr_irecv() post a slice of a tensor and
+ * return a request; asr_test() polls it. The n-th send on a comm matches the
+ * n-th receive on its peer comm; posts on one comm complete in post order.
+ *
+ * Return values: the seed's status codes (asr_status_t) -- 0 success,
+ * 1 invalid argument or post failure, 3 unconnected comm or bad request,
+ * 4 all 128 requests of the comm in flight -- plus two of ours: 5 timeout
+ * (asr_comm_wait_connected) and 6 connection error. asr_strerror() gives a
+ * message for each. Functions write their out-parameters only on success.
+ *
+ * Environment: ASR_BOOTSTRAP_PORT (or the seed's
+ * NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT) is required; ASR_PROVIDER (or
+ * FI_PROVIDER) picks the libfabric provider (default shm; tcp;ofi_rxm across
+ * hosts); ASR_HOSTNAME overrides gethostname(); ASR_IF_ADDR is the local
+ * address for network providers (default 127.0.0.1); ASR_JOB_SECRET is the
+ * job's KV secret; ASR_KV_SERVER=auto|external says whether this process
+ * takes part in electing the host's KV server (auto, the default without a
+ * launcher) or relies on asrd (external).
+ */
+#ifndef ASR_H
+#define ASR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ASR_API __attribute__((visibility("default")))
+#else
+#define ASR_API
+#endif
+
+#define ASR_MAX_LNC 128        /* LNCs are 0..127 */
+#define ASR_MAX_REQUESTS 128   /* outstanding requests per comm */
+
+typedef enum {
+  ASR_SUCCESS = 0,     /* done, or still in flight when polled */
+  ASR_INVALID = 1,     /* invalid argument, transfer out of bounds, or post failure */
+  ASR_UNCONNECTED = 3, /* comm not connected, or request not in use */
+  ASR_QUEUE_FULL = 4,  /* "Maximum number of pending requests 128 reached" */
+  ASR_TIMEOUT = 5,     /* beyond the seed: a wait ran out of time */
+  ASR_CONN_ERROR = 6,  /* beyond the seed: the comm is in CONNECTION_ERROR */
+} asr_status_t;
+
+/* The eight connect states of seed §3 (async_sr_comm_status). */
+typedef enum {
+  ASR_COMM_START_INIT = 0,
+  ASR_COMM_WAIT_FOR_HOSTNAME = 1,
+  ASR_COMM_WAIT_FOR_NET_HANDLE_GET = 2,
+  ASR_COMM_WAIT_FOR_NET_HANDLE_SET = 3,
+  ASR_COMM_NET_CONNECT = 4,
+  ASR_COMM_LISTEN = 5,
+  ASR_COMM_CONNECTED = 6,
+  ASR_COMM_CONNECTION_ERROR = 7,
+} asr_comm_status_t;
+
+typedef struct asr_tensor asr_tensor_t;
+typedef struct asr_comm asr_comm_t;
+typedef struct asr_request asr_request_t;
+
+/* A message for any asr status code (positive) or internal ASR_E* (negative). */
+ASR_API const char *asr_strerror(int status);
+
+/* "CONNECTED", "WAIT_FOR_HOSTNAME", ... for an asr_comm_status_t. */
+ASR_API const char *asr_comm_status_name(int status);
+
+/* Brings up LNC lnc (0..127): endpoint, KV participation and the service
+ * thread, under the LNC's init mutex. Initialising an LNC that is up is
+ * invalid. Returns ASR_SUCCESS or ASR_INVALID (the log says why: no bootstrap
+ * port, no provider, ...). */
+ASR_API int asr_init(int lnc);
+
+/* Shuts LNC lnc down: stops and joins its service thread, moves comms still
+ * connecting to the error list, closes every comm (cancelling posted and
+ * stashed requests) and the endpoint. */
+ASR_API int asr_close(int lnc);
+
+/* Allocates a host-memory tensor of size bytes (page aligned, zeroed). */
+ASR_API int asr_tensor_alloc(size_t size, asr_tensor_t **out);
+
+/* Wraps user memory [va, va + size) without copying; the caller keeps it
+ * valid until asr_tensor_free() and until every comm that used it is closed. */
+ASR_API int asr_tensor_wrap(void *va, size_t size, asr_tensor_t **out);
+
+/* Frees the tensor (and its memory when asr_tensor_alloc made it). */
+ASR_API void asr_tensor_free(asr_tensor_t *t);
+
+/* The tensor's size in bytes / virtual address (0 / NULL for NULL). */
+ASR_API size_t asr_tensor_size(const asr_tensor_t *t);
+ASR_API void *asr_tensor_va(const asr_tensor_t *t);
+
+/* Creates a SEND comm from lnc to (peer_ip, peer_lnc), where peer_ip is the
+ * address of the peer host (its KV server listens there on the bootstrap
+ * port). Returns at once; the service thread connects it. */
+ASR_API int asr_connect(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **send_comm);
+
+/* Creates a RECV comm on lnc for data from (peer_ip, peer_lnc). Returns at once. */
+ASR_API int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **recv_comm);
+
+/* Reads the comm's connect state (asr_comm_status_t) into *status. */
+ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
+
+/* Waits until the comm is CONNECTED (ASR_SUCCESS), fails (ASR_CONN_ERROR) or
+ * timeout_ms passes (ASR_TIMEOUT; < 0 waits forever). */
+ASR_API int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms);
+
+/* Posts a send (SEND comm) / receive (RECV comm) of [offset, offset + length)
+ * of tensor. On ASR_SUCCESS *req is the request to poll with asr_test(). */
+ASR_API int asr_isend(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,
+                      asr_request_t **req);
+ASR_API int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,
+                      asr_request_t **req);
+
+/* Polls a request. ASR_SUCCESS with *done = 0 while stashed or in flight;
+ * with *done = 1 (and *size = bytes moved) when complete, after which the
+ * request is recycled and must not be used again. ASR_INVALID when it failed
+ * (also recycled); ASR_UNCONNECTED for NULL or a request not in use. */
+ASR_API int asr_test(asr_request_t *req, int *done, size_t *size);
+
+/* The read-after-receive fence of a RECV comm (seed: enc_async_sr_flush):
+ * returns once data of every completed receive is visible to the host. */
+ASR_API int asr_flush(asr_comm_t *comm);
+
+/* Closes a comm: cancels its posted and stashed requests, deregisters its
+ * memory regions and frees it. Requests of the comm become invalid. */
+ASR_API int asr_comm_close(asr_comm_t *comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ASR_H */

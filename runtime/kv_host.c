@@ -1,0 +1,149 @@
+/*
+ * kv_host.c -- this process's part in its host's KV server (seed §4 NOTE: one
+ * process per host and port wins the file lock and serves every LNC).
+ *
+ * ASR_KV_SERVER=external (set by asrd, which serves the store itself): do
+ * nothing but seed "hostname". ASR_KV_SERVER=auto (the default without a
+ * launcher): the first context of the process races for the uid+port lock;
+ * the winner serves on a thread of its own; a loser starts a watcher thread
+ * that takes over when the leader exits. Every context then seeds "hostname"
+ * on 127.0.0.1 (the seed's kv_store_set against 127.0.0.1), which also waits
+ * until a server answers.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_time.h"
+#include "kv_elect.h"
+#include "kv_keys.h"
+#include "kv_secret.h"
+#include "kv_server.h"
+#include "rt.h"
+
+static pthread_mutex_t host_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int users;
+static uint16_t host_port;
+static char host_name[ASR_KV_HOSTNAME_LEN];
+static asr_kv_server_t *server;
+static int lock_fd = -1;
+static pthread_t watcher;
+static int watcher_running;
+static atomic_int watcher_stop;
+
+/* Starts serving after winning the lock. Called with host_mutex held. */
+static int serve_locked(char *errbuf, size_t errlen) {
+  uint8_t secret[ASR_KV_SECRET_LEN];
+  if (asr_kv_secret_from_env(secret, errbuf, errlen) != 0) return ASR_EINVAL;
+  const char *bind = getenv("ASR_KV_BIND");
+  asr_kv_server_opts_t o = {.bind_ip = bind && *bind ? bind : NULL, .port = host_port, .secret = secret};
+  int rc;
+  uint64_t until = asr_time_ms() + 3000;
+  /* A previous leader's socket may linger a moment after its lock is gone. */
+  while ((rc = asr_kv_server_new(&o, &server, errbuf, errlen)) == ASR_EADDRINUSE && asr_time_ms() < until)
+    asr_sleep_ms(10);
+  if (rc) return rc;
+  uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
+  memcpy(val, host_name, strlen(host_name));
+  asr_kv_server_put(server, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
+  rc = asr_kv_server_start_thread(server);
+  if (rc) {
+    asr_kv_server_free(server);
+    server = NULL;
+    return rc;
+  }
+  asr_info("kvs", "elected: serving the host KV store on port %u", host_port);
+  return 0;
+}
+
+static void *watch_leader(void *arg) {
+  (void)arg;
+  while (!atomic_load(&watcher_stop)) {
+    char err[256];
+    int fd = -1;
+    int rc = asr_kv_elect_try(host_port, &fd, err, sizeof err);
+    if (rc == 0) {
+      pthread_mutex_lock(&host_mutex);
+      lock_fd = fd;
+      if (serve_locked(err, sizeof err) != 0) {
+        asr_error("kvs", "took over the KV leadership but cannot serve: %s", err);
+        asr_kv_elect_release(lock_fd);
+        lock_fd = -1;
+      } else {
+        asr_warn("kvs", "the previous KV server of port %u went away; this process serves now (its keys are lost)",
+                 host_port);
+      }
+      pthread_mutex_unlock(&host_mutex);
+      return NULL;
+    }
+    asr_sleep_ms(100);
+  }
+  return NULL;
+}
+
+int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t errlen) {
+  pthread_mutex_lock(&host_mutex);
+  int rc = 0;
+  if (users > 0 && port != host_port) {
+    snprintf(errbuf, errlen, "bootstrap port %u differs from %u used by this process's other LNCs", port, host_port);
+    pthread_mutex_unlock(&host_mutex);
+    return ASR_EINVAL;
+  }
+  if (users++ == 0) {
+    host_port = port;
+    snprintf(host_name, sizeof host_name, "%s", hostname);
+    const char *mode = getenv("ASR_KV_SERVER");
+    if (!mode || !*mode || strcmp(mode, "auto") == 0) {
+      int fd = -1;
+      rc = asr_kv_elect_try(port, &fd, errbuf, errlen);
+      if (rc == 0) {
+        lock_fd = fd;
+        rc = serve_locked(errbuf, errlen);
+        if (rc) {
+          asr_kv_elect_release(lock_fd);
+          lock_fd = -1;
+        }
+      } else if (rc == ASR_EBUSY) {
+        atomic_store(&watcher_stop, 0);
+        watcher_running = pthread_create(&watcher, NULL, watch_leader, NULL) == 0;
+        rc = 0;
+      }
+    } else if (strcmp(mode, "external") != 0) {
+      snprintf(errbuf, errlen, "ASR_KV_SERVER='%s' is not 'auto' or 'external'", mode);
+      rc = ASR_EINVAL;
+    }
+    if (rc) users = 0;
+  }
+  pthread_mutex_unlock(&host_mutex);
+  if (rc) return rc;
+  /* Seed "hostname" on our host's server (waits for it to answer). */
+  rc = asr_kv_seed_hostname("127.0.0.1", port, hostname, NULL, errbuf, errlen);
+  if (rc) asr__kv_host_leave();
+  return rc;
+}
+
+void asr__kv_host_leave(void) {
+  pthread_mutex_lock(&host_mutex);
+  if (users > 0 && --users == 0) {
+    if (watcher_running) {
+      atomic_store(&watcher_stop, 1);
+      pthread_mutex_unlock(&host_mutex);
+      pthread_join(watcher, NULL);
+      pthread_mutex_lock(&host_mutex);
+      watcher_running = 0;
+    }
+    if (server) {
+      asr_kv_server_free(server);
+      server = NULL;
+    }
+    asr_kv_elect_release(lock_fd);
+    lock_fd = -1;
+  }
+  pthread_mutex_unlock(&host_mutex);
+}

@@ -1,0 +1,315 @@
+/*
+ * ofi.c -- the libfabric transport (see ofi.h). Setup unwinds in exact
+ * reverse order; every endpoint/CQ call happens under o->lock.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+
+#include "asr_log.h"
+#include "asr_time.h"
+#include "ofi.h"
+
+#define TAG_CTRL (1ull << 63)
+#define TAG_COMM_SHIFT 40
+#define TAG_COMM_MASK 0x7fffffull
+#define CTRL_MAGIC 0x43525341u /* "ASRC" */
+#define HANDLE_MAGIC 0x48525341u /* "ASRH" */
+#define CQ_BATCH 32
+
+static uint64_t make_tag(uint32_t comm_id, uint64_t seq, uint64_t mask) {
+  return ((uint64_t)(comm_id & TAG_COMM_MASK) << TAG_COMM_SHIFT) | (seq & mask);
+}
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static uint32_t get32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+static const char *pick_provider(void) {
+  const char *p = getenv("ASR_PROVIDER");
+  if (!p || !*p) p = getenv("FI_PROVIDER");
+  return p && *p ? p : "shm";
+}
+
+int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  pthread_mutex_init(&o->lock, NULL);
+  const char *prov = pick_provider();
+  snprintf(o->provider, sizeof o->provider, "%s", prov);
+  int is_shm = strcmp(prov, "shm") == 0;
+  struct fi_info *hints = fi_allocinfo();
+  if (!hints) return -FI_ENOMEM;
+  hints->ep_attr->type = FI_EP_RDM;
+  /* shm is local-only and refuses FI_LOCAL_COMM/FI_REMOTE_COMM in the caps it
+   * is asked for (libfabric 1.17): ask it for neither (DESIGN §7). */
+  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | (is_shm ? 0 : FI_LOCAL_COMM | FI_REMOTE_COMM);
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_SAFE;
+  hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
+  hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+  hints->tx_attr->msg_order = FI_ORDER_SAS;
+  hints->rx_attr->msg_order = FI_ORDER_SAS;
+  hints->fabric_attr->prov_name = strdup(prov);
+  const char *node = NULL;
+  uint64_t flags = 0;
+  if (!is_shm) {
+    node = getenv("ASR_IF_ADDR");
+    if (!node || !*node) node = "127.0.0.1";
+    flags = FI_SOURCE;
+  }
+  int rc = fi_getinfo(FI_VERSION(1, 11), node, NULL, flags, hints, &o->info);
+  fi_freeinfo(hints);
+  if (rc) {
+    snprintf(errbuf, errlen, "no libfabric provider '%s'%s%s for RDM tagged messaging: %s (set ASR_PROVIDER to shm or tcp;ofi_rxm)",
+             prov, node ? " on " : "", node ? node : "", fi_strerror(-rc));
+    return rc;
+  }
+  const char *step = "fi_fabric";
+  rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL);
+  if (!rc) { step = "fi_domain"; rc = fi_domain(o->fabric, o->info, &o->domain, NULL); }
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE, .size = 4096};
+  if (!rc) { step = "fi_cq_open"; rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL); }
+  struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+  if (!rc) { step = "fi_av_open"; rc = fi_av_open(o->domain, &av_attr, &o->av, NULL); }
+  if (!rc) { step = "fi_endpoint"; rc = fi_endpoint(o->domain, o->info, &o->ep, NULL); }
+  /* One CQ bound for both directions: shm wants both a TX and an RX CQ. */
+  if (!rc) { step = "fi_ep_bind(cq)"; rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV); }
+  if (!rc) { step = "fi_ep_bind(av)"; rc = fi_ep_bind(o->ep, &o->av->fid, 0); }
+  if (!rc) { step = "fi_enable"; rc = fi_enable(o->ep); }
+  if (!rc) {
+    step = "fi_getname";
+    o->addrlen = sizeof o->addr;
+    rc = fi_getname(&o->ep->fid, o->addr, &o->addrlen);
+  }
+  if (rc) {
+    snprintf(errbuf, errlen, "%s on provider %s failed: %s", step, prov, fi_strerror(-rc));
+    asr__ofi_close(o);
+    return rc;
+  }
+  o->need_desc = (o->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  o->next_key = ((uint64_t)lnc << 48) | 1;
+  unsigned bits = 40;
+  const char *sb = getenv("ASR_SEQ_BITS");
+  if (sb && atoi(sb) >= 8 && atoi(sb) <= 40) bits = (unsigned)atoi(sb);
+  o->seq_mask = (1ull << bits) - 1;
+  o->next_comm_id = 1;
+  asr_info("fab", "lnc %d: provider %s (%s), address %zu bytes, %u-bit sequence numbers", lnc,
+           o->info->fabric_attr->prov_name, o->info->domain_attr->name, o->addrlen, bits);
+  return 0;
+}
+
+void asr__ofi_close(asr__ofi_t *o) {
+  if (o->ep) fi_close(&o->ep->fid);
+  if (o->av) fi_close(&o->av->fid);
+  if (o->cq) fi_close(&o->cq->fid);
+  if (o->domain) fi_close(&o->domain->fid);
+  if (o->fabric) fi_close(&o->fabric->fid);
+  if (o->info) fi_freeinfo(o->info);
+  o->ep = NULL;
+  o->av = NULL;
+  o->cq = NULL;
+  o->domain = NULL;
+  o->fabric = NULL;
+  o->info = NULL;
+  pthread_mutex_destroy(&o->lock);
+}
+
+/* Reads every available completion. Called with o->lock held. */
+static int drain_locked(asr__ofi_t *o) {
+  struct fi_cq_tagged_entry ent[CQ_BATCH];
+  for (;;) {
+    ssize_t n = fi_cq_read(o->cq, ent, CQ_BATCH);
+    if (n > 0) {
+      for (ssize_t i = 0; i < n; i++) {
+        asr__ofi_op_t *op = ent[i].op_context;
+        if (!op) continue;
+        op->len = ent[i].len;
+        op->err = 0;
+        op->done = 1;
+        op->posted = 0;
+      }
+      if (n < CQ_BATCH) return 0;
+      continue;
+    }
+    if (n == -FI_EAGAIN) return 0;
+    if (n == -FI_EAVAIL) {
+      struct fi_cq_err_entry e = {0};
+      if (fi_cq_readerr(o->cq, &e, 0) > 0) {
+        asr__ofi_op_t *op = e.op_context;
+        if (e.err != FI_ECANCELED)
+          asr_debug("fab", "completion error on op %p: %s (%s)", (void *)op, fi_strerror(e.err),
+                    fi_cq_strerror(o->cq, e.prov_errno, e.err_data, NULL, 0));
+        if (op) {
+          op->len = e.len;
+          op->err = e.err ? e.err : FI_EOTHER;
+          op->done = 1;
+          op->posted = 0;
+        }
+      }
+      continue;
+    }
+    return (int)n;
+  }
+}
+
+int asr__ofi_progress(asr__ofi_t *o) {
+  pthread_mutex_lock(&o->lock);
+  int rc = drain_locked(o);
+  pthread_mutex_unlock(&o->lock);
+  return rc;
+}
+
+/* Posts with a bounded retry on -FI_EAGAIN, draining the CQ in between
+ * (under manual progress nothing moves otherwise). Called with the lock. */
+#define POST_RETRY(call)                                        \
+  ({                                                            \
+    ssize_t rc_;                                                \
+    uint64_t until_ = 0;                                        \
+    for (;;) {                                                  \
+      rc_ = (call);                                             \
+      if (rc_ != -FI_EAGAIN) break;                             \
+      drain_locked(o);                                          \
+      if (!until_) until_ = asr_time_ms() + 10000;              \
+      else if (asr_time_ms() > until_) break;                   \
+    }                                                           \
+    rc_;                                                        \
+  })
+
+static void op_arm(asr__ofi_op_t *op) {
+  memset(&op->fctx, 0, sizeof op->fctx);
+  op->done = 0;
+  op->err = 0;
+  op->len = 0;
+  op->posted = 1;
+}
+
+int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN]) {
+  pthread_mutex_lock(&o->lock);
+  r->comm_id = o->next_comm_id++;
+  if (o->next_comm_id > TAG_COMM_MASK) o->next_comm_id = 1;
+  r->seq = 0;
+  op_arm(&r->ctrl_op);
+  ssize_t rc = POST_RETRY(fi_trecv(o->ep, r->ctrl_buf, sizeof r->ctrl_buf, NULL, FI_ADDR_UNSPEC,
+                                   TAG_CTRL | make_tag(r->comm_id, 0, 0), 0, &r->ctrl_op));
+  if (rc) r->ctrl_op.posted = 0;
+  pthread_mutex_unlock(&o->lock);
+  if (rc) return (int)rc;
+  memset(handle, 0, ASR_OFI_HANDLE_LEN);
+  put32(handle, HANDLE_MAGIC);
+  put32(handle + 4, r->comm_id);
+  uint16_t al = (uint16_t)o->addrlen;
+  memcpy(handle + 8, &al, 2);
+  memcpy(handle + 10, o->addr, o->addrlen);
+  return 0;
+}
+
+int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready) {
+  pthread_mutex_lock(&o->lock);
+  int rc = drain_locked(o);
+  int done = r->ctrl_op.done, err = r->ctrl_op.err;
+  pthread_mutex_unlock(&o->lock);
+  if (rc) return rc;
+  if (done && err) return -err;
+  if (done && get32(r->ctrl_buf) != CTRL_MAGIC) return -FI_EINVAL;
+  *ready = done;
+  return 0;
+}
+
+int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s) {
+  uint16_t al;
+  memcpy(&al, handle + 8, 2);
+  if (get32(handle) != HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX) return -FI_EINVAL;
+  pthread_mutex_lock(&o->lock);
+  int n = fi_av_insert(o->av, handle + 10, 1, &s->peer, 0, NULL);
+  if (n != 1) {
+    pthread_mutex_unlock(&o->lock);
+    return n < 0 ? n : -FI_EADDRNOTAVAIL;
+  }
+  s->peer_comm_id = get32(handle + 4);
+  s->seq = 0;
+  memset(s->ctrl_buf, 0, sizeof s->ctrl_buf);
+  put32(s->ctrl_buf, CTRL_MAGIC);
+  op_arm(&s->ctrl_op);
+  ssize_t rc = POST_RETRY(fi_tsend(o->ep, s->ctrl_buf, sizeof s->ctrl_buf, NULL, s->peer,
+                                   TAG_CTRL | make_tag(s->peer_comm_id, 0, 0), &s->ctrl_op));
+  if (rc) s->ctrl_op.posted = 0;
+  pthread_mutex_unlock(&o->lock);
+  return (int)rc;
+}
+
+int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
+                   asr__ofi_op_t *op) {
+  pthread_mutex_lock(&o->lock);
+  op_arm(op);
+  ssize_t rc = POST_RETRY(fi_tsend(o->ep, buf, len, desc, s->peer,
+                                   make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
+  if (rc == 0) s->seq++;
+  else op->posted = 0;
+  pthread_mutex_unlock(&o->lock);
+  return (int)rc;
+}
+
+int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
+                   asr__ofi_op_t *op) {
+  pthread_mutex_lock(&o->lock);
+  op_arm(op);
+  ssize_t rc = POST_RETRY(fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC,
+                                   make_tag(r->comm_id, r->seq, o->seq_mask), 0, op));
+  if (rc == 0) r->seq++;
+  else op->posted = 0;
+  pthread_mutex_unlock(&o->lock);
+  return (int)rc;
+}
+
+int asr__ofi_test(asr__ofi_t *o, asr__ofi_op_t *op, int *done, size_t *len) {
+  pthread_mutex_lock(&o->lock);
+  if (!op->done) drain_locked(o);
+  int d = op->done, err = op->err;
+  size_t l = op->len;
+  pthread_mutex_unlock(&o->lock);
+  *done = d;
+  if (d && len) *len = l;
+  return d && err ? -err : 0;
+}
+
+int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {
+  uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
+  pthread_mutex_lock(&o->lock);
+  if (op->posted && !op->done) fi_cancel(&o->ep->fid, op);
+  while (op->posted && !op->done && asr_time_ms() < until) {
+    drain_locked(o);
+    if (op->posted && !op->done) {
+      pthread_mutex_unlock(&o->lock);
+      asr_sleep_ms(1);
+      pthread_mutex_lock(&o->lock);
+    }
+  }
+  int ok = !op->posted || op->done;
+  pthread_mutex_unlock(&o->lock);
+  return ok ? 0 : -FI_ETIMEDOUT;
+}
+
+int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr) {
+  pthread_mutex_lock(&o->lock);
+  uint64_t key = o->next_key++;
+  int rc = fi_mr_reg(o->domain, va, len, FI_SEND | FI_RECV, 0, key, 0, mr, NULL);
+  pthread_mutex_unlock(&o->lock);
+  return rc;
+}
+
+void *asr__ofi_mr_desc(asr__ofi_t *o, struct fid_mr *mr) {
+  return o->need_desc && mr ? fi_mr_desc(mr) : NULL;
+}
+
+void asr__ofi_mr_dereg(struct fid_mr *mr) {
+  if (mr) fi_close(&mr->fid);
+}

@@ -1,0 +1,129 @@
+/*
+ * ofi.h -- the thin libfabric transport under libasr (seed §5: the
+ * async_sr_ofi_*_locked wrappers; DESIGN §5 and §7).
+ *
+ * One RDM tagged endpoint per LNC context, shared by all its comms, with one
+ * completion queue bound for both transmit and receive. Every call that
+ * touches the endpoint or the CQ takes the context's transport lock (the
+ * seed's async_sr_ofi_mutex[lnc]). Completions are harvested by draining the
+ * CQ (manual progress: data moves only while someone reads it), which marks
+ * the asr__ofi_op_t handed to libfabric as the operation context; that op
+ * must stay valid until it is marked done.
+ *
+ * Tags (64 bits):  bit 63 = control message;  bits 62..40 = the receiving
+ * comm's id (23 bits, unique per endpoint);  bits 39..0 = per-comm sequence
+ * number, masked to ASR_SEQ_BITS (default 40; tests lower it to cross the
+ * wrap point quickly -- 128 outstanding requests never need more than 8 bits).
+ *
+ * The 128-byte listen handle (the seed's net_handle):
+ *     0    4  magic "ASRH"
+ *     4    4  receiving comm id
+ *     8    2  address length
+ *    10  110  endpoint address (fi_getname), zero-padded
+ *   120    4  ordinal: this RECV comm is the n-th from its (peer, peer LNC);
+ *              a SEND comm takes only the handle with its own ordinal (see
+ *              connect.c: why same-peer comms need it)
+ *   124    4  reserved, zero
+ */
+#ifndef ASR_OFI_H
+#define ASR_OFI_H
+
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_tagged.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ASR_OFI_HANDLE_LEN 128
+#define ASR_OFI_ADDR_MAX 110
+#define ASR_OFI_HANDLE_ORDINAL_OFF 120
+#define ASR_OFI_CTRL_LEN 128
+
+/* One libfabric operation in flight; the op context handed to libfabric. */
+typedef struct asr__ofi_op {
+  struct fi_context2 fctx; /* must be first: libfabric's context area */
+  int posted;              /* handed to libfabric, completion not yet read */
+  int done;                /* completion read */
+  int err;                 /* 0 or the positive fi_errno of a failed completion */
+  size_t len;              /* bytes moved (receives: bytes received) */
+} asr__ofi_op_t;
+
+typedef struct asr__ofi {
+  struct fi_info *info;
+  struct fid_fabric *fabric;
+  struct fid_domain *domain;
+  struct fid_av *av;
+  struct fid_cq *cq;
+  struct fid_ep *ep;
+  pthread_mutex_t lock; /* the seed's async_sr_ofi_mutex[lnc] */
+  uint8_t addr[ASR_OFI_ADDR_MAX];
+  size_t addrlen;
+  uint64_t next_key; /* unique MR keys: tcp before libfabric 2.2 wants them */
+  uint64_t seq_mask;
+  uint32_t next_comm_id;
+  int need_desc; /* FI_MR_LOCAL: pass descriptors */
+  char provider[64];
+} asr__ofi_t;
+
+/* The receiving half: a listen id plus the control receive that accept waits on. */
+typedef struct {
+  uint32_t comm_id;
+  uint64_t seq; /* next receive's sequence number */
+  asr__ofi_op_t ctrl_op;
+  uint8_t ctrl_buf[ASR_OFI_CTRL_LEN];
+} asr__ofi_recv_t;
+
+/* The sending half: the peer's address and comm id. */
+typedef struct {
+  fi_addr_t peer;
+  uint32_t peer_comm_id;
+  uint64_t seq; /* next send's sequence number */
+  asr__ofi_op_t ctrl_op;
+  uint8_t ctrl_buf[ASR_OFI_CTRL_LEN];
+} asr__ofi_send_t;
+
+/* Opens the endpoint for lnc with the provider from ASR_PROVIDER / FI_PROVIDER
+ * (default shm). errbuf says why on failure. */
+int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen);
+
+/* Closes everything; posted operations are discarded with the endpoint. */
+void asr__ofi_close(asr__ofi_t *o);
+
+/* Drains the CQ, marking completed ops. Takes the lock. */
+int asr__ofi_progress(asr__ofi_t *o);
+
+/* RECV side, LISTEN: allocates a comm id, posts the control receive and
+ * writes the 128-byte handle (seed: async_sr_ofi_listen). */
+int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN]);
+
+/* RECV side, NET_CONNECT: *ready = 1 once the sender's control message
+ * arrived (seed: async_sr_ofi_accept; never blocks). */
+int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready);
+
+/* SEND side, NET_CONNECT: resolves the handle and posts the control message;
+ * returns without waiting for anything the acceptor must do, so connecting to
+ * oneself cannot deadlock (seed: async_sr_ofi_connect). */
+int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s);
+
+/* Posts the next send / receive of a comm. Returns 0 or -fi_errno. */
+int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
+                   asr__ofi_op_t *op);
+int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
+                   asr__ofi_op_t *op);
+
+/* Polls op: drains the CQ, then reports done and the length moved. Returns 0,
+ * or -fi_errno when the op completed with an error. */
+int asr__ofi_test(asr__ofi_t *o, asr__ofi_op_t *op, int *done, size_t *len);
+
+/* Cancels a posted op and waits (bounded) for its completion to be read, so
+ * its memory can be reused. Returns 0, or -FI_ETIMEDOUT when it never came. */
+int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms);
+
+/* Registers [va, va + len) for send and receive with a unique key. */
+int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr);
+void *asr__ofi_mr_desc(asr__ofi_t *o, struct fid_mr *mr);
+void asr__ofi_mr_dereg(struct fid_mr *mr);
+
+#endif /* ASR_OFI_H */

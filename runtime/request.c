@@ -1,0 +1,213 @@
+/*
+ * request.c -- post, progress and complete (seed §2): enc_async_sr_post_op,
+ * the service thread's post drain, enc_async_sr_test_request, and the flush.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "asr_log.h"
+#include "rt.h"
+
+static const char *const req_status_names[] = {"FREE", "STASHED", "OFI_POSTED", "ERROR"};
+
+static asr__ofi_op_t *op_of(struct asr_request *r) { return &r->comm->ops[r - r->comm->reqs]; }
+
+/* Resets r and pushes it back on its comm's freelist. */
+void asr__req_recycle(struct asr_request *r) {
+  struct asr_comm *c = r->comm;
+  r->tensor = NULL;
+  r->offset = 0;
+  r->length = 0;
+  r->type = ASR_REQ_NOTYPE;
+  r->ofi_req = NULL;
+  atomic_store(&r->status, ASR_REQ_FREE);
+  pthread_mutex_lock(&c->free_mutex);
+  if (c->free_top < ASR_RING) c->free_data[c->free_top++] = r;
+  pthread_mutex_unlock(&c->free_mutex);
+}
+
+static int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr) {
+  asr__ofi_t *o = &c->ctx->ofi;
+  asr__ofi_op_t *op = op_of(r);
+  void *desc = asr__ofi_mr_desc(o, mr);
+  char *buf = (char *)va + r->offset;
+  int rc = c->type == ASR_SEND_COMM ? asr__ofi_isend(o, &c->osend, buf, r->length, desc, op)
+                                    : asr__ofi_irecv(o, &c->orecv, buf, r->length, desc, op);
+  if (rc == 0) r->ofi_req = op;
+  return rc;
+}
+
+/* enc_async_sr_post_op: validation battery, freelist pop, fast/slow gate. */
+static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, asr_request_t **out,
+                asr_comm_type_t want) {
+  const char *fn = want == ASR_SEND_COMM ? "asr_isend" : "asr_irecv";
+  if (!tensor || !comm || !out) {
+    asr_error("svc", "%s: Expected valid tensor/communicator (and a request pointer)", fn);
+    return ASR_INVALID;
+  }
+  if (comm->type != want) {
+    asr_error("svc", "%s: comm %p is a %s comm", fn, (void *)comm, comm->type == ASR_SEND_COMM ? "SEND" : "RECV");
+    return ASR_INVALID;
+  }
+  asr_ctx_t *ctx = comm->ctx;
+  if (!ctx || asr__ctx_get(comm->lnc) != ctx) {
+    asr_error("svc", "%s: the comm's LNC %d is not initialised", fn, comm->lnc);
+    return ASR_INVALID;
+  }
+  if (atomic_load(&comm->status) != ASR_COMM_CONNECTED || atomic_load(&comm->close_requested)) {
+    asr_error("svc", "%s: post on unconnected communicator (state %s)", fn,
+              asr_comm_status_name(atomic_load(&comm->status)));
+    return ASR_UNCONNECTED;
+  }
+  if (offset > tensor->size || length > tensor->size - offset) {
+    asr_error("svc", "%s: transfer of %zu bytes at offset %zu is out of bounds of a %zu-byte tensor", fn, length,
+              offset, tensor->size);
+    return ASR_INVALID;
+  }
+  void *va = tensor->va;
+  if (!va) {
+    asr_error("svc", "%s: Failed to obtain virtual address of tensor", fn);
+    return ASR_INVALID;
+  }
+  pthread_mutex_lock(&comm->free_mutex);
+  if (comm->free_top == 0) {
+    pthread_mutex_unlock(&comm->free_mutex);
+    asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);
+    return ASR_QUEUE_FULL;
+  }
+  struct asr_request *r = comm->free_data[--comm->free_top];
+  pthread_mutex_unlock(&comm->free_mutex);
+  r->tensor = tensor;
+  r->offset = offset;
+  r->length = length;
+  r->type = want == ASR_SEND_COMM ? ASR_REQ_SEND : ASR_REQ_RECV;
+
+  /* FAST PATH only if the MR is cached AND the stash ring is empty: once
+   * anything is stashed every later post stashes too, so the service thread
+   * can never let a registration-pending request be overtaken (seed §2 QUIRK). */
+  struct fid_mr *mr;
+  if (atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) && asr__mr_lookup(comm, va, tensor->size, &mr)) {
+    int rc = post_ofi(comm, r, va, mr);
+    if (rc == 0) {
+      atomic_store(&r->status, ASR_REQ_OFI_POSTED);
+      *out = r;
+      return ASR_SUCCESS;
+    }
+    asr_error("fab", "%s: Failed to post ofi %s request: %s", fn, want == ASR_SEND_COMM ? "send" : "recv",
+              fi_strerror(-rc));
+    asr__req_recycle(r);
+    return ASR_INVALID;
+  }
+
+  /* SLOW PATH: stash for the service thread. */
+  atomic_store(&r->status, ASR_REQ_STASHED);
+  pthread_mutex_lock(&comm->stash_mutex);
+  uint64_t tail = atomic_load(&comm->stash_tail);
+  comm->stash[tail % ASR_RING] = r; /* cannot overflow: at most 128 requests exist */
+  atomic_store(&comm->stash_tail, tail + 1);
+  pthread_mutex_unlock(&comm->stash_mutex);
+  pthread_mutex_lock(&ctx->task_mutex);
+  ctx->task_n++;
+  pthread_cond_signal(&ctx->task_cv);
+  pthread_mutex_unlock(&ctx->task_mutex);
+  *out = r;
+  return ASR_SUCCESS;
+}
+
+int asr_isend(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, asr_request_t **req) {
+  return post(comm, tensor, offset, length, req, ASR_SEND_COMM);
+}
+
+int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, asr_request_t **req) {
+  return post(comm, tensor, offset, length, req, ASR_RECV_COMM);
+}
+
+/* The service thread's post drain for one comm: FIFO, lazy MR registration. */
+int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
+  int posted = 0;
+  for (;;) {
+    uint64_t head = atomic_load(&c->stash_head);
+    if (head == atomic_load(&c->stash_tail)) break;
+    struct asr_request *r = c->stash[head % ASR_RING];
+    struct fid_mr *mr = NULL;
+    int rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
+    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr);
+    if (rc != 0) {
+      asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
+                r->type == ASR_REQ_SEND ? "SEND" : "RECV", rc == -1 ? "no virtual address" : fi_strerror(-rc));
+      atomic_store(&r->status, ASR_REQ_ERROR);
+    } else {
+      atomic_store(&r->status, ASR_REQ_OFI_POSTED);
+    }
+    /* Advance only after the post: an empty ring means "everything stashed is posted". */
+    atomic_store(&c->stash_head, head + 1);
+    pthread_mutex_lock(&ctx->task_mutex);
+    ctx->task_n--;
+    pthread_mutex_unlock(&ctx->task_mutex);
+    posted = 1;
+  }
+  return posted;
+}
+
+int asr_test(asr_request_t *req, int *done, size_t *size) {
+  if (!req || !req->comm || !done) {
+    asr_error("svc", "asr_test: Expected request/communicator");
+    return ASR_UNCONNECTED;
+  }
+  struct asr_comm *c = req->comm;
+  switch (atomic_load(&req->status)) {
+  case ASR_REQ_OFI_POSTED: {
+    int d = 0;
+    size_t len = 0;
+    int rc = asr__ofi_test(&c->ctx->ofi, req->ofi_req, &d, &len);
+    if (rc) {
+      asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req, fi_strerror(-rc));
+      atomic_store(&req->status, ASR_REQ_ERROR);
+      asr__req_recycle(req);
+      return ASR_INVALID;
+    }
+    *done = d;
+    if (d) {
+      size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
+      if (size) *size = moved;
+      asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
+      asr__req_recycle(req);
+    } else if (size) {
+      *size = 0;
+    }
+    return ASR_SUCCESS;
+  }
+  case ASR_REQ_FREE:
+    asr_error("svc", "asr_test: Request not in use");
+    return ASR_UNCONNECTED;
+  case ASR_REQ_STASHED:
+    /* not yet posted by the service thread: keep polling (seed §1 GOTCHA) */
+    *done = 0;
+    if (size) *size = 0;
+    return ASR_SUCCESS;
+  case ASR_REQ_ERROR:
+  default:
+    asr_error("svc", "asr_test: Request state %s", req_status_names[atomic_load(&req->status) & 3]);
+    asr__req_recycle(req);
+    return ASR_INVALID;
+  }
+}
+
+int asr_flush(asr_comm_t *comm) {
+  if (!comm) {
+    asr_error("svc", "asr_flush: Expected valid communicator");
+    return ASR_INVALID;
+  }
+  if (comm->type != ASR_RECV_COMM) {
+    asr_error("svc", "asr_flush: only a RECV comm can be flushed");
+    return ASR_INVALID;
+  }
+  if (atomic_load(&comm->status) != ASR_COMM_CONNECTED) return ASR_UNCONNECTED;
+  /* Host memory needs no read-back: a receive's data is visible to the host
+   * once its completion has been read. Harvest every completion now so the
+   * fence covers receives that finished but were not yet polled. */
+  asr__ofi_progress(&comm->ctx->ofi);
+  return ASR_SUCCESS;
+}

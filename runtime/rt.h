@@ -1,0 +1,170 @@
+/*
+ * rt.h -- libasr's internal records: context, comm, request (seed §1-§4).
+ *
+ * Seed name map:
+ *   asr_ctx_t            async_sr_context (one per LNC, 0..127)
+ *   asr_comm             nrt_async_sendrecv_comm
+ *   asr_request          nrt_async_sendrecv_request (56 bytes, asserted below)
+ *   asr__post            enc_async_sr_post_op
+ *   asr_test             enc_async_sr_test_request
+ *   asr__svc_main        async_sr_service_thread_fn
+ *   asr__connect_step    async_sr_progress_connect_comm
+ *   asr__ofi_*           async_sr_ofi_*_locked
+ */
+#ifndef ASR_RT_H
+#define ASR_RT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "asr.h"
+#include "kv_client.h"
+#include "kv_keys.h"
+#include "ofi.h"
+
+#define ASR_RING 128 /* handover ring, stash ring, request pool, freelist */
+
+typedef enum { ASR_SEND_COMM = 0, ASR_RECV_COMM = 1 } asr_comm_type_t;
+
+/* async_sr_request_status */
+typedef enum { ASR_REQ_FREE = 0, ASR_REQ_STASHED = 1, ASR_REQ_OFI_POSTED = 2, ASR_REQ_ERROR = 3 } asr_req_status_t;
+typedef enum { ASR_REQ_NOTYPE = 0, ASR_REQ_SEND = 1, ASR_REQ_RECV = 2 } asr_req_type_t;
+
+struct asr_tensor {
+  void *va;
+  size_t size;
+  int owned; /* asr_tensor_alloc made the memory */
+};
+
+/* The 56-byte request record of seed §1: {comm, tensor, offset, length, type,
+ * status, ofi_req}. ofi_req is NULL unless libfabric owns an operation for it. */
+struct asr_request {
+  struct asr_comm *comm;
+  asr_tensor_t *tensor;
+  size_t offset;
+  size_t length;
+  int32_t type;
+  int32_t pad0;
+  _Atomic int32_t status;
+  int32_t pad1;
+  asr__ofi_op_t *ofi_req;
+};
+_Static_assert(sizeof(struct asr_request) == 56, "the seed's request record is 56 bytes");
+
+typedef struct {
+  uintptr_t va;
+  size_t len;
+  struct fid_mr *mr;
+} asr_mr_entry_t;
+
+struct asr_ctx;
+
+struct asr_comm {
+  struct asr_ctx *ctx;
+  asr_comm_type_t type;
+  int lnc, peer_lnc;
+  char peer_ip[64];
+  uint32_t ordinal; /* n-th comm of this direction to (peer_ip, peer_lnc) */
+  _Atomic int status; /* asr_comm_status_t */
+
+  /* rendezvous (service thread only) */
+  asr_kv_req_t *kv_req;
+  uint8_t net_handle[ASR_KV_NET_HANDLE_LEN];
+  uint8_t peer_hostname[ASR_KV_HOSTNAME_LEN];
+  int handle_len, hostname_len;
+  uint64_t retry_at_ms;
+
+  /* transport halves */
+  asr__ofi_send_t osend;
+  asr__ofi_recv_t orecv;
+
+  /* request pool and its locked freelist (seed: locked_stack<request*,128>) */
+  struct asr_request reqs[ASR_RING];
+  asr__ofi_op_t ops[ASR_RING];
+  pthread_mutex_t free_mutex;
+  struct asr_request *free_data[ASR_RING];
+  int free_top;
+
+  /* stash ring (SPSC: producers serialised by stash_mutex, one consumer) */
+  pthread_mutex_t stash_mutex;
+  struct asr_request *stash[ASR_RING];
+  _Atomic uint64_t stash_head, stash_tail;
+
+  /* MR cache keyed by va (per comm, so (va, comm) as in the seed) */
+  pthread_mutex_t mr_mutex;
+  asr_mr_entry_t *mrs;
+  size_t nmr, capmr;
+
+  /* service-thread bookkeeping */
+  struct asr_comm *next;    /* in a pending queue or the connected list */
+  _Atomic int close_requested;
+  _Atomic int detached;     /* the service thread let go of it */
+  char err[320];
+};
+
+/* FIFO of comms to one (peer_ip, peer_lnc) in one direction. */
+typedef struct asr_peerq {
+  char peer_ip[64];
+  int peer_lnc;
+  uint32_t next_ordinal;
+  struct asr_comm *head, *tail;
+  struct asr_peerq *next;
+} asr_peerq_t;
+
+typedef struct asr_ctx {
+  int lnc;
+  asr__ofi_t ofi;
+  char hostname[ASR_KV_HOSTNAME_LEN];
+  uint16_t port;
+  pthread_t thread;
+
+  pthread_mutex_t task_mutex; /* guards everything up to task_cv */
+  pthread_cond_t task_cv;
+  int task_n;
+  int shutdown;
+  struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
+  unsigned ring_head, ring_tail;
+  struct asr_comm *closing[ASR_RING]; /* comms asr_comm_close wants detached */
+  unsigned nclosing;
+  pthread_cond_t detach_cv;
+
+  /* owned by the service thread */
+  asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
+  uint32_t ordinals_assigned; /* (unused) */
+
+  pthread_mutex_t comms_mutex; /* guards connected/error lists */
+  struct asr_comm *connected;
+  struct asr_comm *errored;
+
+  asr__ofi_op_t flush_op;
+  uint8_t flush_buf[4];
+  struct fid_mr *flush_mr;
+} asr_ctx_t;
+
+/* The context of lnc, or NULL when it is not initialised. */
+asr_ctx_t *asr__ctx_get(int lnc);
+
+/* Service thread entry (context.c). */
+void *asr__svc_main(void *arg);
+
+/* One step of the connect machine (connect.c). Returns 1 when it made progress. */
+int asr__connect_step(asr_ctx_t *ctx, struct asr_comm *c);
+
+/* Post drain for one connected comm (request.c). Returns 1 when it posted. */
+int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c);
+
+/* Comm life cycle (comm.c). */
+struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc);
+void asr__comm_free(struct asr_comm *c, int endpoint_closed);
+void asr__comm_set_status(struct asr_comm *c, int status);
+int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, struct fid_mr **mr);
+int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr);
+void asr__req_recycle(struct asr_request *r);
+
+/* Host KV participation (kv_host.c): makes sure a KV server runs for this
+ * host and port (electing one when ASR_KV_SERVER=auto) and seeds "hostname". */
+int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t errlen);
+void asr__kv_host_leave(void);
+
+#endif /* ASR_RT_H */
