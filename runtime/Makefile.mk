@@ -13,7 +13,9 @@ runtime_libasr_la_SOURCES = \
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 runtime_libasr_la_LIBADD = bootstrap/libasrboot.la $(FABRIC_LIBS)
-runtime_libasr_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
+# Export the API of asr.h only (common/ and bootstrap/ are linked in privately).
+runtime_libasr_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols $(srcdir)/runtime/libasr.sym
+EXTRA_DIST += runtime/libasr.sym
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = conf/asr.pc

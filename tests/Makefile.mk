@@ -45,4 +45,4 @@ tests_apps_kv_demo_LDADD = bootstrap/libasrboot.la
 noinst_PROGRAMS += tests/apps/pingpong
 tests_apps_pingpong_SOURCES = tests/apps/pingpong.c
 tests_apps_pingpong_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
-tests_apps_pingpong_LDADD = runtime/libasr.la
+tests_apps_pingpong_LDADD = runtime/libasr.la common/libasrcommon.la

@@ -69,8 +69,12 @@ const char *asr_test_builddir(void) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return ".";
   exe[n] = '\0';
-  /* <builddir>/tests/<kind>/<binary> */
-  char *d = dirname(dirname(dirname(exe)));
+  /* <builddir>/tests/<kind>/<binary>, or .../<kind>/.libs/<binary> for a
+   * program libtool linked against the shared libasr */
+  char *d = dirname(exe);
+  size_t dl = strlen(d);
+  if (dl >= 6 && strcmp(d + dl - 6, "/.libs") == 0) d[dl - 6] = '\0';
+  d = dirname(dirname(d));
   snprintf(dir, sizeof dir, "%s", d);
   return dir;
 }
