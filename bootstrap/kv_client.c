@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,18 +120,23 @@ static void retry_from_init(asr_kv_req_t *r, int reason) {
   set_state(r, ASR_KV_REQ_INIT);
 }
 
-static const uint8_t *default_secret(void) {
-  static uint8_t secret[ASR_KV_SECRET_LEN];
-  static int loaded; /* benign race: every thread computes the same bytes */
-  if (!loaded) {
-    char err[200];
-    if (asr_kv_secret_from_env(secret, err, sizeof err) != 0) {
-      asr_error("kvs", "%s", err);
-      memset(secret, 0, sizeof secret);
-    }
-    loaded = 1;
+/* Loaded once per process. Not a lazy flag: a thread that saw the flag set
+ * could still read the bytes before another thread's writes land (a data race,
+ * and in practice a wrong secret), so pthread_once orders them. */
+static uint8_t default_secret_bytes[ASR_KV_SECRET_LEN];
+static pthread_once_t default_secret_once = PTHREAD_ONCE_INIT;
+
+static void default_secret_load(void) {
+  char err[200];
+  if (asr_kv_secret_from_env(default_secret_bytes, err, sizeof err) != 0) {
+    asr_error("kvs", "%s", err);
+    memset(default_secret_bytes, 0, sizeof default_secret_bytes);
   }
-  return secret;
+}
+
+static const uint8_t *default_secret(void) {
+  pthread_once(&default_secret_once, default_secret_load);
+  return default_secret_bytes;
 }
 
 static int timeout_default(void) {
@@ -388,8 +394,15 @@ int asr_kv_progress(asr_kv_req_t *r, int *done, int *made_progress) {
   }
   uint64_t now = asr_time_ms();
   if (r->deadline_ms && now >= r->deadline_ms) {
-    fail(r, ASR_ETIMEDOUT, "timed out after %u retries; last: %s", r->retries,
-         reason_text(r->start_errno_class));
+    if (r->state == ASR_KV_REQ_CLOSING) {
+      /* The answer is in (a GET's callback already ran) and only the courtesy
+       * END frame is left: finish with the operation's result, not a failure. */
+      close_fd(r);
+      set_state(r, r->result == 0 || r->result == ASR_ENOTFOUND ? ASR_KV_REQ_DONE : ASR_KV_REQ_FAILED);
+    } else {
+      fail(r, ASR_ETIMEDOUT, "timed out after %u retries; last: %s", r->retries,
+           reason_text(r->start_errno_class));
+    }
     *done = 1;
     if (made_progress) *made_progress = 1;
     return r->result;
