@@ -59,6 +59,7 @@ typedef struct {
 struct asr_kv_server {
   int epfd, lfd, wakefd;
   int accepting;
+  uint64_t resume_accept_ms; /* paused for lack of fds: try again then */
   uint16_t port;
   uint8_t secret[ASR_KV_SECRET_LEN];
   int max_clients, stall_ms, idle_ms;
@@ -112,10 +113,15 @@ static void set_accepting(asr_kv_server_t *s, int on) {
 static void drop(asr_kv_server_t *s, conn_t *c) {
   list_remove(s, c);
   epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  /* Discard unread input first: closing a socket with unread data sends a
+   * reset, which could destroy an error reply still in flight. */
+  char sink[4096];
+  for (int i = 0; i < 16 && recv(c->fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++) {
+  }
   close(c->fd);
   free(c);
   s->st.clients--;
-  if (!s->accepting && (int)s->st.clients < s->max_clients) set_accepting(s, 1);
+  if (!s->accepting && (int)s->st.clients < s->max_clients && !s->resume_accept_ms) set_accepting(s, 1);
 }
 
 static void want_events(asr_kv_server_t *s, conn_t *c, uint32_t events) {
@@ -289,8 +295,11 @@ static void accept_clients(asr_kv_server_t *s, uint64_t now) {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE) {
-        asr_warn("kvs", "out of file descriptors at %u clients; pausing accept", s->st.clients);
-        if (s->st.clients > 0) set_accepting(s, 0);
+        /* Pause instead of spinning on a listener that stays readable; a
+         * dropped client or the timer below resumes it. */
+        asr_warn("kvs", "out of file descriptors at %u clients; pausing accept for 100 ms", s->st.clients);
+        set_accepting(s, 0);
+        s->resume_accept_ms = now + 100;
       }
       return; /* EAGAIN: drained */
     }
@@ -326,6 +335,10 @@ static void expire(asr_kv_server_t *s, conn_list_t *l, int timeout_ms, uint64_t 
 }
 
 static int next_timeout(asr_kv_server_t *s, int timeout_ms, uint64_t now) {
+  if (s->resume_accept_ms) {
+    int left = s->resume_accept_ms > now ? (int)(s->resume_accept_ms - now) : 0;
+    if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left;
+  }
   const conn_list_t *lists[2] = {&s->busy, &s->idle};
   const int tmo[2] = {s->stall_ms, s->idle_ms};
   for (int i = 0; i < 2; i++) {
@@ -361,6 +374,10 @@ int asr_kv_server_poll(asr_kv_server_t *s, int timeout_ms) {
       }
       conn_io(s, c, now);
     }
+  }
+  if (s->resume_accept_ms && now >= s->resume_accept_ms) {
+    s->resume_accept_ms = 0;
+    if ((int)s->st.clients < s->max_clients) set_accepting(s, 1);
   }
   expire(s, &s->busy, s->stall_ms, now);
   expire(s, &s->idle, s->idle_ms, now);
