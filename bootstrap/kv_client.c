@@ -451,6 +451,28 @@ void asr_kv_req_wait(asr_kv_req_t *r, int max_ms) {
   }
 }
 
+int asr_kv_req_pollfd(const asr_kv_req_t *r, struct pollfd *pfd) {
+  uint64_t now = asr_time_ms();
+  pfd->fd = -1;
+  pfd->events = 0;
+  pfd->revents = 0;
+  if (r->state == ASR_KV_REQ_DONE || r->state == ASR_KV_REQ_FAILED) return 0;
+  int64_t due = -1;
+  if (r->deadline_ms) due = r->deadline_ms > now ? (int64_t)(r->deadline_ms - now) : 0;
+  if ((r->state == ASR_KV_REQ_INIT || r->state == ASR_KV_REQ_SENDING) && r->not_before_ms > now) {
+    int64_t b = (int64_t)(r->not_before_ms - now);
+    return (int)(due < 0 || b < due ? b : due); /* backoff: timer only */
+  }
+  switch (r->state) {
+  case ASR_KV_REQ_CONNECTING:
+  case ASR_KV_REQ_SENDING:
+  case ASR_KV_REQ_CLOSING: pfd->fd = r->fd; pfd->events = POLLOUT; break;
+  case ASR_KV_REQ_RECEIVING: pfd->fd = r->fd; pfd->events = POLLIN; break;
+  default: return 0; /* INIT: ready now */
+  }
+  return due > INT32_MAX ? INT32_MAX : (int)due;
+}
+
 /* --- blocking wrappers ---------------------------------------------------- */
 
 static int run_blocking(asr_kv_req_t *r, char *errbuf, size_t errlen) {

@@ -66,6 +66,13 @@ int asr_kv_progress(asr_kv_req_t *r, int *done, int *made_progress);
  * over). For loops that have nothing else to do. */
 void asr_kv_req_wait(asr_kv_req_t *r, int max_ms);
 
+/* For callers that drive many requests from one poll(): fills *pfd (fd,
+ * events) with what r waits for and returns the ms until its timer (backoff or
+ * deadline) is due, -1 when none. pfd->fd is -1 when r waits on its timer
+ * only; a return of 0 means progress is possible now. */
+struct pollfd;
+int asr_kv_req_pollfd(const asr_kv_req_t *r, struct pollfd *pfd);
+
 asr_kv_req_state_t asr_kv_req_state(const asr_kv_req_t *r);
 const char *asr_kv_req_state_name(asr_kv_req_state_t s);
 
