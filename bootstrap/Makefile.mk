@@ -13,3 +13,8 @@ bootstrap_libasrboot_la_LIBADD = common/libasrcommon.la
 bin_PROGRAMS += bootstrap/asrkv
 bootstrap_asrkv_SOURCES = bootstrap/asrkv.c
 bootstrap_asrkv_LDADD = bootstrap/libasrboot.la
+
+# The PMIx-client job view, linked only into libasr (it needs libpmix).
+noinst_LTLIBRARIES += bootstrap/libasrjob.la
+bootstrap_libasrjob_la_SOURCES = bootstrap/job.c bootstrap/job.h
+bootstrap_libasrjob_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(PMIX_CFLAGS)

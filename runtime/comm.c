@@ -199,16 +199,21 @@ int asr_comm_close(asr_comm_t *comm) {
   pthread_mutex_unlock(&ctx->task_mutex);
 
   /* Cancel what libfabric still owns; its memory is ours once the completion
-   * (or cancellation) has been read. */
-  int stuck = 0;
+   * (or cancellation) has been read. Ask for every cancellation first, then
+   * wait for all of them against one deadline: providers cannot cancel some
+   * operations (a send nobody receives), and waiting 2 s for each in turn
+   * made a close with 128 of them block for minutes. */
+  asr__ofi_op_t *ctrl = comm->type == ASR_RECV_COMM ? &comm->orecv.ctrl_op : &comm->osend.ctrl_op;
   for (int i = 0; i < ASR_RING; i++)
-    if (comm->ops[i].posted && asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 2000) != 0) stuck++;
-  if (comm->type == ASR_RECV_COMM && comm->orecv.ctrl_op.posted &&
-      asr__ofi_cancel(&ctx->ofi, &comm->orecv.ctrl_op, 2000) != 0)
-    stuck++;
-  if (comm->type == ASR_SEND_COMM && comm->osend.ctrl_op.posted &&
-      asr__ofi_cancel(&ctx->ofi, &comm->osend.ctrl_op, 2000) != 0)
-    stuck++;
+    if (comm->ops[i].posted) (void)asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 0);
+  if (ctrl->posted) (void)asr__ofi_cancel(&ctx->ofi, ctrl, 0);
+  uint64_t until = asr_time_ms() + 2000;
+  int stuck = 0;
+  for (int i = 0; i <= ASR_RING; i++) {
+    asr__ofi_op_t *op = i < ASR_RING ? &comm->ops[i] : ctrl;
+    uint64_t now = asr_time_ms();
+    if (op->posted && asr__ofi_cancel(&ctx->ofi, op, now < until ? (int)(until - now) : 0) != 0) stuck++;
+  }
   if (stuck) {
     /* The provider would not give the operations back: keep the memory on the
      * error list; asr_close frees it after the endpoint is closed. */

@@ -5,15 +5,23 @@ tests_harness_libasrtest_la_SOURCES = tests/harness/asr_test.c tests/harness/asr
 TEST_LIBS = tests/harness/libasrtest.la bootstrap/libasrboot.la
 
 UNIT_TESTS = \
+	tests/unit/test_launcher_config \
 	tests/unit/test_common \
 	tests/unit/test_kv_frame \
 	tests/unit/test_kv_client \
 	tests/unit/test_kv_server \
 	tests/unit/test_kv_elect \
-	tests/unit/test_asrkv_cli
+	tests/unit/test_asrkv_cli \
+	tests/unit/test_runtime \
+	tests/unit/test_runtime_mt
 
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
+
+tests_unit_test_launcher_config_SOURCES = tests/unit/test_launcher_config.c
+tests_unit_test_launcher_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(YAML_CFLAGS) \
+	-DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_unit_test_launcher_config_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 
 tests_unit_test_common_SOURCES = tests/unit/test_common.c
 tests_unit_test_common_LDADD = $(TEST_LIBS)
@@ -27,8 +35,14 @@ tests_unit_test_kv_elect_SOURCES = tests/unit/test_kv_elect.c
 tests_unit_test_kv_elect_LDADD = $(TEST_LIBS)
 tests_unit_test_asrkv_cli_SOURCES = tests/unit/test_asrkv_cli.c
 tests_unit_test_asrkv_cli_LDADD = $(TEST_LIBS)
+tests_unit_test_runtime_SOURCES = tests/unit/test_runtime.c tests/unit/rt_util.h
+tests_unit_test_runtime_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
+tests_unit_test_runtime_LDADD = runtime/libasr.la $(TEST_LIBS)
+tests_unit_test_runtime_mt_SOURCES = tests/unit/test_runtime_mt.c tests/unit/rt_util.h
+tests_unit_test_runtime_mt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
+tests_unit_test_runtime_mt_LDADD = runtime/libasr.la $(TEST_LIBS)
 
-# Benchmarks are built by `make bench` and run by tests/bench/run-kv-bench.sh.
+# Benchmarks are built and run by `make bench` (BENCH_ARGS=-q for a smoke run).
 EXTRA_PROGRAMS = tests/bench/kv_bench
 tests_bench_kv_bench_SOURCES = tests/bench/kv_bench.c
 tests_bench_kv_bench_LDADD = bootstrap/libasrboot.la
@@ -46,3 +60,26 @@ noinst_PROGRAMS += tests/apps/pingpong
 tests_apps_pingpong_SOURCES = tests/apps/pingpong.c
 tests_apps_pingpong_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_pingpong_LDADD = runtime/libasr.la common/libasrcommon.la
+noinst_PROGRAMS += tests/apps/ring
+tests_apps_ring_SOURCES = tests/apps/ring.c tests/apps/asr_launch.h
+tests_apps_ring_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_ring_LDADD = runtime/libasr.la
+noinst_PROGRAMS += tests/apps/stress
+tests_apps_stress_SOURCES = tests/apps/stress.c tests/apps/asr_launch.h
+tests_apps_stress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_stress_LDADD = runtime/libasr.la
+# Helpers of tests/bench/ofi_bench.sh: the raw libfabric baseline and the asr
+# mesh-connect / 128-in-flight message-rate side.
+noinst_PROGRAMS += tests/bench/ofi_raw
+tests_bench_ofi_raw_SOURCES = tests/bench/ofi_raw.c
+tests_bench_ofi_raw_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS)
+tests_bench_ofi_raw_LDADD = $(FABRIC_LIBS)
+noinst_PROGRAMS += tests/bench/asr_bench
+tests_bench_asr_bench_SOURCES = tests/bench/asr_bench.c tests/apps/asr_launch.h
+tests_bench_asr_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include -I$(top_srcdir)/tests/apps
+tests_bench_asr_bench_LDADD = runtime/libasr.la
+EXTRA_DIST += tests/bench/ofi_bench.sh
+noinst_PROGRAMS += tests/apps/pairwise
+tests_apps_pairwise_SOURCES = tests/apps/pairwise.c
+tests_apps_pairwise_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_pairwise_LDADD = runtime/libasr.la

@@ -136,6 +136,41 @@ ASR_API int asr_flush(asr_comm_t *comm);
  * memory regions and frees it. Requests of the comm become invalid. */
 ASR_API int asr_comm_close(asr_comm_t *comm);
 
+/* --- The job view (ranks started by asrrun or srun --mpi=pmix) ------------ */
+
+/* What a rank knows about itself once asr_job_init() returned. */
+typedef struct {
+  int rank, size;             /* this rank and the job's rank count */
+  int lnc;                    /* this rank's LNC on its host (ASR_LNC, else the PMIx local rank) */
+  int local_rank, local_size; /* among the ranks of this host */
+  int bootstrap_port;         /* the host KV servers' port */
+  char hostname[128];         /* this host's name (ASR_HOSTNAME, else PMIx's) */
+  char addr[64];              /* the address peers reach this rank at */
+} asr_job_info_t;
+
+/* Joins the job through PMIx: learns rank, size, LNC, host name, bootstrap
+ * port and secret, and publishes this rank's address and LNC to every rank
+ * (PMIx put, commit and a collecting fence). A program started without a
+ * launcher gets ASR_INVALID and a message saying how to start it. */
+ASR_API int asr_job_init(asr_job_info_t *info);
+
+/* The address and LNC rank `rank` published. */
+ASR_API int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc);
+
+/* asr_connect / asr_accept to or from rank `rank` (bringing this rank's LNC
+ * up with asr_init first if needed). */
+ASR_API int asr_job_connect(int rank, asr_comm_t **send_comm);
+ASR_API int asr_job_accept(int rank, asr_comm_t **recv_comm);
+
+/* A barrier over every rank of the job (a PMIx fence). */
+ASR_API int asr_job_barrier(void);
+
+/* Ends the job abnormally: every rank is killed and asrrun exits with status. */
+ASR_API int asr_job_abort(int status, const char *msg);
+
+/* Leaves the job (PMIx_Finalize). Closes this rank's LNC if asr_job_* opened it. */
+ASR_API int asr_job_finalize(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,178 @@
+/*
+ * job.c -- asr_job_init and friends over the PMIx client API (asr.h).
+ *
+ * Rank, size and local rank come from the PMIx server (asrd, or Slurm's
+ * plugin); the bootstrap port, secret and host name from the environment asrd
+ * sets (ASR_*), falling back to PMIx's host name. Each rank puts "asr.addr"
+ * (the address its peers reach it at) and "asr.lnc" and fences with data
+ * collection, so asr_job_peer() is a local lookup afterwards.
+ */
+#include "config.h"
+
+#include <pmix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "asr_log.h"
+#include "job.h"
+
+#define KEY_ADDR "asr.addr"
+#define KEY_LNC "asr.lnc"
+
+static pmix_proc_t me;
+static asr_job_info_t info;
+static int active;
+
+int asr__job_active(void) { return active; }
+const asr_job_info_t *asr__job_info(void) { return &info; }
+
+static int env_int(const char *name, int def) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  char *end;
+  long x = strtol(v, &end, 10);
+  return *end ? def : (int)x;
+}
+
+/* Reads a key of proc (rank, or PMIX_RANK_WILDCARD for job-level). */
+static pmix_status_t get_value(pmix_rank_t rank, const char *key, pmix_value_t **val) {
+  pmix_proc_t p;
+  PMIX_LOAD_PROCID(&p, me.nspace, rank);
+  return PMIx_Get(&p, key, NULL, 0, val);
+}
+
+static long value_as_long(const pmix_value_t *v) {
+  switch (v->type) {
+  case PMIX_UINT32: return v->data.uint32;
+  case PMIX_INT32: return v->data.int32;
+  case PMIX_UINT16: return v->data.uint16;
+  case PMIX_INT: return v->data.integer;
+  case PMIX_UINT: return v->data.uint;
+  case PMIX_PROC_RANK: return v->data.rank;
+  default: return -1;
+  }
+}
+
+int asr_job_init(asr_job_info_t *out) {
+  if (active) {
+    if (out) *out = info;
+    return ASR_SUCCESS;
+  }
+  if (!getenv("PMIX_NAMESPACE") && !getenv("PMIX_SERVER_URI41") && !getenv("PMIX_SERVER_URI4") &&
+      !getenv("PMIX_SERVER_URI3") && !getenv("PMIX_SERVER_URI2")) {
+    asr_error("job", "this program was not started by a launcher (no PMIx server in its environment): "
+                     "start it with 'asrrun -n N PROGRAM' or 'srun --mpi=pmix PROGRAM'");
+    return ASR_INVALID;
+  }
+  pmix_status_t st = PMIx_Init(&me, NULL, 0);
+  if (st != PMIX_SUCCESS) {
+    asr_error("job", "cannot reach the launcher's PMIx server (%s): start the program with "
+                     "'asrrun -n N PROGRAM' or 'srun --mpi=pmix PROGRAM'", PMIx_Error_string(st));
+    return ASR_INVALID;
+  }
+  memset(&info, 0, sizeof info);
+  info.rank = (int)me.rank;
+  pmix_value_t *v = NULL;
+  if (get_value(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &v) == PMIX_SUCCESS) {
+    info.size = (int)value_as_long(v);
+    PMIX_VALUE_RELEASE(v);
+  }
+  if (get_value(me.rank, PMIX_LOCAL_RANK, &v) == PMIX_SUCCESS) {
+    info.local_rank = (int)value_as_long(v);
+    PMIX_VALUE_RELEASE(v);
+  }
+  info.local_size = env_int("ASR_LOCAL_SIZE", 0);
+  if (!info.local_size && get_value(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &v) == PMIX_SUCCESS) {
+    info.local_size = (int)value_as_long(v);
+    PMIX_VALUE_RELEASE(v);
+  }
+  info.lnc = env_int("ASR_LNC", info.local_rank);
+  info.bootstrap_port = env_int("ASR_BOOTSTRAP_PORT", 0);
+  const char *h = getenv("ASR_HOSTNAME");
+  if (h && *h) {
+    snprintf(info.hostname, sizeof info.hostname, "%s", h);
+  } else if (get_value(me.rank, PMIX_HOSTNAME, &v) == PMIX_SUCCESS && v->type == PMIX_STRING) {
+    snprintf(info.hostname, sizeof info.hostname, "%s", v->data.string);
+    PMIX_VALUE_RELEASE(v);
+  } else {
+    gethostname(info.hostname, sizeof info.hostname - 1);
+  }
+  const char *a = getenv("ASR_IF_ADDR");
+  snprintf(info.addr, sizeof info.addr, "%s", a && *a ? a : "127.0.0.1");
+  if (info.size <= 0 || info.lnc < 0 || info.lnc > 127) {
+    asr_error("job", "the launcher gave an unusable job description (size %d, LNC %d)", info.size, info.lnc);
+    PMIx_Finalize(NULL, 0);
+    return ASR_INVALID;
+  }
+  /* Publish where peers reach us, then one collecting fence. */
+  pmix_value_t pv;
+  PMIX_VALUE_LOAD(&pv, info.addr, PMIX_STRING);
+  st = PMIx_Put(PMIX_GLOBAL, KEY_ADDR, &pv);
+  PMIX_VALUE_DESTRUCT(&pv);
+  uint32_t lnc = (uint32_t)info.lnc;
+  PMIX_VALUE_LOAD(&pv, &lnc, PMIX_UINT32);
+  if (st == PMIX_SUCCESS) st = PMIx_Put(PMIX_GLOBAL, KEY_LNC, &pv);
+  if (st == PMIX_SUCCESS) st = PMIx_Commit();
+  if (st == PMIX_SUCCESS) {
+    pmix_info_t collect;
+    bool yes = true;
+    PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    st = PMIx_Fence(NULL, 0, &collect, 1);
+    PMIX_INFO_DESTRUCT(&collect);
+  }
+  if (st != PMIX_SUCCESS) {
+    asr_error("job", "publishing this rank's address failed: %s", PMIx_Error_string(st));
+    PMIx_Finalize(NULL, 0);
+    return ASR_INVALID;
+  }
+  active = 1;
+  asr_log_set_role("rank", info.rank);
+  if (out) *out = info;
+  return ASR_SUCCESS;
+}
+
+int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc) {
+  if (!active || rank < 0 || rank >= info.size || !addr || !lnc) {
+    asr_error("job", "asr_job_peer: %s", !active ? "call asr_job_init first" : "rank out of range or NULL output");
+    return ASR_INVALID;
+  }
+  pmix_value_t *v = NULL;
+  if (get_value((pmix_rank_t)rank, KEY_ADDR, &v) != PMIX_SUCCESS || v->type != PMIX_STRING) {
+    if (v) PMIX_VALUE_RELEASE(v);
+    asr_error("job", "rank %d published no address", rank);
+    return ASR_INVALID;
+  }
+  snprintf(addr, addrlen, "%s", v->data.string);
+  PMIX_VALUE_RELEASE(v);
+  if (get_value((pmix_rank_t)rank, KEY_LNC, &v) != PMIX_SUCCESS) {
+    asr_error("job", "rank %d published no LNC", rank);
+    return ASR_INVALID;
+  }
+  *lnc = (int)value_as_long(v);
+  PMIX_VALUE_RELEASE(v);
+  return ASR_SUCCESS;
+}
+
+int asr_job_barrier(void) {
+  if (!active) return ASR_INVALID;
+  pmix_status_t st = PMIx_Fence(NULL, 0, NULL, 0);
+  if (st != PMIX_SUCCESS) {
+    asr_error("job", "barrier failed: %s", PMIx_Error_string(st));
+    return ASR_INVALID;
+  }
+  return ASR_SUCCESS;
+}
+
+int asr_job_abort(int status, const char *msg) {
+  if (!active) return ASR_INVALID;
+  PMIx_Abort(status, msg ? msg : "asr_job_abort", NULL, 0);
+  return ASR_SUCCESS;
+}
+
+int asr__job_finalize_pmix(void) {
+  if (!active) return ASR_INVALID;
+  active = 0;
+  return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? ASR_SUCCESS : ASR_INVALID;
+}

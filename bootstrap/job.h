@@ -1,0 +1,21 @@
+/*
+ * job.h -- the PMIx-client half of the job view (DESIGN §1): everything a
+ * rank learns from its launcher, without the runtime. runtime/job_connect.c
+ * adds the calls that need libasr (asr_job_connect / asr_job_accept), so no
+ * arrow points from bootstrap/ up into runtime/.
+ */
+#ifndef ASR_BOOTSTRAP_JOB_H
+#define ASR_BOOTSTRAP_JOB_H
+
+#include "asr.h"
+
+/* Whether asr_job_init() succeeded in this process. */
+int asr__job_active(void);
+
+/* This rank's info (valid after asr_job_init). */
+const asr_job_info_t *asr__job_info(void);
+
+/* PMIx_Finalize for asr_job_finalize (runtime/job_connect.c closes the LNC first). */
+int asr__job_finalize_pmix(void);
+
+#endif /* ASR_BOOTSTRAP_JOB_H */

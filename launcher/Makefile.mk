@@ -1,0 +1,22 @@
+# launcher/: asrrun (front end) and asrd (host daemon). The launcher never
+# links libasr's data path (DESIGN §1).
+noinst_LTLIBRARIES += launcher/libasrlaunch.la
+launcher_libasrlaunch_la_SOURCES = \
+	launcher/config.c launcher/config.h launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
+	launcher/map.c launcher/map.h \
+	launcher/ctl.c launcher/ctl.h
+launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
+launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS)
+
+sysconf_asrdir = $(sysconfdir)/asr
+dist_sysconf_asr_DATA = conf/asrrun.yaml
+EXTRA_DIST += conf/job-example.yaml
+
+bin_PROGRAMS += launcher/asrrun launcher/asrd
+launcher_asrrun_SOURCES = launcher/asrrun.c launcher/launch.h launcher/launch_local.c
+launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
+launcher_asrrun_LDADD = launcher/libasrlaunch.la
+
+launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_pmix.c launcher/asrd_ranks.c
+launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(PMIX_CFLAGS) $(HWLOC_CFLAGS)
+launcher_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)

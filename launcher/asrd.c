@@ -1,0 +1,363 @@
+/*
+ * asrd.c -- the host daemon: main, event loop and control channel (asrd.h).
+ *
+ *   asrd --ctl HOST:PORT --index I [--hostname NAME]
+ *
+ * The job secret arrives on stdin as one line "ASR_JOB_SECRET=<64 hex>", never
+ * on the command line (which every user can read in /proc). asrd connects to
+ * asrrun, says HELLO, receives the JOB, starts the host's KV server on the
+ * bootstrap port with "hostname" seeded, starts its PMIx server, forks the
+ * ranks, and then relays output, exits, fences and aborts until asrrun says
+ * SHUTDOWN or goes away (then it kills its ranks and exits).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_sock.h"
+#include "asr_time.h"
+#include "asrd.h"
+#include "kv_keys.h"
+#include "kv_secret.h"
+
+#define GRACE_MS 3000
+
+static asrd_t D;
+static int shutting_down;
+static uint64_t kill_deadline; /* SIGKILL the ranks after this (0 = none) */
+
+void asrd_watch(asrd_t *d, int fd, uint32_t events) {
+  struct epoll_event ev = {.events = events, .data.fd = fd};
+  if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, fd, &ev) != 0) epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void asrd_unwatch(asrd_t *d, int fd) { epoll_ctl(d->epfd, EPOLL_CTL_DEL, fd, NULL); }
+
+void asrd_send_output(asrd_t *d, int rank, int stream, const char *line, size_t len) {
+  asr_buf_t b = {0};
+  asr_buf_put_u32(&b, (uint32_t)rank);
+  asr_buf_put_u32(&b, (uint32_t)stream);
+  asr_buf_put_bytes(&b, line, len);
+  asr_ctl_send(&d->ctl, ASR_CTL_OUTPUT, &b);
+  asr_buf_free(&b);
+}
+
+static void send_error(asrd_t *d, const char *msg) {
+  asr_buf_t b = {0};
+  asr_buf_put_str(&b, msg);
+  asr_ctl_send_sync(&d->ctl, ASR_CTL_ERROR, &b, 2000);
+  asr_buf_free(&b);
+}
+
+/* JOB payload (asrrun.c writes it in the same order):
+ *   u32 nranks, u32 nhosts, nhosts x str host name, nranks x (u32 host, u32 lnc),
+ *   str program, u32 nargs, nargs x str, u32 nenv, nenv x (str name, str value),
+ *   u32 bind_to, u32 report_bindings, u32 bootstrap port, str provider,
+ *   str nspace, str if_addr (this host's address for rank traffic). */
+static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t errlen) {
+  asr_rd_t r;
+  asr_rd_init(&r, p, len);
+  d->nranks = (int)asr_rd_u32(&r);
+  d->nhosts = (int)asr_rd_u32(&r);
+  if (r.bad || d->nranks <= 0 || d->nhosts <= 0 || d->nranks > 1 << 20 || d->nhosts > 1 << 16 ||
+      d->host_index >= d->nhosts) {
+    snprintf(err, errlen, "malformed JOB message (sizes)");
+    return -1;
+  }
+  d->host_names = calloc((size_t)d->nhosts, sizeof *d->host_names);
+  for (int h = 0; h < d->nhosts; h++) d->host_names[h] = asr_rd_str(&r);
+  d->host_of_rank = calloc((size_t)d->nranks, sizeof(int));
+  d->lnc_of_rank = calloc((size_t)d->nranks, sizeof(int));
+  for (int i = 0; i < d->nranks; i++) {
+    d->host_of_rank[i] = (int)asr_rd_u32(&r);
+    d->lnc_of_rank[i] = (int)asr_rd_u32(&r);
+    if (d->host_of_rank[i] == d->host_index) d->nlocal++;
+  }
+  d->program = asr_rd_str(&r);
+  d->nargs = (int)asr_rd_u32(&r);
+  if (r.bad || d->nargs < 0 || d->nargs > 65536) goto bad;
+  d->args = calloc((size_t)d->nargs + 1, sizeof *d->args);
+  for (int i = 0; i < d->nargs; i++) d->args[i] = asr_rd_str(&r);
+  d->nenv = (int)asr_rd_u32(&r);
+  if (r.bad || d->nenv < 0 || d->nenv > 65536) goto bad;
+  d->env_names = calloc((size_t)d->nenv + 1, sizeof(char *));
+  d->env_values = calloc((size_t)d->nenv + 1, sizeof(char *));
+  for (int i = 0; i < d->nenv; i++) {
+    d->env_names[i] = asr_rd_str(&r);
+    d->env_values[i] = asr_rd_str(&r);
+  }
+  d->bind_to = (int)asr_rd_u32(&r);
+  d->report_bindings = (int)asr_rd_u32(&r);
+  d->port = (int)asr_rd_u32(&r);
+  d->provider = asr_rd_str(&r);
+  d->nspace = asr_rd_str(&r);
+  d->if_addr = asr_rd_str(&r);
+  if (r.bad || !d->program || d->port <= 0 || d->port > 65535) goto bad;
+  snprintf(d->hostname, sizeof d->hostname, "%s", d->host_names[d->host_index]);
+  if (!d->if_addr[0]) {
+    /* The address this host reaches asrrun from is one its peers can reach. */
+    struct sockaddr_in me;
+    socklen_t sl = sizeof me;
+    char ip[64];
+    if (getsockname(d->ctl.fd, (struct sockaddr *)&me, &sl) == 0 && inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip)) {
+      free(d->if_addr);
+      d->if_addr = strdup(ip);
+    }
+  }
+  asr_log_set_host(d->hostname);
+  d->ranks = calloc((size_t)(d->nlocal ? d->nlocal : 1), sizeof *d->ranks);
+  int k = 0;
+  for (int i = 0; i < d->nranks; i++)
+    if (d->host_of_rank[i] == d->host_index) {
+      d->ranks[k].rank = i;
+      d->ranks[k].lnc = d->lnc_of_rank[i];
+      d->ranks[k].local = k;
+      k++;
+    }
+  return 0;
+bad:
+  snprintf(err, errlen, "malformed JOB message");
+  return -1;
+}
+
+/* Runs the job: KV server, PMIx server, ranks. */
+static int start_job(asrd_t *d, char *err, size_t errlen) {
+  asr_kv_server_opts_t o = {.bind_ip = NULL, .port = (uint16_t)d->port, .secret = d->secret};
+  if (asr_kv_server_new(&o, &d->kv, err, errlen) != 0) return -1;
+  uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
+  memcpy(val, d->hostname, strnlen(d->hostname, ASR_KV_HOSTNAME_LEN - 1));
+  /* "hostname" is in the store before any rank exists. */
+  asr_kv_server_put(d->kv, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
+  asrd_watch(d, asr_kv_server_fd(d->kv), EPOLLIN);
+  if (asrd_pmix_start(d, err, errlen) != 0) return -1;
+  if (asrd_ranks_start(d, err, errlen) != 0) return -1;
+  d->started = 1;
+  asr_ctl_send(&d->ctl, ASR_CTL_STARTED, NULL);
+  return 0;
+}
+
+static void begin_kill(asrd_t *d, int sig) {
+  asrd_ranks_signal(d, sig);
+  if (sig != SIGKILL && !kill_deadline) kill_deadline = asr_time_ms() + GRACE_MS;
+}
+
+static void on_ctl(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len) {
+  asrd_t *d = arg;
+  (void)c;
+  asr_rd_t r;
+  asr_rd_init(&r, p, len);
+  switch (type) {
+  case ASR_CTL_JOB: {
+    char err[512];
+    if (d->started || parse_job(d, p, len, err, sizeof err) != 0 || start_job(d, err, sizeof err) != 0) {
+      if (d->started) snprintf(err, sizeof err, "a second JOB message");
+      char msg[700];
+      snprintf(msg, sizeof msg, "asrd on %s: %s", d->hostname, err);
+      send_error(d, msg);
+      asrd_ranks_signal(d, SIGKILL);
+      shutting_down = 1;
+    }
+    break;
+  }
+  case ASR_CTL_KILL: {
+    int sig = (int)asr_rd_u32(&r);
+    if (r.bad || sig <= 0 || sig >= 65) sig = SIGTERM;
+    begin_kill(d, sig);
+    break;
+  }
+  case ASR_CTL_STDIN: {
+    size_t n;
+    const uint8_t *b = asr_rd_bytes(&r, &n);
+    if (b) asrd_ranks_stdin(d, b, n);
+    break;
+  }
+  case ASR_CTL_FENCE_DONE: {
+    size_t n;
+    (void)asr_rd_u32(&r);
+    const uint8_t *b = asr_rd_bytes(&r, &n);
+    if (!r.bad) asrd_pmix_fence_done(d, b, n);
+    break;
+  }
+  case ASR_CTL_SHUTDOWN:
+    shutting_down = 1;
+    break;
+  default:
+    asr_warn("asrd", "unexpected control message %s; ignored", asr_ctl_type_name(type));
+  }
+}
+
+static int connect_ctl(asrd_t *d, const char *hostport, char *err, size_t errlen) {
+  char ip[64];
+  const char *colon = strrchr(hostport, ':');
+  if (!colon || (size_t)(colon - hostport) >= sizeof ip) {
+    snprintf(err, errlen, "--ctl wants HOST:PORT, not '%s'", hostport);
+    return -1;
+  }
+  memcpy(ip, hostport, (size_t)(colon - hostport));
+  ip[colon - hostport] = '\0';
+  struct sockaddr_in a;
+  if (asr_sock_parse_ipv4(ip, (uint16_t)atoi(colon + 1), &a) != 0) {
+    snprintf(err, errlen, "--ctl: '%s' is not an IPv4 address and port", hostport);
+    return -1;
+  }
+  int inprog;
+  int fd = asr_sock_connect_start(&a, &inprog);
+  if (fd >= 0 && inprog) {
+    struct pollfd pf = {.fd = fd, .events = POLLOUT};
+    int rc = poll(&pf, 1, 10000) > 0 ? asr_sock_connect_result(fd) : ASR_ETIMEDOUT;
+    if (rc) {
+      close(fd);
+      fd = rc;
+    }
+  }
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot reach asrrun at %s: %s", hostport, asr_strerror(fd));
+    return -1;
+  }
+  d->ctl.fd = fd;
+  return 0;
+}
+
+static int read_secret(asrd_t *d) {
+  char line[256];
+  if (!fgets(line, sizeof line, stdin)) return -1;
+  line[strcspn(line, "\r\n")] = '\0';
+  const char *pfx = "ASR_JOB_SECRET=";
+  if (strncmp(line, pfx, strlen(pfx)) != 0) return -1;
+  if (asr_kv_secret_from_hex(line + strlen(pfx), d->secret) != 0) return -1;
+  asr_kv_secret_to_hex(d->secret, d->secret_hex);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  asrd_t *d = &D;
+  const char *ctl = NULL, *host = NULL;
+  d->host_index = -1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--ctl") && i + 1 < argc) ctl = argv[++i];
+    else if (!strcmp(argv[i], "--index") && i + 1 < argc) d->host_index = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--hostname") && i + 1 < argc) host = argv[++i];
+    else if (!strcmp(argv[i], "--version")) {
+      printf("asrd (asr) %s\n", PACKAGE_VERSION);
+      return 0;
+    } else {
+      fprintf(stderr, "asrd: unknown argument '%s'\nasrd is started by asrrun: asrd --ctl HOST:PORT --index I "
+                      "[--hostname NAME], with the job secret on stdin\n", argv[i]);
+      return 2;
+    }
+  }
+  if (!ctl || d->host_index < 0) {
+    fprintf(stderr, "asrd: needs --ctl HOST:PORT and --index I (asrd is started by asrrun)\n");
+    return 2;
+  }
+  asr_log_set_role("asrd", d->host_index);
+  if (host) snprintf(d->hostname, sizeof d->hostname, "%s", host);
+  else gethostname(d->hostname, sizeof d->hostname - 1);
+  if (read_secret(d) != 0) {
+    fprintf(stderr, "asrd: expected 'ASR_JOB_SECRET=<64 hex digits>' on stdin\n");
+    return 2;
+  }
+  char err[512];
+  if (connect_ctl(d, ctl, err, sizeof err) != 0) {
+    fprintf(stderr, "asrd: %s\n", err);
+    return 1;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  d->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  d->epfd = epoll_create1(EPOLL_CLOEXEC);
+  asrd_watch(d, d->ctl.fd, EPOLLIN);
+  asrd_watch(d, d->sigfd, EPOLLIN);
+  asrd_watch(d, d->evfd, EPOLLIN);
+
+  asr_buf_t hello = {0};
+  asr_buf_put_u32(&hello, (uint32_t)d->host_index);
+  asr_buf_put_str(&hello, d->hostname);
+  asr_buf_put_u32(&hello, (uint32_t)getpid());
+  asr_buf_put_str(&hello, d->secret_hex); /* proves we were started by this asrrun */
+  asr_ctl_send(&d->ctl, ASR_CTL_HELLO, &hello);
+  asr_buf_free(&hello);
+
+  int lost = 0;
+  while (!shutting_down || d->nalive > 0) {
+    struct epoll_event evs[64];
+    int tmo = 200;
+    if (d->ctl.out.len > d->ctl.out.off) asrd_watch(d, d->ctl.fd, EPOLLIN | EPOLLOUT);
+    int n = epoll_wait(d->epfd, evs, 64, tmo);
+    for (int i = 0; i < n; i++) {
+      int fd = evs[i].data.fd;
+      if (fd == d->ctl.fd) {
+        if (evs[i].events & EPOLLOUT) asr_ctl_flush(&d->ctl);
+        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+          int rc = asr_ctl_read(&d->ctl, on_ctl, d);
+          if (rc && !lost) {
+            /* asrrun is gone: the job is over; do not leave ranks behind. */
+            lost = 1;
+            shutting_down = 1;
+            asrd_unwatch(d, d->ctl.fd);
+            begin_kill(d, SIGTERM);
+          }
+        }
+        if (!(d->ctl.out.len > d->ctl.out.off) && !lost) asrd_watch(d, d->ctl.fd, EPOLLIN);
+      } else if (fd == d->sigfd) {
+        struct signalfd_siginfo si;
+        while (read(d->sigfd, &si, sizeof si) == sizeof si) {
+          if (si.ssi_signo == SIGCHLD) asrd_ranks_reap(d);
+          else {
+            shutting_down = 1;
+            begin_kill(d, (int)si.ssi_signo == SIGHUP ? SIGTERM : (int)si.ssi_signo);
+          }
+        }
+      } else if (fd == d->evfd) {
+        asrd_pmix_handle_events(d);
+      } else if (d->kv && fd == asr_kv_server_fd(d->kv)) {
+        asr_kv_server_poll(d->kv, 0);
+      } else {
+        asrd_ranks_on_fd(d, fd, evs[i].events);
+      }
+    }
+    if (kill_deadline && asr_time_ms() >= kill_deadline) {
+      asrd_ranks_signal(d, SIGKILL);
+      kill_deadline = 0;
+    }
+    if (d->kv) asr_kv_server_poll(d->kv, 0); /* expire stalled KV clients */
+    if (d->started && !d->done_sent && asrd_ranks_all_done(d)) {
+      asr_ctl_send(&d->ctl, ASR_CTL_DONE, NULL);
+      d->done_sent = 1;
+    }
+    if (lost && d->nalive == 0) break;
+  }
+  asrd_ranks_signal(d, SIGKILL);
+  while (d->nalive > 0 && waitpid(-1, NULL, 0) > 0) d->nalive--;
+  /* Deliver what is still queued for asrrun (last output lines, DONE). */
+  uint64_t until = asr_time_ms() + 2000;
+  while (!lost && d->ctl.out.len > d->ctl.out.off && asr_time_ms() < until) {
+    struct pollfd pf = {.fd = d->ctl.fd, .events = POLLOUT};
+    poll(&pf, 1, 100);
+    if (asr_ctl_flush(&d->ctl)) break;
+  }
+  asrd_pmix_stop(d);
+  if (d->kv) asr_kv_server_free(d->kv);
+  asr_ctl_close(&d->ctl);
+  return lost ? 1 : 0;
+}

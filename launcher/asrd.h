@@ -1,0 +1,102 @@
+/*
+ * asrd.h -- the host daemon's state, shared by its files:
+ *   asrd.c        main, the event loop, the control channel to asrrun
+ *   asrd_pmix.c   the PMIx server (libpmix server API) and its upcalls
+ *   asrd_ranks.c  forking, binding and watching the local ranks, their output
+ *
+ * One asrd runs per host of a job. It connects back to asrrun, receives the
+ * job, runs the host's KV server on the bootstrap port (seeding "hostname"
+ * before any rank starts), serves PMIx to its ranks, forks them, and streams
+ * their output and exit statuses to asrrun. It dies with its job: when the
+ * control connection to asrrun breaks it kills its ranks and exits.
+ */
+#ifndef ASR_ASRD_H
+#define ASR_ASRD_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ctl.h"
+#include "kv_frame.h"
+#include "kv_server.h"
+
+typedef struct {
+  int rank, lnc, local;
+  pid_t pid;
+  int out_fd, err_fd, in_fd; /* pipes; -1 when closed */
+  asr_buf_t out_part, err_part; /* partial lines */
+  asr_buf_t in_queue;           /* stdin bytes not yet written (rank 0) */
+  int in_eof;                   /* close in_fd once in_queue drains */
+  int exited, status;
+  int exit_sent;
+} asrd_rank_t;
+
+/* Events from PMIx's own thread, handed to the main loop through a queue. */
+typedef enum { ASRD_EV_FENCE = 1, ASRD_EV_ABORT, ASRD_EV_LOG } asrd_ev_type_t;
+typedef struct asrd_ev {
+  asrd_ev_type_t type;
+  int rank, status;
+  char *msg;
+  uint8_t *data;
+  size_t ndata;
+  void *cbfunc, *cbdata; /* PMIx callback to complete from the main loop */
+  struct asrd_ev *next;
+} asrd_ev_t;
+
+typedef struct asrd {
+  int epfd, sigfd, evfd;
+  asr_ctl_conn_t ctl;
+  int host_index;
+  char hostname[128];
+  char secret_hex[2 * ASR_KV_SECRET_LEN + 1];
+  uint8_t secret[ASR_KV_SECRET_LEN];
+
+  /* the job */
+  int nranks, nhosts;
+  char **host_names;
+  int *host_of_rank, *lnc_of_rank;
+  char *program;
+  char **args;
+  int nargs;
+  char **env_names, **env_values;
+  int nenv;
+  int bind_to, report_bindings;
+  int port;
+  char *provider, *nspace, *if_addr;
+
+  asrd_rank_t *ranks;
+  int nlocal, nalive;
+  int started, done_sent;
+  asr_kv_server_t *kv;
+
+  /* PMIx */
+  int pmix_up;
+  char tmpdir[256];
+  pthread_mutex_t ev_lock;
+  asrd_ev_t *ev_head, *ev_tail;
+  asrd_ev_t *fence_pending; /* waiting for FENCE_DONE */
+  uint32_t fence_seq;
+} asrd_t;
+
+/* asrd_pmix.c */
+int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen);
+int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env);
+void asrd_pmix_handle_events(asrd_t *d);
+void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len);
+void asrd_pmix_stop(asrd_t *d);
+
+/* asrd_ranks.c */
+int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen);
+void asrd_ranks_on_fd(asrd_t *d, int fd, uint32_t events);
+void asrd_ranks_reap(asrd_t *d);
+void asrd_ranks_signal(asrd_t *d, int sig);
+void asrd_ranks_stdin(asrd_t *d, const uint8_t *p, size_t n);
+int asrd_ranks_all_done(asrd_t *d);
+
+/* asrd.c */
+void asrd_send_output(asrd_t *d, int rank, int stream, const char *line, size_t len);
+void asrd_watch(asrd_t *d, int fd, uint32_t events);
+void asrd_unwatch(asrd_t *d, int fd);
+
+#endif /* ASR_ASRD_H */

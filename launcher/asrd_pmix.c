@@ -1,0 +1,337 @@
+/*
+ * asrd_pmix.c -- asrd as a standard PMIx server for its ranks (libpmix 4.2
+ * server API; see ../shared/notes/pmix-slurm-facts.md for the pitfalls).
+ *
+ * The job is registered with PMIX_NODE_MAP + PMIX_PROC_MAP alone, from which
+ * the library derives job size, local size and peers, local and node ranks,
+ * node ids and host names; nothing else is registered so the two can never
+ * disagree. Upcalls arrive on PMIx's own thread: they queue an event and
+ * wake the main loop through an eventfd, and every PMIx callback is completed
+ * from the main loop (completing the log callback inside the upcall hangs
+ * Open MPI). A fence with several daemons goes to asrrun, which answers with
+ * every daemon's blob in host order (an allgather); with one daemon the
+ * library completes fences itself.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <pmix.h>
+#include <pmix_server.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "asr_log.h"
+#include "asr_time.h"
+#include "asrd.h"
+
+static asrd_t *the_daemon; /* the upcalls carry no pointer of ours */
+
+static void queue_event(asrd_ev_t *ev) {
+  asrd_t *d = the_daemon;
+  pthread_mutex_lock(&d->ev_lock);
+  if (d->ev_tail) d->ev_tail->next = ev; else d->ev_head = ev;
+  d->ev_tail = ev;
+  pthread_mutex_unlock(&d->ev_lock);
+  uint64_t one = 1;
+  (void)!write(d->evfd, &one, sizeof one);
+}
+
+static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cb, void *cbdata) {
+  (void)obj, (void)cb, (void)cbdata;
+  asr_debug("pmix", "rank %u connected", proc->rank);
+  return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t up_finalized(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cb, void *cbdata) {
+  (void)obj, (void)cb, (void)cbdata;
+  asr_debug("pmix", "rank %u finalized", proc->rank);
+  return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, const char msg[],
+                              pmix_proc_t procs[], size_t nprocs, pmix_op_cbfunc_t cb, void *cbdata) {
+  (void)obj, (void)procs, (void)nprocs, (void)cb, (void)cbdata;
+  asrd_ev_t *ev = calloc(1, sizeof *ev);
+  if (!ev) return PMIX_ERR_NOMEM;
+  ev->type = ASRD_EV_ABORT;
+  ev->rank = (int)proc->rank;
+  ev->status = status;
+  ev->msg = strdup(msg ? msg : "");
+  queue_event(ev);
+  return PMIX_OPERATION_SUCCEEDED; /* the job is killed; the client need not wait for us */
+}
+
+static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo,
+                              char *data, size_t ndata, pmix_modex_cbfunc_t cb, void *cbdata) {
+  (void)procs, (void)nprocs, (void)info, (void)ninfo;
+  asrd_ev_t *ev = calloc(1, sizeof *ev);
+  if (!ev) return PMIX_ERR_NOMEM;
+  ev->type = ASRD_EV_FENCE;
+  if (ndata) {
+    ev->data = malloc(ndata); /* the library owns data: copy it */
+    if (!ev->data) {
+      free(ev);
+      return PMIX_ERR_NOMEM;
+    }
+    memcpy(ev->data, data, ndata);
+  }
+  ev->ndata = ndata;
+  ev->cbfunc = (void *)cb;
+  ev->cbdata = cbdata;
+  queue_event(ev);
+  return PMIX_SUCCESS;
+}
+
+static pmix_status_t up_dmodex(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
+                               pmix_modex_cbfunc_t cb, void *cbdata) {
+  (void)proc, (void)info, (void)ninfo, (void)cb, (void)cbdata;
+  return PMIX_ERR_NOT_SUPPORTED; /* clients fence with collect; see the notes */
+}
+
+static void up_log(const pmix_proc_t *client, const pmix_info_t data[], size_t ndata, const pmix_info_t dirs[],
+                   size_t ndirs, pmix_op_cbfunc_t cb, void *cbdata) {
+  (void)dirs, (void)ndirs;
+  char msg[1024] = "";
+  size_t pos = 0;
+  for (size_t i = 0; i < ndata && pos < sizeof msg - 1; i++)
+    if (data[i].value.type == PMIX_STRING && data[i].value.data.string)
+      pos += (size_t)snprintf(msg + pos, sizeof msg - pos, "%s%s", pos ? " " : "", data[i].value.data.string);
+  asrd_ev_t *ev = calloc(1, sizeof *ev);
+  if (!ev) {
+    if (cb) cb(PMIX_ERR_NOMEM, cbdata);
+    return;
+  }
+  ev->type = ASRD_EV_LOG;
+  ev->rank = client ? (int)client->rank : -1;
+  ev->msg = strdup(msg);
+  ev->cbfunc = (void *)cb;
+  ev->cbdata = cbdata;
+  queue_event(ev);
+}
+
+static pmix_server_module_t module = {
+    .client_connected = up_connected,
+    .client_finalized = up_finalized,
+    .abort = up_abort,
+    .fence_nb = up_fence,
+    .direct_modex = up_dmodex,
+    .log = up_log,
+};
+
+/* Waits for a PMIx op callback, bounded: never wait forever on the library. */
+typedef struct {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+  int done;
+  pmix_status_t st;
+} op_wait_t;
+
+static void op_done(pmix_status_t st, void *cbdata) {
+  op_wait_t *w = cbdata;
+  pthread_mutex_lock(&w->m);
+  w->st = st;
+  w->done = 1;
+  pthread_cond_signal(&w->c);
+  pthread_mutex_unlock(&w->m);
+}
+
+static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
+  uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
+  pthread_mutex_lock(&w->m);
+  while (!w->done && asr_time_ms() < until) {
+    pthread_mutex_unlock(&w->m);
+    asr_sleep_ms(1);
+    pthread_mutex_lock(&w->m);
+  }
+  pmix_status_t st = w->done ? w->st : PMIX_ERR_TIMEOUT;
+  pthread_mutex_unlock(&w->m);
+  return st;
+}
+
+int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen) {
+  the_daemon = d;
+  pthread_mutex_init(&d->ev_lock, NULL);
+  const char *base = getenv("TMPDIR");
+  snprintf(d->tmpdir, sizeof d->tmpdir, "%s/asrd.%ld.XXXXXX", base && *base ? base : "/tmp", (long)getpid());
+  if (!mkdtemp(d->tmpdir)) {
+    snprintf(errbuf, errlen, "cannot create a private directory for PMIx: %s", strerror(errno));
+    d->tmpdir[0] = '\0';
+    return -1;
+  }
+  pmix_info_t info[2];
+  PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, d->tmpdir, PMIX_STRING);
+  PMIX_INFO_LOAD(&info[1], PMIX_HOSTNAME, d->hostname, PMIX_STRING);
+  pmix_status_t st = PMIx_server_init(&module, info, 2);
+  PMIX_INFO_DESTRUCT(&info[0]);
+  PMIX_INFO_DESTRUCT(&info[1]);
+  if (st != PMIX_SUCCESS) {
+    snprintf(errbuf, errlen, "PMIx_server_init failed: %s", PMIx_Error_string(st));
+    return -1;
+  }
+  d->pmix_up = 1;
+
+  /* Node list and per-node rank lists ("0,1;2,3": generate_ppn does not
+   * expand ranges in 4.2.2, so never pass "0-1"). */
+  asr_buf_t nodes = {0}, ppn = {0};
+  for (int h = 0; h < d->nhosts; h++) {
+    if (h) asr_buf_put(&nodes, ",", 1);
+    asr_buf_put(&nodes, d->host_names[h], strlen(d->host_names[h]));
+    if (h) asr_buf_put(&ppn, ";", 1);
+    int first = 1;
+    for (int r = 0; r < d->nranks; r++) {
+      if (d->host_of_rank[r] != h) continue;
+      char num[16];
+      int n = snprintf(num, sizeof num, "%s%d", first ? "" : ",", r);
+      asr_buf_put(&ppn, num, (size_t)n);
+      first = 0;
+    }
+  }
+  asr_buf_put(&nodes, "", 1);
+  asr_buf_put(&ppn, "", 1);
+  char *node_regex = NULL, *ppn_regex = NULL;
+  st = PMIx_generate_regex((char *)nodes.data, &node_regex);
+  if (st == PMIX_SUCCESS) st = PMIx_generate_ppn((char *)ppn.data, &ppn_regex);
+  asr_buf_free(&nodes);
+  asr_buf_free(&ppn);
+  if (st != PMIX_SUCCESS) {
+    snprintf(errbuf, errlen, "cannot describe the job to PMIx: %s", PMIx_Error_string(st));
+    free(node_regex);
+    return -1;
+  }
+  pmix_info_t job[2];
+  PMIX_INFO_LOAD(&job[0], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
+  PMIX_INFO_LOAD(&job[1], PMIX_PROC_MAP, ppn_regex, PMIX_REGEX);
+  free(node_regex);
+  free(ppn_regex);
+  op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  st = PMIx_server_register_nspace(d->nspace, d->nlocal, job, 2, op_done, &w);
+  if (st == PMIX_SUCCESS) st = op_wait(&w, 10000);
+  else if (st == PMIX_OPERATION_SUCCEEDED) st = PMIX_SUCCESS;
+  PMIX_INFO_DESTRUCT(&job[0]);
+  PMIX_INFO_DESTRUCT(&job[1]);
+  if (st != PMIX_SUCCESS) {
+    snprintf(errbuf, errlen, "PMIx_server_register_nspace failed: %s", PMIx_Error_string(st));
+    return -1;
+  }
+  return 0;
+}
+
+int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env) {
+  pmix_proc_t proc;
+  PMIX_LOAD_PROCID(&proc, d->nspace, (pmix_rank_t)r->rank);
+  op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  pmix_status_t st = PMIx_server_register_client(&proc, getuid(), getgid(), r, op_done, &w);
+  if (st == PMIX_SUCCESS) st = op_wait(&w, 10000);
+  else if (st == PMIX_OPERATION_SUCCEEDED) st = PMIX_SUCCESS;
+  if (st != PMIX_SUCCESS) {
+    asr_error("pmix", "register_client(rank %d): %s", r->rank, PMIx_Error_string(st));
+    return -1;
+  }
+  /* env is a malloc'd NULL-terminated array; the library appends to it. */
+  st = PMIx_server_setup_fork(&proc, env);
+  if (st != PMIX_SUCCESS) {
+    asr_error("pmix", "setup_fork(rank %d): %s", r->rank, PMIx_Error_string(st));
+    return -1;
+  }
+  return 0;
+}
+
+static void release_blob(void *cbdata) { free(cbdata); }
+
+void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
+  asrd_ev_t *ev = d->fence_pending;
+  if (!ev) {
+    asr_warn("pmix", "FENCE_DONE without a pending fence; ignored");
+    return;
+  }
+  d->fence_pending = ev->next;
+  char *copy = len ? malloc(len) : NULL;
+  if (len && copy) memcpy(copy, data, len);
+  pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)ev->cbfunc;
+  if (cb) cb(PMIX_SUCCESS, copy, copy ? len : 0, ev->cbdata, release_blob, copy);
+  else free(copy);
+  free(ev->data);
+  free(ev);
+}
+
+void asrd_pmix_handle_events(asrd_t *d) {
+  uint64_t v;
+  (void)!read(d->evfd, &v, sizeof v);
+  pthread_mutex_lock(&d->ev_lock);
+  asrd_ev_t *ev = d->ev_head;
+  d->ev_head = d->ev_tail = NULL;
+  pthread_mutex_unlock(&d->ev_lock);
+  while (ev) {
+    asrd_ev_t *next = ev->next;
+    ev->next = NULL;
+    asr_buf_t b = {0};
+    switch (ev->type) {
+    case ASRD_EV_FENCE: {
+      asr_buf_put_u32(&b, d->fence_seq++);
+      asr_buf_put_bytes(&b, ev->data, ev->ndata);
+      asr_ctl_send(&d->ctl, ASR_CTL_FENCE, &b);
+      /* keep it (FIFO) until asrrun answers */
+      asrd_ev_t **pp = &d->fence_pending;
+      while (*pp) pp = &(*pp)->next;
+      *pp = ev;
+      ev = NULL;
+      break;
+    }
+    case ASRD_EV_ABORT:
+      asr_buf_put_u32(&b, (uint32_t)ev->rank);
+      asr_buf_put_u32(&b, (uint32_t)ev->status);
+      asr_buf_put_str(&b, ev->msg);
+      asr_ctl_send(&d->ctl, ASR_CTL_ABORT, &b);
+      break;
+    case ASRD_EV_LOG: {
+      char line[1200];
+      int n = snprintf(line, sizeof line, "asrrun: PMIx log from rank %d: %s", ev->rank, ev->msg ? ev->msg : "");
+      if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+      asrd_send_output(d, ev->rank >= 0 ? ev->rank : 0, 2, line, (size_t)n);
+      pmix_op_cbfunc_t cb = (pmix_op_cbfunc_t)ev->cbfunc;
+      if (cb) cb(PMIX_SUCCESS, ev->cbdata); /* from our thread, never inside the upcall */
+      break;
+    }
+    }
+    asr_buf_free(&b);
+    if (ev) {
+      free(ev->msg);
+      free(ev->data);
+      free(ev);
+    }
+    ev = next;
+  }
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+/* Removes our mkdtemp directory and the PMIx rendezvous files in it. */
+static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+void asrd_pmix_stop(asrd_t *d) {
+  if (d->pmix_up) {
+    /* Fail pending fences so no client waits on us. */
+    while (d->fence_pending) {
+      asrd_ev_t *ev = d->fence_pending;
+      d->fence_pending = ev->next;
+      pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)ev->cbfunc;
+      if (cb) cb(PMIX_ERR_TIMEOUT, NULL, 0, ev->cbdata, NULL, NULL);
+      free(ev->data);
+      free(ev);
+    }
+    op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    PMIx_server_deregister_nspace(d->nspace, op_done, &w);
+    op_wait(&w, 2000);
+    PMIx_server_finalize();
+    d->pmix_up = 0;
+  }
+  if (d->tmpdir[0]) rm_tree(d->tmpdir);
+}

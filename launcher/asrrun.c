@@ -1,0 +1,607 @@
+/*
+ * asrrun -- the job launcher's front end.
+ *
+ *   asrrun -n N [options] PROGRAM [ARGS]      asrrun -f job.yaml
+ *
+ * It reads the configuration (job_config.h), maps ranks onto hosts (map.h),
+ * starts one asrd per host through a launch backend (launch.h), hands each
+ * daemon the job over the control channel (ctl.h), prints the ranks' output
+ * line by line, routes fences between daemons, forwards signals and stdin,
+ * and decides the exit code.
+ *
+ * Exit codes (also in asrrun --help and the README):
+ *   0        every rank exited 0
+ *   1..123   the first rank that failed exited with this status (or called
+ *            PMIx_Abort/asr abort with it; an abort with status 0 gives 1)
+ *   124      --timeout expired
+ *   125      the launch failed or a daemon died
+ *   127      the program was not found
+ *   128+S    the first rank that failed was killed by signal S, or asrrun
+ *            itself got signal S (SIGINT: 130, SIGTERM: 143)
+ *   2        bad command line or configuration
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_rand.h"
+#include "asr_sock.h"
+#include "asr_time.h"
+#include "ctl.h"
+#include "kv_secret.h"
+#include "launch.h"
+#include "map.h"
+
+#define GRACE_MS 3000
+#define EXIT_TIMEOUT 124
+#define EXIT_LAUNCH 125
+#define EXIT_NOTFOUND 127
+#define EXIT_USAGE 2
+
+typedef struct {
+  asr_ctl_conn_t conn; /* fd -1 until it calls back */
+  pid_t pid;           /* local process that represents it */
+  int nlocal;
+  int hello, started, done, gone;
+  uint8_t *fence_blob;
+  size_t fence_len;
+  int fence_in;
+} daemon_t;
+
+typedef struct {
+  int exited;
+  int status;
+  int out_fd[3]; /* --output-dir files (stdout, stderr) */
+} rank_t;
+
+static asr_config_t cfg;
+static asr_map_t map;
+static daemon_t *daemons;
+static rank_t *ranks;
+static int epfd, sigfd, lfd;
+static char secret_hex[ASR_KV_SECRET_HEX_LEN + 1];
+static char nspace[64];
+static int port;
+static int exit_code = -1;       /* decided at the first failure */
+static int aborting;             /* KILL(SIGTERM) sent */
+static uint64_t kill_at;         /* when to escalate to SIGKILL */
+static int interrupts;
+static int stdin_open = 1;
+static int ranks_exited;
+static uint64_t deadline_ms;
+
+static void kill_all(int sig) {
+  asr_buf_t b = {0};
+  asr_buf_put_u32(&b, (uint32_t)sig);
+  for (int h = 0; h < map.nhosts; h++)
+    if (daemons[h].conn.fd >= 0 && !daemons[h].gone) asr_ctl_send(&daemons[h].conn, ASR_CTL_KILL, &b);
+  asr_buf_free(&b);
+}
+
+/* Ends the job: the first caller decides the exit code and prints why. */
+static void abort_job(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void abort_job(int code, const char *fmt, ...) {
+  if (exit_code < 0) {
+    exit_code = code;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "asrrun: %s\n", msg);
+  }
+  if (!aborting) {
+    aborting = 1;
+    kill_all(SIGTERM);
+    kill_at = asr_time_ms() + GRACE_MS;
+  }
+}
+
+static void watch(int fd, uint32_t ev, void *ptr) {
+  struct epoll_event e = {.events = ev, .data.ptr = ptr};
+  if (epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &e) != 0) epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e);
+}
+
+static char sig_tag, lfd_tag, stdin_tag;
+
+/* --- output ---------------------------------------------------------------- */
+
+static int open_rank_file(int rank, int stream) {
+  char dir[PATH_MAX], path[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s/rank.%d", cfg.output_dir, rank);
+  mkdir(cfg.output_dir, 0755);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/%s", dir, stream == 1 ? "stdout" : "stderr");
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+}
+
+/* One whole line, written with one write() so lines never interleave. */
+static void print_line(int rank, int stream, const uint8_t *s, size_t n) {
+  char *buf = malloc(n + 32);
+  if (!buf) return;
+  size_t k = 0;
+  if (cfg.tag_output) k = (size_t)snprintf(buf, 32, "[%d] ", rank);
+  memcpy(buf + k, s, n);
+  k += n;
+  buf[k++] = '\n';
+  int fd = stream == 1 ? 1 : 2;
+  if (cfg.output_dir[0] && rank >= 0 && rank < map.nranks) {
+    rank_t *r = &ranks[rank];
+    if (r->out_fd[stream] <= 0) r->out_fd[stream] = open_rank_file(rank, stream);
+    if (r->out_fd[stream] > 0) fd = r->out_fd[stream];
+  }
+  size_t off = 0;
+  while (off < k) {
+    ssize_t w = write(fd, buf + off, k - off);
+    if (w > 0) off += (size_t)w;
+    else if (w < 0 && errno == EINTR) continue;
+    else break;
+  }
+  free(buf);
+}
+
+/* --- the job message --------------------------------------------------------- */
+
+static void send_job(int h) {
+  asr_buf_t b = {0};
+  asr_buf_put_u32(&b, (uint32_t)map.nranks);
+  asr_buf_put_u32(&b, (uint32_t)map.nhosts);
+  for (int i = 0; i < map.nhosts; i++) asr_buf_put_str(&b, map.host_names[i]);
+  for (int r = 0; r < map.nranks; r++) {
+    asr_buf_put_u32(&b, (uint32_t)map.ranks[r].host);
+    asr_buf_put_u32(&b, (uint32_t)map.ranks[r].lnc);
+  }
+  asr_buf_put_str(&b, cfg.program);
+  asr_buf_put_u32(&b, (uint32_t)cfg.nargs);
+  for (int i = 0; i < cfg.nargs; i++) asr_buf_put_str(&b, cfg.args[i]);
+  int nenv = 0;
+  for (int i = 0; i < cfg.nenv; i++)
+    if (cfg.env[i].has_value || getenv(cfg.env[i].name)) nenv++;
+  asr_buf_put_u32(&b, (uint32_t)nenv);
+  for (int i = 0; i < cfg.nenv; i++) {
+    const char *v = cfg.env[i].has_value ? cfg.env[i].value : getenv(cfg.env[i].name);
+    if (!v) continue;
+    asr_buf_put_str(&b, cfg.env[i].name);
+    asr_buf_put_str(&b, v);
+  }
+  asr_buf_put_u32(&b, (uint32_t)cfg.bind_to);
+  asr_buf_put_u32(&b, (uint32_t)cfg.report_bindings);
+  asr_buf_put_u32(&b, (uint32_t)port);
+  const char *prov = cfg.provider[0] ? cfg.provider : map.nhosts > 1 ? "tcp;ofi_rxm" : "shm";
+  asr_buf_put_str(&b, prov);
+  asr_buf_put_str(&b, nspace);
+  asr_buf_put_str(&b, map.nhosts == 1 && !cfg.if_include[0] ? "127.0.0.1" : cfg.if_include);
+  asr_ctl_send(&daemons[h].conn, ASR_CTL_JOB, &b);
+  asr_buf_free(&b);
+}
+
+/* --- control messages ---------------------------------------------------------- */
+
+static void fence_check(void) {
+  for (int h = 0; h < map.nhosts; h++)
+    if (daemons[h].nlocal > 0 && !daemons[h].fence_in) return;
+  asr_buf_t all = {0}, b = {0};
+  for (int h = 0; h < map.nhosts; h++)
+    if (daemons[h].fence_in) asr_buf_put(&all, daemons[h].fence_blob, daemons[h].fence_len);
+  asr_buf_put_u32(&b, 0);
+  asr_buf_put_bytes(&b, all.data, all.len);
+  for (int h = 0; h < map.nhosts; h++) {
+    if (!daemons[h].fence_in) continue;
+    asr_ctl_send(&daemons[h].conn, ASR_CTL_FENCE_DONE, &b);
+    free(daemons[h].fence_blob);
+    daemons[h].fence_blob = NULL;
+    daemons[h].fence_len = 0;
+    daemons[h].fence_in = 0;
+  }
+  asr_buf_free(&all);
+  asr_buf_free(&b);
+}
+
+static int rank_failed_code(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 1;
+}
+
+static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len) {
+  daemon_t *d = arg;
+  int h = (int)(d - daemons);
+  (void)c;
+  asr_rd_t r;
+  asr_rd_init(&r, p, len);
+  switch (type) {
+  case ASR_CTL_STARTED:
+    d->started = 1;
+    break;
+  case ASR_CTL_OUTPUT: {
+    int rank = (int)asr_rd_u32(&r), stream = (int)asr_rd_u32(&r);
+    size_t n;
+    const uint8_t *s = asr_rd_bytes(&r, &n);
+    if (!r.bad) print_line(rank, stream == 2 ? 2 : 1, s, n);
+    break;
+  }
+  case ASR_CTL_EXIT: {
+    int rank = (int)asr_rd_u32(&r), status = (int)asr_rd_u32(&r);
+    if (r.bad || rank < 0 || rank >= map.nranks || ranks[rank].exited) break;
+    ranks[rank].exited = 1;
+    ranks[rank].status = status;
+    ranks_exited++;
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !aborting) {
+      int code = rank_failed_code(status);
+      if (WIFSIGNALED(status))
+        abort_job(code, "rank %d on host %s was killed by signal %d (%s); aborting the job", rank,
+                  map.host_names[h], WTERMSIG(status), strsignal(WTERMSIG(status)));
+      else if (WEXITSTATUS(status) == 127)
+        abort_job(EXIT_NOTFOUND, "rank %d on host %s: program '%s' could not be executed; aborting the job", rank,
+                  map.host_names[h], cfg.program);
+      else
+        abort_job(code, "rank %d on host %s exited with status %d; aborting the job", rank, map.host_names[h],
+                  WEXITSTATUS(status));
+    }
+    break;
+  }
+  case ASR_CTL_ABORT: {
+    int rank = (int)asr_rd_u32(&r), status = (int)asr_rd_u32(&r);
+    char *msg = asr_rd_str(&r);
+    abort_job(status > 0 && status < 124 ? status : 1, "rank %d on host %s called abort with status %d%s%s", rank,
+              map.host_names[h], status, msg && *msg ? ": " : "", msg ? msg : "");
+    free(msg);
+    break;
+  }
+  case ASR_CTL_FENCE: {
+    (void)asr_rd_u32(&r);
+    size_t n;
+    const uint8_t *blob = asr_rd_bytes(&r, &n);
+    if (r.bad || d->fence_in) {
+      abort_job(EXIT_LAUNCH, "asrd on host %s sent a bad fence", map.host_names[h]);
+      break;
+    }
+    d->fence_blob = malloc(n ? n : 1);
+    if (n) memcpy(d->fence_blob, blob, n);
+    d->fence_len = n;
+    d->fence_in = 1;
+    fence_check();
+    break;
+  }
+  case ASR_CTL_ERROR: {
+    char *msg = asr_rd_str(&r);
+    abort_job(EXIT_LAUNCH, "%s", msg ? msg : "a daemon failed");
+    free(msg);
+    break;
+  }
+  case ASR_CTL_DONE:
+    d->done = 1;
+    break;
+  default:
+    abort_job(EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", map.host_names[h], asr_ctl_type_name(type));
+  }
+}
+
+/* The first message of a new connection must be a HELLO with our secret. */
+static void on_hello_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len) {
+  (void)arg;
+  asr_rd_t r;
+  asr_rd_init(&r, p, len);
+  if (type != ASR_CTL_HELLO) goto reject;
+  int index = (int)asr_rd_u32(&r);
+  char *host = asr_rd_str(&r);
+  (void)asr_rd_u32(&r);
+  char *sec = asr_rd_str(&r);
+  int ok = !r.bad && index >= 0 && index < map.nhosts && sec && strcmp(sec, secret_hex) == 0 &&
+           daemons[index].conn.fd < 0;
+  free(host);
+  free(sec);
+  if (!ok) goto reject;
+  daemons[index].conn = *c;
+  daemons[index].hello = 1;
+  c->fd = -1; /* ownership moved; stop the caller's loop */
+  memset(&c->in, 0, sizeof c->in);
+  memset(&c->out, 0, sizeof c->out);
+  watch(daemons[index].conn.fd, EPOLLIN, &daemons[index]);
+  send_job(index);
+  return;
+reject:
+  asr_warn("asrrun", "refused a control connection that did not identify itself as one of this job's daemons");
+  c->closed = 1;
+}
+
+static void accept_daemon(void) {
+  int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) return;
+  /* The HELLO is small: wait for it briefly here (daemons are few). */
+  asr_ctl_conn_t c = {.fd = fd};
+  uint64_t until = asr_time_ms() + 5000;
+  while (c.fd >= 0 && !c.closed && asr_time_ms() < until) {
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    if (poll(&pf, 1, 100) <= 0) continue;
+    asr_ctl_read(&c, on_hello_msg, NULL);
+  }
+  if (c.fd >= 0) asr_ctl_close(&c);
+}
+
+/* --- stdin and signals --------------------------------------------------------- */
+
+static void forward_stdin(void) {
+  uint8_t buf[65536];
+  ssize_t n = read(0, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  int h0 = map.ranks[0].host;
+  asr_buf_t b = {0};
+  asr_buf_put_bytes(&b, buf, n > 0 ? (size_t)n : 0);
+  if (daemons[h0].conn.fd >= 0) asr_ctl_send(&daemons[h0].conn, ASR_CTL_STDIN, &b);
+  asr_buf_free(&b);
+  if (n <= 0) {
+    epoll_ctl(epfd, EPOLL_CTL_DEL, 0, NULL);
+    stdin_open = 0;
+  }
+}
+
+static void on_signal(void) {
+  struct signalfd_siginfo si;
+  while (read(sigfd, &si, sizeof si) == sizeof si) {
+    int sig = (int)si.ssi_signo;
+    if (sig == SIGCHLD) {
+      int st;
+      pid_t pid;
+      while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+        for (int h = 0; h < map.nhosts; h++)
+          if (daemons[h].pid == pid) {
+            daemons[h].pid = 0;
+            if (!daemons[h].done && exit_code < 0)
+              abort_job(EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished", map.host_names[h],
+                        WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+          }
+      continue;
+    }
+    interrupts++;
+    if (interrupts == 1) {
+      fprintf(stderr, "asrrun: got %s; forwarding it to the job (again to kill at once)\n", strsignal(sig));
+      if (exit_code < 0) exit_code = 128 + sig;
+      kill_all(sig);
+      aborting = 1;
+      kill_at = asr_time_ms() + GRACE_MS;
+    } else {
+      fprintf(stderr, "asrrun: killing the job\n");
+      kill_all(SIGKILL);
+    }
+  }
+}
+
+/* --- setup ------------------------------------------------------------------------ */
+
+static int find_program(const char *prog, char *out, size_t outlen) {
+  if (strchr(prog, '/')) {
+    snprintf(out, outlen, "%s", prog);
+    return access(prog, X_OK) == 0 ? 0 : -1;
+  }
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/bin:/bin";
+  char *copy = strdup(path), *save = NULL;
+  for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    snprintf(out, outlen, "%s/%s", *dir ? dir : ".", prog);
+    struct stat sb;
+    if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode) && access(out, X_OK) == 0) {
+      free(copy);
+      return 0;
+    }
+  }
+  free(copy);
+  return -1;
+}
+
+static void asrd_path(char *out, size_t len) {
+  const char *env = getenv("ASR_ASRD");
+  if (env && *env) {
+    snprintf(out, len, "%s", env);
+    return;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(out, len, "%s/asrd", dirname(exe));
+}
+
+static int pick_port(void) {
+  uint16_t p = 0;
+  char err[128];
+  int fd = asr_sock_listen("0.0.0.0", 0, 1, &p, err, sizeof err);
+  if (fd < 0) return -1;
+  close(fd);
+  return p;
+}
+
+int main(int argc, char **argv) {
+  asr_log_set_role("asrrun", -1);
+  char err[1024];
+  int rc = asr_config_load(&cfg, argc, argv, err, sizeof err);
+  if (rc == 1) return 0; /* --help / --version */
+  if (rc) {
+    fprintf(stderr, "asrrun: %s\n", err);
+    return EXIT_USAGE;
+  }
+  char host[128] = "localhost";
+  gethostname(host, sizeof host - 1);
+  if (asr_map_build(&cfg, host, &map, err, sizeof err) != 0) {
+    fprintf(stderr, "asrrun: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (cfg.dry_run) {
+    asr_map_print(&map, &cfg, stdout);
+    return 0;
+  }
+  char resolved[PATH_MAX];
+  if (find_program(cfg.program, resolved, sizeof resolved) != 0) {
+    fprintf(stderr, "asrrun: program '%s' not found or not executable (checked %s); nothing was started\n",
+            cfg.program, strchr(cfg.program, '/') ? "that path" : "every directory in PATH");
+    return EXIT_NOTFOUND;
+  }
+  for (int h = 1; h < map.nhosts; h++)
+    if (cfg.launcher != ASR_LAUNCHER_LOCAL) {
+      fprintf(stderr, "asrrun: %d hosts requested, but only this host is supported by this build's launcher "
+                      "(use one host, or --launcher local)\n", map.nhosts);
+      return EXIT_USAGE;
+    }
+
+  uint8_t secret[ASR_KV_SECRET_LEN];
+  asr_kv_secret_generate(secret);
+  asr_kv_secret_to_hex(secret, secret_hex);
+  snprintf(nspace, sizeof nspace, "asr.%ld.%08x", (long)getpid(), (unsigned)asr_rand_u64());
+  port = cfg.bootstrap_port > 0 ? cfg.bootstrap_port : pick_port();
+  if (port <= 0) {
+    fprintf(stderr, "asrrun: cannot find a free bootstrap port; give one with --bootstrap-port\n");
+    return EXIT_LAUNCH;
+  }
+  uint16_t ctl_port = 0;
+  lfd = asr_sock_listen(map.nhosts > 1 ? "0.0.0.0" : "127.0.0.1", 0, 1024, &ctl_port, err, sizeof err);
+  if (lfd < 0) {
+    fprintf(stderr, "asrrun: cannot open the control port: %s\n", err);
+    return EXIT_LAUNCH;
+  }
+  daemons = calloc((size_t)map.nhosts, sizeof *daemons);
+  ranks = calloc((size_t)map.nranks, sizeof *ranks);
+  for (int h = 0; h < map.nhosts; h++) {
+    daemons[h].conn.fd = -1;
+    daemons[h].nlocal = map.nlocal[h];
+  }
+
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  epfd = epoll_create1(EPOLL_CLOEXEC);
+  watch(sigfd, EPOLLIN, &sig_tag);
+  watch(lfd, EPOLLIN, &lfd_tag);
+  if (fcntl(0, F_GETFL) >= 0) {
+    fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &stdin_tag};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &e) != 0) {
+      /* a regular file or /dev/null cannot be polled: read it all now */
+      stdin_open = 2;
+    }
+  } else {
+    stdin_open = 0;
+  }
+
+  char asrd[PATH_MAX], ctl_addr[64];
+  asrd_path(asrd, sizeof asrd);
+  snprintf(ctl_addr, sizeof ctl_addr, "127.0.0.1:%u", ctl_port);
+  const asr_launch_ops_t *ops = &asr_launch_local;
+  for (int h = 0; h < map.nhosts; h++) {
+    asr_launch_args_t a = {.asrd_path = asrd, .ctl_addr = ctl_addr, .secret_hex = secret_hex,
+                           .host = map.host_names[h], .index = h, .verbose = cfg.verbose};
+    daemons[h].pid = ops->start(&a, err, sizeof err);
+    if (daemons[h].pid < 0) {
+      abort_job(EXIT_LAUNCH, "cannot start asrd for host %s: %s", map.host_names[h], err);
+      break;
+    }
+  }
+  uint64_t start = asr_time_ms();
+  deadline_ms = cfg.timeout_s > 0 ? start + (uint64_t)cfg.timeout_s * 1000 : 0;
+  uint64_t hello_deadline = start + 30000;
+
+  for (;;) {
+    int all_done = 1, all_gone = 1;
+    for (int h = 0; h < map.nhosts; h++) {
+      if (!daemons[h].done && !daemons[h].gone) all_done = 0;
+      if (daemons[h].pid > 0) all_gone = 0;
+    }
+    if (all_done) break;
+    if (all_gone && exit_code >= 0) break;
+    struct epoll_event evs[64];
+    int n = epoll_wait(epfd, evs, 64, 100);
+    for (int i = 0; i < n; i++) {
+      void *p = evs[i].data.ptr;
+      if (p == &sig_tag) on_signal();
+      else if (p == &lfd_tag) accept_daemon();
+      else if (p == &stdin_tag) forward_stdin();
+      else {
+        daemon_t *d = p;
+        if (evs[i].events & EPOLLOUT) asr_ctl_flush(&d->conn);
+        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+          int r = asr_ctl_read(&d->conn, on_msg, d);
+          if (r && !d->gone) {
+            d->gone = 1;
+            epoll_ctl(epfd, EPOLL_CTL_DEL, d->conn.fd, NULL);
+            if (!d->done && exit_code < 0)
+              abort_job(EXIT_LAUNCH, "lost the connection to asrd on host %s before the job finished",
+                        map.host_names[d - daemons]);
+          }
+        }
+        if (!d->gone && d->conn.fd >= 0)
+          watch(d->conn.fd, EPOLLIN | (d->conn.out.len > d->conn.out.off ? EPOLLOUT : 0), d);
+      }
+    }
+    uint64_t now = asr_time_ms();
+    if (stdin_open == 2 && ranks != NULL) {
+      int h0 = map.ranks[0].host;
+      if (daemons[h0].hello) {
+        while (stdin_open == 2) {
+          uint8_t buf[65536];
+          ssize_t k = read(0, buf, sizeof buf);
+          asr_buf_t b = {0};
+          asr_buf_put_bytes(&b, buf, k > 0 ? (size_t)k : 0);
+          asr_ctl_send(&daemons[h0].conn, ASR_CTL_STDIN, &b);
+          asr_buf_free(&b);
+          if (k <= 0) stdin_open = 0;
+        }
+      }
+    }
+    for (int h = 0; h < map.nhosts; h++)
+      if (!daemons[h].hello && now > hello_deadline && exit_code < 0)
+        abort_job(EXIT_LAUNCH, "asrd on host %s did not call back within 30 s", map.host_names[h]);
+    if (deadline_ms && now >= deadline_ms && exit_code < 0)
+      abort_job(EXIT_TIMEOUT, "the job timed out after %d s (--timeout); killing it", cfg.timeout_s);
+    if (kill_at && now >= kill_at) {
+      kill_all(SIGKILL);
+      kill_at = 0;
+    }
+    if (aborting && !kill_at) {
+      /* after SIGKILL, daemons that never connected are killed directly */
+      for (int h = 0; h < map.nhosts; h++)
+        if (!daemons[h].hello && daemons[h].pid > 0) kill(daemons[h].pid, SIGKILL);
+    }
+  }
+  /* Everyone is done: release the daemons and reap them. */
+  for (int h = 0; h < map.nhosts; h++)
+    if (daemons[h].conn.fd >= 0 && !daemons[h].gone) asr_ctl_send_sync(&daemons[h].conn, ASR_CTL_SHUTDOWN, NULL, 2000);
+  uint64_t until = asr_time_ms() + 5000;
+  for (int h = 0; h < map.nhosts; h++) {
+    while (daemons[h].pid > 0) {
+      int st;
+      pid_t r = waitpid(daemons[h].pid, &st, WNOHANG);
+      if (r == daemons[h].pid || r < 0) break;
+      if (asr_time_ms() > until) {
+        kill(daemons[h].pid, SIGKILL);
+        waitpid(daemons[h].pid, &st, 0);
+        break;
+      }
+      asr_sleep_ms(5);
+    }
+  }
+  if (exit_code < 0) exit_code = 0;
+  for (int i = 0; i < map.nranks; i++)
+    for (int s = 1; s <= 2; s++)
+      if (ranks[i].out_fd[s] > 0) close(ranks[i].out_fd[s]);
+  return exit_code;
+}

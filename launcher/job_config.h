@@ -1,0 +1,95 @@
+/*
+ * job_config.h -- asrrun's job configuration and where each setting comes from.
+ *
+ * Precedence, lowest first (DESIGN §4):
+ *   1. built-in defaults                 asr_config_defaults()
+ *   2. the system file                   $(sysconfdir)/asr/asrrun.yaml (ASR_SYSTEM_CONFIG overrides the path)
+ *   3. the user's file                   $ASR_USER_CONFIG, else ~/.config/asr/asrrun.yaml
+ *   4. the job YAML                      asrrun -f job.yaml
+ *   5. the environment                   ASRRUN_* variables (see config_env.c)
+ *   6. the command line                  asrrun flags
+ * Each layer only overrides the keys it sets. Unknown keys and bad values are
+ * errors that name the file, the line and the key.
+ */
+#ifndef ASR_LAUNCHER_JOB_CONFIG_H
+#define ASR_LAUNCHER_JOB_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ASR_CFG_MAX_HOSTS 1024
+#define ASR_CFG_MAX_ENV 256
+#define ASR_CFG_MAX_ARGS 1024
+
+typedef enum { ASR_MAP_SLOT = 0, ASR_MAP_NODE = 1 } asr_map_by_t;
+typedef enum { ASR_BIND_NONE = 0, ASR_BIND_CORE, ASR_BIND_NUMA, ASR_BIND_PACKAGE } asr_bind_to_t;
+typedef enum { ASR_LAUNCHER_AUTO = 0, ASR_LAUNCHER_LOCAL, ASR_LAUNCHER_RSH, ASR_LAUNCHER_SLURM } asr_launcher_t;
+
+typedef struct {
+  char name[128];   /* host name as the user wrote it (or Slurm's node name) */
+  int slots;        /* ranks it may take; 0 = not given (use --lnc-per-host or cores) */
+} asr_cfg_host_t;
+
+typedef struct {
+  char name[128];
+  char value[1024];
+  int has_value; /* -x VAR without =val copies VAR from asrrun's environment */
+} asr_cfg_env_t;
+
+typedef struct {
+  int np;                      /* -n; 0 = fill every slot */
+  asr_cfg_host_t hosts[ASR_CFG_MAX_HOSTS];
+  int nhosts;                  /* 0 = just this host */
+  char hostfile[1024];         /* --hostfile (already read into hosts[]) */
+  int lnc_per_host;            /* --lnc-per-host, 1..128; 0 = not given */
+  asr_map_by_t map_by;         /* --map-by slot|node (default slot) */
+  asr_bind_to_t bind_to;       /* --bind-to none|core|numa|package (default core) */
+  int report_bindings;         /* --report-bindings */
+  asr_cfg_env_t env[ASR_CFG_MAX_ENV];
+  int nenv;                    /* -x VAR[=val], repeatable */
+  int tag_output;              /* --tag-output (default 1) / --no-tag-output */
+  char output_dir[1024];       /* --output-dir */
+  int timeout_s;               /* --timeout seconds; 0 = none */
+  int bootstrap_port;          /* --bootstrap-port; 0 = choose a free one */
+  char provider[64];           /* --provider; "" = default (shm on one host, tcp;ofi_rxm across hosts) */
+  int dry_run;                 /* --dry-run */
+  int verbose;                 /* -v (repeatable) */
+  asr_launcher_t launcher;     /* --launcher auto|local|rsh|slurm */
+  char launch_agent[1024];     /* --launch-agent (default "ssh") */
+  char prefix[1024];           /* --prefix: install prefix of asr on remote hosts */
+  char if_include[256];        /* --if-include: interface or address for rank traffic */
+  char program[1024];          /* the program to run (argv[0]) */
+  char *args[ASR_CFG_MAX_ARGS];/* its arguments (malloc'd strings) */
+  int nargs;
+  char job_file[1024];         /* -f, for messages */
+} asr_config_t;
+
+/* Fills cfg with the built-in defaults. */
+void asr_config_defaults(asr_config_t *cfg);
+
+/* Frees the malloc'd members. */
+void asr_config_free(asr_config_t *cfg);
+
+/* Applies one YAML file. Returns 0, ASR_ENOENT when the file does not exist
+ * (only an error for -f), or another ASR_E* with errbuf naming "file:line:
+ * key: what is wrong". */
+int asr_config_load_yaml(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen);
+
+/* Applies ASRRUN_* environment variables. */
+int asr_config_load_env(asr_config_t *cfg, char *errbuf, size_t errlen);
+
+/* Applies the command line (argv[1..]); the program and its arguments end it.
+ * Returns 0, ASR_CONFIG with errbuf, or 1 when --help/--version was handled. */
+int asr_config_parse_args(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen);
+
+/* The whole stack: defaults, system, user, -f (found by a pre-scan of argv),
+ * env, command line. */
+int asr_config_load(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen);
+
+/* Reads a hostfile ("host slots=N", '#' comments, blank lines) into cfg->hosts. */
+int asr_config_read_hostfile(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen);
+
+/* Parses "-H a:2,b,c:4". */
+int asr_config_parse_hostlist(asr_config_t *cfg, const char *list, char *errbuf, size_t errlen);
+
+#endif /* ASR_LAUNCHER_JOB_CONFIG_H */

@@ -1,0 +1,45 @@
+/*
+ * map.h -- where each rank runs: the host and the LNC (local rank) of every
+ * rank of a job, computed from the settings alone (DESIGN §4, --map-by).
+ *
+ * asrrun builds the map once, prints it for --dry-run, and hands each host
+ * daemon its share; nothing here talks to the network.
+ */
+#ifndef ASR_LAUNCHER_MAP_H
+#define ASR_LAUNCHER_MAP_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "config.h" /* launcher/config.h (a quoted include looks here first) */
+
+typedef struct {
+  int rank; /* 0..nranks-1 */
+  int host; /* index into host_names/nlocal */
+  int lnc;  /* the rank's index among the ranks of its host, 0..nlocal[host]-1 */
+} asr_map_rank_t;
+
+typedef struct {
+  int nranks, nhosts;      /* nhosts counts only hosts that run at least one rank */
+  char (*host_names)[128]; /* in the order the hosts were given */
+  int *nlocal;             /* ranks on each host */
+  asr_map_rank_t *ranks;   /* indexed by rank */
+} asr_map_t;
+
+/* Builds the map of cfg's job. With no hosts in cfg the job runs on one host
+ * called local_hostname. A host's slot count is its own slots, else
+ * --lnc-per-host, else (the local host only) np, else 1; np 0 fills every
+ * slot. Hosts that get no rank are left out of the map. Returns 0 with *map
+ * filled (free it with asr_map_free), or ASR_ECONFIG with errbuf saying what
+ * to change; *map is written only on success. */
+int asr_map_build(const asr_config_t *cfg, const char *local_hostname, asr_map_t *map, char *errbuf,
+                  size_t errlen);
+
+/* Frees what asr_map_build allocated and zeroes *map; safe on a zeroed map. */
+void asr_map_free(asr_map_t *map);
+
+/* Prints the --dry-run view: a header, "rank R -> host H lnc L" for every
+ * rank, then "host H: N ranks" for every host. cfg may be NULL. */
+void asr_map_print(const asr_map_t *map, const asr_config_t *cfg, FILE *out);
+
+#endif /* ASR_LAUNCHER_MAP_H */

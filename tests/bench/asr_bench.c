@@ -1,0 +1,271 @@
+/*
+ * asr_bench -- the libasr side of tests/bench/ofi_bench.sh beyond pingpong:
+ * the time to connect a full mesh, and the small-message rate with all 128
+ * requests of a comm in flight (pingpong's -w stops at 120).
+ *
+ *   asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-l LNC0] [-t TIMEOUT_S]
+ *   asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]
+ *
+ * mesh: forks RANKS / LNCS_PER_PROC processes (default 16 ranks, 1 LNC per
+ * process); rank r is LNC LNC0 + r and lives in process r / LNCS_PER_PROC.
+ * Every rank brings its LNC up (asr_init), then opens a SEND comm to and a
+ * RECV comm from every other rank (RANKS * (RANKS - 1) comm pairs in all) and
+ * waits until all of them are CONNECTED. The clock starts in the launcher
+ * just before the first fork and stops when the last process has all its
+ * comms connected; so the figure covers process start, asr_init (endpoint,
+ * KV election), the KV rendezvous and the libfabric connection. Afterwards
+ * every SEND comm carries one 8-byte stamp (from, to) that its RECV comm
+ * checks, so every connection is proven to reach the right peer. Prints
+ *   mesh RANKS PROCS init_ms connected_ms
+ * (init_ms: until the last asr_init returned; connected_ms: until all were
+ * connected, both from the start).
+ *
+ * rate: two ranks (LNC0 and LNC0 + 1, one process each), the pattern of
+ * pingpong's rate mode: rank 0 posts WINDOW (default 128) 8-byte sends on one
+ * SEND comm, waits for all, then a 1-byte ack closes the window; ITERS/10
+ * (>= 10) windows are timed after 2 warm-up windows. Every message's stamp is
+ * checked. Prints
+ *   rate 8 msgs/s
+ *
+ * Environment: ASR_PROVIDER (shm or 'tcp;ofi_rxm'); without
+ * ASR_BOOTSTRAP_PORT / ASR_KV_LOCK_DIR a free port / private lock directory
+ * is used (asr_launch.h). Exits non-zero on any failure or wrong payload.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr.h"
+#include "asr_launch.h"
+
+typedef struct {
+  int ranks, per_proc, lnc0, window, iters;
+  uint64_t t0;
+} bench_opts_t;
+
+static int wait_req(asr_request_t *r, size_t *got) {
+  int done = 0;
+  size_t sz = 0;
+  while (!done) {
+    int st = asr_test(r, &done, &sz);
+    if (st) {
+      fprintf(stderr, "asr_bench: asr_test: %s\n", asr_strerror(st));
+      return -1;
+    }
+  }
+  if (got) *got = sz;
+  return 0;
+}
+
+/* --- mesh ---------------------------------------------------------------- */
+
+static int mesh_proc(int proc, int nprocs, void *arg) {
+  const bench_opts_t *o = arg;
+  int R = o->ranks, L = o->per_proc, first = proc * L;
+  (void)nprocs;
+  for (int i = 0; i < L; i++) {
+    int st = asr_init(o->lnc0 + first + i);
+    if (st) {
+      fprintf(stderr, "asr_bench mesh: asr_init(%d): %s\n", o->lnc0 + first + i, asr_strerror(st));
+      return 1;
+    }
+  }
+  uint64_t t_init = launch_now_ns();
+  int per = R - 1, n = L * per;
+  asr_comm_t **sc = calloc((size_t)n, sizeof *sc), **rc = calloc((size_t)n, sizeof *rc);
+  if (!sc || !rc) return 1;
+  for (int i = 0; i < L; i++) {
+    int me = first + i, k = i * per;
+    for (int q = 0; q < R; q++) {
+      if (q == me) continue;
+      int st = asr_connect(o->lnc0 + me, "127.0.0.1", o->lnc0 + q, &sc[k]);
+      if (!st) st = asr_accept(o->lnc0 + me, "127.0.0.1", o->lnc0 + q, &rc[k]);
+      if (st) {
+        fprintf(stderr, "asr_bench mesh: rank %d to %d: %s\n", me, q, asr_strerror(st));
+        return 1;
+      }
+      k++;
+    }
+  }
+  for (int k = 0; k < n; k++) {
+    int st = asr_comm_wait_connected(sc[k], 120000);
+    if (!st) st = asr_comm_wait_connected(rc[k], 120000);
+    if (st) {
+      fprintf(stderr, "asr_bench mesh: process %d comm pair %d did not connect: %s\n", proc, k, asr_strerror(st));
+      return 1;
+    }
+  }
+  uint64_t t_conn = launch_now_ns();
+  double rep[2] = {(double)(t_init - o->t0) / 1e6, (double)(t_conn - o->t0) / 1e6};
+  launch_report(rep, 2);
+  /* prove every connection: one stamp per SEND comm, checked on its RECV comm */
+  asr_tensor_t *sbuf, *rbuf;
+  if (asr_tensor_alloc((size_t)n * 8, &sbuf) || asr_tensor_alloc((size_t)n * 8, &rbuf)) return 1;
+  uint64_t *sv = asr_tensor_va(sbuf), *rv = asr_tensor_va(rbuf);
+  asr_request_t **sq = calloc((size_t)n, sizeof *sq), **rq = calloc((size_t)n, sizeof *rq);
+  if (!sq || !rq) return 1;
+  for (int i = 0, k = 0; i < L; i++)
+    for (int q = 0; q < R; q++) {
+      int me = first + i;
+      if (q == me) continue;
+      sv[k] = ((uint64_t)me << 32) | (uint64_t)q;
+      rv[k] = ~0ull;
+      if (asr_irecv(rc[k], rbuf, (size_t)k * 8, 8, &rq[k]) || asr_isend(sc[k], sbuf, (size_t)k * 8, 8, &sq[k])) {
+        fprintf(stderr, "asr_bench mesh: posting the check messages failed\n");
+        return 1;
+      }
+      k++;
+    }
+  int bad = 0;
+  for (int i = 0, k = 0; i < L; i++)
+    for (int q = 0; q < R; q++) {
+      int me = first + i;
+      if (q == me) continue;
+      size_t got = 0;
+      if (wait_req(sq[k], NULL) || wait_req(rq[k], &got)) return 1;
+      if (got != 8 || rv[k] != (((uint64_t)q << 32) | (uint64_t)me)) {
+        fprintf(stderr, "asr_bench mesh: rank %d got %zu bytes 0x%llx from rank %d\n", me, got,
+                (unsigned long long)rv[k], q);
+        bad++;
+      }
+      k++;
+    }
+  if (launch_barrier() != 0) return 1;
+  for (int k = 0; k < n; k++) {
+    asr_comm_close(sc[k]);
+    asr_comm_close(rc[k]);
+  }
+  asr_tensor_free(sbuf);
+  asr_tensor_free(rbuf);
+  /* process 0 (most often the KV leader: it was forked first) goes last */
+  if (proc != 0)
+    for (int i = 0; i < L; i++) asr_close(o->lnc0 + first + i);
+  if (launch_barrier() != 0) return 1;
+  if (proc == 0)
+    for (int i = 0; i < L; i++) asr_close(o->lnc0 + first + i);
+  free(sc);
+  free(rc);
+  free(sq);
+  free(rq);
+  return bad ? 1 : 0;
+}
+
+/* --- rate ---------------------------------------------------------------- */
+
+static int rate_rank(int rank, int nranks, void *arg) {
+  const bench_opts_t *o = arg;
+  (void)nranks;
+  int lnc = o->lnc0 + rank, peer = o->lnc0 + 1 - rank, w = o->window;
+  /* rank 0 comes up first (it serves the KV store) and shuts down last */
+  if (rank == 1 && launch_barrier() != 0) return 1;
+  int st = asr_init(lnc);
+  if (rank == 0 && launch_barrier() != 0) return 1;
+  asr_comm_t *sc, *rc;
+  if (st || (st = asr_connect(lnc, "127.0.0.1", peer, &sc)) || (st = asr_accept(lnc, "127.0.0.1", peer, &rc)) ||
+      (st = asr_comm_wait_connected(sc, 60000)) || (st = asr_comm_wait_connected(rc, 60000))) {
+    fprintf(stderr, "asr_bench rate rank %d: setup: %s\n", rank, asr_strerror(st));
+    return 1;
+  }
+  asr_tensor_t *sbuf, *rbuf;
+  if (asr_tensor_alloc((size_t)w * 8, &sbuf) || asr_tensor_alloc((size_t)w * 8, &rbuf)) return 1;
+  uint64_t *s = asr_tensor_va(sbuf), *r = asr_tensor_va(rbuf);
+  asr_request_t *q[ASR_MAX_REQUESTS];
+  int n = o->iters / 10 > 10 ? o->iters / 10 : 10;
+  unsigned long bad = 0;
+  uint64_t t0 = 0;
+  for (int i = -2; i < n; i++) {
+    if (i == 0) t0 = launch_now_ns();
+    for (int k = 0; k < w; k++) {
+      uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | 8;
+      if (rank == 0) s[k] = stamp;
+      st = rank == 0 ? asr_isend(sc, sbuf, (size_t)k * 8, 8, &q[k]) : asr_irecv(rc, rbuf, (size_t)k * 8, 8, &q[k]);
+      if (st) {
+        fprintf(stderr, "asr_bench rate rank %d: post: %s\n", rank, asr_strerror(st));
+        return 1;
+      }
+    }
+    for (int k = 0; k < w; k++) {
+      size_t got;
+      if (wait_req(q[k], &got)) return 1;
+      if (rank == 1 && (got != 8 || r[k] != (((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | 8))) bad++;
+    }
+    asr_request_t *a;
+    st = rank == 0 ? asr_irecv(rc, rbuf, 0, 1, &a) : asr_isend(sc, sbuf, 0, 1, &a);
+    if (st || wait_req(a, NULL)) {
+      fprintf(stderr, "asr_bench rate rank %d: ack failed\n", rank);
+      return 1;
+    }
+  }
+  double secs = (double)(launch_now_ns() - t0) / 1e9;
+  if (rank == 0) {
+    printf("rate 8 %.0f\n", (double)w * n / secs);
+    fflush(stdout);
+  }
+  if (bad) fprintf(stderr, "asr_bench rate rank %d: %lu wrong messages\n", rank, bad);
+  if (launch_barrier() != 0) return 1;
+  asr_comm_close(sc);
+  asr_comm_close(rc);
+  asr_tensor_free(sbuf);
+  asr_tensor_free(rbuf);
+  if (rank == 1) asr_close(lnc);
+  if (launch_barrier() != 0) return 1;
+  if (rank == 0) asr_close(lnc);
+  return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  bench_opts_t o = {.ranks = 16, .per_proc = 1, .lnc0 = 0, .window = ASR_MAX_REQUESTS, .iters = 1000};
+  const char *mode = NULL;
+  int timeout_s = 300, opt;
+  while ((opt = getopt(argc, argv, "m:R:L:l:w:n:t:h")) != -1) {
+    switch (opt) {
+    case 'm': mode = optarg; break;
+    case 'R': o.ranks = atoi(optarg); break;
+    case 'L': o.per_proc = atoi(optarg); break;
+    case 'l': o.lnc0 = atoi(optarg); break;
+    case 'w': o.window = atoi(optarg); break;
+    case 'n': o.iters = atoi(optarg); break;
+    case 't': timeout_s = atoi(optarg); break;
+    default: mode = NULL; goto usage;
+    }
+  }
+  if (mode && !strcmp(mode, "mesh")) {
+    if (o.ranks < 2 || o.per_proc < 1 || o.ranks % o.per_proc || o.lnc0 < 0 || o.lnc0 + o.ranks > ASR_MAX_LNC ||
+        o.ranks / o.per_proc > LAUNCH_MAX) {
+      fprintf(stderr, "asr_bench: mesh needs 2 <= -R, -L dividing -R, -l + -R <= 128\n");
+      return 2;
+    }
+    int procs = o.ranks / o.per_proc;
+    o.t0 = launch_now_ns();
+    int rc = launch_run(procs, mesh_proc, &o, timeout_s, "asr_bench");
+    double init = 0, conn = 0;
+    int reported = 0;
+    for (int p = 0; p < procs; p++)
+      if (launch_nreports[p]) {
+        reported++;
+        if (launch_reports[p][0] > init) init = launch_reports[p][0];
+        if (launch_reports[p][1] > conn) conn = launch_reports[p][1];
+      }
+    if (rc || reported != procs) {
+      fprintf(stderr, "asr_bench: mesh of %d ranks failed (%d of %d processes connected)\n", o.ranks, reported, procs);
+      return 1;
+    }
+    printf("mesh %d %d %.1f %.1f\n", o.ranks, procs, init, conn);
+    return 0;
+  }
+  if (mode && !strcmp(mode, "rate")) {
+    if (o.window < 1 || o.window > ASR_MAX_REQUESTS || o.iters < 1 || o.lnc0 < 0 || o.lnc0 + 2 > ASR_MAX_LNC) {
+      fprintf(stderr, "asr_bench: rate needs 1 <= -w <= 128, -n >= 1, -l <= 126\n");
+      return 2;
+    }
+    return launch_run(2, rate_rank, &o, timeout_s, "asr_bench") ? 1 : 0;
+  }
+usage:
+  fprintf(stderr, "usage: asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-l LNC0] [-t TIMEOUT_S]\n"
+                  "       asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]\n");
+  return 2;
+}

@@ -1,0 +1,804 @@
+/*
+ * test_runtime.c -- libasr end to end: real processes, real libfabric
+ * providers (shm and tcp;ofi_rxm, each test loops over both), every byte
+ * verified.
+ *
+ * Cases (see rt_util.h for the process model):
+ *   payload_sizes          1 B .. 64 MiB (powers of two and odd sizes), both
+ *                          directions at once, nonzero offsets, guard bytes,
+ *                          receive buffers larger than the message; shm with
+ *                          and without CMA, tcp
+ *   late_receiver / late_sender
+ *                          one side starts ~500 ms after the other; a send
+ *                          posted before its receive exists, and the reverse
+ *   post_order_locked / post_order_free
+ *                          the fast/slow gate keeps per-comm order: a cold
+ *                          (stashed) post followed by hot posts, both sides
+ *   queue_full             the 129th outstanding post returns 4
+ *   stashed_test           polling a STASHED request: done = 0, success
+ *   seq_wrap               ASR_SEQ_BITS=8: 1100 messages one by one and with
+ *                          128 in flight
+ *   eight_lncs_one_process 8 contexts, every ordered pair incl. self
+ *   four_by_eight          4 processes x 8 LNCs, all 1024 ordered pairs
+ *   close_pending / close_pending_lnc / close_connecting
+ *                          close with posted, stashed and connecting comms
+ *   kill_mid_transfer / kill_connect_pending_*
+ *                          a peer SIGKILLed: bounded error or bounded close
+ *   api_validation         the status codes of every entry point
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rt_util.h"
+/* Internal records: the tests read a request's status and hold a context's
+ * comms_mutex to keep its service thread from draining stash rings. */
+#include "../../runtime/rt.h"
+
+static int req_status(asr_request_t *r) { return atomic_load(&r->status); }
+
+/* The lock the service thread holds while it drains stash rings (context.c:
+ * post_sendrecv_tasks). Holding it freezes every stashed post of the
+ * context, deterministically, while fast-path posts still go through. */
+static pthread_mutex_t *drain_lock(asr_comm_t *c) { return &c->ctx->comms_mutex; }
+
+static void alloc_tensor(size_t size, asr_tensor_t **t) { ASSERT_OK(asr_tensor_alloc(size, t)); }
+
+static uint8_t *va_of(asr_tensor_t *t) { return asr_tensor_va(t); }
+
+/* =========================================================================
+ * 1. Payload sizes
+ * ========================================================================= */
+
+#define PAYLOAD_MAX ((size_t)64 << 20)
+#define GUARD 64
+
+static size_t payload_sizes(size_t *out) {
+  static const size_t odd[] = {3, 7, 1000, 4095, 65537, 1048577, 3000001};
+  size_t n = 0;
+  for (size_t s = 1; s <= PAYLOAD_MAX; s *= 2) out[n++] = s;
+  for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) out[n++] = odd[i];
+  return n;
+}
+
+static uint64_t payload_seed(int sender, size_t size) { return 0x5100000000ull ^ ((uint64_t)sender << 36) ^ size; }
+
+static void payload_proc(int rank, void *arg) {
+  (void)arg;
+  int peer = 1 - rank;
+  asr_comm_t *sc, *rc;
+  ASSERT_OK(asr_init(rank));
+  rt_pair_up(rank, peer, &sc, &rc);
+  size_t tsz = PAYLOAD_MAX + 16384;
+  asr_tensor_t *st, *rt;
+  alloc_tensor(tsz, &st);
+  alloc_tensor(tsz, &rt);
+  uint8_t *sp = va_of(st), *rp = va_of(rt);
+  size_t sizes[64];
+  size_t n = payload_sizes(sizes);
+  for (size_t i = 0; i < n; i++) {
+    size_t s = sizes[i];
+    size_t so = 1 + (i * 977) % 8000;           /* nonzero, unaligned */
+    size_t ro = GUARD + 3 + (i * 389) % 7000;   /* nonzero, unaligned */
+    size_t extra = i % 3 == 0 ? 512 : 0;        /* a receive larger than the message */
+    ASSERT(so + s <= tsz && ro + s + extra + GUARD <= tsz);
+    rt_fill(sp + so, s, payload_seed(rank, s));
+    memset(rp + ro - GUARD, 0xA5, GUARD);
+    memset(rp + ro, 0, s);
+    memset(rp + ro + s, 0xA5, extra + GUARD);
+    asr_request_t *rr, *sr;
+    ASSERT_OK(asr_irecv(rc, rt, ro, s + extra, &rr));
+    ASSERT_OK(asr_isend(sc, st, so, s, &sr));
+    size_t got = 0, sent = 0;
+    ASSERT_OK(rt_wait_req(rr, &got, 120000));
+    ASSERT_OK(rt_wait_req(sr, &sent, 120000));
+    ASSERT_MSG(got == s, "%s: %zu-byte message reported as %zu bytes received", rt_g.provider, s, got);
+    ASSERT_EQ(sent, s);
+    RT_ASSERT_DATA(rp + ro, s, payload_seed(peer, s), "%s: %zu-byte message at offset %zu", rt_g.provider, s, ro);
+    for (size_t g = 0; g < GUARD; g++) ASSERT_MSG(rp[ro - GUARD + g] == 0xA5, "guard before a %zu-byte message", s);
+    for (size_t g = 0; g < extra + GUARD; g++)
+      ASSERT_MSG(rp[ro + s + g] == 0xA5, "%zu-byte message overran by %zu bytes", s, g + 1);
+  }
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(sc));
+  ASSERT_OK(asr_comm_close(rc));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(st);
+  asr_tensor_free(rt);
+}
+
+TEST_TIMEOUT(payload_sizes, 100) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], payload_proc, NULL, 90000);
+  /* shm's large-message path uses CMA; FI_SHM_DISABLE_CMA=1 is its fallback (DESIGN §7). */
+  setenv("FI_SHM_DISABLE_CMA", "1", 1);
+  rt_group_run(2, "shm", payload_proc, NULL, 90000);
+  unsetenv("FI_SHM_DISABLE_CMA");
+}
+
+/* =========================================================================
+ * 2. A peer that starts late
+ * ========================================================================= */
+
+#define LATE_BIG ((size_t)4 << 20)
+static const size_t late_sizes[2] = {64, LATE_BIG + 3};
+
+static void late_proc(int rank, void *arg) {
+  int recv_first = *(int *)arg;
+  int sender = rank == 0; /* rank 0 = LNC 0 sends to rank 1 = LNC 1 */
+  int early = recv_first ? !sender : sender;
+  if (!early) asr_sleep_ms(500); /* the late process does not exist yet */
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *c;
+  asr_tensor_t *t;
+  alloc_tensor(LATE_BIG + 4096, &t);
+  asr_request_t *r[2];
+  if (sender) {
+    ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &c));
+    ASSERT_OK(asr_comm_wait_connected(c, 60000));
+    if (recv_first) {
+      uint64_t posted = rt_recv_u64(1); /* the receiver's irecvs are posted */
+      asr_sleep_ms(200);
+      ASSERT(asr_time_ns() > posted);
+    }
+    rt_fill(va_of(t), late_sizes[0], 21);
+    rt_fill(va_of(t) + 100, late_sizes[1], 22);
+    ASSERT_OK(asr_isend(c, t, 0, late_sizes[0], &r[0]));
+    ASSERT_OK(asr_isend(c, t, 100, late_sizes[1], &r[1]));
+    if (!recv_first) rt_send_u64(1, asr_time_ns()); /* posted before any receive exists */
+    ASSERT_OK(rt_wait_req(r[0], NULL, 60000));
+    ASSERT_OK(rt_wait_req(r[1], NULL, 60000));
+  } else {
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c));
+    ASSERT_OK(asr_comm_wait_connected(c, 60000));
+    if (!recv_first) {
+      uint64_t posted = rt_recv_u64(0);
+      asr_sleep_ms(200); /* the sends sit unmatched a while */
+      ASSERT(asr_time_ns() > posted);
+    }
+    ASSERT_OK(asr_irecv(c, t, 8, late_sizes[0], &r[0]));
+    ASSERT_OK(asr_irecv(c, t, 200, late_sizes[1], &r[1]));
+    if (recv_first) rt_send_u64(0, asr_time_ns());
+    size_t got0 = 0, got1 = 0;
+    ASSERT_OK(rt_wait_req(r[0], &got0, 60000));
+    ASSERT_OK(rt_wait_req(r[1], &got1, 60000));
+    ASSERT_EQ(got0, late_sizes[0]);
+    ASSERT_EQ(got1, late_sizes[1]);
+    RT_ASSERT_DATA(va_of(t) + 8, late_sizes[0], 21, "%s: small late message", rt_g.provider);
+    RT_ASSERT_DATA(va_of(t) + 200, late_sizes[1], 22, "%s: large late message", rt_g.provider);
+  }
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(c));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(t);
+}
+
+/* The sender connects and posts; the receiver process starts ~500 ms later. */
+TEST(late_receiver) {
+  int recv_first = 0;
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], late_proc, &recv_first, 50000);
+}
+
+/* The receiver accepts and posts first; the sender starts ~500 ms later. */
+TEST(late_sender) {
+  int recv_first = 1;
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], late_proc, &recv_first, 50000);
+}
+
+/* =========================================================================
+ * 3. Post order across the fast/slow gate
+ * ========================================================================= */
+
+#define ORD_HOT 6     /* hot posts after the cold one */
+#define ORD_L 8192    /* every message has the same length: content tells them apart */
+#define ORD_MSGS (ORD_HOT + 2)
+
+static uint64_t ord_seed(int sender, int round, int idx) {
+  return 0x0D0000000ull ^ ((uint64_t)sender << 32) ^ ((uint64_t)round << 8) ^ (uint64_t)idx;
+}
+
+/* Each round, on both the SEND and the RECV comm of this process:
+ *   message 0: hot tensor, posted with an empty stash ring -> fast path;
+ *   message 1: a COLD tensor (never used on this comm) -> stashed;
+ *   messages 2..: hot tensor again -> must stash behind the cold one.
+ * With `locked` the service thread is frozen while posting, so the statuses
+ * are deterministic and asserted: a fast path that checked only the MR cache
+ * shows OFI_POSTED for messages 2.. (and they overtake message 1 on the wire,
+ * which the content check catches in every mode). */
+static void order_proc(int rank, void *arg) {
+  int locked = *(int *)arg;
+  int rounds = locked ? 4 : 12;
+  int peer = 1 - rank;
+  asr_comm_t *sc, *rc;
+  ASSERT_OK(asr_init(rank));
+  rt_pair_up(rank, peer, &sc, &rc);
+  asr_tensor_t *hs, *hr, *cs[16], *cr[16];
+  alloc_tensor((ORD_HOT + 1) * ORD_L, &hs);
+  alloc_tensor((ORD_HOT + 1) * ORD_L, &hr);
+  /* warm up: one transfer registers (caches) both hot tensors on their comms */
+  asr_request_t *w1, *w2;
+  rt_fill(va_of(hs), ORD_L, 7);
+  ASSERT_OK(asr_irecv(rc, hr, 0, ORD_L, &w1));
+  ASSERT_OK(asr_isend(sc, hs, 0, ORD_L, &w2));
+  ASSERT_OK(rt_wait_req(w1, NULL, 30000));
+  ASSERT_OK(rt_wait_req(w2, NULL, 30000));
+  RT_ASSERT_DATA(va_of(hr), ORD_L, 7, "warm-up");
+  for (int round = 0; round < rounds; round++) {
+    /* cold tensors stay alive until the comms close: a freed VA could come
+     * back for the next round's tensor and be found in the MR cache */
+    alloc_tensor(1 << 20, &cs[round]);
+    alloc_tensor(1 << 20, &cr[round]);
+    rt_fill(va_of(hs), ORD_L, ord_seed(rank, round, 0));
+    rt_fill(va_of(cs[round]), ORD_L, ord_seed(rank, round, 1));
+    for (int k = 1; k <= ORD_HOT; k++) rt_fill(va_of(hs) + (size_t)k * ORD_L, ORD_L, ord_seed(rank, round, k + 1));
+    memset(va_of(hr), 0, (ORD_HOT + 1) * ORD_L);
+    asr_request_t *sr[ORD_MSGS], *rr[ORD_MSGS];
+    if (locked) pthread_mutex_lock(drain_lock(sc));
+    /* receive side first: they are posted before any of this round's data can arrive */
+    ASSERT_OK(asr_irecv(rc, hr, 0, ORD_L, &rr[0]));
+    ASSERT_OK(asr_irecv(rc, cr[round], 0, ORD_L, &rr[1]));
+    for (int k = 1; k <= ORD_HOT; k++) ASSERT_OK(asr_irecv(rc, hr, (size_t)k * ORD_L, ORD_L, &rr[k + 1]));
+    ASSERT_OK(asr_isend(sc, hs, 0, ORD_L, &sr[0]));
+    ASSERT_OK(asr_isend(sc, cs[round], 0, ORD_L, &sr[1]));
+    for (int k = 1; k <= ORD_HOT; k++) ASSERT_OK(asr_isend(sc, hs, (size_t)k * ORD_L, ORD_L, &sr[k + 1]));
+    if (locked) {
+      int s_r[ORD_MSGS], s_s[ORD_MSGS];
+      for (int m = 0; m < ORD_MSGS; m++) {
+        s_r[m] = req_status(rr[m]);
+        s_s[m] = req_status(sr[m]);
+      }
+      pthread_mutex_unlock(drain_lock(sc));
+      /* message 0: hot and nothing stashed -> fast path (proves the tensor is hot) */
+      ASSERT_EQ(s_r[0], ASR_REQ_OFI_POSTED);
+      ASSERT_EQ(s_s[0], ASR_REQ_OFI_POSTED);
+      /* message 1: cold -> stashed */
+      ASSERT_EQ(s_r[1], ASR_REQ_STASHED);
+      ASSERT_EQ(s_s[1], ASR_REQ_STASHED);
+      /* messages 2..: hot but behind a stashed post -> stashed too */
+      for (int m = 2; m < ORD_MSGS; m++) {
+        ASSERT_MSG(s_r[m] == ASR_REQ_STASHED, "hot irecv %d took the fast path past a stashed one (status %d)", m, s_r[m]);
+        ASSERT_MSG(s_s[m] == ASR_REQ_STASHED, "hot isend %d took the fast path past a stashed one (status %d)", m, s_s[m]);
+      }
+    }
+    size_t got;
+    for (int m = 0; m < ORD_MSGS; m++) {
+      ASSERT_OK(rt_wait_req(rr[m], &got, 30000));
+      ASSERT_EQ(got, ORD_L);
+      ASSERT_OK(rt_wait_req(sr[m], NULL, 30000));
+    }
+    RT_ASSERT_DATA(va_of(hr), ORD_L, ord_seed(peer, round, 0), "%s round %d: receive 0", rt_g.provider, round);
+    RT_ASSERT_DATA(va_of(cr[round]), ORD_L, ord_seed(peer, round, 1),
+                   "%s round %d: receive 1 (cold) does not hold send 1 (cold): reordered", rt_g.provider, round);
+    for (int k = 1; k <= ORD_HOT; k++)
+      RT_ASSERT_DATA(va_of(hr) + (size_t)k * ORD_L, ORD_L, ord_seed(peer, round, k + 1),
+                     "%s round %d: receive %d does not hold send %d: reordered", rt_g.provider, round, k + 1, k + 1);
+  }
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(sc));
+  ASSERT_OK(asr_comm_close(rc));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(hs);
+  asr_tensor_free(hr);
+  for (int round = 0; round < rounds; round++) {
+    asr_tensor_free(cs[round]);
+    asr_tensor_free(cr[round]);
+  }
+}
+
+TEST(post_order_locked) {
+  int locked = 1;
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], order_proc, &locked, 50000);
+}
+
+TEST(post_order_free) {
+  int locked = 0;
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], order_proc, &locked, 50000);
+}
+
+/* =========================================================================
+ * 4. 128 outstanding requests per comm
+ * ========================================================================= */
+
+#define QF_SLOT 64
+
+static void qfull_proc(int rank, void *arg) {
+  (void)arg;
+  int sender = rank == 0;
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *c;
+  if (sender) ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &c));
+  else ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c));
+  ASSERT_OK(asr_comm_wait_connected(c, 60000));
+  asr_tensor_t *t;
+  alloc_tensor((ASR_MAX_REQUESTS + 2) * QF_SLOT, &t);
+  asr_request_t *r[ASR_MAX_REQUESTS + 1], *x = NULL;
+  int (*post)(asr_comm_t *, asr_tensor_t *, size_t, size_t, asr_request_t **) = sender ? asr_isend : asr_irecv;
+  for (int i = 0; i < ASR_MAX_REQUESTS; i++) {
+    if (sender) rt_fill(va_of(t) + (size_t)i * QF_SLOT, QF_SLOT, 0x4000 + (uint64_t)i);
+    ASSERT_OK(post(c, t, (size_t)i * QF_SLOT, QF_SLOT, &r[i]));
+  }
+  /* the 129th */
+  ASSERT_EQ(post(c, t, (size_t)ASR_MAX_REQUESTS * QF_SLOT, QF_SLOT, &x), ASR_QUEUE_FULL);
+  ASSERT_EQ(ASR_QUEUE_FULL, 4);
+  ASSERT(x == NULL); /* out-parameters are written only on success */
+  ASSERT_STREQ(asr_strerror(4), "Maximum number of pending requests 128 reached");
+  rt_barrier(); /* both sides hold 128 */
+  size_t got;
+  ASSERT_OK(rt_wait_req(r[0], &got, 30000));
+  ASSERT_EQ(got, QF_SLOT);
+  if (!sender) RT_ASSERT_DATA(va_of(t), QF_SLOT, 0x4000, "%s: message 0", rt_g.provider);
+  /* one completed: exactly one more post fits */
+  if (sender) rt_fill(va_of(t) + (size_t)ASR_MAX_REQUESTS * QF_SLOT, QF_SLOT, 0x4000 + ASR_MAX_REQUESTS);
+  ASSERT_OK(post(c, t, (size_t)ASR_MAX_REQUESTS * QF_SLOT, QF_SLOT, &r[ASR_MAX_REQUESTS]));
+  ASSERT_EQ(post(c, t, 0, QF_SLOT, &x), ASR_QUEUE_FULL);
+  for (int i = 1; i <= ASR_MAX_REQUESTS; i++) {
+    ASSERT_OK(rt_wait_req(r[i], &got, 30000));
+    ASSERT_EQ(got, QF_SLOT);
+    if (!sender)
+      RT_ASSERT_DATA(va_of(t) + (size_t)i * QF_SLOT, QF_SLOT, 0x4000 + (uint64_t)i, "%s: message %d", rt_g.provider, i);
+  }
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(c));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(t);
+}
+
+TEST(queue_full) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], qfull_proc, NULL, 50000);
+}
+
+/* =========================================================================
+ * 5. Polling a STASHED request
+ * ========================================================================= */
+
+#define ST_LEN 16384
+#define ST_ROUNDS 32 /* at most; stops once a STASHED poll was seen */
+#define ST_BURST 32
+
+static void stashed_proc(int rank, void *arg) {
+  (void)arg;
+  int sender = rank == 0;
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *c;
+  if (sender) ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &c));
+  else ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c));
+  ASSERT_OK(asr_comm_wait_connected(c, 60000));
+  int (*post)(asr_comm_t *, asr_tensor_t *, size_t, size_t, asr_request_t **) = sender ? asr_isend : asr_irecv;
+  asr_tensor_t *t[ST_ROUNDS * ST_BURST + 1];
+
+  /* Deterministic: with the service thread frozen a cold post stays STASHED
+   * through any number of polls, each returning done = 0 and success. */
+  alloc_tensor(ST_LEN, &t[0]);
+  if (sender) rt_fill(va_of(t[0]), ST_LEN, 0x5700);
+  asr_request_t *r;
+  pthread_mutex_lock(drain_lock(c));
+  ASSERT_OK(post(c, t[0], 0, ST_LEN, &r));
+  for (int i = 0; i < 1000; i++) {
+    int done = 7;
+    size_t size = 99;
+    int st = asr_test(r, &done, &size);
+    if (st != ASR_SUCCESS || done != 0 || size != 0 || req_status(r) != ASR_REQ_STASHED) {
+      pthread_mutex_unlock(drain_lock(c));
+      ASSERT_MSG(0, "poll %d of a stashed request: status %d done %d size %zu state %d", i, st, done, size,
+                 req_status(r));
+    }
+  }
+  pthread_mutex_unlock(drain_lock(c));
+  size_t got;
+  ASSERT_OK(rt_wait_req(r, &got, 30000));
+  ASSERT_EQ(got, ST_LEN);
+  if (!sender) RT_ASSERT_DATA(va_of(t[0]), ST_LEN, 0x5700, "%s: frozen-stash message", rt_g.provider);
+
+  /* Natural: poll cold posts right away, as an application would. A single
+   * cold post is usually registered and posted by the service thread before
+   * asr_isend has even returned (it wakes on the other core while the poster
+   * is still in the futex calls), so post bursts of ST_BURST cold tensors
+   * and poll each one from the first: the later ones are usually still in
+   * the stash ring when the poll reaches them. Usually, not always (on two
+   * cores the poster can lose its CPU in the middle of a burst), so bursts
+   * go on until one poll saw STASHED; a runtime that registered and posted
+   * cold tensors synchronously would never show one. */
+  int seen = 0, rounds = 0, peer_seen = 0;
+  for (int round = 0; round < ST_ROUNDS && !(seen && peer_seen); round++, rounds++) {
+    asr_request_t *q[ST_BURST];
+    for (int b = 0; b < ST_BURST; b++) {
+      int k = 1 + round * ST_BURST + b;
+      alloc_tensor(ST_LEN, &t[k]); /* cold: never used on this comm */
+      if (sender) rt_fill(va_of(t[k]), ST_LEN, 0x5700 + (uint64_t)k);
+    }
+    for (int b = 0; b < ST_BURST; b++) ASSERT_OK(post(c, t[1 + round * ST_BURST + b], 0, ST_LEN, &q[b]));
+    int left = ST_BURST;
+    char done_b[ST_BURST] = {0};
+    unsigned spins = 0;
+    uint64_t until = asr_time_ms() + 30000;
+    while (left > 0) {
+      for (int b = 0; b < ST_BURST; b++) {
+        if (done_b[b]) continue;
+        int before = req_status(q[b]), done = 0;
+        size_t size = 0;
+        ASSERT_OK(asr_test(q[b], &done, &size));
+        if (done) {
+          ASSERT_EQ(size, ST_LEN);
+          done_b[b] = 1;
+          left--;
+          continue;
+        }
+        /* still ours: a request STASHED before and after the poll was STASHED during it */
+        if (before == ASR_REQ_STASHED && req_status(q[b]) == ASR_REQ_STASHED) seen++;
+      }
+      ASSERT(asr_time_ms() < until);
+      rt_relax(&spins);
+    }
+    for (int b = 0; b < ST_BURST && !sender; b++) {
+      int k = 1 + round * ST_BURST + b;
+      RT_ASSERT_DATA(va_of(t[k]), ST_LEN, 0x5700 + (uint64_t)k, "%s: message %d", rt_g.provider, k);
+    }
+    /* both sides burst again until both saw one */
+    rt_send_u64(1 - rank, (uint64_t)seen);
+    peer_seen = rt_recv_u64(1 - rank) != 0;
+  }
+  ASSERT_MSG(seen > 0, "%s: no poll ever saw a STASHED request in %d cold posts", rt_g.provider,
+             ST_ROUNDS * ST_BURST);
+  if (getenv("ASR_TEST_VERBOSE"))
+    fprintf(stderr, "%s rank %d: %d polls saw STASHED in %d bursts\n", rt_g.provider, rank, seen, rounds);
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(c));
+  ASSERT_OK(asr_close(rank));
+  for (int k = 0; k <= rounds * ST_BURST; k++) asr_tensor_free(t[k]);
+}
+
+TEST(stashed_test) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], stashed_proc, NULL, 50000);
+}
+
+/* =========================================================================
+ * 6. Sequence-number wrap (ASR_SEQ_BITS=8)
+ * ========================================================================= */
+
+#define SW_N 1100 /* > 4 x 256 */
+#define SW_SLOT 4096
+
+static size_t sw_size(int i, int w) { return 1 + ((size_t)i * 7919 + (size_t)w * 13) % SW_SLOT; }
+static uint64_t sw_seed(int sender, int i, int w) { return 0x5E0000000ull ^ ((uint64_t)sender << 24) ^ ((uint64_t)w << 16) ^ (uint64_t)i; }
+
+/* Streams SW_N messages each way with up to w in flight per direction. */
+static void sw_stream(asr_comm_t *sc, asr_comm_t *rc, asr_tensor_t *st, asr_tensor_t *rt, int rank, int w) {
+  int peer = 1 - rank;
+  asr_request_t *sq[ASR_MAX_REQUESTS], *rq[ASR_MAX_REQUESTS];
+  int s_next = 0, s_done = 0, r_next = 0, r_done = 0;
+  uint64_t until = asr_time_ms() + 60000;
+  unsigned spins = 0;
+  while (s_done < SW_N || r_done < SW_N) {
+    int moved = 0;
+    while (r_next < SW_N && r_next - r_done < w) {
+      int slot = r_next % w;
+      ASSERT_OK(asr_irecv(rc, rt, (size_t)slot * SW_SLOT, sw_size(r_next, w), &rq[slot]));
+      r_next++;
+      moved = 1;
+    }
+    while (s_next < SW_N && s_next - s_done < w) {
+      int slot = s_next % w;
+      rt_fill(va_of(st) + (size_t)slot * SW_SLOT, sw_size(s_next, w), sw_seed(rank, s_next, w));
+      ASSERT_OK(asr_isend(sc, st, (size_t)slot * SW_SLOT, sw_size(s_next, w), &sq[slot]));
+      s_next++;
+      moved = 1;
+    }
+    int done;
+    size_t got;
+    if (s_done < s_next) {
+      ASSERT_OK(asr_test(sq[s_done % w], &done, &got));
+      if (done) s_done++, moved = 1;
+    }
+    if (r_done < r_next) {
+      int slot = r_done % w;
+      ASSERT_OK(asr_test(rq[slot], &done, &got));
+      if (done) {
+        ASSERT_EQ(got, sw_size(r_done, w));
+        RT_ASSERT_DATA(va_of(rt) + (size_t)slot * SW_SLOT, got, sw_seed(peer, r_done, w),
+                       "%s: message %d (window %d)", rt_g.provider, r_done, w);
+        r_done++;
+        moved = 1;
+      }
+    }
+    ASSERT_MSG(asr_time_ms() < until, "%s: stuck at send %d / recv %d (window %d)", rt_g.provider, s_done, r_done, w);
+    if (moved) spins = 0;
+    else rt_relax(&spins);
+  }
+}
+
+static void seqwrap_proc(int rank, void *arg) {
+  (void)arg;
+  setenv("ASR_SEQ_BITS", "8", 1);
+  int peer = 1 - rank;
+  asr_comm_t *sc, *rc;
+  ASSERT_OK(asr_init(rank));
+  rt_pair_up(rank, peer, &sc, &rc);
+  ASSERT_EQ(sc->ctx->ofi.seq_mask, 0xff); /* the transport really uses 8 bits */
+  asr_tensor_t *st, *rt;
+  alloc_tensor((size_t)ASR_MAX_REQUESTS * SW_SLOT, &st);
+  alloc_tensor((size_t)ASR_MAX_REQUESTS * SW_SLOT, &rt);
+  sw_stream(sc, rc, st, rt, rank, 1);
+  sw_stream(sc, rc, st, rt, rank, ASR_MAX_REQUESTS);
+  ASSERT(((struct asr_comm *)sc)->osend.seq > 4 * 256);
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(sc));
+  ASSERT_OK(asr_comm_close(rc));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(st);
+  asr_tensor_free(rt);
+}
+
+TEST_TIMEOUT(seq_wrap, 100) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], seqwrap_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 7. Many contexts: 8 LNCs in one process; 4 processes x 8 LNCs
+ * ========================================================================= */
+
+#define E8 8
+#define E8_SLOT (300 * 1024)
+
+static size_t e8_size(int i, int j) { return 1 + ((size_t)(i * E8 + j) * 4099) % E8_SLOT; }
+static uint64_t pair_seed(int from, int to) { return 0x7A0000000ull ^ ((uint64_t)from << 12) ^ (uint64_t)to; }
+
+/* Polls every request of reqs[0..n) until all are done (round robin). */
+static void wait_all(asr_request_t **reqs, size_t *sizes, int n, int timeout_ms) {
+  int left = n;
+  char *done = calloc((size_t)n, 1);
+  uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
+  unsigned spins = 0;
+  while (left > 0) {
+    int moved = 0;
+    for (int i = 0; i < n; i++) {
+      if (done[i]) continue;
+      int d = 0;
+      size_t sz = 0;
+      ASSERT_OK(asr_test(reqs[i], &d, &sz));
+      if (d) {
+        done[i] = 1;
+        if (sizes) sizes[i] = sz;
+        left--;
+        moved = 1;
+      }
+    }
+    ASSERT_MSG(asr_time_ms() < until, "%d of %d requests still pending after %d ms", left, n, timeout_ms);
+    if (moved) spins = 0;
+    else rt_relax(&spins);
+  }
+  free(done);
+}
+
+static void eight_proc(int rank, void *arg) {
+  (void)rank;
+  (void)arg;
+  asr_comm_t *S[E8][E8], *R[E8][E8]; /* S[i][j]: i sends to j; R[j][i]: j receives from i */
+  for (int l = 0; l < E8; l++) ASSERT_OK(asr_init(l));
+  for (int i = 0; i < E8; i++)
+    for (int j = 0; j < E8; j++) {
+      ASSERT_OK(asr_connect(i, RT_PEER_IP, j, &S[i][j])); /* j == i: connect to self */
+      ASSERT_OK(asr_accept(j, RT_PEER_IP, i, &R[j][i]));
+    }
+  for (int i = 0; i < E8; i++)
+    for (int j = 0; j < E8; j++) {
+      ASSERT_MSG(asr_comm_wait_connected(S[i][j], 60000) == 0, "%s: SEND %d->%d", rt_g.provider, i, j);
+      ASSERT_MSG(asr_comm_wait_connected(R[j][i], 60000) == 0, "%s: RECV %d<-%d", rt_g.provider, j, i);
+    }
+  asr_tensor_t *st, *rt;
+  alloc_tensor((size_t)E8 * E8 * E8_SLOT, &st);
+  alloc_tensor((size_t)E8 * E8 * E8_SLOT, &rt);
+  asr_request_t *reqs[2 * E8 * E8];
+  size_t sizes[2 * E8 * E8];
+  int n = 0;
+  for (int i = 0; i < E8; i++)
+    for (int j = 0; j < E8; j++) {
+      size_t off = (size_t)(i * E8 + j) * E8_SLOT;
+      ASSERT_OK(asr_irecv(R[j][i], rt, off, e8_size(i, j), &reqs[n++]));
+      rt_fill(va_of(st) + off, e8_size(i, j), pair_seed(i, j));
+      ASSERT_OK(asr_isend(S[i][j], st, off, e8_size(i, j), &reqs[n++]));
+    }
+  wait_all(reqs, sizes, n, 60000);
+  for (int i = 0; i < E8; i++)
+    for (int j = 0; j < E8; j++) {
+      size_t off = (size_t)(i * E8 + j) * E8_SLOT;
+      ASSERT_EQ(sizes[2 * (i * E8 + j)], e8_size(i, j));
+      RT_ASSERT_DATA(va_of(rt) + off, e8_size(i, j), pair_seed(i, j), "%s: LNC %d -> LNC %d", rt_g.provider, i, j);
+    }
+  for (int i = 0; i < E8; i++)
+    for (int j = 0; j < E8; j++) {
+      ASSERT_OK(asr_comm_close(S[i][j]));
+      ASSERT_OK(asr_comm_close(R[j][i]));
+    }
+  for (int l = 0; l < E8; l++) ASSERT_OK(asr_close(l));
+  asr_tensor_free(st);
+  asr_tensor_free(rt);
+}
+
+TEST(eight_lncs_one_process) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], eight_proc, NULL, 50000);
+}
+
+#define FX_PROCS 4
+#define FX_LNCS 8
+#define FX_ALL (FX_PROCS * FX_LNCS)
+#define FX_SLOT 512
+
+static size_t fx_size(int from, int to) { return 64 + (size_t)(from * FX_ALL + to) % 300; }
+
+static void fx_proc(int rank, void *arg) {
+  (void)arg;
+  static asr_comm_t *S[FX_LNCS][FX_ALL], *R[FX_LNCS][FX_ALL];
+  int base = rank * FX_LNCS;
+  for (int l = 0; l < FX_LNCS; l++) ASSERT_OK(asr_init(base + l));
+  for (int l = 0; l < FX_LNCS; l++)
+    for (int g = 0; g < FX_ALL; g++) {
+      ASSERT_OK(asr_connect(base + l, RT_PEER_IP, g, &S[l][g]));
+      ASSERT_OK(asr_accept(base + l, RT_PEER_IP, g, &R[l][g]));
+    }
+  for (int l = 0; l < FX_LNCS; l++)
+    for (int g = 0; g < FX_ALL; g++) {
+      ASSERT_MSG(asr_comm_wait_connected(S[l][g], 90000) == 0, "%s: SEND %d->%d", rt_g.provider, base + l, g);
+      ASSERT_MSG(asr_comm_wait_connected(R[l][g], 90000) == 0, "%s: RECV %d<-%d", rt_g.provider, base + l, g);
+    }
+  asr_tensor_t *st, *rt;
+  alloc_tensor((size_t)FX_LNCS * FX_ALL * FX_SLOT, &st);
+  alloc_tensor((size_t)FX_LNCS * FX_ALL * FX_SLOT, &rt);
+  static asr_request_t *reqs[2 * FX_LNCS * FX_ALL];
+  static size_t sizes[2 * FX_LNCS * FX_ALL];
+  int n = 0;
+  for (int l = 0; l < FX_LNCS; l++)
+    for (int g = 0; g < FX_ALL; g++) {
+      size_t off = (size_t)(l * FX_ALL + g) * FX_SLOT;
+      ASSERT_OK(asr_irecv(R[l][g], rt, off, fx_size(g, base + l), &reqs[n++]));
+      rt_fill(va_of(st) + off, fx_size(base + l, g), pair_seed(base + l, g));
+      ASSERT_OK(asr_isend(S[l][g], st, off, fx_size(base + l, g), &reqs[n++]));
+    }
+  wait_all(reqs, sizes, n, 90000);
+  for (int l = 0; l < FX_LNCS; l++)
+    for (int g = 0; g < FX_ALL; g++) {
+      size_t off = (size_t)(l * FX_ALL + g) * FX_SLOT;
+      ASSERT_EQ(sizes[2 * (l * FX_ALL + g)], fx_size(g, base + l));
+      RT_ASSERT_DATA(va_of(rt) + off, fx_size(g, base + l), pair_seed(g, base + l), "%s: LNC %d -> LNC %d",
+                     rt_g.provider, g, base + l);
+    }
+  rt_barrier(); /* everyone has everything: the KV host may go */
+  for (int l = 0; l < FX_LNCS; l++)
+    for (int g = 0; g < FX_ALL; g++) {
+      ASSERT_OK(asr_comm_close(S[l][g]));
+      ASSERT_OK(asr_comm_close(R[l][g]));
+    }
+  for (int l = 0; l < FX_LNCS; l++) ASSERT_OK(asr_close(base + l));
+  asr_tensor_free(st);
+  asr_tensor_free(rt);
+}
+
+TEST_TIMEOUT(four_by_eight, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(FX_PROCS, rt_providers[p], fx_proc, NULL, 95000);
+}
+
+/* =========================================================================
+ * 8. Close with requests posted or stashed, and while connecting
+ * ========================================================================= */
+
+#define CP_BIG ((size_t)1 << 20)
+#define CP_COLD 32
+
+/* Rank 0 posts receives that never get data, sends that nobody receives
+ * (large: rendezvous / CMA, never matched; small: eager) and a burst of
+ * sends on cold tensors (stashed when posted), then closes; rank 1 posts
+ * nothing and closes after it. arg: 0 = asr_comm_close each comm then
+ * asr_close; 1 = asr_close alone (it closes the comms itself). */
+static void close_pending_proc(int rank, void *arg) {
+  int lnc_only = *(int *)arg;
+  int peer = 1 - rank;
+  asr_comm_t *sc, *rc;
+  ASSERT_OK(asr_init(rank));
+  rt_pair_up(rank, peer, &sc, &rc);
+  rt_barrier(); /* both rendezvous done: the KV host may close first */
+  asr_tensor_t *big, *small, *cold[CP_COLD];
+  alloc_tensor(CP_BIG * 24, &big);
+  alloc_tensor(4096, &small);
+  for (int i = 0; i < CP_COLD; i++) alloc_tensor(4096, &cold[i]);
+  if (rank == 0) {
+    asr_request_t *r[64];
+    int n = 0;
+    /* 8 receives, 24 large sends that are never matched (rendezvous / CMA:
+     * no provider can complete or cancel them while the peer ignores them;
+     * this many used to make asr_comm_close wait 2 s for each in turn), and 4
+     * small ones (eager) */
+    for (int i = 0; i < 8; i++) ASSERT_OK(asr_irecv(rc, big, (size_t)i * CP_BIG, CP_BIG, &r[n++]));
+    for (int i = 0; i < 24; i++) ASSERT_OK(asr_isend(sc, big, (size_t)i * CP_BIG, CP_BIG, &r[n++]));
+    for (int i = 0; i < 4; i++) ASSERT_OK(asr_isend(sc, small, (size_t)i * 64, 64, &r[n++]));
+    /* let the transport take them, so they are really in flight */
+    for (int i = 0; i < n; i++) {
+      int done = 0;
+      ASSERT_OK(asr_test(r[i], &done, NULL));
+      if (i < 32) ASSERT_MSG(!done, "%s: request %d completed without a peer", rt_g.provider, i);
+    }
+    int stashed = 0;
+    for (int i = 0; i < CP_COLD; i++) {
+      asr_request_t *q;
+      ASSERT_OK(asr_isend(sc, cold[i], 0, 64, &q));
+      stashed += req_status(q) == ASR_REQ_STASHED;
+    }
+    if (getenv("ASR_TEST_VERBOSE")) fprintf(stderr, "%s: %d of %d cold sends stashed at close\n", rt_g.provider, stashed, CP_COLD);
+    uint64_t t0 = asr_time_ms();
+    if (!lnc_only) {
+      ASSERT_OK(asr_comm_close(sc));
+      ASSERT_OK(asr_comm_close(rc));
+    }
+    ASSERT_OK(asr_close(rank));
+    uint64_t ms = asr_time_ms() - t0;
+    if (getenv("ASR_TEST_VERBOSE")) fprintf(stderr, "%s: close with pending requests: %llu ms\n", rt_g.provider, (unsigned long long)ms);
+    ASSERT_MSG(ms < 10000, "%s: closing with pending requests took %llu ms", rt_g.provider, (unsigned long long)ms);
+    rt_barrier();
+  } else {
+    rt_barrier(); /* rank 0 closed */
+    uint64_t t0 = asr_time_ms();
+    if (!lnc_only) {
+      ASSERT_OK(asr_comm_close(sc));
+      ASSERT_OK(asr_comm_close(rc));
+    }
+    ASSERT_OK(asr_close(rank));
+    uint64_t ms = asr_time_ms() - t0;
+    ASSERT_MSG(ms < 10000, "%s: closing after the peer took %llu ms", rt_g.provider, (unsigned long long)ms);
+  }
+  asr_tensor_free(big);
+  asr_tensor_free(small);
+  for (int i = 0; i < CP_COLD; i++) asr_tensor_free(cold[i]);
+}
+
+TEST(close_pending) {
+  int lnc_only = 0;
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], close_pending_proc, &lnc_only, 50000);
+}
+
+TEST(close_pending_lnc) {
+  int lnc_only = 1;
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], close_pending_proc, &lnc_only, 50000);
+}
+
+/* Comms whose peer never shows up: a SEND comm waiting for a handle that is
+ * never published, a RECV comm waiting for a sender that never connects, and
+ * a connect / accept to oneself with no partner. arg: 0 = asr_close with all
+ * of them pending; 1 = asr_comm_close some first. */
+static void close_connecting_proc(int rank, void *arg) {
+  (void)rank;
+  int comm_close_first = *(int *)arg;
+  ASSERT_OK(asr_init(0));
+  asr_comm_t *s1, *r1, *s2, *r2;
+  ASSERT_OK(asr_connect(0, RT_PEER_IP, 5, &s1));
+  ASSERT_OK(asr_accept(0, RT_PEER_IP, 6, &r1));
+  ASSERT_OK(asr_connect(0, RT_PEER_IP, 0, &s2)); /* self, but no accept on LNC 0 from LNC 0 ... */
+  ASSERT_OK(asr_accept(0, RT_PEER_IP, 7, &r2));
+  asr_sleep_ms(300); /* let the machine get going: KV requests in flight, listens posted */
+  asr_comm_t *all[4] = {s1, r1, s2, r2};
+  asr_tensor_t *t;
+  alloc_tensor(64, &t);
+  for (int i = 0; i < 4; i++) {
+    int st = -1;
+    ASSERT_OK(asr_comm_status(all[i], &st));
+    ASSERT_MSG(st != ASR_COMM_CONNECTED && st != ASR_COMM_CONNECTION_ERROR, "comm %d is in state %s", i,
+               asr_comm_status_name(st));
+    asr_request_t *q = NULL;
+    ASSERT_EQ(i % 2 == 0 ? asr_isend(all[i], t, 0, 8, &q) : asr_irecv(all[i], t, 0, 8, &q), ASR_UNCONNECTED);
+    ASSERT(q == NULL);
+    ASSERT_EQ(asr_comm_wait_connected(all[i], 50), ASR_TIMEOUT);
+  }
+  uint64_t t0 = asr_time_ms();
+  if (comm_close_first) {
+    ASSERT_OK(asr_comm_close(s1));
+    ASSERT_OK(asr_comm_close(r1));
+  }
+  ASSERT_OK(asr_close(0));
+  uint64_t ms = asr_time_ms() - t0;
+  ASSERT_MSG(ms < 5000, "%s: closing while connecting took %llu ms", rt_g.provider, (unsigned long long)ms);
+  asr_tensor_free(t);
+}
+
+TEST(close_connecting) {
+  for (int v = 0; v < 2; v++)
+    for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], close_connecting_proc, &v, 30000);
+}
