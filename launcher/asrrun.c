@@ -492,16 +492,8 @@ int main(int argc, char **argv) {
   epfd = epoll_create1(EPOLL_CLOEXEC);
   watch(sigfd, EPOLLIN, &sig_tag);
   watch(lfd, EPOLLIN, &lfd_tag);
-  if (fcntl(0, F_GETFL) >= 0) {
-    fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &stdin_tag};
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &e) != 0) {
-      /* a regular file or /dev/null cannot be polled: read it all now */
-      stdin_open = 2;
-    }
-  } else {
-    stdin_open = 0;
-  }
+  /* stdin is watched once rank 0's daemon has started its ranks (see main loop). */
+  if (fcntl(0, F_GETFL) < 0) stdin_open = 2; /* no stdin: rank 0 gets EOF at once */
 
   char asrd[PATH_MAX], ctl_addr[64];
   asrd_path(asrd, sizeof asrd);
@@ -553,12 +545,19 @@ int main(int argc, char **argv) {
       }
     }
     uint64_t now = asr_time_ms();
-    if (stdin_open == 2 && ranks != NULL) {
+    if (stdin_open == 1 && daemons[map.ranks[0].host].started) {
+      /* Rank 0 exists now: forward asrrun's stdin to it. */
+      fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+      struct epoll_event e = {.events = EPOLLIN, .data.ptr = &stdin_tag};
+      /* a regular file or /dev/null cannot be polled: read it all at once */
+      stdin_open = epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &e) == 0 ? 3 : 2;
+    }
+    if (stdin_open == 2) {
       int h0 = map.ranks[0].host;
-      if (daemons[h0].hello) {
+      if (daemons[h0].started) {
         while (stdin_open == 2) {
           uint8_t buf[65536];
-          ssize_t k = read(0, buf, sizeof buf);
+          ssize_t k = fcntl(0, F_GETFL) < 0 ? 0 : read(0, buf, sizeof buf);
           asr_buf_t b = {0};
           asr_buf_put_bytes(&b, buf, k > 0 ? (size_t)k : 0);
           asr_ctl_send(&daemons[h0].conn, ASR_CTL_STDIN, &b);
