@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Quick start, first command: installs what is missing (apt), builds, and runs
-# the main job on this host. Until the launcher lands, the main job is the KV
-# rendezvous demo: 8 processes elect a KV server and meet pairwise through it.
+# the main job on this host: asrrun starts 4 ranks of the pairwise demo, which
+# connect to each other through libasr, move verified data and print latency
+# and bandwidth.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh"
 echo "== building (build/)"
 "$top/scripts/build.sh" "$top/build" --enable-werror
-echo "== running: tests/apps/kv_demo -n 8"
-"$top/build/tests/apps/kv_demo" -n 8
+echo "== running: asrrun -n 4 tests/apps/pairwise"
+cd "$top/build"
+exec ./launcher/asrrun -n 4 --timeout 120 ./tests/apps/pairwise
