@@ -15,9 +15,11 @@
  * Before forking, the parent makes the environment self-contained: with no
  * ASR_BOOTSTRAP_PORT it picks a free TCP port on 127.0.0.1, and with no
  * ASR_KV_LOCK_DIR it makes a private temporary directory for the KV election
- * lock (removed afterwards), so runs never meet other jobs' KV servers.
+ * lock (removed afterwards), so runs never meet other jobs' KV servers; and
+ * with no ASR_KV_BIND the elected KV server listens on 127.0.0.1 only.
  * If a child fails, dies or the timeout passes, the parent SIGKILLs every
- * child it started (by pid) and returns non-zero. Children get
+ * child it started (by pid), removes the shm regions a killed child's
+ * endpoints leave in /dev/shm, and returns non-zero. Children get
  * PR_SET_PDEATHSIG, so they also die with the parent.
  */
 #ifndef ASR_LAUNCH_H
@@ -136,6 +138,24 @@ static void launch_rmdir(const char *dir) {
   rmdir(dir);
 }
 
+/* A process that dies without closing its libfabric shm endpoints leaves
+ * their regions behind as /dev/shm/<pid>:<n>:<ep>: remove those of a child
+ * that was killed or crashed. */
+static void launch_rm_shm(pid_t pid) {
+  char pre[32];
+  int n = snprintf(pre, sizeof pre, "%d:", (int)pid);
+  DIR *d = opendir("/dev/shm");
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, pre, (size_t)n)) {
+      char p[512];
+      snprintf(p, sizeof p, "/dev/shm/%s", e->d_name);
+      unlink(p);
+    }
+  closedir(d);
+}
+
 /* Runs fn on n forked ranks. Returns 0 when every rank exited 0. */
 static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char *prog) {
   if (n < 1 || n > LAUNCH_MAX) return 2;
@@ -151,6 +171,7 @@ static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char 
     snprintf(buf, sizeof buf, "%d", p);
     setenv("ASR_BOOTSTRAP_PORT", buf, 1);
   }
+  setenv("ASR_KV_BIND", "127.0.0.1", 0);
   const char *ld = getenv("ASR_KV_LOCK_DIR");
   if (!ld || !*ld) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/asr-launch-XXXXXX");
@@ -248,7 +269,8 @@ static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char 
           alive[r] = 0;
           status[r] = st;
           nalive--;
-          if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed = 1;
+          if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            failed = 1;
           else if (nbarrier > 0 && !in_barrier[r]) {
             /* exited while others wait in a barrier: they would hang */
             fprintf(stderr, "%s: rank %d exited while other ranks wait in a barrier\n", prog, r);
@@ -300,6 +322,7 @@ static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char 
     if (up[r] >= 0) close(up[r]);
     close(down[r]);
     int st = status[r];
+    if (WIFSIGNALED(st)) launch_rm_shm(pids[r]);
     if (WIFSIGNALED(st) && (WTERMSIG(st) != SIGKILL || !(failed || timed_out)))
       fprintf(stderr, "%s: rank %d killed by signal %d\n", prog, r, WTERMSIG(st));
     else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)

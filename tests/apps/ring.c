@@ -116,7 +116,8 @@ static int rank_main(int rank, int n, void *arg) {
     return 1;
   }
   for (int i = 0; i < 2; i++)
-    if ((st = asr_tensor_alloc(o->maxsz + 64, &sbuf[i])) || (st = asr_tensor_alloc(o->maxsz + 64, &rbuf[i]))) {
+    if ((st = asr_tensor_alloc(o->maxsz + 64, &sbuf[i])) ||
+        (st = asr_tensor_alloc(o->maxsz + 64, &rbuf[i]))) {
       fprintf(stderr, "ring rank %d: asr_tensor_alloc: %s\n", rank, asr_strerror(st));
       return 1;
     }
@@ -128,7 +129,8 @@ static int rank_main(int rank, int n, void *arg) {
     /* an odd offset every other round, so unaligned slices are covered too */
     size_t off = (k & 2) ? 7 : 0;
     asr_tensor_t *s = sbuf[k & 1], *r = rbuf[k & 1];
-    unsigned char *sp = (unsigned char *)asr_tensor_va(s) + off, *rp = (unsigned char *)asr_tensor_va(r) + off;
+    unsigned char *sp = (unsigned char *)asr_tensor_va(s) + off,
+                  *rp = (unsigned char *)asr_tensor_va(r) + off;
     memset(rp, 0xa5, sz + 8);
     fill(sp, sz, rank, k);
     if (o->corrupt && rank == 0 && k == 3) sp[sz / 2] ^= 0x40; /* -C: the checker's self-test */
@@ -157,7 +159,8 @@ static int rank_main(int rank, int n, void *arg) {
     }
     for (size_t i = sz; i < sz + 8; i++)
       if (rp[i] != 0xa5) {
-        fprintf(stderr, "ring rank %d: round %d: byte %zu past the %zu-byte message was written\n", rank, k, i, sz);
+        fprintf(stderr, "ring rank %d: round %d: byte %zu past the %zu-byte message was written\n", rank, k,
+                i, sz);
         errors++;
         break;
       }
@@ -167,8 +170,8 @@ static int rank_main(int rank, int n, void *arg) {
   double rep[3] = {(double)errors, (double)bytes, us};
   launch_report(rep, 3);
   if (!o->quiet)
-    printf("ring rank %d (lnc %d -> %d): %d rounds, %llu bytes received, %lu errors, %.2f us/round\n", rank, lnc,
-           next, o->rounds, (unsigned long long)bytes, errors, us / o->rounds);
+    printf("ring rank %d (lnc %d -> %d): %d rounds, %llu bytes received, %lu errors, %.2f us/round\n", rank,
+           lnc, next, o->rounds, (unsigned long long)bytes, errors, us / o->rounds);
   fflush(stdout);
   /* nobody closes before every rank is done with its peers */
   if (launch_barrier() != 0) return 1;
@@ -190,17 +193,18 @@ int main(int argc, char **argv) {
   int n = 4, timeout_s = 120, opt;
   while ((opt = getopt(argc, argv, "n:k:s:S:l:t:qCh")) != -1) {
     switch (opt) {
-    case 'n': n = atoi(optarg); break;
-    case 'k': o.rounds = atoi(optarg); break;
-    case 's': o.minsz = strtoull(optarg, NULL, 0); break;
-    case 'S': o.maxsz = strtoull(optarg, NULL, 0); break;
-    case 'l': o.lnc0 = atoi(optarg); break;
-    case 't': timeout_s = atoi(optarg); break;
-    case 'q': o.quiet = 1; break;
-    case 'C': o.corrupt = 1; break;
-    default:
-      fprintf(stderr, "usage: ring [-n RANKS] [-k ROUNDS] [-s MIN] [-S MAX] [-l LNC0] [-t TIMEOUT_S] [-q] [-C]\n");
-      return 2;
+      case 'n': n = atoi(optarg); break;
+      case 'k': o.rounds = atoi(optarg); break;
+      case 's': o.minsz = strtoull(optarg, NULL, 0); break;
+      case 'S': o.maxsz = strtoull(optarg, NULL, 0); break;
+      case 'l': o.lnc0 = atoi(optarg); break;
+      case 't': timeout_s = atoi(optarg); break;
+      case 'q': o.quiet = 1; break;
+      case 'C': o.corrupt = 1; break;
+      default:
+        fprintf(stderr,
+                "usage: ring [-n RANKS] [-k ROUNDS] [-s MIN] [-S MAX] [-l LNC0] [-t TIMEOUT_S] [-q] [-C]\n");
+        return 2;
     }
   }
   if (n < 1 || n > LAUNCH_MAX || o.lnc0 < 0 || o.lnc0 + n > ASR_MAX_LNC || o.rounds < 1 || o.minsz < 1 ||
@@ -220,9 +224,11 @@ int main(int argc, char **argv) {
       bytes += launch_reports[r][1];
       if (launch_reports[r][2] > us) us = launch_reports[r][2];
     }
-  printf("ring: %d ranks, %d rounds, sizes %zu..%zu B, provider %s: %d/%d ranks reported, %.0f bytes verified, "
-         "%.0f errors, slowest rank %.2f us/round, %.2f s in all: %s\n",
-         n, o.rounds, o.minsz, o.maxsz, getenv("ASR_PROVIDER") ? getenv("ASR_PROVIDER") : "shm", reported, n, bytes,
-         errors, reported ? us / o.rounds : 0.0, secs, rc == 0 && errors == 0 && reported == n ? "PASS" : "FAIL");
+  printf(
+      "ring: %d ranks, %d rounds, sizes %zu..%zu B, provider %s: %d/%d ranks reported, %.0f bytes verified, "
+      "%.0f errors, slowest rank %.2f us/round, %.2f s in all: %s\n",
+      n, o.rounds, o.minsz, o.maxsz, getenv("ASR_PROVIDER") ? getenv("ASR_PROVIDER") : "shm", reported, n,
+      bytes, errors, reported ? us / o.rounds : 0.0, secs,
+      rc == 0 && errors == 0 && reported == n ? "PASS" : "FAIL");
   return rc == 0 && errors == 0 && reported == n ? 0 : 1;
 }

@@ -15,20 +15,22 @@
  *
  * The schedule is a pure function of SEED (-x, default 1): message j on the
  * i-th comm p -> q has a length drawn log-uniformly from 1 B .. MAXSIZE
- * (default 1 MiB) and bytes from a stream keyed by (SEED, p, q, i, j), so both
- * sides know what to expect without talking. Where a message lives is each
- * side's own random choice: a random tensor among TENSORS (default 8, half
- * asr_tensor_alloc'd, half asr_tensor_wrap'ed user memory at an odd address,
- * sizes random up to TENSOR_MAX, default 48 MiB) and a random offset in it,
- * never overlapping another request in flight in the same process. A comm
- * keeps at most half its share of the tensor memory in flight (so comms
- * cannot starve each other into a deadlock). One
- * receive in eight is posted with slack (a longer buffer than the message):
- * the reported size must be the message's and the slack must stay untouched.
- * Each round a comm posts a random burst, up to WINDOW (default 128, the
+ * (default 1 MiB; in blocks of 128 messages that are all tiny, all up to
+ * 64 KiB, or all from the full range) and bytes from a stream keyed by
+ * (SEED, p, q, i, j), so both sides know what to expect without talking.
+ * Where a message lives is each side's own random choice: a random tensor
+ * among TENSORS (default 8, half asr_tensor_alloc'd, half asr_tensor_wrap'ed
+ * user memory at an odd address, sizes random up to TENSOR_MAX, default
+ * 48 MiB) and a random offset in it, never overlapping another request in
+ * flight in the same process. A comm keeps at most half its share of the
+ * tensor memory in flight (so comms cannot starve each other into a
+ * deadlock). One receive in eight is posted with slack (a longer buffer than
+ * the message): the reported size must be the message's and the slack must
+ * stay untouched. Each round a comm posts a random burst, and now and then
+ * fills its whole window before reaping, up to WINDOW (default 128, the
  * runtime's limit) in flight; the first comm of a process to reach 128 also
  * checks that a 129th post is refused with ASR_QUEUE_FULL (that refusal logs
- * one expected error line).
+ * one expected error line). Requests are tested in any order, all of them.
  *
  * Environment: ASR_PROVIDER (shm by default, or 'tcp;ofi_rxm'); without
  * ASR_BOOTSTRAP_PORT / ASR_KV_LOCK_DIR a free port / private lock directory
@@ -79,7 +81,7 @@ typedef struct {
   op_t ops[ASR_MAX_REQUESTS];
   int count, max_seen;
   int full_windows; /* times ASR_MAX_REQUESTS were in flight */
-  int hold; /* filling the window: no reaping until nothing more can be posted */
+  int hold;         /* filling the window: no reaping until nothing more can be posted */
   size_t bytes_in_flight;
 } cs_t;
 
@@ -224,8 +226,7 @@ static int post_one(cs_t *c) {
     fill(t->va + off, len, msg_key(src, dst, c->idx, j));
     /* -C: the self-test of the checker spoils one byte of one message */
     if (O->corrupt && me == 0 && c->idx == 0 && j == 5) t->va[off + len / 2] ^= 0x40;
-  }
-  else
+  } else
     memset(t->va + off, POISON, post_len);
   int slot = -1;
   for (int i = 0; i < ASR_MAX_REQUESTS; i++)
@@ -238,10 +239,12 @@ static int post_one(cs_t *c) {
     return -1;
   }
   op_t *op = &c->ops[slot];
-  int st = c->is_send ? asr_isend(c->c, t->t, off, len, &op->req) : asr_irecv(c->c, t->t, off, post_len, &op->req);
+  int st =
+      c->is_send ? asr_isend(c->c, t->t, off, len, &op->req) : asr_irecv(c->c, t->t, off, post_len, &op->req);
   if (st) {
     fprintf(stderr, "stress rank %d: %s on %s (msg %u, %zu bytes at %zu of tensor %d) failed: %s\n", me,
-            c->is_send ? "asr_isend" : "asr_irecv", cname(c, nb, sizeof nb), j, post_len, off, ti, asr_strerror(st));
+            c->is_send ? "asr_isend" : "asr_irecv", cname(c, nb, sizeof nb), j, post_len, off, ti,
+            asr_strerror(st));
     return -1;
   }
   op->tensor = ti;
@@ -268,7 +271,9 @@ static int probe_queue_full(cs_t *c) {
     errors++;
     return -1;
   }
-  if (O->verbose) printf("stress rank %d: 129th post on %s refused with ASR_QUEUE_FULL as expected\n", me, cname(c, nb, sizeof nb));
+  if (O->verbose)
+    printf("stress rank %d: 129th post on %s refused with ASR_QUEUE_FULL as expected\n", me,
+           cname(c, nb, sizeof nb));
   return 0;
 }
 
@@ -283,8 +288,8 @@ static int reap(cs_t *c, uint64_t *bytes) {
     size_t got = 0;
     int st = asr_test(op->req, &done, &got);
     if (st) {
-      fprintf(stderr, "stress rank %d: asr_test on %s msg %u failed: %s\n", me, cname(c, nb, sizeof nb), op->seq,
-              asr_strerror(st));
+      fprintf(stderr, "stress rank %d: asr_test on %s msg %u failed: %s\n", me, cname(c, nb, sizeof nb),
+              op->seq, asr_strerror(st));
       return -1;
     }
     if (!done) continue;
@@ -302,8 +307,8 @@ static int reap(cs_t *c, uint64_t *bytes) {
       }
       for (size_t k = op->len; k < op->post_len; k++)
         if (t->va[op->off + k] != POISON) {
-          fprintf(stderr, "stress rank %d: %s msg %u: slack byte %zu (message %zu, buffer %zu) was written\n", me,
-                  cname(c, nb, sizeof nb), op->seq, k, op->len, op->post_len);
+          fprintf(stderr, "stress rank %d: %s msg %u: slack byte %zu (message %zu, buffer %zu) was written\n",
+                  me, cname(c, nb, sizeof nb), op->seq, k, op->len, op->post_len);
           errors++;
           break;
         }
@@ -377,7 +382,8 @@ static int rank_main(int rank, int nprocs, void *arg) {
     st = is_send ? asr_connect(lnc, "127.0.0.1", O->lnc0 + peer, &c->c)
                  : asr_accept(lnc, "127.0.0.1", O->lnc0 + peer, &c->c);
     if (st) {
-      fprintf(stderr, "stress rank %d: %s: %s\n", rank, is_send ? "asr_connect" : "asr_accept", asr_strerror(st));
+      fprintf(stderr, "stress rank %d: %s: %s\n", rank, is_send ? "asr_connect" : "asr_accept",
+              asr_strerror(st));
       return 1;
     }
   }
@@ -385,7 +391,8 @@ static int rank_main(int rank, int nprocs, void *arg) {
   for (int k = 0; k < ncs; k++)
     if ((st = asr_comm_wait_connected(cs[k].c, 60000))) {
       char nb[96];
-      fprintf(stderr, "stress rank %d: %s did not connect: %s\n", rank, cname(&cs[k], nb, sizeof nb), asr_strerror(st));
+      fprintf(stderr, "stress rank %d: %s did not connect: %s\n", rank, cname(&cs[k], nb, sizeof nb),
+              asr_strerror(st));
       return 1;
     }
   uint64_t t0 = launch_now_ns(), last_progress = t0, bytes = 0, msgs = 0;
@@ -427,8 +434,8 @@ static int rank_main(int rank, int nprocs, void *arg) {
       fprintf(stderr, "stress rank %d: no completion for 60 s; in flight:\n", rank);
       for (int k = 0; k < ncs; k++) {
         char nb[96];
-        fprintf(stderr, "  %s: posted %u, completed %u, in flight %d\n", cname(&cs[k], nb, sizeof nb), cs[k].next,
-                cs[k].completed, cs[k].count);
+        fprintf(stderr, "  %s: posted %u, completed %u, in flight %d\n", cname(&cs[k], nb, sizeof nb),
+                cs[k].next, cs[k].completed, cs[k].count);
       }
       return 1;
     }
@@ -439,12 +446,15 @@ static int rank_main(int rank, int nprocs, void *arg) {
     if (cs[k].max_seen > maxw) maxw = cs[k].max_seen;
     full += cs[k].full_windows;
   }
-  double rep[7] = {(double)errors, (double)bytes, (double)msgs, secs, (double)maxw, (double)full, (double)probed};
+  double rep[7] = {(double)errors, (double)bytes, (double)msgs,  secs,
+                   (double)maxw,   (double)full,  (double)probed};
   launch_report(rep, 7);
   if (O->verbose)
-    printf("stress rank %d (lnc %d): %d comms, %llu requests, %llu bytes received and verified, max %d in flight "
-           "(128 reached %d times), %lu errors, %.2f s\n",
-           rank, lnc, ncs, (unsigned long long)msgs, (unsigned long long)bytes, maxw, full, errors, secs);
+    printf(
+        "stress rank %d (lnc %d): %d comms, %llu requests, %llu bytes received and verified, max %d in "
+        "flight "
+        "(128 reached %d times), %lu errors, %.2f s\n",
+        rank, lnc, ncs, (unsigned long long)msgs, (unsigned long long)bytes, maxw, full, errors, secs);
   fflush(stdout);
   if (launch_barrier() != 0) return 1;
   for (int k = 0; k < ncs; k++) asr_comm_close(cs[k].c);
@@ -463,33 +473,43 @@ static int rank_main(int rank, int nprocs, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  static stress_opts_t o = {.procs = 2, .comms = 4, .msgs = 1500, .window = ASR_MAX_REQUESTS, .tensors = 8,
-                            .lnc0 = 0, .timeout_s = 300, .maxsz = 1u << 20, .tmax = 48u << 20, .seed = 1};
+  static stress_opts_t o = {.procs = 2,
+                            .comms = 4,
+                            .msgs = 1500,
+                            .window = ASR_MAX_REQUESTS,
+                            .tensors = 8,
+                            .lnc0 = 0,
+                            .timeout_s = 300,
+                            .maxsz = 1u << 20,
+                            .tmax = 48u << 20,
+                            .seed = 1};
   int opt;
   while ((opt = getopt(argc, argv, "P:c:m:w:S:t:T:x:l:o:vCh")) != -1) {
     switch (opt) {
-    case 'P': o.procs = atoi(optarg); break;
-    case 'c': o.comms = atoi(optarg); break;
-    case 'm': o.msgs = atoi(optarg); break;
-    case 'w': o.window = atoi(optarg); break;
-    case 'S': o.maxsz = strtoull(optarg, NULL, 0); break;
-    case 't': o.tensors = atoi(optarg); break;
-    case 'T': o.tmax = strtoull(optarg, NULL, 0); break;
-    case 'x': o.seed = strtoull(optarg, NULL, 0); break;
-    case 'l': o.lnc0 = atoi(optarg); break;
-    case 'o': o.timeout_s = atoi(optarg); break;
-    case 'v': o.verbose = 1; break;
-    case 'C': o.corrupt = 1; break;
-    default:
-      fprintf(stderr, "usage: stress [-P PROCS] [-c COMMS] [-m MSGS] [-w WINDOW] [-S MAXSIZE] [-t TENSORS] "
-                      "[-T TENSOR_MAX] [-x SEED] [-l LNC0] [-o TIMEOUT_S] [-v] [-C]\n");
-      return 2;
+      case 'P': o.procs = atoi(optarg); break;
+      case 'c': o.comms = atoi(optarg); break;
+      case 'm': o.msgs = atoi(optarg); break;
+      case 'w': o.window = atoi(optarg); break;
+      case 'S': o.maxsz = strtoull(optarg, NULL, 0); break;
+      case 't': o.tensors = atoi(optarg); break;
+      case 'T': o.tmax = strtoull(optarg, NULL, 0); break;
+      case 'x': o.seed = strtoull(optarg, NULL, 0); break;
+      case 'l': o.lnc0 = atoi(optarg); break;
+      case 'o': o.timeout_s = atoi(optarg); break;
+      case 'v': o.verbose = 1; break;
+      case 'C': o.corrupt = 1; break;
+      default:
+        fprintf(stderr,
+                "usage: stress [-P PROCS] [-c COMMS] [-m MSGS] [-w WINDOW] [-S MAXSIZE] [-t TENSORS] "
+                "[-T TENSOR_MAX] [-x SEED] [-l LNC0] [-o TIMEOUT_S] [-v] [-C]\n");
+        return 2;
     }
   }
   if (o.procs < 2 || o.procs > LAUNCH_MAX || o.lnc0 < 0 || o.lnc0 + o.procs > ASR_MAX_LNC || o.comms < 1 ||
       o.msgs < 1 || o.window < 1 || o.window > ASR_MAX_REQUESTS || o.maxsz < 1 || o.tensors < 1 ||
       o.timeout_s < 1) {
-    fprintf(stderr, "stress: need 2 <= -P, -l + -P <= 128, -c >= 1, -m >= 1, 1 <= -w <= 128, -S >= 1, -t >= 1\n");
+    fprintf(stderr,
+            "stress: need 2 <= -P, -l + -P <= 128, -c >= 1, -m >= 1, 1 <= -w <= 128, -S >= 1, -t >= 1\n");
     return 2;
   }
   O = &o;
@@ -509,12 +529,13 @@ int main(int argc, char **argv) {
       probes += (int)launch_reports[r][6];
     }
   int ok = rc == 0 && errs == 0 && reported == o.procs;
-  printf("stress: %d procs x %d comms per direction per peer, %d msgs per comm, sizes 1..%zu B, seed %llu, "
-         "provider %s: %.0f requests completed, %.0f bytes verified (%.1f MB/s), max %d in flight per comm "
-         "(128 reached %d times; %d ranks saw a 129th post refused, the expected "
-         "'Maximum number of pending requests' log line), %.0f errors, %.2f s: %s\n",
-         o.procs, o.comms, o.msgs, o.maxsz, (unsigned long long)o.seed,
-         getenv("ASR_PROVIDER") ? getenv("ASR_PROVIDER") : "shm", msgs, bytes, bytes / secs / 1e6, maxw, full, probes, errs, secs,
-         ok ? "PASS" : "FAIL");
+  printf(
+      "stress: %d procs x %d comms per direction per peer, %d msgs per comm, sizes 1..%zu B, seed %llu, "
+      "provider %s: %.0f requests completed, %.0f bytes verified (%.1f MB/s), max %d in flight per comm "
+      "(128 reached %d times; %d ranks saw a 129th post refused, the expected "
+      "'Maximum number of pending requests' log line), %.0f errors, %.2f s: %s\n",
+      o.procs, o.comms, o.msgs, o.maxsz, (unsigned long long)o.seed,
+      getenv("ASR_PROVIDER") ? getenv("ASR_PROVIDER") : "shm", msgs, bytes, bytes / secs / 1e6, maxw, full,
+      probes, errs, secs, ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }

@@ -95,7 +95,8 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
     int st = asr_comm_wait_connected(sc[k], 120000);
     if (!st) st = asr_comm_wait_connected(rc[k], 120000);
     if (st) {
-      fprintf(stderr, "asr_bench mesh: process %d comm pair %d did not connect: %s\n", proc, k, asr_strerror(st));
+      fprintf(stderr, "asr_bench mesh: process %d comm pair %d did not connect: %s\n", proc, k,
+              asr_strerror(st));
       return 1;
     }
   }
@@ -114,7 +115,8 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
       if (q == me) continue;
       sv[k] = ((uint64_t)me << 32) | (uint64_t)q;
       rv[k] = ~0ull;
-      if (asr_irecv(rc[k], rbuf, (size_t)k * 8, 8, &rq[k]) || asr_isend(sc[k], sbuf, (size_t)k * 8, 8, &sq[k])) {
+      if (asr_irecv(rc[k], rbuf, (size_t)k * 8, 8, &rq[k]) ||
+          asr_isend(sc[k], sbuf, (size_t)k * 8, 8, &sq[k])) {
         fprintf(stderr, "asr_bench mesh: posting the check messages failed\n");
         return 1;
       }
@@ -165,8 +167,9 @@ static int rate_rank(int rank, int nranks, void *arg) {
   int st = asr_init(lnc);
   if (rank == 0 && launch_barrier() != 0) return 1;
   asr_comm_t *sc, *rc;
-  if (st || (st = asr_connect(lnc, "127.0.0.1", peer, &sc)) || (st = asr_accept(lnc, "127.0.0.1", peer, &rc)) ||
-      (st = asr_comm_wait_connected(sc, 60000)) || (st = asr_comm_wait_connected(rc, 60000))) {
+  if (st || (st = asr_connect(lnc, "127.0.0.1", peer, &sc)) ||
+      (st = asr_accept(lnc, "127.0.0.1", peer, &rc)) || (st = asr_comm_wait_connected(sc, 60000)) ||
+      (st = asr_comm_wait_connected(rc, 60000))) {
     fprintf(stderr, "asr_bench rate rank %d: setup: %s\n", rank, asr_strerror(st));
     return 1;
   }
@@ -182,7 +185,8 @@ static int rate_rank(int rank, int nranks, void *arg) {
     for (int k = 0; k < w; k++) {
       uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | 8;
       if (rank == 0) s[k] = stamp;
-      st = rank == 0 ? asr_isend(sc, sbuf, (size_t)k * 8, 8, &q[k]) : asr_irecv(rc, rbuf, (size_t)k * 8, 8, &q[k]);
+      st = rank == 0 ? asr_isend(sc, sbuf, (size_t)k * 8, 8, &q[k])
+                     : asr_irecv(rc, rbuf, (size_t)k * 8, 8, &q[k]);
       if (st) {
         fprintf(stderr, "asr_bench rate rank %d: post: %s\n", rank, asr_strerror(st));
         return 1;
@@ -223,19 +227,19 @@ int main(int argc, char **argv) {
   int timeout_s = 300, opt;
   while ((opt = getopt(argc, argv, "m:R:L:l:w:n:t:h")) != -1) {
     switch (opt) {
-    case 'm': mode = optarg; break;
-    case 'R': o.ranks = atoi(optarg); break;
-    case 'L': o.per_proc = atoi(optarg); break;
-    case 'l': o.lnc0 = atoi(optarg); break;
-    case 'w': o.window = atoi(optarg); break;
-    case 'n': o.iters = atoi(optarg); break;
-    case 't': timeout_s = atoi(optarg); break;
-    default: mode = NULL; goto usage;
+      case 'm': mode = optarg; break;
+      case 'R': o.ranks = atoi(optarg); break;
+      case 'L': o.per_proc = atoi(optarg); break;
+      case 'l': o.lnc0 = atoi(optarg); break;
+      case 'w': o.window = atoi(optarg); break;
+      case 'n': o.iters = atoi(optarg); break;
+      case 't': timeout_s = atoi(optarg); break;
+      default: mode = NULL; goto usage;
     }
   }
   if (mode && !strcmp(mode, "mesh")) {
-    if (o.ranks < 2 || o.per_proc < 1 || o.ranks % o.per_proc || o.lnc0 < 0 || o.lnc0 + o.ranks > ASR_MAX_LNC ||
-        o.ranks / o.per_proc > LAUNCH_MAX) {
+    if (o.ranks < 2 || o.per_proc < 1 || o.ranks % o.per_proc || o.lnc0 < 0 ||
+        o.lnc0 + o.ranks > ASR_MAX_LNC || o.ranks / o.per_proc > LAUNCH_MAX) {
       fprintf(stderr, "asr_bench: mesh needs 2 <= -R, -L dividing -R, -l + -R <= 128\n");
       return 2;
     }
@@ -251,21 +255,24 @@ int main(int argc, char **argv) {
         if (launch_reports[p][1] > conn) conn = launch_reports[p][1];
       }
     if (rc || reported != procs) {
-      fprintf(stderr, "asr_bench: mesh of %d ranks failed (%d of %d processes connected)\n", o.ranks, reported, procs);
+      fprintf(stderr, "asr_bench: mesh of %d ranks failed (%d of %d processes connected)\n", o.ranks,
+              reported, procs);
       return 1;
     }
     printf("mesh %d %d %.1f %.1f\n", o.ranks, procs, init, conn);
     return 0;
   }
   if (mode && !strcmp(mode, "rate")) {
-    if (o.window < 1 || o.window > ASR_MAX_REQUESTS || o.iters < 1 || o.lnc0 < 0 || o.lnc0 + 2 > ASR_MAX_LNC) {
+    if (o.window < 1 || o.window > ASR_MAX_REQUESTS || o.iters < 1 || o.lnc0 < 0 ||
+        o.lnc0 + 2 > ASR_MAX_LNC) {
       fprintf(stderr, "asr_bench: rate needs 1 <= -w <= 128, -n >= 1, -l <= 126\n");
       return 2;
     }
     return launch_run(2, rate_rank, &o, timeout_s, "asr_bench") ? 1 : 0;
   }
 usage:
-  fprintf(stderr, "usage: asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-l LNC0] [-t TIMEOUT_S]\n"
-                  "       asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]\n");
+  fprintf(stderr,
+          "usage: asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-l LNC0] [-t TIMEOUT_S]\n"
+          "       asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]\n");
   return 2;
 }

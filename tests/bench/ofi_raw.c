@@ -5,6 +5,7 @@
  * fi_tsend / fi_trecv with nothing of libasr in between.
  *
  *   ofi_raw [-p PROVIDER] [-m lat|bw|rate|all] [-s MIN] [-S MAX] [-n ITERS] [-w WINDOW] [-r RATE_WINDOW]
+ *           [-T safe|domain]
  *
  * One invocation forks the second rank; the two open their endpoints after
  * the fork and swap addresses over a socketpair (tcp;ofi_rxm binds
@@ -14,7 +15,10 @@
  * one CQ (FI_CQ_FORMAT_TAGGED) bound for both directions, registered
  * buffers, one tag per message (a sequence number). So asr/raw isolates what
  * libasr adds (its locks, request pool, stash and service thread), not
- * provider settings. Unlike fi_pingpong it never uses fi_inject.
+ * provider settings. Unlike fi_pingpong it never uses fi_inject. -T domain
+ * asks for FI_THREAD_DOMAIN instead (what a caller that serialises its own
+ * calls, as libasr does under its transport lock, could ask for), to measure
+ * what the provider's own locking costs.
  *
  * Output (rank 0), the format of pingpong:
  *   lat  SIZE  one-way usec   (round trip / 2, ITERS rounds, ITERS/10 >= 1 MiB)
@@ -56,6 +60,7 @@ typedef struct {
 
 static int rank, iters = 1000, window = 64, rate_window = 128;
 static const char *prov = "shm";
+static int thread_domain; /* -T domain: FI_THREAD_DOMAIN instead of libasr's FI_THREAD_SAFE */
 static struct fi_info *info;
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
@@ -134,8 +139,10 @@ static void post_recv(size_t off, size_t len, op_t *op) {
 static void fill(unsigned char *p, size_t size, uint64_t stamp, int full) {
   if (full)
     for (size_t i = 0; i < size; i++) p[i] = (unsigned char)((i * 131 + size) & 0xff);
-  if (size >= 8) memcpy(p, &stamp, 8);
-  else if (size) p[0] = (unsigned char)stamp;
+  if (size >= 8)
+    memcpy(p, &stamp, 8);
+  else if (size)
+    p[0] = (unsigned char)stamp;
 }
 
 static void check(const unsigned char *p, size_t size, uint64_t stamp, int full, size_t got) {
@@ -206,8 +213,10 @@ static double run_bw(size_t size, int n, int w) {
       }
     }
     /* 1-byte ack closes the window */
-    if (rank == 0) post_recv(0, 1, &ops[MAXW]);
-    else post_send(0, 1, &ops[MAXW]);
+    if (rank == 0)
+      post_recv(0, 1, &ops[MAXW]);
+    else
+      post_send(0, 1, &ops[MAXW]);
     wait_op(&ops[MAXW]);
   }
   return (double)(now_ns() - t0) / 1e9;
@@ -221,11 +230,12 @@ static void setup(int sock) {
   hints->caps = FI_TAGGED | FI_SEND | FI_RECV | (is_shm ? 0 : FI_LOCAL_COMM | FI_REMOTE_COMM);
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = FI_THREAD_SAFE;
+  hints->domain_attr->threading = thread_domain ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
   hints->tx_attr->msg_order = FI_ORDER_SAS;
   hints->rx_attr->msg_order = FI_ORDER_SAS;
   hints->fabric_attr->prov_name = strdup(prov);
-  int rc = fi_getinfo(FI_VERSION(1, 11), is_shm ? NULL : "127.0.0.1", NULL, is_shm ? 0 : FI_SOURCE, hints, &info);
+  int rc =
+      fi_getinfo(FI_VERSION(1, 11), is_shm ? NULL : "127.0.0.1", NULL, is_shm ? 0 : FI_SOURCE, hints, &info);
   fi_freeinfo(hints);
   if (rc) die("fi_getinfo", rc);
   if ((rc = fi_fabric(info->fabric_attr, &fabric, NULL))) die("fi_fabric", rc);
@@ -250,7 +260,8 @@ static void setup(int sock) {
 
 static void reg(size_t need) {
   int need_desc = (info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
-  if (posix_memalign((void **)&sbuf, 4096, need) || posix_memalign((void **)&rbuf, 4096, need)) die("memory", 0);
+  if (posix_memalign((void **)&sbuf, 4096, need) || posix_memalign((void **)&rbuf, 4096, need))
+    die("memory", 0);
   memset(sbuf, 0, need);
   memset(rbuf, 0, need);
   int rc;
@@ -272,19 +283,21 @@ int main(int argc, char **argv) {
   int opt;
   const char *env = getenv("ASR_PROVIDER");
   if (env && *env) prov = env;
-  while ((opt = getopt(argc, argv, "p:m:s:S:n:w:r:h")) != -1) {
+  while ((opt = getopt(argc, argv, "p:m:s:S:n:w:r:T:h")) != -1) {
     switch (opt) {
-    case 'p': prov = optarg; break;
-    case 'm': mode = optarg; break;
-    case 's': minsz = strtoull(optarg, NULL, 0); break;
-    case 'S': maxsz = strtoull(optarg, NULL, 0); break;
-    case 'n': iters = atoi(optarg); break;
-    case 'w': window = atoi(optarg); break;
-    case 'r': rate_window = atoi(optarg); break;
-    default:
-      fprintf(stderr, "usage: ofi_raw [-p PROVIDER] [-m lat|bw|rate|all] [-s MIN] [-S MAX] [-n ITERS] [-w WINDOW] "
-                      "[-r RATE_WINDOW]\n");
-      return 2;
+      case 'p': prov = optarg; break;
+      case 'm': mode = optarg; break;
+      case 's': minsz = strtoull(optarg, NULL, 0); break;
+      case 'S': maxsz = strtoull(optarg, NULL, 0); break;
+      case 'n': iters = atoi(optarg); break;
+      case 'w': window = atoi(optarg); break;
+      case 'r': rate_window = atoi(optarg); break;
+      case 'T': thread_domain = !strcmp(optarg, "domain"); break;
+      default:
+        fprintf(stderr,
+                "usage: ofi_raw [-p PROVIDER] [-m lat|bw|rate|all] [-s MIN] [-S MAX] [-n ITERS] [-w WINDOW] "
+                "[-r RATE_WINDOW] [-T safe|domain]\n");
+        return 2;
     }
   }
   if (minsz < 1 || maxsz < minsz || iters < 1 || window < 1 || window > MAXW || rate_window < 1 ||

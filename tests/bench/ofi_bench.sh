@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# ofi_bench.sh -- libasr against raw libfabric, on one host, for the shm and
+# tcp;ofi_rxm providers.
+#
+#   tests/bench/ofi_bench.sh BUILD_DIR
+#
+# BUILD_DIR is a configured and built tree (`make` builds tests/apps/pingpong,
+# tests/bench/ofi_raw and tests/bench/asr_bench; the script builds them with
+# `make -C BUILD_DIR <targets>` if one is missing). Needs fi_pingpong
+# (libfabric-bin) and ss (iproute2). Everything runs on 127.0.0.1.
+#
+# For each provider, REPS times (interleaving asr and raw runs, so load drifts
+# hit both alike), it measures:
+#   latency (us)    one-way, SIZE = 1 B .. 4 MiB (LAT_SIZES).
+#                   asr: tests/apps/pingpong -m all (round trip / 2).
+#                   raw: fi_pingpong -e rdm -m tagged -S SIZE -I N, one run per
+#                   size (-S all would also run the 1.5x sizes, with one -I for
+#                   all of them), N = 10*ITERS below 64 KiB, ITERS below 1 MiB,
+#                   ITERS/10 above (fi_pingpong's former default counts):
+#                   fi_pingpong has no warm-up, so its first exchange (and on
+#                   tcp;ofi_rxm the connection set-up it triggers) is inside
+#                   the timed loop, and many iterations amortise it.
+#                   fi_pingpong's "usec/xfer" is elapsed time /
+#                   (iterations * 2), i.e. already ONE-WAY (it counts the ping
+#                   and the pong as two transfers): it is used as is. Note that
+#                   fi_pingpong pre-posts its receive and sends below the
+#                   provider's inject size with fi_inject (no send completion),
+#                   which pingpong's pattern cannot do; so the table also shows
+#                   "tsend", the latency of tests/bench/ofi_raw, the very
+#                   pattern of pingpong (post send, wait for its completion,
+#                   then post the receive) on raw fi_tsend/fi_trecv, and the
+#                   ratio asr/tsend.
+#   bandwidth (MB/s) window of 64 sends in flight, then a 1-byte ack (pingpong's
+#                   bw mode). fi_pingpong has no windowed mode, so raw is
+#                   tests/bench/ofi_raw -m bw -w 64, the same loop on
+#                   fi_tsend/fi_trecv with libasr's endpoint settings.
+#   rate (msgs/s)   8-byte messages, 128 in flight, 1-byte ack per window.
+#                   asr: tests/bench/asr_bench -m rate -w 128 (pingpong's -w
+#                   stops at 120); raw: ofi_raw -m rate -r 128.
+# and MESH_REPS times the time to connect a full mesh of 16 and 64 LNC ranks
+# (MESH_SIZES), MESH_LNCS LNCs per process (default 4: 16 ranks = 4
+# processes, 64 ranks = 16 processes, since the machine has 2 cores): every
+# rank connects a SEND and a RECV comm to every other rank; timed from the
+# launcher's first fork to the moment the last comm is CONNECTED (process
+# start and asr_init included; the init part is shown in the note), then one
+# stamped message per comm proves every connection (tests/bench/asr_bench -m
+# mesh).
+#
+# Every figure is the median of its runs. The payloads are verified by
+# pingpong, ofi_raw and asr_bench (fi_pingpong runs without -c, which would
+# put its checks inside the timed loop). The script exits non-zero if any run
+# fails, times out or reports a wrong payload.
+#
+# Knobs (environment): PROVIDERS ("shm tcp;ofi_rxm"), REPS (3), MESH_REPS (3),
+# MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (1000: pingpong/ofi_raw -n, which
+# use a tenth, at least 10, from 1 MiB; fi_pingpong -I as above),
+# LAT_SIZES (powers of 4 from 1 to 4 MiB), BW_SIZES (same), KEEP=1 keeps the
+# work directory (logs, per-run figures) and prints its path.
+#
+# Hygiene: only 127.0.0.1 (ASR_IF_ADDR, ASR_KV_BIND; fi_pingpong -d lo for
+# tcp -- only fi_pingpong's control socket binds the wildcard address, which
+# it has no option for); a fresh free port per run (bootstrap port, and
+# fi_pingpong's control port); a private ASR_KV_LOCK_DIR under a mktemp -d
+# work directory; every process started runs in its own process group (set
+# -m) and under `timeout`, and is killed by its group on exit or interrupt --
+# nothing is ever killed by name -- after which the shared-memory regions
+# the killed processes' shm endpoints leave (/dev/shm/<pid>:*) are removed.
+set -u
+set -m
+
+BUILD=${1:-}
+if [ -z "$BUILD" ] || [ ! -d "$BUILD" ]; then
+  echo "usage: $0 BUILD_DIR" >&2
+  exit 2
+fi
+BUILD=$(cd "$BUILD" && pwd)
+PROVIDERS=${PROVIDERS:-"shm tcp;ofi_rxm"}
+REPS=${REPS:-3}
+MESH_REPS=${MESH_REPS:-3}
+MESH_SIZES=${MESH_SIZES:-"16 64"}
+MESH_LNCS=${MESH_LNCS:-4}
+ITERS=${ITERS:-1000}
+P4="1 4 16 64 256 1024 4096 16384 65536 262144 1048576 4194304"
+LAT_SIZES=${LAT_SIZES:-$P4}
+BW_SIZES=${BW_SIZES:-$P4}
+MAXSZ=4194304
+
+PINGPONG=$BUILD/tests/apps/pingpong
+OFI_RAW=$BUILD/tests/bench/ofi_raw
+ASR_BENCH=$BUILD/tests/bench/asr_bench
+missing=""
+for b in "$PINGPONG" "$OFI_RAW" "$ASR_BENCH"; do [ -x "$b" ] || missing="$missing ${b#"$BUILD"/}"; done
+if [ -n "$missing" ]; then
+  echo "ofi_bench: building$missing" >&2
+  # shellcheck disable=SC2086
+  make -C "$BUILD" $missing >/dev/null || { echo "ofi_bench: cannot build$missing" >&2; exit 2; }
+fi
+command -v fi_pingpong >/dev/null || { echo "ofi_bench: fi_pingpong not found (install libfabric-bin)" >&2; exit 2; }
+command -v ss >/dev/null || { echo "ofi_bench: ss not found (install iproute2)" >&2; exit 2; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ofi_bench.XXXXXX") || exit 2
+DATA=$WORK/data   # lines: provider metric size tool value
+: >"$DATA"
+export ASR_KV_LOCK_DIR=$WORK/kvlock
+mkdir -p "$ASR_KV_LOCK_DIR"
+export ASR_IF_ADDR=127.0.0.1 ASR_KV_BIND=127.0.0.1
+unset FI_PROVIDER ASR_KV_SERVER ASR_BOOTSTRAP_PORT NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT
+FAILS=0
+PIDS=()
+
+# shellcheck disable=SC2317  # (called through the trap)
+cleanup() {
+  local p i members=()
+  if [ ${#PIDS[@]} -gt 0 ]; then
+    for p in "${PIDS[@]}"; do
+      # shellcheck disable=SC2207
+      members+=($(pgrep -g "$p" 2>/dev/null))
+    done
+    # TERM first (timeout passes it on and reaps its command), then KILL
+    for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
+    for i in $(seq 1 20); do
+      kill -0 "${PIDS[@]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    # a killed shm endpoint leaves its region behind: /dev/shm/<pid>:<n>:<ep>
+    # (these pids were ours and have just been SIGKILLed)
+    for p in "${members[@]+"${members[@]}"}"; do rm -f /dev/shm/"$p":*:* 2>/dev/null; done
+  fi
+  PIDS=()
+  if [ "${KEEP:-0}" = 1 ]; then
+    echo "ofi_bench: work directory kept: $WORK" >&3
+  else
+    rm -rf "$WORK"
+  fi
+}
+# fd 3 is the script's own stderr: a trap can run while a function's output is
+# redirected to a log, and its message must not end up there.
+exec 3>&2
+trap cleanup EXIT
+trap 'echo "ofi_bench: interrupted; stopping every process it started" >&3; exit 130' INT TERM
+
+# Starts "$@" in the background in its own process group; its pid is in BG.
+bg() {
+  "$@" &
+  BG=$!
+  PIDS+=("$BG")
+}
+
+# Waits for background pid $1; returns its status and forgets it.
+reap() {
+  local st
+  wait "$1"
+  st=$?
+  local keep=() p
+  for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  PIDS=("${keep[@]+"${keep[@]}"}")
+  return $st
+}
+
+# Runs "$@" like bg, then waits for it: the shell can still act on a signal
+# (a foreground command would make it wait for the end of the command).
+run() {
+  bg "$@"
+  reap "$BG"
+}
+
+port_in_use() { [ -n "$(ss -Htan "( sport = :$1 or dport = :$1 )" 2>/dev/null)" ]; }
+
+# A free TCP port on 127.0.0.1 that no socket (listening, connected or in
+# TIME_WAIT) uses.
+free_port() {
+  local p i
+  for i in $(seq 1 200); do
+    if command -v python3 >/dev/null 2>&1; then
+      p=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])' 2>/dev/null)
+    else
+      p=$((20000 + RANDOM % 30000))
+    fi
+    [ -n "$p" ] && ! port_in_use "$p" && { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+wait_listen() { # port, pid: waits until the port listens (or the pid died)
+  local i
+  for i in $(seq 1 500); do
+    [ -n "$(ss -Hltn "( sport = :$1 )" 2>/dev/null)" ] && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.01
+  done
+  return 1
+}
+
+fail() { # message, log file
+  FAILS=$((FAILS + 1))
+  echo "ofi_bench: FAILED: $1" >&2
+  [ -n "${2:-}" ] && [ -f "$2" ] && tail -n 15 "$2" | sed 's/^/    /' >&2
+}
+
+record() { echo "$1 $2 $3 $4 $5" >>"$DATA"; } # provider metric size tool value
+
+n_for() { # iterations for a size, as pingpong picks them
+  if [ "$1" -ge 1048576 ]; then
+    local n=$((ITERS / 10))
+    [ $n -lt 10 ] && n=10
+    echo $n
+  else
+    echo "$ITERS"
+  fi
+}
+
+# --- raw: fi_pingpong latency ------------------------------------------------
+fpp_iters() { # fi_pingpong's own historic size_to_count, scaled by ITERS/1000
+  if [ "$1" -lt 65536 ]; then echo $((ITERS * 10)); else n_for "$1"; fi
+}
+
+run_fi_pingpong() { # provider tag size
+  local prov=$1 tag=$2 size=$3 port n dom=() log out
+  n=$(fpp_iters "$size")
+  [ "$prov" != shm ] && dom=(-d lo)
+  port=$(free_port) || { fail "no free port"; return; }
+  log=$WORK/fpp_$tag.$size.srv
+  out=$WORK/fpp_$tag.$size.cli
+  bg timeout -k 5 120 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -S "$size" -I "$n" -B "$port" >"$log" 2>&1
+  local srv=$BG
+  if ! wait_listen "$port" "$srv"; then
+    reap "$srv"
+    fail "fi_pingpong server ($prov, $size B) did not start" "$log"
+    return
+  fi
+  run timeout -k 5 120 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -S "$size" -I "$n" -P "$port" 127.0.0.1 >"$out" 2>&1
+  local cst=$?
+  reap "$srv"
+  local sst=$?
+  if [ $cst -ne 0 ] || [ $sst -ne 0 ]; then
+    fail "fi_pingpong ($prov, $size B): client $cst, server $sst" "$out"
+    return
+  fi
+  # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec; usec/xfer is one-way
+  local us
+  us=$(awk 'NR > 1 && NF >= 8 { v = $7 } END { if (v != "") print v }' "$out")
+  if [ -n "$us" ]; then
+    record "$tag" lat "$size" fpp "$us"
+  else
+    fail "fi_pingpong ($prov, $size B): no result" "$out"
+  fi
+}
+
+# --- raw: ofi_raw (same pattern as pingpong) --------------------------------
+run_ofi_raw() { # provider tag
+  local out=$WORK/raw_$1.$RANDOM.out
+  if ! run timeout -k 5 300 "$OFI_RAW" -p "$1" -m all -S $MAXSZ -n "$ITERS" -w 64 -r 128 >"$out" 2>&1; then
+    fail "ofi_raw ($1)" "$out"
+    return
+  fi
+  awk -v t="$2" '$1 == "lat" { print t, "lat", $2, "tsend", $3 } $1 == "bw" { print t, "bw", $2, "raw", $3 }
+                 $1 == "rate" { print t, "rate", $2, "raw", $3 }' "$out" >>"$DATA"
+}
+
+# --- asr: pingpong (lat + bw) and asr_bench (rate, mesh) ---------------------
+run_asr_pingpong() { # provider tag
+  local port out=$WORK/pp_$2.$RANDOM.out err
+  port=$(free_port) || { fail "no free port"; return; }
+  err=$out.r1
+  bg env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 1 -p 0 -r 1 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$err" 2>&1
+  local r1=$BG
+  run env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 0 -p 1 -r 0 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$out" 2>"$out.r0"
+  local st0=$?
+  reap "$r1"
+  local st1=$?
+  if [ $st0 -ne 0 ] || [ $st1 -ne 0 ]; then
+    fail "asr pingpong ($1): rank 0 $st0, rank 1 $st1" "$out.r0"
+    [ -s "$err" ] && tail -n 5 "$err" >&2
+    return
+  fi
+  awk -v t="$2" '$1 == "lat" { print t, "lat", $2, "asr", $3 } $1 == "bw" { print t, "bw", $2, "asr", $3 }' "$out" >>"$DATA"
+}
+
+run_asr_rate() { # provider tag
+  local out=$WORK/rate_$2.$RANDOM.out
+  if ! run env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m rate -w 128 -n "$ITERS" >"$out" 2>&1; then
+    fail "asr_bench rate ($1)" "$out"
+    return
+  fi
+  awk -v t="$2" '$1 == "rate" { print t, "rate", $2, "asr", $3 }' "$out" >>"$DATA"
+}
+
+run_asr_mesh() { # provider tag ranks
+  local out=$WORK/mesh_$2.$3.$RANDOM.out lncs=$MESH_LNCS
+  [ $(($3 % lncs)) -ne 0 ] && lncs=1
+  if ! run env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m mesh -R "$3" -L "$lncs" -t 280 >"$out" 2>&1; then
+    fail "asr_bench mesh $3 ($1)" "$out"
+    return
+  fi
+  # mesh RANKS PROCS init_ms connected_ms
+  awk -v t="$2" '$1 == "mesh" { print t, "mesh", $2, "asr", $5; print t, "meshinit", $2, "asr", $4;
+                                print t, "meshprocs", $2, "asr", $3 }' "$out" >>"$DATA"
+}
+
+median() { # tag metric size tool -> median (empty when none)
+  awk -v t="$1" -v m="$2" -v s="$3" -v k="$4" '$1 == t && $2 == m && $3 == s && $4 == k { print $5 }' "$DATA" |
+    sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+count() { awk -v t="$1" -v m="$2" -v s="$3" -v k="$4" '$1 == t && $2 == m && $3 == s && $4 == k' "$DATA" | wc -l; }
+
+ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }' || echo "-"; }
+
+fmt() { [ -z "$1" ] && { echo "-"; return; }; awk -v v="$1" 'BEGIN { if (v >= 1000) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v }'; }
+
+START=$(date +%s)
+echo "ofi_bench: build $BUILD, providers: $PROVIDERS; $REPS runs per figure, $MESH_REPS per mesh; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for prov in $PROVIDERS; do
+  tag=${prov//;/+}
+  for rep in $(seq 1 "$REPS"); do
+    echo "ofi_bench: $prov: run $rep of $REPS ($(($(date +%s) - START)) s)" >&2
+    # alternate the order so a load change does not always favour one side
+    if [ $((rep % 2)) -eq 1 ]; then
+      for s in $LAT_SIZES; do run_fi_pingpong "$prov" "$tag" "$s"; done
+      run_ofi_raw "$prov" "$tag"
+      run_asr_pingpong "$prov" "$tag"
+      run_asr_rate "$prov" "$tag"
+    else
+      run_asr_rate "$prov" "$tag"
+      run_asr_pingpong "$prov" "$tag"
+      run_ofi_raw "$prov" "$tag"
+      for s in $LAT_SIZES; do run_fi_pingpong "$prov" "$tag" "$s"; done
+    fi
+  done
+  for rep in $(seq 1 "$MESH_REPS"); do
+    for r in $MESH_SIZES; do
+      echo "ofi_bench: $prov: mesh of $r ranks, run $rep of $MESH_REPS ($(($(date +%s) - START)) s)" >&2
+      run_asr_mesh "$prov" "$tag" "$r"
+    done
+  done
+done
+
+# --- the table ---------------------------------------------------------------
+printf '%-14s %-18s %-8s %-10s %-10s %-8s %-10s %-9s\n' provider metric size asr raw asr/raw tsend asr/tsend
+for prov in $PROVIDERS; do
+  tag=${prov//;/+}
+  for s in $LAT_SIZES; do
+    a=$(median "$tag" lat "$s" asr) r=$(median "$tag" lat "$s" fpp) t=$(median "$tag" lat "$s" tsend)
+    printf '%-14s %-18s %-8s %-10s %-10s %-8s %-10s %-9s\n' "$prov" "latency (us)" "$s" "$(fmt "$a")" "$(fmt "$r")" \
+      "$(ratio "$a" "$r")" "$(fmt "$t")" "$(ratio "$a" "$t")"
+  done
+  for s in $BW_SIZES; do
+    a=$(median "$tag" bw "$s" asr) r=$(median "$tag" bw "$s" raw)
+    printf '%-14s %-18s %-8s %-10s %-10s %-8s\n' "$prov" "bandwidth (MB/s)" "$s" "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")"
+  done
+  a=$(median "$tag" rate 8 asr) r=$(median "$tag" rate 8 raw)
+  printf '%-14s %-18s %-8s %-10s %-10s %-8s\n' "$prov" "rate (msgs/s)" 8 "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")"
+  for m in $MESH_SIZES; do
+    a=$(median "$tag" mesh "$m" asr) i=$(median "$tag" meshinit "$m" asr) p=$(median "$tag" meshprocs "$m" asr)
+    n=$(count "$tag" mesh "$m" asr)
+    printf '%-14s %-18s %-8s %-10s %-10s %-8s %s\n' "$prov" "mesh connect $m" - "${a:+$(fmt "$a") ms}" - - \
+      "(${p:-?} procs; init part ${i:+$(fmt "$i") ms}; median of $n)"
+  done
+done
+echo "ofi_bench: $REPS runs per figure (medians), $(($(date +%s) - START)) s in all, load now $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+if [ $FAILS -ne 0 ]; then
+  echo "ofi_bench: $FAILS run(s) FAILED" >&2
+  exit 1
+fi
+exit 0
