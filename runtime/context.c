@@ -26,14 +26,12 @@
 
 static asr_ctx_t *ctxs[ASR_MAX_LNC];
 static pthread_mutex_t init_mutex[ASR_MAX_LNC] = {[0 ... ASR_MAX_LNC - 1] = PTHREAD_MUTEX_INITIALIZER};
-static pthread_mutex_t ctx_table_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+/* Every post looks its context up: an acquire load, no lock (the slot is
+ * published with a release store once the context is fully built). */
 asr_ctx_t *asr__ctx_get(int lnc) {
   if (lnc < 0 || lnc >= ASR_MAX_LNC) return NULL;
-  pthread_mutex_lock(&ctx_table_mutex);
-  asr_ctx_t *c = ctxs[lnc];
-  pthread_mutex_unlock(&ctx_table_mutex);
-  return c;
+  return __atomic_load_n(&ctxs[lnc], __ATOMIC_ACQUIRE);
 }
 
 static int env_port(uint16_t *port) {
@@ -111,9 +109,7 @@ int asr_init(int lnc) {
     asr__kv_host_leave();
     goto fail;
   }
-  pthread_mutex_lock(&ctx_table_mutex);
-  ctxs[lnc] = ctx;
-  pthread_mutex_unlock(&ctx_table_mutex);
+  __atomic_store_n(&ctxs[lnc], ctx, __ATOMIC_RELEASE);
   asr_info("svc", "lnc %d up on host %s, bootstrap port %u, provider %s", lnc, ctx->hostname, port,
            ctx->ofi.provider);
   rc = ASR_SUCCESS;
@@ -147,9 +143,7 @@ int asr_close(int lnc) {
   pthread_cond_broadcast(&ctx->task_cv);
   pthread_mutex_unlock(&ctx->task_mutex);
   pthread_join(ctx->thread, NULL);
-  pthread_mutex_lock(&ctx_table_mutex);
-  ctxs[lnc] = NULL;
-  pthread_mutex_unlock(&ctx_table_mutex);
+  __atomic_store_n(&ctxs[lnc], NULL, __ATOMIC_RELEASE);
 
   /* The thread moved every comm still connecting to the error list. Close the
    * endpoint first: after that no completion can name our memory, so every

@@ -134,8 +134,8 @@ static int drain_locked(asr__ofi_t *o) {
         if (!op) continue;
         op->len = ent[i].len;
         op->err = 0;
-        op->done = 1;
         op->posted = 0;
+        __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE); /* publishes len/err */
       }
       if (n < CQ_BATCH) return 0;
       continue;
@@ -151,8 +151,8 @@ static int drain_locked(asr__ofi_t *o) {
         if (op) {
           op->len = e.len;
           op->err = e.err ? e.err : FI_EOTHER;
-          op->done = 1;
           op->posted = 0;
+          __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
         }
       }
       continue;
@@ -186,7 +186,7 @@ int asr__ofi_progress(asr__ofi_t *o) {
 
 static void op_arm(asr__ofi_op_t *op) {
   memset(&op->fctx, 0, sizeof op->fctx);
-  op->done = 0;
+  __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
   op->err = 0;
   op->len = 0;
   op->posted = 1;
@@ -229,19 +229,29 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   memcpy(&al, handle + 8, 2);
   if (get32(handle) != HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX) return -FI_EINVAL;
   pthread_mutex_lock(&o->lock);
-  int n = fi_av_insert(o->av, handle + 10, 1, &s->peer, 0, NULL);
-  if (n != 1) {
-    pthread_mutex_unlock(&o->lock);
-    return n < 0 ? n : -FI_EADDRNOTAVAIL;
+  if (!s->peer_inserted) {
+    int n = fi_av_insert(o->av, handle + 10, 1, &s->peer, 0, NULL);
+    if (n != 1) {
+      pthread_mutex_unlock(&o->lock);
+      return n < 0 ? n : -FI_EADDRNOTAVAIL;
+    }
+    s->peer_inserted = 1;
+    s->peer_comm_id = get32(handle + 4);
+    s->seq = 0;
+    memset(s->ctrl_buf, 0, sizeof s->ctrl_buf);
+    put32(s->ctrl_buf, CTRL_MAGIC);
   }
-  s->peer_comm_id = get32(handle + 4);
-  s->seq = 0;
-  memset(s->ctrl_buf, 0, sizeof s->ctrl_buf);
-  put32(s->ctrl_buf, CTRL_MAGIC);
+  /* One attempt, not POST_RETRY: this runs on the service thread, which must
+   * not spin here (holding the transport lock) while the peer takes its time
+   * to answer the provider's connection setup; the connect machine calls
+   * again on a later tick. */
   op_arm(&s->ctrl_op);
-  ssize_t rc = POST_RETRY(fi_tsend(o->ep, s->ctrl_buf, sizeof s->ctrl_buf, NULL, s->peer,
-                                   TAG_CTRL | make_tag(s->peer_comm_id, 0, 0), &s->ctrl_op));
-  if (rc) s->ctrl_op.posted = 0;
+  ssize_t rc = fi_tsend(o->ep, s->ctrl_buf, sizeof s->ctrl_buf, NULL, s->peer,
+                        TAG_CTRL | make_tag(s->peer_comm_id, 0, 0), &s->ctrl_op);
+  if (rc) {
+    s->ctrl_op.posted = 0;
+    if (rc == -FI_EAGAIN) drain_locked(o); /* under manual progress nothing moves otherwise */
+  }
   pthread_mutex_unlock(&o->lock);
   return (int)rc;
 }
@@ -271,11 +281,17 @@ int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, voi
 }
 
 int asr__ofi_test(asr__ofi_t *o, asr__ofi_op_t *op, int *done, size_t *len) {
-  pthread_mutex_lock(&o->lock);
-  if (!op->done) drain_locked(o);
-  int d = op->done, err = op->err;
-  size_t l = op->len;
-  pthread_mutex_unlock(&o->lock);
+  /* Completed by an earlier drain (another request's test, or the service
+   * thread): no lock needed, the acquire load pairs with drain's release. */
+  int d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
+  if (!d) {
+    pthread_mutex_lock(&o->lock);
+    drain_locked(o);
+    pthread_mutex_unlock(&o->lock);
+    d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
+  }
+  int err = d ? op->err : 0;
+  size_t l = d ? op->len : 0;
   *done = d;
   if (d && len) *len = l;
   return d && err ? -err : 0;
