@@ -99,7 +99,7 @@ static int queue_comm(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_
   }
   ctx->ring[ctx->ring_tail++ % ASR_RING] = c;
   ctx->task_n++;
-  pthread_cond_signal(&ctx->task_cv);
+  asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task_mutex);
   *out = c;
   return ASR_SUCCESS;
@@ -193,7 +193,7 @@ int asr_comm_close(asr_comm_t *comm) {
     atomic_store(&comm->detached, 1);
   } else {
     ctx->closing[ctx->nclosing++] = comm;
-    pthread_cond_signal(&ctx->task_cv);
+    asr__ctx_wake(ctx);
   }
   while (!atomic_load(&comm->detached)) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
   pthread_mutex_unlock(&ctx->task_mutex);

@@ -14,6 +14,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +102,7 @@ int asr_init(int lnc) {
     ctx->flush_mr = NULL;
   pthread_mutex_init(&ctx->task_mutex, NULL);
   pthread_cond_init(&ctx->task_cv, NULL);
+  ctx->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   pthread_cond_init(&ctx->detach_cv, NULL);
   pthread_mutex_init(&ctx->comms_mutex, NULL);
   if (pthread_create(&ctx->thread, NULL, asr__svc_main, ctx) != 0) {
@@ -141,6 +144,7 @@ int asr_close(int lnc) {
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->shutdown = 1;
   pthread_cond_broadcast(&ctx->task_cv);
+  asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task_mutex);
   pthread_join(ctx->thread, NULL);
   __atomic_store_n(&ctxs[lnc], NULL, __ATOMIC_RELEASE);
@@ -158,6 +162,7 @@ int asr_close(int lnc) {
   (void)saved;
   asr__ofi_close(&ctx->ofi);
   pthread_cond_destroy(&ctx->task_cv);
+  if (ctx->wakefd >= 0) close(ctx->wakefd);
   pthread_cond_destroy(&ctx->detach_cv);
   pthread_mutex_destroy(&ctx->task_mutex);
   pthread_mutex_destroy(&ctx->comms_mutex);
@@ -275,31 +280,69 @@ static int post_sendrecv_tasks(asr_ctx_t *ctx) {
   return progressed;
 }
 
-static void wait_for_work(asr_ctx_t *ctx, int idle_tick) {
-  /* Nothing moved in the last tick but work remains (a peer not there yet, a
-   * KV backoff): sleep 1 ms instead of spinning; any new post wakes us. */
-  if (ctx->task_n == 0 || ctx->nclosing) {
-    while (ctx->task_n == 0 && !ctx->shutdown && ctx->nclosing == 0) pthread_cond_wait(&ctx->task_cv, &ctx->task_mutex);
-    return;
-  }
-  if (!idle_tick) return;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += 1000000;
-  if (ts.tv_nsec >= 1000000000) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000;
-  }
-  pthread_cond_timedwait(&ctx->task_cv, &ctx->task_mutex, &ts);
+void asr__ctx_wake(asr_ctx_t *ctx) {
+  ctx->gen++;
+  if (!ctx->sleeping) return; /* it sees gen move before it sleeps */
+  uint64_t one = 1;
+  (void)!write(ctx->wakefd, &one, sizeof one);
+}
+
+/* How long an idle tick may sleep, and on which sockets: every pending comm
+ * waiting on a KV request contributes that request's fd and timer
+ * (asr_kv_req_pollfd); a comm waiting on anything else (an accept, which only
+ * a CQ read completes, or a retry timer) bounds the sleep to 1 ms. */
+static int idle_pollset(asr_ctx_t *ctx, struct pollfd *pf, int cap, int *np) {
+  int tmo = 50;
+  uint64_t now = asr_time_ms();
+  for (int dir = 0; dir < 2; dir++)
+    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+      struct asr_comm *c = q->head;
+      if (!c) continue;
+      if (!c->kv_req) {
+        int t = c->retry_at_ms > now ? (int)(c->retry_at_ms - now) : 1;
+        if (t < tmo) tmo = t;
+        continue;
+      }
+      struct pollfd one;
+      int t = asr_kv_req_pollfd(c->kv_req, &one);
+      if (t >= 0 && t < tmo) tmo = t;
+      if (one.fd >= 0) {
+        if (*np < cap) pf[(*np)++] = one;
+        else tmo = 1;
+      }
+    }
+  return tmo;
+}
+
+/* Called with task_mutex held; returns with it held. Sleeps until there is
+ * work: forever when there is none, else until a socket it waits on is ready
+ * or a timer is due. Any producer wakes it through wakefd. */
+static void wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
+  if (ctx->shutdown || ctx->nclosing || ctx->ring_head != ctx->ring_tail || ctx->gen != seen_gen) return;
+  int block = ctx->task_n == 0;
+  if (!block && !idle_tick) return;
+  struct pollfd pf[65];
+  int np = 1, tmo = -1;
+  pf[0] = (struct pollfd){.fd = ctx->wakefd, .events = POLLIN};
+  if (!block) tmo = idle_pollset(ctx, pf, 65, &np);
+  ctx->sleeping = 1;
+  pthread_mutex_unlock(&ctx->task_mutex);
+  if (tmo != 0) poll(pf, (nfds_t)np, tmo);
+  uint64_t v;
+  (void)!read(ctx->wakefd, &v, sizeof v);
+  pthread_mutex_lock(&ctx->task_mutex);
+  ctx->sleeping = 0;
 }
 
 void *asr__svc_main(void *arg) {
   asr_ctx_t *ctx = arg;
   int idle = 0;
+  unsigned seen = 0;
   for (;;) {
     pthread_mutex_lock(&ctx->task_mutex);
     if (ctx->task_n < 0) asr_error("svc", "lnc %d: task count went negative (%d)", ctx->lnc, ctx->task_n);
-    wait_for_work(ctx, idle);
+    wait_for_work(ctx, idle, seen);
+    seen = ctx->gen;
     if (ctx->shutdown) {
       pthread_mutex_unlock(&ctx->task_mutex);
       break;

@@ -101,16 +101,22 @@ static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t le
     return ASR_INVALID;
   }
 
-  /* SLOW PATH: stash for the service thread. */
+  /* SLOW PATH: stash for the service thread. Count the work unit before the
+   * request becomes visible in the ring (the seed's order): the service
+   * thread may drain it the moment it is pushed and un-count it, and task_n
+   * must never go below zero. The wakeup comes after the push, so the
+   * thread cannot look at the ring too early and then sleep through it. */
   atomic_store(&r->status, ASR_REQ_STASHED);
+  pthread_mutex_lock(&ctx->task_mutex);
+  ctx->task_n++;
+  pthread_mutex_unlock(&ctx->task_mutex);
   pthread_mutex_lock(&comm->stash_mutex);
   uint64_t tail = atomic_load(&comm->stash_tail);
   comm->stash[tail % ASR_RING] = r; /* cannot overflow: at most 128 requests exist */
   atomic_store(&comm->stash_tail, tail + 1);
   pthread_mutex_unlock(&comm->stash_mutex);
   pthread_mutex_lock(&ctx->task_mutex);
-  ctx->task_n++;
-  pthread_cond_signal(&ctx->task_cv);
+  asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task_mutex);
   *out = r;
   return ASR_SUCCESS;

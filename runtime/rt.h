@@ -74,6 +74,7 @@ struct asr_comm {
   uint8_t peer_hostname[ASR_KV_HOSTNAME_LEN];
   int handle_len, hostname_len;
   uint64_t retry_at_ms;
+  uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on -FI_EAGAIN after this */
 
   /* transport halves */
   asr__ofi_send_t osend;
@@ -120,7 +121,10 @@ typedef struct asr_ctx {
   pthread_t thread;
 
   pthread_mutex_t task_mutex; /* guards everything up to task_cv */
-  pthread_cond_t task_cv;
+  pthread_cond_t task_cv; /* (kept for asr_close; the thread sleeps in poll) */
+  int wakefd;             /* eventfd: wakes the service thread out of poll() */
+  int sleeping;           /* the thread is (about to be) in poll(): producers write wakefd */
+  unsigned gen;           /* bumped by every asr__ctx_wake: work arrived since the tick began */
   int task_n;
   int shutdown;
   struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
@@ -144,6 +148,9 @@ typedef struct asr_ctx {
 
 /* The context of lnc, or NULL when it is not initialised. */
 asr_ctx_t *asr__ctx_get(int lnc);
+
+/* Wakes the service thread; call with task_mutex held after adding work. */
+void asr__ctx_wake(asr_ctx_t *ctx);
 
 /* Service thread entry (context.c). */
 void *asr__svc_main(void *arg);
