@@ -135,7 +135,10 @@ bad:
 
 /* Runs the job: KV server, PMIx server, ranks. */
 static int start_job(asrd_t *d, char *err, size_t errlen) {
-  asr_kv_server_opts_t o = {.bind_ip = NULL, .port = (uint16_t)d->port, .secret = d->secret};
+  /* A one-host job keeps its KV traffic on loopback; otherwise peers on other
+   * hosts must reach this server. */
+  asr_kv_server_opts_t o = {.bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL, .port = (uint16_t)d->port,
+                            .secret = d->secret};
   if (asr_kv_server_new(&o, &d->kv, err, errlen) != 0) return -1;
   uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
   memcpy(val, d->hostname, strnlen(d->hostname, ASR_KV_HOSTNAME_LEN - 1));
@@ -145,7 +148,13 @@ static int start_job(asrd_t *d, char *err, size_t errlen) {
   if (asrd_pmix_start(d, err, errlen) != 0) return -1;
   if (asrd_ranks_start(d, err, errlen) != 0) return -1;
   d->started = 1;
-  asr_ctl_send(&d->ctl, ASR_CTL_STARTED, NULL);
+  /* The ranks' process groups: if this daemon is SIGKILLed, asrrun (when it
+   * runs on this host) kills them, so the ranks' own children die too. */
+  asr_buf_t b = {0};
+  asr_buf_put_u32(&b, (uint32_t)d->nlocal);
+  for (int i = 0; i < d->nlocal; i++) asr_buf_put_u32(&b, (uint32_t)d->ranks[i].pid);
+  asr_ctl_send(&d->ctl, ASR_CTL_STARTED, &b);
+  asr_buf_free(&b);
   return 0;
 }
 
@@ -264,6 +273,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   asr_log_set_role("asrd", d->host_index);
+  /* PMIx's hwloc would otherwise probe for X11 displays and GPUs at every start. */
+  setenv("HWLOC_COMPONENTS", "-gl,-opencl", 0);
   if (host) snprintf(d->hostname, sizeof d->hostname, "%s", host);
   else gethostname(d->hostname, sizeof d->hostname - 1);
   if (read_secret(d) != 0) {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "asr_log.h"
@@ -327,10 +328,18 @@ void asrd_pmix_stop(asrd_t *d) {
       free(ev->data);
       free(ev);
     }
-    op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    /* static: a late callback after the bounded wait must not hit a dead frame */
+    static op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     PMIx_server_deregister_nspace(d->nspace, op_done, &w);
     op_wait(&w, 2000);
-    PMIx_server_finalize();
+    /* libpmix 4.2.2 can crash (SIGSEGV) in PMIx_server_finalize when a client
+     * was lost while a fence it belonged to was pending: an abort, a failed
+     * or killed rank. asrd exits right after this, so then skip the library's
+     * teardown; our directory is removed below either way. */
+    int clean = 1;
+    for (int i = 0; i < d->nlocal; i++)
+      if (!d->ranks[i].exited || !WIFEXITED(d->ranks[i].status) || WEXITSTATUS(d->ranks[i].status) != 0) clean = 0;
+    if (clean) PMIx_server_finalize();
     d->pmix_up = 0;
   }
   if (d->tmpdir[0]) rm_tree(d->tmpdir);

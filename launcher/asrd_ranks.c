@@ -281,11 +281,15 @@ void asrd_ranks_stdin(asrd_t *d, const uint8_t *p, size_t n) {
   }
 }
 
-/* Sends EXIT for ranks whose process is gone and whose output is drained. */
+/* Sends EXIT for ranks whose process is gone and whose output is drained. A
+ * rank that failed is reported at once even if a descendant still holds its
+ * output open: otherwise nobody learns of the failure, the job is never
+ * aborted, and that descendant is never killed. */
 static void report_exits(asrd_t *d) {
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
-    if (!r->exited || r->exit_sent || r->out_fd >= 0 || r->err_fd >= 0) continue;
+    int failed = !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
+    if (!r->exited || r->exit_sent || (!failed && (r->out_fd >= 0 || r->err_fd >= 0))) continue;
     asr_buf_t b = {0};
     asr_buf_put_u32(&b, (uint32_t)r->rank);
     asr_buf_put_u32(&b, (uint32_t)r->status);
@@ -331,14 +335,17 @@ void asrd_ranks_reap(asrd_t *d) {
 void asrd_ranks_signal(asrd_t *d, int sig) {
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
-    if (r->pid <= 0 || r->exited) continue;
+    if (r->pid <= 0) continue;
+    /* The group outlives its leader while anything the rank started is alive
+     * (and its id cannot be reused until then): signal it even after the
+     * rank itself exited, or such descendants are never killed. */
     kill(-r->pid, sig);
-    kill(r->pid, sig);
+    if (!r->exited) kill(r->pid, sig);
   }
 }
 
 int asrd_ranks_all_done(asrd_t *d) {
   for (int i = 0; i < d->nlocal; i++)
-    if (!d->ranks[i].exit_sent) return 0;
+    if (!d->ranks[i].exit_sent || d->ranks[i].out_fd >= 0 || d->ranks[i].err_fd >= 0) return 0;
   return 1;
 }

@@ -62,6 +62,8 @@ typedef struct {
   uint8_t *fence_blob;
   size_t fence_len;
   int fence_in;
+  pid_t *pgids; /* its ranks' process groups (from STARTED) */
+  int npgids;
 } daemon_t;
 
 typedef struct {
@@ -85,6 +87,7 @@ static int interrupts;
 static int stdin_open = 1;
 static int ranks_exited;
 static uint64_t deadline_ms;
+static uint64_t giveup_at;       /* after SIGKILL: stop waiting for the daemons */
 
 static void kill_all(int sig) {
   asr_buf_t b = {0};
@@ -140,18 +143,21 @@ static void print_line(int rank, int stream, const uint8_t *s, size_t n) {
   memcpy(buf + k, s, n);
   k += n;
   buf[k++] = '\n';
-  int fd = stream == 1 ? 1 : 2;
+  int fds[2] = {stream == 1 ? 1 : 2, -1};
   if (cfg.output_dir[0] && rank >= 0 && rank < map.nranks) {
+    /* "also write each rank's output under DIR": the terminal keeps it too */
     rank_t *r = &ranks[rank];
     if (r->out_fd[stream] <= 0) r->out_fd[stream] = open_rank_file(rank, stream);
-    if (r->out_fd[stream] > 0) fd = r->out_fd[stream];
+    if (r->out_fd[stream] > 0) fds[1] = r->out_fd[stream];
   }
-  size_t off = 0;
-  while (off < k) {
-    ssize_t w = write(fd, buf + off, k - off);
-    if (w > 0) off += (size_t)w;
-    else if (w < 0 && errno == EINTR) continue;
-    else break;
+  for (int f = 0; f < 2 && fds[f] >= 0; f++) {
+    size_t off = 0;
+    while (off < k) {
+      ssize_t w = write(fds[f], buf + off, k - off);
+      if (w > 0) off += (size_t)w;
+      else if (w < 0 && errno == EINTR) continue;
+      else break;
+    }
   }
   free(buf);
 }
@@ -226,9 +232,17 @@ static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, siz
   asr_rd_t r;
   asr_rd_init(&r, p, len);
   switch (type) {
-  case ASR_CTL_STARTED:
+  case ASR_CTL_STARTED: {
     d->started = 1;
+    uint32_t n = asr_rd_u32(&r);
+    if (r.bad || n > (uint32_t)d->nlocal || d->pgids) break;
+    d->pgids = calloc(n ? n : 1, sizeof *d->pgids);
+    for (uint32_t i = 0; d->pgids && i < n; i++) {
+      uint32_t pid = asr_rd_u32(&r);
+      if (!r.bad && pid > 1 && pid < (uint32_t)INT32_MAX) d->pgids[d->npgids++] = (pid_t)pid;
+    }
     break;
+  }
   case ASR_CTL_OUTPUT: {
     int rank = (int)asr_rd_u32(&r), stream = (int)asr_rd_u32(&r);
     size_t n;
@@ -352,6 +366,15 @@ static void forward_stdin(void) {
   }
 }
 
+/* A daemon killed before its ranks ended could not kill them; its ranks die
+ * with it (PDEATHSIG), but not what they started. The local launcher runs
+ * every daemon on this host: kill their process groups here. */
+static void daemon_reaped(int h, int st) {
+  daemons[h].pid = 0;
+  if (WIFSIGNALED(st) && !daemons[h].done)
+    for (int i = 0; i < daemons[h].npgids; i++) kill(-daemons[h].pgids[i], SIGKILL);
+}
+
 static void on_signal(void) {
   struct signalfd_siginfo si;
   while (read(sigfd, &si, sizeof si) == sizeof si) {
@@ -362,7 +385,7 @@ static void on_signal(void) {
       while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
         for (int h = 0; h < map.nhosts; h++)
           if (daemons[h].pid == pid) {
-            daemons[h].pid = 0;
+            daemon_reaped(h, st);
             if (!daemons[h].done && exit_code < 0)
               abort_job(EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished", map.host_names[h],
                         WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
@@ -574,6 +597,13 @@ int main(int argc, char **argv) {
     if (kill_at && now >= kill_at) {
       kill_all(SIGKILL);
       kill_at = 0;
+      giveup_at = now + GRACE_MS;
+    }
+    if (giveup_at && now >= giveup_at) {
+      /* --timeout and signals must bound asrrun even if a daemon never ends */
+      asr_warn("asrrun", "the daemons did not report the end of the job %d s after SIGKILL; giving up on them",
+               GRACE_MS / 1000);
+      break;
     }
     if (aborting && !kill_at) {
       /* after SIGKILL, daemons that never connected are killed directly */
@@ -589,10 +619,14 @@ int main(int argc, char **argv) {
     while (daemons[h].pid > 0) {
       int st;
       pid_t r = waitpid(daemons[h].pid, &st, WNOHANG);
-      if (r == daemons[h].pid || r < 0) break;
+      if (r == daemons[h].pid) {
+        daemon_reaped(h, st); /* clears daemons[h].pid */
+        break;
+      }
+      if (r < 0) break;
       if (asr_time_ms() > until) {
         kill(daemons[h].pid, SIGKILL);
-        waitpid(daemons[h].pid, &st, 0);
+        if (waitpid(daemons[h].pid, &st, 0) == daemons[h].pid) daemon_reaped(h, st);
         break;
       }
       asr_sleep_ms(5);

@@ -26,7 +26,7 @@ typedef enum {
   ASR_CTL_INVALID = 0,
   ASR_CTL_HELLO,      /* asrd -> asrrun: host index, host name, pid, secret check */
   ASR_CTL_JOB,        /* asrrun -> asrd: the job (see asrd.c for the layout) */
-  ASR_CTL_STARTED,    /* asrd -> asrrun: every local rank forked */
+  ASR_CTL_STARTED,    /* asrd -> asrrun: every local rank forked; count, their pids (= process groups) */
   ASR_CTL_OUTPUT,     /* asrd -> asrrun: rank, stream (1/2), one whole line */
   ASR_CTL_EXIT,       /* asrd -> asrrun: rank, wait status */
   ASR_CTL_FENCE,      /* asrd -> asrrun: fence id, this host's data blob */

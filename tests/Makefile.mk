@@ -83,3 +83,22 @@ noinst_PROGRAMS += tests/apps/pairwise
 tests_apps_pairwise_SOURCES = tests/apps/pairwise.c
 tests_apps_pairwise_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_pairwise_LDADD = runtime/libasr.la
+# The launch benchmark's app (tests/bench/launch_bench.sh): init, barrier, finalize.
+noinst_PROGRAMS += tests/apps/init_barrier
+tests_apps_init_barrier_SOURCES = tests/apps/init_barrier.c
+tests_apps_init_barrier_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_init_barrier_LDADD = runtime/libasr.la
+# -no-install: a real executable, not libtool's wrapper script (which would add
+# a shell and several seds to every rank's start-up and skew the timings).
+tests_apps_init_barrier_LDFLAGS = -no-install
+EXTRA_DIST += tests/bench/launch_bench.sh tests/bench/mpi_init_barrier.c
+# Integration tests: real asrrun jobs (tests/integration/test_asrrun.c).
+check_PROGRAMS += tests/integration/test_asrrun
+TESTS += tests/integration/test_asrrun
+tests_integration_test_asrrun_SOURCES = tests/integration/test_asrrun.c
+tests_integration_test_asrrun_LDADD = $(TEST_LIBS)
+# A job that uses only libpmix's client API (checks asrd's PMIx server).
+noinst_PROGRAMS += tests/apps/pmix_client
+tests_apps_pmix_client_SOURCES = tests/apps/pmix_client.c
+tests_apps_pmix_client_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
+tests_apps_pmix_client_LDADD = $(PMIX_LIBS)

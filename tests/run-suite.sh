@@ -5,7 +5,7 @@
 set -uo pipefail
 dir=$1 counts=$2
 record() { local i; for ((i = 0; i < $2; i++)); do echo "$1"; done >> "$counts"; }
-for t in $(cd "$dir" && ls tests/unit/test_* 2>/dev/null | grep -v '\.o$'); do
+for t in $(cd "$dir" && ls tests/unit/test_* tests/integration/test_* 2>/dev/null | grep -v '\.o$'); do
   [ -x "$dir/$t" ] || continue
   log=$(mktemp)
   ( cd "$dir" && exec setsid "./$t" ) >"$log" 2>&1 &
