@@ -98,11 +98,16 @@ static int cmd_serve(int argc, char **argv) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;
-    if (strcmp(a, "--elect") == 0) { elect = 1; continue; }
-    static const char *const with_value[] = {"--port", "--bind", "--hostname", "--max-keys", "--max-bytes",
-                                             "--max-clients", "--stall-timeout", "--idle-timeout"};
+    if (strcmp(a, "--elect") == 0) {
+      elect = 1;
+      continue;
+    }
+    static const char *const with_value[] = {"--port",          "--bind",        "--hostname",
+                                             "--max-keys",      "--max-bytes",   "--max-clients",
+                                             "--stall-timeout", "--idle-timeout"};
     int known = 0;
-    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= strcmp(a, with_value[k]) == 0;
+    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+      known |= strcmp(a, with_value[k]) == 0;
     if (!known) return die_usage("unknown serve option '%s'", a);
     if (!v) return die_usage("option '%s' needs a value", a);
     i++;
@@ -111,22 +116,28 @@ static int cmd_serve(int argc, char **argv) {
     } else if (strcmp(a, "--bind") == 0) {
       o.bind_ip = v;
     } else if (strcmp(a, "--hostname") == 0) {
-      if (strlen(v) == 0 || strlen(v) >= ASR_KV_HOSTNAME_LEN) return die_usage("--hostname wants 1..127 bytes, not '%s'", v);
+      if (strlen(v) == 0 || strlen(v) >= ASR_KV_HOSTNAME_LEN)
+        return die_usage("--hostname wants 1..127 bytes, not '%s'", v);
       hostname = v;
     } else if (strcmp(a, "--max-keys") == 0) {
-      if ((n = parse_num(v, 1L << 30)) <= 0) return die_usage("--max-keys wants a positive number, not '%s'", v);
+      if ((n = parse_num(v, 1L << 30)) <= 0)
+        return die_usage("--max-keys wants a positive number, not '%s'", v);
       o.max_keys = (size_t)n;
     } else if (strcmp(a, "--max-bytes") == 0) {
-      if ((n = parse_num(v, 1L << 40)) <= 0) return die_usage("--max-bytes wants a positive number, not '%s'", v);
+      if ((n = parse_num(v, 1L << 40)) <= 0)
+        return die_usage("--max-bytes wants a positive number, not '%s'", v);
       o.max_bytes = (size_t)n;
     } else if (strcmp(a, "--max-clients") == 0) {
-      if ((n = parse_num(v, 1 << 20)) <= 0) return die_usage("--max-clients wants a positive number, not '%s'", v);
+      if ((n = parse_num(v, 1 << 20)) <= 0)
+        return die_usage("--max-clients wants a positive number, not '%s'", v);
       o.max_clients = (int)n;
     } else if (strcmp(a, "--stall-timeout") == 0) {
-      if ((n = parse_num(v, 86400000)) <= 0) return die_usage("--stall-timeout wants milliseconds > 0, not '%s'", v);
+      if ((n = parse_num(v, 86400000)) <= 0)
+        return die_usage("--stall-timeout wants milliseconds > 0, not '%s'", v);
       o.stall_timeout_ms = (int)n;
     } else if (strcmp(a, "--idle-timeout") == 0) {
-      if ((n = parse_num(v, 86400000)) <= 0) return die_usage("--idle-timeout wants milliseconds > 0, not '%s'", v);
+      if ((n = parse_num(v, 86400000)) <= 0)
+        return die_usage("--idle-timeout wants milliseconds > 0, not '%s'", v);
       o.idle_timeout_ms = (int)n;
     } else {
       return die_usage("unknown serve option '%s'", a);
@@ -220,11 +231,14 @@ static int parse_client(int argc, char **argv, int want_pos, client_args_t *a, c
   if (argc < 1 || parse_hostport(argv[0], a->ip, sizeof a->ip, &a->port) != 0)
     return die_usage("expected HOST:PORT (an IPv4 address and port), got '%s'", argc ? argv[0] : "");
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--hex") == 0) a->hex = 1;
-    else if (strcmp(argv[i], "--wait") == 0) a->wait = 1;
+    if (strcmp(argv[i], "--hex") == 0)
+      a->hex = 1;
+    else if (strcmp(argv[i], "--wait") == 0)
+      a->wait = 1;
     else if (strcmp(argv[i], "--timeout") == 0) {
       long v = i + 1 < argc ? parse_num(argv[i + 1], 86400000) : -1;
-      if (v <= 0) return die_usage("--timeout wants milliseconds > 0, not '%s'", i + 1 < argc ? argv[i + 1] : "");
+      if (v <= 0)
+        return die_usage("--timeout wants milliseconds > 0, not '%s'", i + 1 < argc ? argv[i + 1] : "");
       a->opts.timeout_ms = (int)v;
       i++;
     } else if (argv[i][0] == '-' && argv[i][1] == '-') {
@@ -245,7 +259,8 @@ static int parse_client(int argc, char **argv, int want_pos, client_args_t *a, c
 static int parse_key(const char *text, uint8_t *key) {
   int n = asr_kv_key_parse(text, key, ASR_KV_KEY_MAX);
   if (n < 0)
-    fprintf(stderr, "asrkv: bad key '%s': %s (keys are 1..143 bytes; handle:SEND:RECV:HOST wants LNCs 0..127)\n",
+    fprintf(stderr,
+            "asrkv: bad key '%s': %s (keys are 1..143 bytes; handle:SEND:RECV:HOST wants LNCs 0..127)\n",
             text, asr_strerror(n));
   return n;
 }
@@ -273,9 +288,11 @@ static int cmd_set(int argc, char **argv) {
   int vlen;
   if (a.hex) {
     vlen = hexdecode(a.pos[1], val, sizeof val);
-    if (vlen < 0) return die_usage("--hex VALUE must be an even number of hex digits, at most 964 bytes: '%s'", a.pos[1]);
+    if (vlen < 0)
+      return die_usage("--hex VALUE must be an even number of hex digits, at most 964 bytes: '%s'", a.pos[1]);
   } else {
-    if (strlen(a.pos[1]) > ASR_KV_VAL_MAX) return die_usage("value longer than 964 bytes: '%.40s...'", a.pos[1]);
+    if (strlen(a.pos[1]) > ASR_KV_VAL_MAX)
+      return die_usage("value longer than 964 bytes: '%.40s...'", a.pos[1]);
     vlen = (int)strlen(a.pos[1]);
     memcpy(val, a.pos[1], (size_t)vlen);
   }
@@ -300,7 +317,8 @@ static int cmd_get(int argc, char **argv) {
   char err[400];
   rc = asr_kv_get(a.ip, a.port, key, (size_t)klen, a.wait, val, sizeof val, &vlen, &a.opts, err, sizeof err);
   if (rc == ASR_ENOTFOUND) {
-    fprintf(stderr, "asrkv: key '%s' not found on %s:%u (use --wait to wait for it)\n", a.pos[0], a.ip, a.port);
+    fprintf(stderr, "asrkv: key '%s' not found on %s:%u (use --wait to wait for it)\n", a.pos[0], a.ip,
+            a.port);
     return 3;
   }
   if (rc) {

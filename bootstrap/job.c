@@ -45,13 +45,13 @@ static pmix_status_t get_value(pmix_rank_t rank, const char *key, pmix_value_t *
 
 static long value_as_long(const pmix_value_t *v) {
   switch (v->type) {
-  case PMIX_UINT32: return v->data.uint32;
-  case PMIX_INT32: return v->data.int32;
-  case PMIX_UINT16: return v->data.uint16;
-  case PMIX_INT: return v->data.integer;
-  case PMIX_UINT: return v->data.uint;
-  case PMIX_PROC_RANK: return v->data.rank;
-  default: return -1;
+    case PMIX_UINT32: return v->data.uint32;
+    case PMIX_INT32: return v->data.int32;
+    case PMIX_UINT16: return v->data.uint16;
+    case PMIX_INT: return v->data.integer;
+    case PMIX_UINT: return v->data.uint;
+    case PMIX_PROC_RANK: return v->data.rank;
+    default: return -1;
   }
 }
 
@@ -62,14 +62,17 @@ int asr_job_init(asr_job_info_t *out) {
   }
   if (!getenv("PMIX_NAMESPACE") && !getenv("PMIX_SERVER_URI41") && !getenv("PMIX_SERVER_URI4") &&
       !getenv("PMIX_SERVER_URI3") && !getenv("PMIX_SERVER_URI2")) {
-    asr_error("job", "this program was not started by a launcher (no PMIx server in its environment): "
-                     "start it with 'asrrun -n N PROGRAM' or 'srun --mpi=pmix PROGRAM'");
+    asr_error("job",
+              "this program was not started by a launcher (no PMIx server in its environment): "
+              "start it with 'asrrun -n N PROGRAM' or 'srun --mpi=pmix PROGRAM'");
     return ASR_INVALID;
   }
   pmix_status_t st = PMIx_Init(&me, NULL, 0);
   if (st != PMIX_SUCCESS) {
-    asr_error("job", "cannot reach the launcher's PMIx server (%s): start the program with "
-                     "'asrrun -n N PROGRAM' or 'srun --mpi=pmix PROGRAM'", PMIx_Error_string(st));
+    asr_error("job",
+              "cannot reach the launcher's PMIx server (%s): start the program with "
+              "'asrrun -n N PROGRAM' or 'srun --mpi=pmix PROGRAM'",
+              PMIx_Error_string(st));
     return ASR_INVALID;
   }
   memset(&info, 0, sizeof info);
@@ -135,7 +138,8 @@ int asr_job_init(asr_job_info_t *out) {
 
 int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc) {
   if (!active || rank < 0 || rank >= info.size || !addr || !lnc) {
-    asr_error("job", "asr_job_peer: %s", !active ? "call asr_job_init first" : "rank out of range or NULL output");
+    asr_error("job", "asr_job_peer: %s",
+              !active ? "call asr_job_init first" : "rank out of range or NULL output");
     return ASR_INVALID;
   }
   pmix_value_t *v = NULL;

@@ -35,20 +35,20 @@
 struct asr_kv_req {
   asr_kv_req_state_t state;
   int fd;
-  uint8_t op;        /* ASR_KV_OP_GET / SET / LIST */
+  uint8_t op; /* ASR_KV_OP_GET / SET / LIST */
   uint8_t vtype;
-  int retry;         /* re-send on NOT_FOUND */
-  int result;        /* final ASR_E* once DONE/FAILED */
-  int end_sent;      /* the CLOSING frame has been built */
-  size_t sent;       /* bytes of out[] sent */
-  size_t received;   /* bytes of in[] received */
-  uint64_t deadline_ms;  /* 0 = none */
+  int retry;              /* re-send on NOT_FOUND */
+  int result;             /* final ASR_E* once DONE/FAILED */
+  int end_sent;           /* the CLOSING frame has been built */
+  size_t sent;            /* bytes of out[] sent */
+  size_t received;        /* bytes of in[] received */
+  uint64_t deadline_ms;   /* 0 = none */
   uint64_t not_before_ms; /* backoff: no socket operation before this */
   unsigned backoff_ms;
   unsigned retries;
   int start_errno_class; /* last retry reason (ASR_E*), for the deadline message */
   struct sockaddr_in addr;
-  char server[32];   /* "ip:port" */
+  char server[32]; /* "ip:port" */
   asr_kv_get_cb cb;
   void *cb_arg;
   uint8_t key[ASR_KV_KEY_MAX];
@@ -71,8 +71,8 @@ unsigned asr_kv_req_retries(const asr_kv_req_t *r) { return r->retries; }
 
 /* Every transition goes through here so it can be traced in one place. */
 static void set_state(asr_kv_req_t *r, asr_kv_req_state_t s) {
-  asr_trace("kvs", "req %p %s %s -> %s", (void *)r, asr_kv_op_name(r->op),
-            asr_kv_req_state_name(r->state), asr_kv_req_state_name(s));
+  asr_trace("kvs", "req %p %s %s -> %s", (void *)r, asr_kv_op_name(r->op), asr_kv_req_state_name(r->state),
+            asr_kv_req_state_name(s));
   r->state = s;
 }
 
@@ -90,8 +90,8 @@ static void fail(asr_kv_req_t *r, int code, const char *fmt, ...) {
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   asr_kv_key_render(r->key, r->klen, key, sizeof key);
-  snprintf(r->err, sizeof r->err, "KV %s of key '%s' on server %s: %s", asr_kv_op_name(r->op), key,
-           r->server, what);
+  snprintf(r->err, sizeof r->err, "KV %s of key '%s' on server %s: %s", asr_kv_op_name(r->op), key, r->server,
+           what);
   r->result = code;
   close_fd(r);
   set_state(r, ASR_KV_REQ_FAILED);
@@ -151,7 +151,8 @@ static int timeout_default(void) {
 
 static int req_new(const char *ip, uint16_t port, uint8_t op, const void *key, size_t klen,
                    const asr_kv_opts_t *opts, asr_kv_req_t **out) {
-  if (!ip || !out || (klen && !key) || klen > ASR_KV_KEY_MAX) return klen > ASR_KV_KEY_MAX ? ASR_ETOOBIG : ASR_EINVAL;
+  if (!ip || !out || (klen && !key) || klen > ASR_KV_KEY_MAX)
+    return klen > ASR_KV_KEY_MAX ? ASR_ETOOBIG : ASR_EINVAL;
   if (port == 0) return ASR_EINVAL;
   asr_kv_req_t *r = calloc(1, sizeof *r);
   if (!r) return ASR_ENOMEM;
@@ -173,16 +174,19 @@ static int req_new(const char *ip, uint16_t port, uint8_t op, const void *key, s
 
 static int encode_request(asr_kv_req_t *r, const void *val, size_t vlen, uint32_t aux,
                           const asr_kv_opts_t *opts) {
-  asr_kv_msg_t m = {.opcode = r->op, .vtype = r->vtype, .aux = aux,
-                    .key_len = (uint16_t)r->klen, .val_len = (uint16_t)vlen,
+  asr_kv_msg_t m = {.opcode = r->op,
+                    .vtype = r->vtype,
+                    .aux = aux,
+                    .key_len = (uint16_t)r->klen,
+                    .val_len = (uint16_t)vlen,
                     .secret = opts && opts->secret ? opts->secret : default_secret(),
-                    .key = r->key, .val = val};
+                    .key = r->key,
+                    .val = val};
   return asr_kv_frame_encode(r->out, &m);
 }
 
-int asr_kv_get_start(const char *ip, uint16_t port, const void *key, size_t klen, int vtype,
-                     int retry, asr_kv_get_cb cb, void *arg, const asr_kv_opts_t *opts,
-                     asr_kv_req_t **out) {
+int asr_kv_get_start(const char *ip, uint16_t port, const void *key, size_t klen, int vtype, int retry,
+                     asr_kv_get_cb cb, void *arg, const asr_kv_opts_t *opts, asr_kv_req_t **out) {
   if (klen == 0 || (vtype != ASR_KV_VTYPE_TEXT && vtype != ASR_KV_VTYPE_BINARY)) return ASR_EINVAL;
   asr_kv_req_t *r;
   int rc = req_new(ip, port, ASR_KV_OP_GET, key, klen, opts, &r);
@@ -309,44 +313,43 @@ static void handle_response(asr_kv_req_t *r) {
     return;
   }
   switch (m.opcode) {
-  case ASR_KV_OP_SET_ACK:
-    if (r->op != ASR_KV_OP_SET) break;
-    r->result = 0;
-    begin_closing(r);
-    return;
-  case ASR_KV_OP_GET_TEXT:
-  case ASR_KV_OP_GET_BINARY:
-    if (r->op != ASR_KV_OP_GET) break;
-    /* The seed's callbacks copy the value into the comm before the connect
-     * machine sees done; run it now, exactly once. */
-    if (r->cb) r->cb(r->cb_arg, m.val, m.val_len);
-    r->result = 0;
-    begin_closing(r);
-    return;
-  case ASR_KV_OP_NOT_FOUND:
-    if (r->op != ASR_KV_OP_GET) break;
-    if (r->retry) {
-      /* Re-send on the same connection after a backoff. */
-      backoff(r, ASR_ENOTFOUND);
-      r->sent = 0;
-      set_state(r, ASR_KV_REQ_SENDING);
+    case ASR_KV_OP_SET_ACK:
+      if (r->op != ASR_KV_OP_SET) break;
+      r->result = 0;
+      begin_closing(r);
+      return;
+    case ASR_KV_OP_GET_TEXT:
+    case ASR_KV_OP_GET_BINARY:
+      if (r->op != ASR_KV_OP_GET) break;
+      /* The seed's callbacks copy the value into the comm before the connect
+       * machine sees done; run it now, exactly once. */
+      if (r->cb) r->cb(r->cb_arg, m.val, m.val_len);
+      r->result = 0;
+      begin_closing(r);
+      return;
+    case ASR_KV_OP_NOT_FOUND:
+      if (r->op != ASR_KV_OP_GET) break;
+      if (r->retry) {
+        /* Re-send on the same connection after a backoff. */
+        backoff(r, ASR_ENOTFOUND);
+        r->sent = 0;
+        set_state(r, ASR_KV_REQ_SENDING);
+        return;
+      }
+      r->result = ASR_ENOTFOUND;
+      snprintf(r->err, sizeof r->err, "key not found");
+      begin_closing(r);
+      return;
+    case ASR_KV_OP_ERROR: {
+      char msg[ASR_KV_VAL_MAX + 1];
+      size_t n = m.val_len;
+      memcpy(msg, m.val, n);
+      msg[n] = '\0';
+      int code = strstr(msg, "secret") ? ASR_EAUTH : strstr(msg, "full") ? ASR_ENOSPACE : ASR_ESERVER;
+      fail(r, code, "server error: %s", n ? msg : "(no reason given)");
       return;
     }
-    r->result = ASR_ENOTFOUND;
-    snprintf(r->err, sizeof r->err, "key not found");
-    begin_closing(r);
-    return;
-  case ASR_KV_OP_ERROR: {
-    char msg[ASR_KV_VAL_MAX + 1];
-    size_t n = m.val_len;
-    memcpy(msg, m.val, n);
-    msg[n] = '\0';
-    int code = strstr(msg, "secret") ? ASR_EAUTH : strstr(msg, "full") ? ASR_ENOSPACE : ASR_ESERVER;
-    fail(r, code, "server error: %s", n ? msg : "(no reason given)");
-    return;
-  }
-  default:
-    break;
+    default: break;
   }
   fail(r, ASR_EPROTO, "unexpected response %s to %s", asr_kv_op_name(m.opcode), asr_kv_op_name(r->op));
 }
@@ -376,11 +379,11 @@ static void step_closing(asr_kv_req_t *r, int *made) {
 
 static const char *reason_text(int code) {
   switch (code) {
-  case ASR_ECONNREFUSED: return "connection refused: is the KV server running on that host and port?";
-  case ASR_ENOTFOUND: return "key not found: nobody has published it yet";
-  case ASR_ECONNRESET: return "the server closed the connection";
-  case 0: return "no answer yet";
-  default: return asr_strerror(code);
+    case ASR_ECONNREFUSED: return "connection refused: is the KV server running on that host and port?";
+    case ASR_ENOTFOUND: return "key not found: nobody has published it yet";
+    case ASR_ECONNRESET: return "the server closed the connection";
+    case 0: return "no answer yet";
+    default: return asr_strerror(code);
   }
 }
 
@@ -413,14 +416,12 @@ int asr_kv_progress(asr_kv_req_t *r, int *done, int *made_progress) {
     return 0;
   }
   switch (r->state) {
-  case ASR_KV_REQ_INIT: step_init(r, &made); break;
-  case ASR_KV_REQ_CONNECTING: step_connecting(r, &made); break;
-  case ASR_KV_REQ_SENDING: step_sending(r, &made); break;
-  case ASR_KV_REQ_RECEIVING: step_receiving(r, &made); break;
-  case ASR_KV_REQ_CLOSING: step_closing(r, &made); break;
-  default:
-    fail(r, ASR_ESTATE, "corrupt request state %d", (int)r->state);
-    break;
+    case ASR_KV_REQ_INIT: step_init(r, &made); break;
+    case ASR_KV_REQ_CONNECTING: step_connecting(r, &made); break;
+    case ASR_KV_REQ_SENDING: step_sending(r, &made); break;
+    case ASR_KV_REQ_RECEIVING: step_receiving(r, &made); break;
+    case ASR_KV_REQ_CLOSING: step_closing(r, &made); break;
+    default: fail(r, ASR_ESTATE, "corrupt request state %d", (int)r->state); break;
   }
   if (made_progress) *made_progress = made;
   *done = r->state == ASR_KV_REQ_DONE || r->state == ASR_KV_REQ_FAILED;
@@ -432,17 +433,16 @@ void asr_kv_req_wait(asr_kv_req_t *r, int max_ms) {
   uint64_t now = asr_time_ms();
   short ev = 0;
   switch (r->state) {
-  case ASR_KV_REQ_CONNECTING:
-  case ASR_KV_REQ_CLOSING: ev = POLLOUT; break;
-  case ASR_KV_REQ_SENDING: ev = now >= r->not_before_ms ? POLLOUT : 0; break;
-  case ASR_KV_REQ_RECEIVING: ev = POLLIN; break;
-  default: break;
+    case ASR_KV_REQ_CONNECTING:
+    case ASR_KV_REQ_CLOSING: ev = POLLOUT; break;
+    case ASR_KV_REQ_SENDING: ev = now >= r->not_before_ms ? POLLOUT : 0; break;
+    case ASR_KV_REQ_RECEIVING: ev = POLLIN; break;
+    default: break;
   }
   int wait = max_ms;
   if (r->deadline_ms && r->deadline_ms > now && r->deadline_ms - now < (uint64_t)wait)
     wait = (int)(r->deadline_ms - now);
-  if (r->not_before_ms > now && r->not_before_ms - now < (uint64_t)wait)
-    wait = (int)(r->not_before_ms - now);
+  if (r->not_before_ms > now && r->not_before_ms - now < (uint64_t)wait) wait = (int)(r->not_before_ms - now);
   if (ev && r->fd >= 0) {
     struct pollfd p = {.fd = r->fd, .events = ev};
     (void)poll(&p, 1, wait);
@@ -464,11 +464,17 @@ int asr_kv_req_pollfd(const asr_kv_req_t *r, struct pollfd *pfd) {
     return (int)(due < 0 || b < due ? b : due); /* backoff: timer only */
   }
   switch (r->state) {
-  case ASR_KV_REQ_CONNECTING:
-  case ASR_KV_REQ_SENDING:
-  case ASR_KV_REQ_CLOSING: pfd->fd = r->fd; pfd->events = POLLOUT; break;
-  case ASR_KV_REQ_RECEIVING: pfd->fd = r->fd; pfd->events = POLLIN; break;
-  default: return 0; /* INIT: ready now */
+    case ASR_KV_REQ_CONNECTING:
+    case ASR_KV_REQ_SENDING:
+    case ASR_KV_REQ_CLOSING:
+      pfd->fd = r->fd;
+      pfd->events = POLLOUT;
+      break;
+    case ASR_KV_REQ_RECEIVING:
+      pfd->fd = r->fd;
+      pfd->events = POLLIN;
+      break;
+    default: return 0; /* INIT: ready now */
   }
   return due > INT32_MAX ? INT32_MAX : (int)due;
 }
@@ -486,8 +492,8 @@ static int run_blocking(asr_kv_req_t *r, char *errbuf, size_t errlen) {
   return rc;
 }
 
-int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val,
-               size_t vlen, int vtype, const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
+int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
+               int vtype, const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
   asr_kv_req_t *r;
   int rc = asr_kv_set_start(ip, port, key, klen, val, vlen, vtype, opts, &r);
   if (rc) {
@@ -516,8 +522,8 @@ static void get_copy(void *arg, const uint8_t *val, size_t len) {
   memcpy(s->buf, val, len);
 }
 
-int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val,
-               size_t cap, size_t *vlen, const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
+int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val, size_t cap,
+               size_t *vlen, const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
   struct get_sink sink = {.buf = val, .cap = cap};
   asr_kv_req_t *r;
   int rc = asr_kv_get_start(ip, port, key, klen, ASR_KV_VTYPE_BINARY, retry, get_copy, &sink, opts, &r);
@@ -528,15 +534,16 @@ int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int 
   rc = run_blocking(r, errbuf, errlen);
   asr_kv_req_free(r);
   if (rc == 0 && sink.too_big) {
-    if (errbuf) snprintf(errbuf, errlen, "value of %zu bytes does not fit the %zu-byte buffer", sink.len, cap);
+    if (errbuf)
+      snprintf(errbuf, errlen, "value of %zu bytes does not fit the %zu-byte buffer", sink.len, cap);
     return ASR_ETOOBIG;
   }
   if (rc == 0 && vlen) *vlen = sink.len;
   return rc;
 }
 
-int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg,
-                const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
+int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg, const asr_kv_opts_t *opts,
+                char *errbuf, size_t errlen) {
   struct sockaddr_in addr;
   if (!ip || asr_sock_parse_ipv4(ip, port, &addr) != 0 || port == 0) {
     if (errbuf) snprintf(errbuf, errlen, "'%s:%u' is not an IPv4 address and port", ip ? ip : "", port);
@@ -580,12 +587,15 @@ int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg,
     }
     if (m.opcode == ASR_KV_OP_NOT_FOUND) break; /* past the last entry */
     if (m.opcode == ASR_KV_OP_ERROR) {
-      if (errbuf) snprintf(errbuf, errlen, "LIST on %s:%u: server error: %.*s", ip, port, (int)m.val_len, (const char *)m.val);
+      if (errbuf)
+        snprintf(errbuf, errlen, "LIST on %s:%u: server error: %.*s", ip, port, (int)m.val_len,
+                 (const char *)m.val);
       rc = ASR_ESERVER;
       break;
     }
     if (m.opcode != ASR_KV_OP_LIST_ENTRY) {
-      if (errbuf) snprintf(errbuf, errlen, "LIST on %s:%u: unexpected %s", ip, port, asr_kv_op_name(m.opcode));
+      if (errbuf)
+        snprintf(errbuf, errlen, "LIST on %s:%u: unexpected %s", ip, port, asr_kv_op_name(m.opcode));
       rc = ASR_EPROTO;
       break;
     }

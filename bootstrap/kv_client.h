@@ -48,9 +48,8 @@ typedef enum {
  * again until the deadline; without it the request ends with ASR_ENOTFOUND.
  * Nothing touches the network until the first asr_kv_progress(). The caller
  * owns *out and frees it with asr_kv_req_free(). */
-int asr_kv_get_start(const char *ip, uint16_t port, const void *key, size_t klen, int vtype,
-                     int retry, asr_kv_get_cb cb, void *arg, const asr_kv_opts_t *opts,
-                     asr_kv_req_t **out);
+int asr_kv_get_start(const char *ip, uint16_t port, const void *key, size_t klen, int vtype, int retry,
+                     asr_kv_get_cb cb, void *arg, const asr_kv_opts_t *opts, asr_kv_req_t **out);
 
 /* Starts a SET of key -> val (vlen <= ASR_KV_VAL_MAX). */
 int asr_kv_set_start(const char *ip, uint16_t port, const void *key, size_t klen, const void *val,
@@ -88,19 +87,19 @@ void asr_kv_req_free(asr_kv_req_t *r);
 /* --- Blocking wrappers (tools, tests, the launcher) --------------------- */
 
 /* SET and wait. errbuf receives the failure reason. */
-int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val,
-               size_t vlen, int vtype, const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
+int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
+               int vtype, const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
 
 /* GET and wait; the value is copied into val (cap bytes) and *vlen set. A
  * value longer than cap fails with ASR_ETOOBIG. */
-int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val,
-               size_t cap, size_t *vlen, const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
+int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val, size_t cap,
+               size_t *vlen, const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
 
 /* Lists every key on ip:port in insertion order over one connection, calling
  * cb for each (beyond the seed: the LIST opcode of kv_frame.h). */
-typedef void (*asr_kv_list_cb)(void *arg, uint32_t index, uint32_t total, const uint8_t *key,
-                               size_t klen, const uint8_t *val, size_t vlen, int vtype);
-int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg,
-                const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
+typedef void (*asr_kv_list_cb)(void *arg, uint32_t index, uint32_t total, const uint8_t *key, size_t klen,
+                               const uint8_t *val, size_t vlen, int vtype);
+int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg, const asr_kv_opts_t *opts,
+                char *errbuf, size_t errlen);
 
 #endif /* ASR_KV_CLIENT_H */

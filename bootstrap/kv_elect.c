@@ -15,8 +15,8 @@
 int asr_kv_elect_path(uint16_t port, char *path, size_t len) {
   const char *dir = getenv("ASR_KV_LOCK_DIR");
   if (!dir || !*dir) dir = "/tmp";
-  int n = snprintf(path, len, "%s/asr_kv_server_lock_uid_%u_port_%u", dir, (unsigned)getuid(),
-                   (unsigned)port);
+  int n =
+      snprintf(path, len, "%s/asr_kv_server_lock_uid_%u_port_%u", dir, (unsigned)getuid(), (unsigned)port);
   return n > 0 && (size_t)n < len ? 0 : ASR_ETOOBIG;
 }
 

@@ -31,18 +31,18 @@ int asr_kv_op_is_response(int op) {
 
 const char *asr_kv_op_name(int op) {
   switch (op) {
-  case ASR_KV_OP_INVALID: return "INVALID";
-  case ASR_KV_OP_SET_ACK: return "SET_ACK";
-  case ASR_KV_OP_GET_TEXT: return "GET_TEXT";
-  case ASR_KV_OP_GET_BINARY: return "GET_BINARY";
-  case ASR_KV_OP_NOT_FOUND: return "NOT_FOUND";
-  case ASR_KV_OP_ERROR: return "ERROR";
-  case ASR_KV_OP_LIST_ENTRY: return "LIST_ENTRY";
-  case ASR_KV_OP_SET: return "SET";
-  case ASR_KV_OP_GET: return "GET";
-  case ASR_KV_OP_END: return "END";
-  case ASR_KV_OP_LIST: return "LIST";
-  default: return "UNKNOWN";
+    case ASR_KV_OP_INVALID: return "INVALID";
+    case ASR_KV_OP_SET_ACK: return "SET_ACK";
+    case ASR_KV_OP_GET_TEXT: return "GET_TEXT";
+    case ASR_KV_OP_GET_BINARY: return "GET_BINARY";
+    case ASR_KV_OP_NOT_FOUND: return "NOT_FOUND";
+    case ASR_KV_OP_ERROR: return "ERROR";
+    case ASR_KV_OP_LIST_ENTRY: return "LIST_ENTRY";
+    case ASR_KV_OP_SET: return "SET";
+    case ASR_KV_OP_GET: return "GET";
+    case ASR_KV_OP_END: return "END";
+    case ASR_KV_OP_LIST: return "LIST";
+    default: return "UNKNOWN";
   }
 }
 

@@ -31,8 +31,7 @@ int asr_kv_handle_key(uint8_t *out, uint32_t send_lnc, uint32_t recv_lnc, const 
 
 int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, uint32_t *recv_lnc,
                             char *host, size_t hostlen) {
-  if (!key || len != ASR_KV_HANDLE_KEY_LEN || memcmp(key, ASR_KV_HANDLE_PREFIX, 7) != 0)
-    return ASR_EINVAL;
+  if (!key || len != ASR_KV_HANDLE_KEY_LEN || memcmp(key, ASR_KV_HANDLE_PREFIX, 7) != 0) return ASR_EINVAL;
   const uint8_t *name = key + 15;
   size_t n = 0;
   while (n < ASR_KV_HOSTNAME_LEN && name[n]) n++;
@@ -127,8 +126,8 @@ int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
   return (int)n;
 }
 
-int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname,
-                         const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
+int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_opts_t *opts,
+                         char *errbuf, size_t errlen) {
   uint8_t val[ASR_KV_HOSTNAME_LEN];
   size_t hl = hostname ? strlen(hostname) : 0;
   if (hl == 0 || hl >= ASR_KV_HOSTNAME_LEN) {

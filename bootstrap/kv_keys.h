@@ -50,7 +50,7 @@ int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap);
 /* Seeds "hostname" -> hostname (zero-padded to 128 bytes) on the KV server at
  * ip:port, blocking until acknowledged or the deadline in opts. errbuf gets a
  * one-line reason on failure. */
-int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname,
-                         const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
+int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_opts_t *opts,
+                         char *errbuf, size_t errlen);
 
 #endif /* ASR_KV_KEYS_H */

@@ -41,8 +41,8 @@ enum { LIST_NONE = 0, LIST_IDLE, LIST_BUSY };
 
 typedef struct conn {
   int fd;
-  int writing;      /* a response is being written */
-  int close_after;  /* drop once the response is out */
+  int writing;     /* a response is being written */
+  int close_after; /* drop once the response is out */
   int list;
   uint32_t events; /* epoll interest now registered */
   size_t rpos, wpos;
@@ -78,8 +78,14 @@ static char listen_tag, wake_tag;
 static void list_remove(asr_kv_server_t *s, conn_t *c) {
   conn_list_t *l = c->list == LIST_BUSY ? &s->busy : c->list == LIST_IDLE ? &s->idle : NULL;
   if (!l) return;
-  if (c->prev) c->prev->next = c->next; else l->head = c->next;
-  if (c->next) c->next->prev = c->prev; else l->tail = c->prev;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    l->head = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  else
+    l->tail = c->prev;
   c->prev = c->next = NULL;
   c->list = LIST_NONE;
 }
@@ -89,7 +95,10 @@ static void list_append(asr_kv_server_t *s, conn_t *c, int which) {
   c->list = which;
   c->prev = l->tail;
   c->next = NULL;
-  if (l->tail) l->tail->next = c; else l->head = c;
+  if (l->tail)
+    l->tail->next = c;
+  else
+    l->head = c;
   l->tail = c;
 }
 
@@ -131,10 +140,15 @@ static void want_events(asr_kv_server_t *s, conn_t *c, uint32_t events) {
   epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-static void reply(conn_t *c, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key,
-                  size_t klen, const uint8_t *val, size_t vlen) {
-  asr_kv_msg_t m = {.opcode = opcode, .vtype = vtype, .aux = aux, .key_len = (uint16_t)klen,
-                    .val_len = (uint16_t)vlen, .key = key, .val = val};
+static void reply(conn_t *c, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key, size_t klen,
+                  const uint8_t *val, size_t vlen) {
+  asr_kv_msg_t m = {.opcode = opcode,
+                    .vtype = vtype,
+                    .aux = aux,
+                    .key_len = (uint16_t)klen,
+                    .val_len = (uint16_t)vlen,
+                    .key = key,
+                    .val = val};
   asr_kv_frame_encode(c->wbuf, &m);
   c->writing = 1;
   c->wpos = 0;
@@ -171,58 +185,57 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c) {
     return 0;
   }
   if (!asr_kv_secret_equal(m.secret, s->secret)) {
-    reply_error(s, c, 1, "wrong job secret: this KV server belongs to another job "
-                         "(check ASR_JOB_SECRET and the bootstrap port)");
+    reply_error(s, c, 1,
+                "wrong job secret: this KV server belongs to another job "
+                "(check ASR_JOB_SECRET and the bootstrap port)");
     return 0;
   }
   switch (m.opcode) {
-  case ASR_KV_OP_END:
-    return 1;
-  case ASR_KV_OP_SET: {
-    if (m.key_len == 0) {
-      reply_error(s, c, 1, "SET with an empty key");
+    case ASR_KV_OP_END: return 1;
+    case ASR_KV_OP_SET: {
+      if (m.key_len == 0) {
+        reply_error(s, c, 1, "SET with an empty key");
+        return 0;
+      }
+      int rc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
+      if (rc == ASR_ENOSPACE) {
+        reply_error(s, c, 0,
+                    "KV table full: %zu keys and %zu bytes held (limits %zu keys, %zu bytes); "
+                    "raise the server's key/byte limits",
+                    s->table.count, s->table.bytes, s->table.max_keys, s->table.max_bytes);
+        return 0;
+      }
+      if (rc) {
+        reply_error(s, c, 0, "SET failed: %s", asr_strerror(rc));
+        return 0;
+      }
+      if (asr_log_enabled(ASR_LOG_DEBUG, "kvs")) {
+        char k[200];
+        asr_debug("kvs", "SET %s (%u bytes)", asr_kv_key_render(m.key, m.key_len, k, sizeof k), m.val_len);
+      }
+      reply(c, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
       return 0;
     }
-    int rc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
-    if (rc == ASR_ENOSPACE) {
-      reply_error(s, c, 0, "KV table full: %zu keys and %zu bytes held (limits %zu keys, %zu bytes); "
-                           "raise the server's key/byte limits",
-                  s->table.count, s->table.bytes, s->table.max_keys, s->table.max_bytes);
+    case ASR_KV_OP_GET: {
+      const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
+      if (!e) {
+        reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+        return 0;
+      }
+      reply(c, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0, m.key,
+            m.key_len, e->val, e->vlen);
       return 0;
     }
-    if (rc) {
-      reply_error(s, c, 0, "SET failed: %s", asr_strerror(rc));
+    case ASR_KV_OP_LIST: {
+      const asr_kv_entry_t *e = asr_kv_table_at(&s->table, m.aux);
+      uint32_t total = (uint32_t)s->table.count;
+      if (!e)
+        reply(c, ASR_KV_OP_NOT_FOUND, 0, total, NULL, 0, NULL, 0);
+      else
+        reply(c, ASR_KV_OP_LIST_ENTRY, e->vtype, total, e->key, e->klen, e->val, e->vlen);
       return 0;
     }
-    if (asr_log_enabled(ASR_LOG_DEBUG, "kvs")) {
-      char k[200];
-      asr_debug("kvs", "SET %s (%u bytes)", asr_kv_key_render(m.key, m.key_len, k, sizeof k), m.val_len);
-    }
-    reply(c, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
-    return 0;
-  }
-  case ASR_KV_OP_GET: {
-    const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
-    if (!e) {
-      reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
-      return 0;
-    }
-    reply(c, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0,
-          m.key, m.key_len, e->val, e->vlen);
-    return 0;
-  }
-  case ASR_KV_OP_LIST: {
-    const asr_kv_entry_t *e = asr_kv_table_at(&s->table, m.aux);
-    uint32_t total = (uint32_t)s->table.count;
-    if (!e)
-      reply(c, ASR_KV_OP_NOT_FOUND, 0, total, NULL, 0, NULL, 0);
-    else
-      reply(c, ASR_KV_OP_LIST_ENTRY, e->vtype, total, e->key, e->klen, e->val, e->vlen);
-    return 0;
-  }
-  default:
-    reply_error(s, c, 1, "unsupported opcode %u", m.opcode);
-    return 0;
+    default: reply_error(s, c, 1, "unsupported opcode %u", m.opcode); return 0;
   }
 }
 
@@ -385,8 +398,7 @@ int asr_kv_server_poll(asr_kv_server_t *s, int timeout_ms) {
   return 0;
 }
 
-int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, char *errbuf,
-                      size_t errlen) {
+int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, char *errbuf, size_t errlen) {
   asr_kv_server_opts_t o = opts ? *opts : (asr_kv_server_opts_t){0};
   if (!out) return ASR_EINVAL;
   asr_kv_server_t *s = calloc(1, sizeof *s);
@@ -401,8 +413,7 @@ int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, c
     s->max_clients = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : 64;
   s->stall_ms = o.stall_timeout_ms > 0 ? o.stall_timeout_ms : 5000;
   s->idle_ms = o.idle_timeout_ms > 0 ? o.idle_timeout_ms : 60000;
-  asr_kv_table_init(&s->table, o.max_keys ? o.max_keys : 65536,
-                    o.max_bytes ? o.max_bytes : 64u << 20);
+  asr_kv_table_init(&s->table, o.max_keys ? o.max_keys : 65536, o.max_bytes ? o.max_bytes : 64u << 20);
   int rc;
   s->lfd = asr_sock_listen(o.bind_ip ? o.bind_ip : "0.0.0.0", o.port, o.backlog > 0 ? o.backlog : 4096,
                            &s->port, errbuf, errlen);

@@ -36,18 +36,17 @@ typedef struct {
 } asr_kv_server_opts_t;
 
 typedef struct {
-  unsigned clients;         /* connections open now */
-  unsigned long accepted;   /* connections accepted so far */
-  unsigned long frames;     /* request frames handled */
-  unsigned long errors;     /* opcode-6 replies sent */
-  unsigned long stalled;    /* clients dropped by a timeout */
+  unsigned clients;       /* connections open now */
+  unsigned long accepted; /* connections accepted so far */
+  unsigned long frames;   /* request frames handled */
+  unsigned long errors;   /* opcode-6 replies sent */
+  unsigned long stalled;  /* clients dropped by a timeout */
   size_t keys, bytes;
 } asr_kv_server_stats_t;
 
 /* Creates the server and its listening socket. errbuf gets the reason on
  * failure (for example the port in use). The caller owns *out. */
-int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, char *errbuf,
-                      size_t errlen);
+int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, char *errbuf, size_t errlen);
 
 /* The TCP port it listens on. */
 uint16_t asr_kv_server_port(const asr_kv_server_t *s);

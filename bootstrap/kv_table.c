@@ -67,8 +67,8 @@ const asr_kv_entry_t *asr_kv_table_at(const asr_kv_table_t *t, size_t idx) {
   return idx < t->count ? &t->entries[idx] : NULL;
 }
 
-int asr_kv_table_set(asr_kv_table_t *t, const uint8_t *key, size_t klen, const uint8_t *val,
-                     size_t vlen, int vtype) {
+int asr_kv_table_set(asr_kv_table_t *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                     int vtype) {
   if (!key || klen == 0 || klen > ASR_KV_KEY_MAX || vlen > ASR_KV_VAL_MAX || (vlen && !val))
     return ASR_EINVAL;
   asr_kv_entry_t *ent = (asr_kv_entry_t *)asr_kv_table_get(t, key, klen);

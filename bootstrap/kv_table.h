@@ -26,9 +26,9 @@ typedef struct {
 typedef struct {
   asr_kv_entry_t *entries; /* insertion order */
   size_t count, cap;
-  uint32_t *index;         /* hash slots: entry number + 1, 0 = empty */
-  size_t index_cap;        /* power of two, kept >= 2 * count */
-  size_t bytes;            /* sum of klen + vlen */
+  uint32_t *index;  /* hash slots: entry number + 1, 0 = empty */
+  size_t index_cap; /* power of two, kept >= 2 * count */
+  size_t bytes;     /* sum of klen + vlen */
   size_t max_keys, max_bytes;
 } asr_kv_table_t;
 
@@ -37,8 +37,8 @@ void asr_kv_table_fini(asr_kv_table_t *t);
 
 /* Stores key -> val. Returns 0, ASR_ENOSPACE when a limit would be exceeded
  * (nothing changes), or ASR_ENOMEM. */
-int asr_kv_table_set(asr_kv_table_t *t, const uint8_t *key, size_t klen, const uint8_t *val,
-                     size_t vlen, int vtype);
+int asr_kv_table_set(asr_kv_table_t *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                     int vtype);
 
 /* Returns the entry for key, or NULL. Valid until the next set. */
 const asr_kv_entry_t *asr_kv_table_get(const asr_kv_table_t *t, const uint8_t *key, size_t klen);

@@ -7,73 +7,52 @@
 
 const char *asr_strerror(int code) {
   switch (code) {
-  case ASR_OK:
-    return "success";
+    case ASR_OK: return "success";
 #define ASR__ERR_STR(name, num, msg) \
-  case ASR_E##name:                  \
-    return msg;
-    ASR_ERRNO_MAP(ASR__ERR_STR)
+  case ASR_E##name: return msg;
+      ASR_ERRNO_MAP(ASR__ERR_STR)
 #undef ASR__ERR_STR
 #define ASR__STATUS_STR(num, msg) \
-  case num:                       \
-    return msg;
-    ASR_STATUS_MAP(ASR__STATUS_STR)
+  case num: return msg;
+      ASR_STATUS_MAP(ASR__STATUS_STR)
 #undef ASR__STATUS_STR
-  default:
-    return "unknown error";
+    default: return "unknown error";
   }
 }
 
 const char *asr_err_name(int code) {
   switch (code) {
-  case ASR_OK:
-    return "ASR_OK";
+    case ASR_OK: return "ASR_OK";
 #define ASR__ERR_NAME(name, num, msg) \
-  case ASR_E##name:                   \
-    return "ASR_E" #name;
-    ASR_ERRNO_MAP(ASR__ERR_NAME)
+  case ASR_E##name: return "ASR_E" #name;
+      ASR_ERRNO_MAP(ASR__ERR_NAME)
 #undef ASR__ERR_NAME
-  default:
-    return "ASR_EUNKNOWN";
+    default: return "ASR_EUNKNOWN";
   }
 }
 
 int asr_err_from_errno(int err) {
   switch (err) {
-  case 0:
-    return ASR_OK;
-  case EINVAL:
-    return ASR_EINVAL;
-  case ENOMEM:
-  case ENOBUFS:
-    return ASR_ENOMEM;
-  case ETIMEDOUT:
-    return ASR_ETIMEDOUT;
-  case ECONNREFUSED:
-    return ASR_ECONNREFUSED;
-  case ECONNRESET:
-  case EPIPE:
-    return ASR_ECONNRESET;
-  case EAGAIN:
-  case EINPROGRESS:
-    return ASR_EAGAIN;
-  case EADDRINUSE:
-    return ASR_EADDRINUSE;
-  case ENETUNREACH:
-  case EHOSTUNREACH:
-    return ASR_EUNREACH;
-  case ENOTCONN:
-    return ASR_ENOTCONN;
-  case ENOENT:
-    return ASR_ENOENT;
-  case EACCES:
-  case EPERM:
-    return ASR_EPERM;
-  case EMFILE:
-  case ENFILE:
-  case ENOSPC:
-    return ASR_ENOSPACE;
-  default:
-    return ASR_EIO;
+    case 0: return ASR_OK;
+    case EINVAL: return ASR_EINVAL;
+    case ENOMEM:
+    case ENOBUFS: return ASR_ENOMEM;
+    case ETIMEDOUT: return ASR_ETIMEDOUT;
+    case ECONNREFUSED: return ASR_ECONNREFUSED;
+    case ECONNRESET:
+    case EPIPE: return ASR_ECONNRESET;
+    case EAGAIN:
+    case EINPROGRESS: return ASR_EAGAIN;
+    case EADDRINUSE: return ASR_EADDRINUSE;
+    case ENETUNREACH:
+    case EHOSTUNREACH: return ASR_EUNREACH;
+    case ENOTCONN: return ASR_ENOTCONN;
+    case ENOENT: return ASR_ENOENT;
+    case EACCES:
+    case EPERM: return ASR_EPERM;
+    case EMFILE:
+    case ENFILE:
+    case ENOSPC: return ASR_ENOSPACE;
+    default: return ASR_EIO;
   }
 }

@@ -20,7 +20,7 @@
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int cfg_level = ASR_LOG_WARN;
-static char cfg_subsys[256];   /* comma list; empty = all */
+static char cfg_subsys[256]; /* comma list; empty = all */
 static char cfg_role[32] = "asr";
 static int cfg_id = -1;
 static char cfg_host[64];
@@ -103,11 +103,13 @@ void asr_log_vwrite(asr_log_level_t level, const char *subsys, const char *fmt, 
   pthread_mutex_lock(&cfg_lock);
   int n;
   if (cfg_id >= 0)
-    n = snprintf(line, sizeof line, "[asr %s:%d@%s %ld] %s: %s", cfg_role, cfg_id, cfg_host,
-                 (long)getpid(), subsys ? subsys : "-", level <= ASR_LOG_WARN ? (level == ASR_LOG_ERROR ? "error: " : "warning: ") : "");
+    n = snprintf(line, sizeof line, "[asr %s:%d@%s %ld] %s: %s", cfg_role, cfg_id, cfg_host, (long)getpid(),
+                 subsys ? subsys : "-",
+                 level <= ASR_LOG_WARN ? (level == ASR_LOG_ERROR ? "error: " : "warning: ") : "");
   else
     n = snprintf(line, sizeof line, "[asr %s@%s %ld] %s: %s", cfg_role, cfg_host, (long)getpid(),
-                 subsys ? subsys : "-", level <= ASR_LOG_WARN ? (level == ASR_LOG_ERROR ? "error: " : "warning: ") : "");
+                 subsys ? subsys : "-",
+                 level <= ASR_LOG_WARN ? (level == ASR_LOG_ERROR ? "error: " : "warning: ") : "");
   pthread_mutex_unlock(&cfg_lock);
   if (n < 0) n = 0;
   if ((size_t)n < sizeof line) {

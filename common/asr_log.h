@@ -38,10 +38,9 @@ void asr_log_write(asr_log_level_t level, const char *subsys, const char *fmt, .
     __attribute__((format(printf, 3, 4)));
 void asr_log_vwrite(asr_log_level_t level, const char *subsys, const char *fmt, va_list ap);
 
-#define ASR_LOG(level, subsys, ...)                 \
-  do {                                              \
-    if (asr_log_enabled((level), (subsys)))         \
-      asr_log_write((level), (subsys), __VA_ARGS__); \
+#define ASR_LOG(level, subsys, ...)                                                        \
+  do {                                                                                     \
+    if (asr_log_enabled((level), (subsys))) asr_log_write((level), (subsys), __VA_ARGS__); \
   } while (0)
 
 #define asr_error(subsys, ...) ASR_LOG(ASR_LOG_ERROR, subsys, __VA_ARGS__)

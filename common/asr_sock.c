@@ -44,8 +44,8 @@ void asr_sock_close(int fd) {
   errno = saved;
 }
 
-int asr_sock_listen(const char *ip, uint16_t port, int backlog, uint16_t *bound_port,
-                    char *errbuf, size_t errlen) {
+int asr_sock_listen(const char *ip, uint16_t port, int backlog, uint16_t *bound_port, char *errbuf,
+                    size_t errlen) {
   struct sockaddr_in addr;
   const char *host = ip ? ip : "127.0.0.1";
   if (asr_sock_parse_ipv4(host, port, &addr) != 0) {

@@ -18,8 +18,8 @@ int asr_sock_parse_ipv4(const char *ip, uint16_t port, struct sockaddr_in *addr)
 
 /* Creates a listening socket on ip:port (ip NULL = 127.0.0.1, port 0 = pick a
  * free one) with SO_REUSEADDR and the given backlog. *bound_port gets the port. */
-int asr_sock_listen(const char *ip, uint16_t port, int backlog, uint16_t *bound_port,
-                    char *errbuf, size_t errlen);
+int asr_sock_listen(const char *ip, uint16_t port, int backlog, uint16_t *bound_port, char *errbuf,
+                    size_t errlen);
 
 /* Starts a non-blocking connect. Returns the fd; *in_progress is 1 when the
  * connect is still running (poll for POLLOUT, then asr_sock_connect_result). */

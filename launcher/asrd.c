@@ -112,7 +112,8 @@ static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t 
     struct sockaddr_in me;
     socklen_t sl = sizeof me;
     char ip[64];
-    if (getsockname(d->ctl.fd, (struct sockaddr *)&me, &sl) == 0 && inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip)) {
+    if (getsockname(d->ctl.fd, (struct sockaddr *)&me, &sl) == 0 &&
+        inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip)) {
       free(d->if_addr);
       d->if_addr = strdup(ip);
     }
@@ -137,8 +138,8 @@ bad:
 static int start_job(asrd_t *d, char *err, size_t errlen) {
   /* A one-host job keeps its KV traffic on loopback; otherwise peers on other
    * hosts must reach this server. */
-  asr_kv_server_opts_t o = {.bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL, .port = (uint16_t)d->port,
-                            .secret = d->secret};
+  asr_kv_server_opts_t o = {
+      .bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL, .port = (uint16_t)d->port, .secret = d->secret};
   if (asr_kv_server_new(&o, &d->kv, err, errlen) != 0) return -1;
   uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
   memcpy(val, d->hostname, strnlen(d->hostname, ASR_KV_HOSTNAME_LEN - 1));
@@ -169,42 +170,39 @@ static void on_ctl(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, siz
   asr_rd_t r;
   asr_rd_init(&r, p, len);
   switch (type) {
-  case ASR_CTL_JOB: {
-    char err[512];
-    if (d->started || parse_job(d, p, len, err, sizeof err) != 0 || start_job(d, err, sizeof err) != 0) {
-      if (d->started) snprintf(err, sizeof err, "a second JOB message");
-      char msg[700];
-      snprintf(msg, sizeof msg, "asrd on %s: %s", d->hostname, err);
-      send_error(d, msg);
-      asrd_ranks_signal(d, SIGKILL);
-      shutting_down = 1;
+    case ASR_CTL_JOB: {
+      char err[512];
+      if (d->started || parse_job(d, p, len, err, sizeof err) != 0 || start_job(d, err, sizeof err) != 0) {
+        if (d->started) snprintf(err, sizeof err, "a second JOB message");
+        char msg[700];
+        snprintf(msg, sizeof msg, "asrd on %s: %s", d->hostname, err);
+        send_error(d, msg);
+        asrd_ranks_signal(d, SIGKILL);
+        shutting_down = 1;
+      }
+      break;
     }
-    break;
-  }
-  case ASR_CTL_KILL: {
-    int sig = (int)asr_rd_u32(&r);
-    if (r.bad || sig <= 0 || sig >= 65) sig = SIGTERM;
-    begin_kill(d, sig);
-    break;
-  }
-  case ASR_CTL_STDIN: {
-    size_t n;
-    const uint8_t *b = asr_rd_bytes(&r, &n);
-    if (b) asrd_ranks_stdin(d, b, n);
-    break;
-  }
-  case ASR_CTL_FENCE_DONE: {
-    size_t n;
-    (void)asr_rd_u32(&r);
-    const uint8_t *b = asr_rd_bytes(&r, &n);
-    if (!r.bad) asrd_pmix_fence_done(d, b, n);
-    break;
-  }
-  case ASR_CTL_SHUTDOWN:
-    shutting_down = 1;
-    break;
-  default:
-    asr_warn("asrd", "unexpected control message %s; ignored", asr_ctl_type_name(type));
+    case ASR_CTL_KILL: {
+      int sig = (int)asr_rd_u32(&r);
+      if (r.bad || sig <= 0 || sig >= 65) sig = SIGTERM;
+      begin_kill(d, sig);
+      break;
+    }
+    case ASR_CTL_STDIN: {
+      size_t n;
+      const uint8_t *b = asr_rd_bytes(&r, &n);
+      if (b) asrd_ranks_stdin(d, b, n);
+      break;
+    }
+    case ASR_CTL_FENCE_DONE: {
+      size_t n;
+      (void)asr_rd_u32(&r);
+      const uint8_t *b = asr_rd_bytes(&r, &n);
+      if (!r.bad) asrd_pmix_fence_done(d, b, n);
+      break;
+    }
+    case ASR_CTL_SHUTDOWN: shutting_down = 1; break;
+    default: asr_warn("asrd", "unexpected control message %s; ignored", asr_ctl_type_name(type));
   }
 }
 
@@ -256,15 +254,20 @@ int main(int argc, char **argv) {
   const char *ctl = NULL, *host = NULL;
   d->host_index = -1;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--ctl") && i + 1 < argc) ctl = argv[++i];
-    else if (!strcmp(argv[i], "--index") && i + 1 < argc) d->host_index = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--hostname") && i + 1 < argc) host = argv[++i];
+    if (!strcmp(argv[i], "--ctl") && i + 1 < argc)
+      ctl = argv[++i];
+    else if (!strcmp(argv[i], "--index") && i + 1 < argc)
+      d->host_index = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--hostname") && i + 1 < argc)
+      host = argv[++i];
     else if (!strcmp(argv[i], "--version")) {
       printf("asrd (asr) %s\n", PACKAGE_VERSION);
       return 0;
     } else {
-      fprintf(stderr, "asrd: unknown argument '%s'\nasrd is started by asrrun: asrd --ctl HOST:PORT --index I "
-                      "[--hostname NAME], with the job secret on stdin\n", argv[i]);
+      fprintf(stderr,
+              "asrd: unknown argument '%s'\nasrd is started by asrrun: asrd --ctl HOST:PORT --index I "
+              "[--hostname NAME], with the job secret on stdin\n",
+              argv[i]);
       return 2;
     }
   }
@@ -275,8 +278,10 @@ int main(int argc, char **argv) {
   asr_log_set_role("asrd", d->host_index);
   /* PMIx's hwloc would otherwise probe for X11 displays and GPUs at every start. */
   setenv("HWLOC_COMPONENTS", "-gl,-opencl", 0);
-  if (host) snprintf(d->hostname, sizeof d->hostname, "%s", host);
-  else gethostname(d->hostname, sizeof d->hostname - 1);
+  if (host)
+    snprintf(d->hostname, sizeof d->hostname, "%s", host);
+  else
+    gethostname(d->hostname, sizeof d->hostname - 1);
   if (read_secret(d) != 0) {
     fprintf(stderr, "asrd: expected 'ASR_JOB_SECRET=<64 hex digits>' on stdin\n");
     return 2;
@@ -333,7 +338,8 @@ int main(int argc, char **argv) {
       } else if (fd == d->sigfd) {
         struct signalfd_siginfo si;
         while (read(d->sigfd, &si, sizeof si) == sizeof si) {
-          if (si.ssi_signo == SIGCHLD) asrd_ranks_reap(d);
+          if (si.ssi_signo == SIGCHLD)
+            asrd_ranks_reap(d);
           else {
             shutting_down = 1;
             begin_kill(d, (int)si.ssi_signo == SIGHUP ? SIGTERM : (int)si.ssi_signo);

@@ -24,7 +24,7 @@
 typedef struct {
   int rank, lnc, local;
   pid_t pid;
-  int out_fd, err_fd, in_fd; /* pipes; -1 when closed */
+  int out_fd, err_fd, in_fd;    /* pipes; -1 when closed */
   asr_buf_t out_part, err_part; /* partial lines */
   asr_buf_t in_queue;           /* stdin bytes not yet written (rank 0) */
   int in_eof;                   /* close in_fd once in_queue drains */

@@ -34,7 +34,10 @@ static asrd_t *the_daemon; /* the upcalls carry no pointer of ours */
 static void queue_event(asrd_ev_t *ev) {
   asrd_t *d = the_daemon;
   pthread_mutex_lock(&d->ev_lock);
-  if (d->ev_tail) d->ev_tail->next = ev; else d->ev_head = ev;
+  if (d->ev_tail)
+    d->ev_tail->next = ev;
+  else
+    d->ev_head = ev;
   d->ev_tail = ev;
   pthread_mutex_unlock(&d->ev_lock);
   uint64_t one = 1;
@@ -66,8 +69,8 @@ static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, co
   return PMIX_OPERATION_SUCCEEDED; /* the job is killed; the client need not wait for us */
 }
 
-static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo,
-                              char *data, size_t ndata, pmix_modex_cbfunc_t cb, void *cbdata) {
+static pmix_status_t up_fence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+                              size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cb, void *cbdata) {
   (void)procs, (void)nprocs, (void)info, (void)ninfo;
   asrd_ev_t *ev = calloc(1, sizeof *ev);
   if (!ev) return PMIX_ERR_NOMEM;
@@ -93,8 +96,8 @@ static pmix_status_t up_dmodex(const pmix_proc_t *proc, const pmix_info_t info[]
   return PMIX_ERR_NOT_SUPPORTED; /* clients fence with collect; see the notes */
 }
 
-static void up_log(const pmix_proc_t *client, const pmix_info_t data[], size_t ndata, const pmix_info_t dirs[],
-                   size_t ndirs, pmix_op_cbfunc_t cb, void *cbdata) {
+static void up_log(const pmix_proc_t *client, const pmix_info_t data[], size_t ndata,
+                   const pmix_info_t dirs[], size_t ndirs, pmix_op_cbfunc_t cb, void *cbdata) {
   (void)dirs, (void)ndirs;
   char msg[1024] = "";
   size_t pos = 0;
@@ -210,8 +213,10 @@ int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen) {
   free(ppn_regex);
   op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   st = PMIx_server_register_nspace(d->nspace, d->nlocal, job, 2, op_done, &w);
-  if (st == PMIX_SUCCESS) st = op_wait(&w, 10000);
-  else if (st == PMIX_OPERATION_SUCCEEDED) st = PMIX_SUCCESS;
+  if (st == PMIX_SUCCESS)
+    st = op_wait(&w, 10000);
+  else if (st == PMIX_OPERATION_SUCCEEDED)
+    st = PMIX_SUCCESS;
   PMIX_INFO_DESTRUCT(&job[0]);
   PMIX_INFO_DESTRUCT(&job[1]);
   if (st != PMIX_SUCCESS) {
@@ -226,8 +231,10 @@ int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env) {
   PMIX_LOAD_PROCID(&proc, d->nspace, (pmix_rank_t)r->rank);
   op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   pmix_status_t st = PMIx_server_register_client(&proc, getuid(), getgid(), r, op_done, &w);
-  if (st == PMIX_SUCCESS) st = op_wait(&w, 10000);
-  else if (st == PMIX_OPERATION_SUCCEEDED) st = PMIX_SUCCESS;
+  if (st == PMIX_SUCCESS)
+    st = op_wait(&w, 10000);
+  else if (st == PMIX_OPERATION_SUCCEEDED)
+    st = PMIX_SUCCESS;
   if (st != PMIX_SUCCESS) {
     asr_error("pmix", "register_client(rank %d): %s", r->rank, PMIx_Error_string(st));
     return -1;
@@ -253,8 +260,10 @@ void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
   char *copy = len ? malloc(len) : NULL;
   if (len && copy) memcpy(copy, data, len);
   pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)ev->cbfunc;
-  if (cb) cb(PMIX_SUCCESS, copy, copy ? len : 0, ev->cbdata, release_blob, copy);
-  else free(copy);
+  if (cb)
+    cb(PMIX_SUCCESS, copy, copy ? len : 0, ev->cbdata, release_blob, copy);
+  else
+    free(copy);
   free(ev->data);
   free(ev);
 }
@@ -271,32 +280,33 @@ void asrd_pmix_handle_events(asrd_t *d) {
     ev->next = NULL;
     asr_buf_t b = {0};
     switch (ev->type) {
-    case ASRD_EV_FENCE: {
-      asr_buf_put_u32(&b, d->fence_seq++);
-      asr_buf_put_bytes(&b, ev->data, ev->ndata);
-      asr_ctl_send(&d->ctl, ASR_CTL_FENCE, &b);
-      /* keep it (FIFO) until asrrun answers */
-      asrd_ev_t **pp = &d->fence_pending;
-      while (*pp) pp = &(*pp)->next;
-      *pp = ev;
-      ev = NULL;
-      break;
-    }
-    case ASRD_EV_ABORT:
-      asr_buf_put_u32(&b, (uint32_t)ev->rank);
-      asr_buf_put_u32(&b, (uint32_t)ev->status);
-      asr_buf_put_str(&b, ev->msg);
-      asr_ctl_send(&d->ctl, ASR_CTL_ABORT, &b);
-      break;
-    case ASRD_EV_LOG: {
-      char line[1200];
-      int n = snprintf(line, sizeof line, "asrrun: PMIx log from rank %d: %s", ev->rank, ev->msg ? ev->msg : "");
-      if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
-      asrd_send_output(d, ev->rank >= 0 ? ev->rank : 0, 2, line, (size_t)n);
-      pmix_op_cbfunc_t cb = (pmix_op_cbfunc_t)ev->cbfunc;
-      if (cb) cb(PMIX_SUCCESS, ev->cbdata); /* from our thread, never inside the upcall */
-      break;
-    }
+      case ASRD_EV_FENCE: {
+        asr_buf_put_u32(&b, d->fence_seq++);
+        asr_buf_put_bytes(&b, ev->data, ev->ndata);
+        asr_ctl_send(&d->ctl, ASR_CTL_FENCE, &b);
+        /* keep it (FIFO) until asrrun answers */
+        asrd_ev_t **pp = &d->fence_pending;
+        while (*pp) pp = &(*pp)->next;
+        *pp = ev;
+        ev = NULL;
+        break;
+      }
+      case ASRD_EV_ABORT:
+        asr_buf_put_u32(&b, (uint32_t)ev->rank);
+        asr_buf_put_u32(&b, (uint32_t)ev->status);
+        asr_buf_put_str(&b, ev->msg);
+        asr_ctl_send(&d->ctl, ASR_CTL_ABORT, &b);
+        break;
+      case ASRD_EV_LOG: {
+        char line[1200];
+        int n = snprintf(line, sizeof line, "asrrun: PMIx log from rank %d: %s", ev->rank,
+                         ev->msg ? ev->msg : "");
+        if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+        asrd_send_output(d, ev->rank >= 0 ? ev->rank : 0, 2, line, (size_t)n);
+        pmix_op_cbfunc_t cb = (pmix_op_cbfunc_t)ev->cbfunc;
+        if (cb) cb(PMIX_SUCCESS, ev->cbdata); /* from our thread, never inside the upcall */
+        break;
+      }
     }
     asr_buf_free(&b);
     if (ev) {
@@ -338,7 +348,8 @@ void asrd_pmix_stop(asrd_t *d) {
      * teardown; our directory is removed below either way. */
     int clean = 1;
     for (int i = 0; i < d->nlocal; i++)
-      if (!d->ranks[i].exited || !WIFEXITED(d->ranks[i].status) || WEXITSTATUS(d->ranks[i].status) != 0) clean = 0;
+      if (!d->ranks[i].exited || !WIFEXITED(d->ranks[i].status) || WEXITSTATUS(d->ranks[i].status) != 0)
+        clean = 0;
     if (clean) PMIx_server_finalize();
     d->pmix_up = 0;
   }

@@ -29,19 +29,19 @@ static int topo_loaded;
 
 static hwloc_obj_type_t bind_type(int bind_to) {
   switch (bind_to) {
-  case ASR_BIND_CORE: return HWLOC_OBJ_CORE;
-  case ASR_BIND_NUMA: return HWLOC_OBJ_NUMANODE;
-  case ASR_BIND_PACKAGE: return HWLOC_OBJ_PACKAGE;
-  default: return HWLOC_OBJ_MACHINE;
+    case ASR_BIND_CORE: return HWLOC_OBJ_CORE;
+    case ASR_BIND_NUMA: return HWLOC_OBJ_NUMANODE;
+    case ASR_BIND_PACKAGE: return HWLOC_OBJ_PACKAGE;
+    default: return HWLOC_OBJ_MACHINE;
   }
 }
 
 static const char *bind_name(int bind_to) {
   switch (bind_to) {
-  case ASR_BIND_CORE: return "core";
-  case ASR_BIND_NUMA: return "numa";
-  case ASR_BIND_PACKAGE: return "package";
-  default: return "none";
+    case ASR_BIND_CORE: return "core";
+    case ASR_BIND_NUMA: return "numa";
+    case ASR_BIND_PACKAGE: return "package";
+    default: return "none";
   }
 }
 
@@ -75,9 +75,13 @@ static char **build_env(asrd_t *d, asrd_rank_t *r) {
   char **env = calloc(n + (size_t)d->nenv + 32, sizeof *env);
   if (!env) return NULL;
   size_t k = 0;
-  static const char *const ours[] = {"ASR_RANK", "ASR_SIZE", "ASR_LNC", "ASR_LOCAL_RANK", "ASR_LOCAL_SIZE",
-                                     "ASR_BOOTSTRAP_PORT", "ASR_JOB_SECRET", "ASR_HOSTNAME", "ASR_KV_SERVER",
-                                     "ASR_PROVIDER", "ASR_IF_ADDR", "ASR_NUM_HOSTS", "ASR_HOST_INDEX", NULL};
+  static const char *const ours[] = {"ASR_RANK",       "ASR_SIZE",
+                                     "ASR_LNC",        "ASR_LOCAL_RANK",
+                                     "ASR_LOCAL_SIZE", "ASR_BOOTSTRAP_PORT",
+                                     "ASR_JOB_SECRET", "ASR_HOSTNAME",
+                                     "ASR_KV_SERVER",  "ASR_PROVIDER",
+                                     "ASR_IF_ADDR",    "ASR_NUM_HOSTS",
+                                     "ASR_HOST_INDEX", NULL};
   for (size_t i = 0; i < n; i++) {
     int skip = strncmp(environ[i], "PMIX_", 5) == 0;
     for (int j = 0; ours[j] && !skip; j++) skip = env_has_prefix(environ[i], ours[j]);
@@ -85,10 +89,10 @@ static char **build_env(asrd_t *d, asrd_rank_t *r) {
     if (!skip) env[k++] = strdup(environ[i]);
   }
   char tmp[1200];
-#define SETENV(fmt, ...)                          \
-  do {                                            \
-    snprintf(tmp, sizeof tmp, fmt, __VA_ARGS__);  \
-    env[k++] = strdup(tmp);                       \
+#define SETENV(fmt, ...)                         \
+  do {                                           \
+    snprintf(tmp, sizeof tmp, fmt, __VA_ARGS__); \
+    env[k++] = strdup(tmp);                      \
   } while (0)
   SETENV("ASR_RANK=%d", r->rank);
   SETENV("ASR_SIZE=%d", d->nranks);
@@ -142,9 +146,10 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
     char line[512], cpus[256] = "all";
     if (set) hwloc_bitmap_list_snprintf(cpus, sizeof cpus, set);
     int n = d->bind_to == ASR_BIND_NONE
-                ? snprintf(line, sizeof line, "asrrun: rank %d (host %s, lnc %d) not bound", r->rank, d->hostname, r->lnc)
-                : snprintf(line, sizeof line, "asrrun: rank %d (host %s, lnc %d) bound to %s %d: cpus %s", r->rank,
-                           d->hostname, r->lnc, bind_name(d->bind_to), obj, cpus);
+                ? snprintf(line, sizeof line, "asrrun: rank %d (host %s, lnc %d) not bound", r->rank,
+                           d->hostname, r->lnc)
+                : snprintf(line, sizeof line, "asrrun: rank %d (host %s, lnc %d) bound to %s %d: cpus %s",
+                           r->rank, d->hostname, r->lnc, bind_name(d->bind_to), obj, cpus);
     asrd_send_output(d, r->rank, 2, line, (size_t)n);
   }
   const char **argv = calloc((size_t)d->nargs + 2, sizeof *argv);
@@ -214,9 +219,12 @@ static void emit_lines(asrd_t *d, asrd_rank_t *r, int stream, asr_buf_t *part, i
     size_t n = part->len - part->off;
     uint8_t *nl = n ? memchr(s, '\n', n) : NULL;
     size_t take;
-    if (nl) take = (size_t)(nl - s) + 1;
-    else if (n >= LINE_MAX_BYTES || (eof && n > 0)) take = n;
-    else break;
+    if (nl)
+      take = (size_t)(nl - s) + 1;
+    else if (n >= LINE_MAX_BYTES || (eof && n > 0))
+      take = n;
+    else
+      break;
     size_t len = take;
     if (len && s[len - 1] == '\n') len--;
     asrd_send_output(d, r->rank, stream, (const char *)s, len);
@@ -275,8 +283,10 @@ void asrd_ranks_stdin(asrd_t *d, const uint8_t *p, size_t n) {
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
     if (r->rank != 0) continue;
-    if (n == 0) r->in_eof = 1;
-    else if (r->in_fd >= 0) asr_buf_put(&r->in_queue, p, n);
+    if (n == 0)
+      r->in_eof = 1;
+    else if (r->in_fd >= 0)
+      asr_buf_put(&r->in_queue, p, n);
     flush_stdin(d, r);
   }
 }
@@ -302,10 +312,14 @@ static void report_exits(asrd_t *d) {
 void asrd_ranks_on_fd(asrd_t *d, int fd, uint32_t events) {
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
-    if (fd == r->out_fd) read_stream(d, r, 1);
-    else if (fd == r->err_fd) read_stream(d, r, 2);
-    else if (fd == r->in_fd && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) flush_stdin(d, r);
-    else continue;
+    if (fd == r->out_fd)
+      read_stream(d, r, 1);
+    else if (fd == r->err_fd)
+      read_stream(d, r, 2);
+    else if (fd == r->in_fd && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+      flush_stdin(d, r);
+    else
+      continue;
     break;
   }
   report_exits(d);

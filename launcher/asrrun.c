@@ -80,14 +80,14 @@ static int epfd, sigfd, lfd;
 static char secret_hex[ASR_KV_SECRET_HEX_LEN + 1];
 static char nspace[64];
 static int port;
-static int exit_code = -1;       /* decided at the first failure */
-static int aborting;             /* KILL(SIGTERM) sent */
-static uint64_t kill_at;         /* when to escalate to SIGKILL */
+static int exit_code = -1; /* decided at the first failure */
+static int aborting;       /* KILL(SIGTERM) sent */
+static uint64_t kill_at;   /* when to escalate to SIGKILL */
 static int interrupts;
 static int stdin_open = 1;
 static int ranks_exited;
 static uint64_t deadline_ms;
-static uint64_t giveup_at;       /* after SIGKILL: stop waiting for the daemons */
+static uint64_t giveup_at; /* after SIGKILL: stop waiting for the daemons */
 
 static void kill_all(int sig) {
   asr_buf_t b = {0};
@@ -154,9 +154,12 @@ static void print_line(int rank, int stream, const uint8_t *s, size_t n) {
     size_t off = 0;
     while (off < k) {
       ssize_t w = write(fds[f], buf + off, k - off);
-      if (w > 0) off += (size_t)w;
-      else if (w < 0 && errno == EINTR) continue;
-      else break;
+      if (w > 0)
+        off += (size_t)w;
+      else if (w < 0 && errno == EINTR)
+        continue;
+      else
+        break;
     }
   }
   free(buf);
@@ -232,78 +235,77 @@ static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, siz
   asr_rd_t r;
   asr_rd_init(&r, p, len);
   switch (type) {
-  case ASR_CTL_STARTED: {
-    d->started = 1;
-    uint32_t n = asr_rd_u32(&r);
-    if (r.bad || n > (uint32_t)d->nlocal || d->pgids) break;
-    d->pgids = calloc(n ? n : 1, sizeof *d->pgids);
-    for (uint32_t i = 0; d->pgids && i < n; i++) {
-      uint32_t pid = asr_rd_u32(&r);
-      if (!r.bad && pid > 1 && pid < (uint32_t)INT32_MAX) d->pgids[d->npgids++] = (pid_t)pid;
-    }
-    break;
-  }
-  case ASR_CTL_OUTPUT: {
-    int rank = (int)asr_rd_u32(&r), stream = (int)asr_rd_u32(&r);
-    size_t n;
-    const uint8_t *s = asr_rd_bytes(&r, &n);
-    if (!r.bad) print_line(rank, stream == 2 ? 2 : 1, s, n);
-    break;
-  }
-  case ASR_CTL_EXIT: {
-    int rank = (int)asr_rd_u32(&r), status = (int)asr_rd_u32(&r);
-    if (r.bad || rank < 0 || rank >= map.nranks || ranks[rank].exited) break;
-    ranks[rank].exited = 1;
-    ranks[rank].status = status;
-    ranks_exited++;
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !aborting) {
-      int code = rank_failed_code(status);
-      if (WIFSIGNALED(status))
-        abort_job(code, "rank %d on host %s was killed by signal %d (%s); aborting the job", rank,
-                  map.host_names[h], WTERMSIG(status), strsignal(WTERMSIG(status)));
-      else if (WEXITSTATUS(status) == 127)
-        abort_job(EXIT_NOTFOUND, "rank %d on host %s: program '%s' could not be executed; aborting the job", rank,
-                  map.host_names[h], cfg.program);
-      else
-        abort_job(code, "rank %d on host %s exited with status %d; aborting the job", rank, map.host_names[h],
-                  WEXITSTATUS(status));
-    }
-    break;
-  }
-  case ASR_CTL_ABORT: {
-    int rank = (int)asr_rd_u32(&r), status = (int)asr_rd_u32(&r);
-    char *msg = asr_rd_str(&r);
-    abort_job(status > 0 && status < 124 ? status : 1, "rank %d on host %s called abort with status %d%s%s", rank,
-              map.host_names[h], status, msg && *msg ? ": " : "", msg ? msg : "");
-    free(msg);
-    break;
-  }
-  case ASR_CTL_FENCE: {
-    (void)asr_rd_u32(&r);
-    size_t n;
-    const uint8_t *blob = asr_rd_bytes(&r, &n);
-    if (r.bad || d->fence_in) {
-      abort_job(EXIT_LAUNCH, "asrd on host %s sent a bad fence", map.host_names[h]);
+    case ASR_CTL_STARTED: {
+      d->started = 1;
+      uint32_t n = asr_rd_u32(&r);
+      if (r.bad || n > (uint32_t)d->nlocal || d->pgids) break;
+      d->pgids = calloc(n ? n : 1, sizeof *d->pgids);
+      for (uint32_t i = 0; d->pgids && i < n; i++) {
+        uint32_t pid = asr_rd_u32(&r);
+        if (!r.bad && pid > 1 && pid < (uint32_t)INT32_MAX) d->pgids[d->npgids++] = (pid_t)pid;
+      }
       break;
     }
-    d->fence_blob = malloc(n ? n : 1);
-    if (n) memcpy(d->fence_blob, blob, n);
-    d->fence_len = n;
-    d->fence_in = 1;
-    fence_check();
-    break;
-  }
-  case ASR_CTL_ERROR: {
-    char *msg = asr_rd_str(&r);
-    abort_job(EXIT_LAUNCH, "%s", msg ? msg : "a daemon failed");
-    free(msg);
-    break;
-  }
-  case ASR_CTL_DONE:
-    d->done = 1;
-    break;
-  default:
-    abort_job(EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", map.host_names[h], asr_ctl_type_name(type));
+    case ASR_CTL_OUTPUT: {
+      int rank = (int)asr_rd_u32(&r), stream = (int)asr_rd_u32(&r);
+      size_t n;
+      const uint8_t *s = asr_rd_bytes(&r, &n);
+      if (!r.bad) print_line(rank, stream == 2 ? 2 : 1, s, n);
+      break;
+    }
+    case ASR_CTL_EXIT: {
+      int rank = (int)asr_rd_u32(&r), status = (int)asr_rd_u32(&r);
+      if (r.bad || rank < 0 || rank >= map.nranks || ranks[rank].exited) break;
+      ranks[rank].exited = 1;
+      ranks[rank].status = status;
+      ranks_exited++;
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !aborting) {
+        int code = rank_failed_code(status);
+        if (WIFSIGNALED(status))
+          abort_job(code, "rank %d on host %s was killed by signal %d (%s); aborting the job", rank,
+                    map.host_names[h], WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else if (WEXITSTATUS(status) == 127)
+          abort_job(EXIT_NOTFOUND, "rank %d on host %s: program '%s' could not be executed; aborting the job",
+                    rank, map.host_names[h], cfg.program);
+        else
+          abort_job(code, "rank %d on host %s exited with status %d; aborting the job", rank,
+                    map.host_names[h], WEXITSTATUS(status));
+      }
+      break;
+    }
+    case ASR_CTL_ABORT: {
+      int rank = (int)asr_rd_u32(&r), status = (int)asr_rd_u32(&r);
+      char *msg = asr_rd_str(&r);
+      abort_job(status > 0 && status < 124 ? status : 1, "rank %d on host %s called abort with status %d%s%s",
+                rank, map.host_names[h], status, msg && *msg ? ": " : "", msg ? msg : "");
+      free(msg);
+      break;
+    }
+    case ASR_CTL_FENCE: {
+      (void)asr_rd_u32(&r);
+      size_t n;
+      const uint8_t *blob = asr_rd_bytes(&r, &n);
+      if (r.bad || d->fence_in) {
+        abort_job(EXIT_LAUNCH, "asrd on host %s sent a bad fence", map.host_names[h]);
+        break;
+      }
+      d->fence_blob = malloc(n ? n : 1);
+      if (n) memcpy(d->fence_blob, blob, n);
+      d->fence_len = n;
+      d->fence_in = 1;
+      fence_check();
+      break;
+    }
+    case ASR_CTL_ERROR: {
+      char *msg = asr_rd_str(&r);
+      abort_job(EXIT_LAUNCH, "%s", msg ? msg : "a daemon failed");
+      free(msg);
+      break;
+    }
+    case ASR_CTL_DONE: d->done = 1; break;
+    default:
+      abort_job(EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", map.host_names[h],
+                asr_ctl_type_name(type));
   }
 }
 
@@ -331,7 +333,8 @@ static void on_hello_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *
   send_job(index);
   return;
 reject:
-  asr_warn("asrrun", "refused a control connection that did not identify itself as one of this job's daemons");
+  asr_warn("asrrun",
+           "refused a control connection that did not identify itself as one of this job's daemons");
   c->closed = 1;
 }
 
@@ -387,8 +390,9 @@ static void on_signal(void) {
           if (daemons[h].pid == pid) {
             daemon_reaped(h, st);
             if (!daemons[h].done && exit_code < 0)
-              abort_job(EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished", map.host_names[h],
-                        WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+              abort_job(EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished",
+                        map.host_names[h], WIFSIGNALED(st) ? "signal" : "status",
+                        WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
           }
       continue;
     }
@@ -476,8 +480,10 @@ int main(int argc, char **argv) {
   }
   for (int h = 1; h < map.nhosts; h++)
     if (cfg.launcher != ASR_LAUNCHER_LOCAL) {
-      fprintf(stderr, "asrrun: %d hosts requested, but only this host is supported by this build's launcher "
-                      "(use one host, or --launcher local)\n", map.nhosts);
+      fprintf(stderr,
+              "asrrun: %d hosts requested, but only this host is supported by this build's launcher "
+              "(use one host, or --launcher local)\n",
+              map.nhosts);
       return EXIT_USAGE;
     }
 
@@ -523,8 +529,12 @@ int main(int argc, char **argv) {
   snprintf(ctl_addr, sizeof ctl_addr, "127.0.0.1:%u", ctl_port);
   const asr_launch_ops_t *ops = &asr_launch_local;
   for (int h = 0; h < map.nhosts; h++) {
-    asr_launch_args_t a = {.asrd_path = asrd, .ctl_addr = ctl_addr, .secret_hex = secret_hex,
-                           .host = map.host_names[h], .index = h, .verbose = cfg.verbose};
+    asr_launch_args_t a = {.asrd_path = asrd,
+                           .ctl_addr = ctl_addr,
+                           .secret_hex = secret_hex,
+                           .host = map.host_names[h],
+                           .index = h,
+                           .verbose = cfg.verbose};
     daemons[h].pid = ops->start(&a, err, sizeof err);
     if (daemons[h].pid < 0) {
       abort_job(EXIT_LAUNCH, "cannot start asrd for host %s: %s", map.host_names[h], err);
@@ -547,9 +557,12 @@ int main(int argc, char **argv) {
     int n = epoll_wait(epfd, evs, 64, 100);
     for (int i = 0; i < n; i++) {
       void *p = evs[i].data.ptr;
-      if (p == &sig_tag) on_signal();
-      else if (p == &lfd_tag) accept_daemon();
-      else if (p == &stdin_tag) forward_stdin();
+      if (p == &sig_tag)
+        on_signal();
+      else if (p == &lfd_tag)
+        accept_daemon();
+      else if (p == &stdin_tag)
+        forward_stdin();
       else {
         daemon_t *d = p;
         if (evs[i].events & EPOLLOUT) asr_ctl_flush(&d->conn);
@@ -601,7 +614,8 @@ int main(int argc, char **argv) {
     }
     if (giveup_at && now >= giveup_at) {
       /* --timeout and signals must bound asrrun even if a daemon never ends */
-      asr_warn("asrrun", "the daemons did not report the end of the job %d s after SIGKILL; giving up on them",
+      asr_warn("asrrun",
+               "the daemons did not report the end of the job %d s after SIGKILL; giving up on them",
                GRACE_MS / 1000);
       break;
     }
@@ -613,7 +627,8 @@ int main(int argc, char **argv) {
   }
   /* Everyone is done: release the daemons and reap them. */
   for (int h = 0; h < map.nhosts; h++)
-    if (daemons[h].conn.fd >= 0 && !daemons[h].gone) asr_ctl_send_sync(&daemons[h].conn, ASR_CTL_SHUTDOWN, NULL, 2000);
+    if (daemons[h].conn.fd >= 0 && !daemons[h].gone)
+      asr_ctl_send_sync(&daemons[h].conn, ASR_CTL_SHUTDOWN, NULL, 2000);
   uint64_t until = asr_time_ms() + 5000;
   for (int h = 0; h < map.nhosts; h++) {
     while (daemons[h].pid > 0) {

@@ -12,9 +12,9 @@
 #include "asr_time.h"
 #include "ctl.h"
 
-static const char *const type_names[] = {"INVALID", "HELLO", "JOB",   "STARTED", "OUTPUT",
-                                         "EXIT",    "FENCE", "FENCE_DONE", "ABORT", "KILL",
-                                         "STDIN",   "ERROR", "DONE",  "SHUTDOWN"};
+static const char *const type_names[] = {"INVALID", "HELLO", "JOB",        "STARTED", "OUTPUT",
+                                         "EXIT",    "FENCE", "FENCE_DONE", "ABORT",   "KILL",
+                                         "STDIN",   "ERROR", "DONE",       "SHUTDOWN"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -128,7 +128,8 @@ int asr_ctl_send(asr_ctl_conn_t *c, int type, const asr_buf_t *payload) {
   memcpy(hdr + 4, &v, 2);
   memcpy(hdr + 6, &t, 2);
   memcpy(hdr + 8, &l, 4);
-  if (asr_buf_put(&c->out, hdr, sizeof hdr) || (len && asr_buf_put(&c->out, payload->data + payload->off, len)))
+  if (asr_buf_put(&c->out, hdr, sizeof hdr) ||
+      (len && asr_buf_put(&c->out, payload->data + payload->off, len)))
     return ASR_ENOMEM;
   return asr_ctl_flush(c);
 }

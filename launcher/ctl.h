@@ -51,7 +51,7 @@ typedef struct {
 void asr_buf_free(asr_buf_t *b);
 int asr_buf_put(asr_buf_t *b, const void *p, size_t n);
 void asr_buf_put_u32(asr_buf_t *b, uint32_t v);
-void asr_buf_put_str(asr_buf_t *b, const char *s);          /* u32 length + bytes (no NUL) */
+void asr_buf_put_str(asr_buf_t *b, const char *s); /* u32 length + bytes (no NUL) */
 void asr_buf_put_bytes(asr_buf_t *b, const void *p, size_t n);
 
 /* A cursor over a received payload; every getter fails (returns -1) once the

@@ -23,11 +23,16 @@
 
 typedef enum { ASR_MAP_SLOT = 0, ASR_MAP_NODE = 1 } asr_map_by_t;
 typedef enum { ASR_BIND_NONE = 0, ASR_BIND_CORE, ASR_BIND_NUMA, ASR_BIND_PACKAGE } asr_bind_to_t;
-typedef enum { ASR_LAUNCHER_AUTO = 0, ASR_LAUNCHER_LOCAL, ASR_LAUNCHER_RSH, ASR_LAUNCHER_SLURM } asr_launcher_t;
+typedef enum {
+  ASR_LAUNCHER_AUTO = 0,
+  ASR_LAUNCHER_LOCAL,
+  ASR_LAUNCHER_RSH,
+  ASR_LAUNCHER_SLURM
+} asr_launcher_t;
 
 typedef struct {
-  char name[128];   /* host name as the user wrote it (or Slurm's node name) */
-  int slots;        /* ranks it may take; 0 = not given (use --lnc-per-host or cores) */
+  char name[128]; /* host name as the user wrote it (or Slurm's node name) */
+  int slots;      /* ranks it may take; 0 = not given (use --lnc-per-host or cores) */
 } asr_cfg_host_t;
 
 typedef struct {
@@ -37,31 +42,31 @@ typedef struct {
 } asr_cfg_env_t;
 
 typedef struct {
-  int np;                      /* -n; 0 = fill every slot */
+  int np; /* -n; 0 = fill every slot */
   asr_cfg_host_t hosts[ASR_CFG_MAX_HOSTS];
-  int nhosts;                  /* 0 = just this host */
-  char hostfile[1024];         /* --hostfile (already read into hosts[]) */
-  int lnc_per_host;            /* --lnc-per-host, 1..128; 0 = not given */
-  asr_map_by_t map_by;         /* --map-by slot|node (default slot) */
-  asr_bind_to_t bind_to;       /* --bind-to none|core|numa|package (default core) */
-  int report_bindings;         /* --report-bindings */
+  int nhosts;            /* 0 = just this host */
+  char hostfile[1024];   /* --hostfile (already read into hosts[]) */
+  int lnc_per_host;      /* --lnc-per-host, 1..128; 0 = not given */
+  asr_map_by_t map_by;   /* --map-by slot|node (default slot) */
+  asr_bind_to_t bind_to; /* --bind-to none|core|numa|package (default core) */
+  int report_bindings;   /* --report-bindings */
   asr_cfg_env_t env[ASR_CFG_MAX_ENV];
-  int nenv;                    /* -x VAR[=val], repeatable */
-  int tag_output;              /* --tag-output (default 1) / --no-tag-output */
-  char output_dir[1024];       /* --output-dir */
-  int timeout_s;               /* --timeout seconds; 0 = none */
-  int bootstrap_port;          /* --bootstrap-port; 0 = choose a free one */
-  char provider[64];           /* --provider; "" = default (shm on one host, tcp;ofi_rxm across hosts) */
-  int dry_run;                 /* --dry-run */
-  int verbose;                 /* -v (repeatable) */
-  asr_launcher_t launcher;     /* --launcher auto|local|rsh|slurm */
-  char launch_agent[1024];     /* --launch-agent (default "ssh") */
-  char prefix[1024];           /* --prefix: install prefix of asr on remote hosts */
-  char if_include[256];        /* --if-include: interface or address for rank traffic */
-  char program[1024];          /* the program to run (argv[0]) */
-  char *args[ASR_CFG_MAX_ARGS];/* its arguments (malloc'd strings) */
+  int nenv;                     /* -x VAR[=val], repeatable */
+  int tag_output;               /* --tag-output (default 1) / --no-tag-output */
+  char output_dir[1024];        /* --output-dir */
+  int timeout_s;                /* --timeout seconds; 0 = none */
+  int bootstrap_port;           /* --bootstrap-port; 0 = choose a free one */
+  char provider[64];            /* --provider; "" = default (shm on one host, tcp;ofi_rxm across hosts) */
+  int dry_run;                  /* --dry-run */
+  int verbose;                  /* -v (repeatable) */
+  asr_launcher_t launcher;      /* --launcher auto|local|rsh|slurm */
+  char launch_agent[1024];      /* --launch-agent (default "ssh") */
+  char prefix[1024];            /* --prefix: install prefix of asr on remote hosts */
+  char if_include[256];         /* --if-include: interface or address for rank traffic */
+  char program[1024];           /* the program to run (argv[0]) */
+  char *args[ASR_CFG_MAX_ARGS]; /* its arguments (malloc'd strings) */
   int nargs;
-  char job_file[1024];         /* -f, for messages */
+  char job_file[1024]; /* -f, for messages */
 } asr_config_t;
 
 /* Fills cfg with the built-in defaults. */

@@ -15,8 +15,8 @@
 #include "rt.h"
 
 static const char *const comm_status_names[] = {
-    "START_INIT", "WAIT_FOR_HOSTNAME", "WAIT_FOR_NET_HANDLE_GET", "WAIT_FOR_NET_HANDLE_SET",
-    "NET_CONNECT", "LISTEN", "CONNECTED", "CONNECTION_ERROR"};
+    "START_INIT", "WAIT_FOR_HOSTNAME", "WAIT_FOR_NET_HANDLE_GET", "WAIT_FOR_NET_HANDLE_SET", "NET_CONNECT",
+    "LISTEN",     "CONNECTED",         "CONNECTION_ERROR"};
 
 const char *asr_comm_status_name(int s) {
   return s >= 0 && s <= ASR_COMM_CONNECTION_ERROR ? comm_status_names[s] : "UNKNOWN";
@@ -24,8 +24,9 @@ const char *asr_comm_status_name(int s) {
 
 void asr__comm_set_status(struct asr_comm *c, int status) {
   int old = atomic_exchange(&c->status, status);
-  asr_debug("svc", "lnc %d %s comm %p to %s/lnc %d: %s -> %s", c->lnc, c->type == ASR_SEND_COMM ? "SEND" : "RECV",
-            (void *)c, c->peer_ip, c->peer_lnc, asr_comm_status_name(old), asr_comm_status_name(status));
+  asr_debug("svc", "lnc %d %s comm %p to %s/lnc %d: %s -> %s", c->lnc,
+            c->type == ASR_SEND_COMM ? "SEND" : "RECV", (void *)c, c->peer_ip, c->peer_lnc,
+            asr_comm_status_name(old), asr_comm_status_name(status));
 }
 
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc) {

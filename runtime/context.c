@@ -50,8 +50,9 @@ static int env_port(uint16_t *port) {
     *port = (uint16_t)p;
     return 0;
   }
-  asr_error("svc", "no bootstrap port: set ASR_BOOTSTRAP_PORT (start the program with asrrun, "
-                   "or export ASR_BOOTSTRAP_PORT=<port> on every host of the job)");
+  asr_error("svc",
+            "no bootstrap port: set ASR_BOOTSTRAP_PORT (start the program with asrrun, "
+            "or export ASR_BOOTSTRAP_PORT=<port> on every host of the job)");
   return -1;
 }
 
@@ -200,7 +201,10 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
   }
   c->ordinal = q->next_ordinal++;
   c->next = NULL;
-  if (q->tail) q->tail->next = c; else q->head = c;
+  if (q->tail)
+    q->tail->next = c;
+  else
+    q->head = c;
   q->tail = c;
 }
 
@@ -211,7 +215,10 @@ static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
       struct asr_comm *prev = NULL;
       for (struct asr_comm *x = q->head; x; prev = x, x = x->next) {
         if (x != c) continue;
-        if (prev) prev->next = x->next; else q->head = x->next;
+        if (prev)
+          prev->next = x->next;
+        else
+          q->head = x->next;
         if (q->tail == x) q->tail = prev;
         /* a comm still connecting held one unit of work */
         pthread_mutex_lock(&ctx->task_mutex);
@@ -222,9 +229,15 @@ static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
     }
   pthread_mutex_lock(&ctx->comms_mutex);
   for (struct asr_comm **pp = &ctx->connected; *pp; pp = &(*pp)->next)
-    if (*pp == c) { *pp = c->next; break; }
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
   for (struct asr_comm **pp = &ctx->errored; *pp; pp = &(*pp)->next)
-    if (*pp == c) { *pp = c->next; break; }
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
   pthread_mutex_unlock(&ctx->comms_mutex);
 found:
   c->next = NULL;
@@ -307,8 +320,10 @@ static int idle_pollset(asr_ctx_t *ctx, struct pollfd *pf, int cap, int *np) {
       int t = asr_kv_req_pollfd(c->kv_req, &one);
       if (t >= 0 && t < tmo) tmo = t;
       if (one.fd >= 0) {
-        if (*np < cap) pf[(*np)++] = one;
-        else tmo = 1;
+        if (*np < cap)
+          pf[(*np)++] = one;
+        else
+          tmo = 1;
       }
     }
   return tmo;

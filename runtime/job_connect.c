@@ -8,7 +8,6 @@
 #include "job.h"
 #include "rt.h"
 
-
 static int opened_lnc = -1; /* the LNC asr_job_* brought up, closed at finalize */
 
 static int ensure_lnc(void) {

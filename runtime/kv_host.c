@@ -76,7 +76,8 @@ static void *watch_leader(void *arg) {
         asr_kv_elect_release(lock_fd);
         lock_fd = -1;
       } else {
-        asr_warn("kvs", "the previous KV server of port %u went away; this process serves now (its keys are lost)",
+        asr_warn("kvs",
+                 "the previous KV server of port %u went away; this process serves now (its keys are lost)",
                  host_port);
       }
       pthread_mutex_unlock(&host_mutex);
@@ -91,7 +92,8 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
   pthread_mutex_lock(&host_mutex);
   int rc = 0;
   if (users > 0 && port != host_port) {
-    snprintf(errbuf, errlen, "bootstrap port %u differs from %u used by this process's other LNCs", port, host_port);
+    snprintf(errbuf, errlen, "bootstrap port %u differs from %u used by this process's other LNCs", port,
+             host_port);
     pthread_mutex_unlock(&host_mutex);
     return ASR_EINVAL;
   }

@@ -18,7 +18,7 @@
 #define TAG_CTRL (1ull << 63)
 #define TAG_COMM_SHIFT 40
 #define TAG_COMM_MASK 0x7fffffull
-#define CTRL_MAGIC 0x43525341u /* "ASRC" */
+#define CTRL_MAGIC 0x43525341u   /* "ASRC" */
 #define HANDLE_MAGIC 0x48525341u /* "ASRH" */
 #define CQ_BATCH 32
 
@@ -69,22 +69,45 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   int rc = fi_getinfo(FI_VERSION(1, 11), node, NULL, flags, hints, &o->info);
   fi_freeinfo(hints);
   if (rc) {
-    snprintf(errbuf, errlen, "no libfabric provider '%s'%s%s for RDM tagged messaging: %s (set ASR_PROVIDER to shm or tcp;ofi_rxm)",
+    snprintf(errbuf, errlen,
+             "no libfabric provider '%s'%s%s for RDM tagged messaging: %s (set ASR_PROVIDER to shm or "
+             "tcp;ofi_rxm)",
              prov, node ? " on " : "", node ? node : "", fi_strerror(-rc));
     return rc;
   }
   const char *step = "fi_fabric";
   rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL);
-  if (!rc) { step = "fi_domain"; rc = fi_domain(o->fabric, o->info, &o->domain, NULL); }
+  if (!rc) {
+    step = "fi_domain";
+    rc = fi_domain(o->fabric, o->info, &o->domain, NULL);
+  }
   struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE, .size = 4096};
-  if (!rc) { step = "fi_cq_open"; rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL); }
+  if (!rc) {
+    step = "fi_cq_open";
+    rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL);
+  }
   struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-  if (!rc) { step = "fi_av_open"; rc = fi_av_open(o->domain, &av_attr, &o->av, NULL); }
-  if (!rc) { step = "fi_endpoint"; rc = fi_endpoint(o->domain, o->info, &o->ep, NULL); }
+  if (!rc) {
+    step = "fi_av_open";
+    rc = fi_av_open(o->domain, &av_attr, &o->av, NULL);
+  }
+  if (!rc) {
+    step = "fi_endpoint";
+    rc = fi_endpoint(o->domain, o->info, &o->ep, NULL);
+  }
   /* One CQ bound for both directions: shm wants both a TX and an RX CQ. */
-  if (!rc) { step = "fi_ep_bind(cq)"; rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV); }
-  if (!rc) { step = "fi_ep_bind(av)"; rc = fi_ep_bind(o->ep, &o->av->fid, 0); }
-  if (!rc) { step = "fi_enable"; rc = fi_enable(o->ep); }
+  if (!rc) {
+    step = "fi_ep_bind(cq)";
+    rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV);
+  }
+  if (!rc) {
+    step = "fi_ep_bind(av)";
+    rc = fi_ep_bind(o->ep, &o->av->fid, 0);
+  }
+  if (!rc) {
+    step = "fi_enable";
+    rc = fi_enable(o->ep);
+  }
   if (!rc) {
     step = "fi_getname";
     o->addrlen = sizeof o->addr;
@@ -170,18 +193,20 @@ int asr__ofi_progress(asr__ofi_t *o) {
 
 /* Posts with a bounded retry on -FI_EAGAIN, draining the CQ in between
  * (under manual progress nothing moves otherwise). Called with the lock. */
-#define POST_RETRY(call)                                        \
-  ({                                                            \
-    ssize_t rc_;                                                \
-    uint64_t until_ = 0;                                        \
-    for (;;) {                                                  \
-      rc_ = (call);                                             \
-      if (rc_ != -FI_EAGAIN) break;                             \
-      drain_locked(o);                                          \
-      if (!until_) until_ = asr_time_ms() + 10000;              \
-      else if (asr_time_ms() > until_) break;                   \
-    }                                                           \
-    rc_;                                                        \
+#define POST_RETRY(call)                \
+  ({                                    \
+    ssize_t rc_;                        \
+    uint64_t until_ = 0;                \
+    for (;;) {                          \
+      rc_ = (call);                     \
+      if (rc_ != -FI_EAGAIN) break;     \
+      drain_locked(o);                  \
+      if (!until_)                      \
+        until_ = asr_time_ms() + 10000; \
+      else if (asr_time_ms() > until_)  \
+        break;                          \
+    }                                   \
+    rc_;                                \
   })
 
 static void op_arm(asr__ofi_op_t *op) {
@@ -256,26 +281,28 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   return (int)rc;
 }
 
-int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
-                   asr__ofi_op_t *op) {
+int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
   pthread_mutex_lock(&o->lock);
   op_arm(op);
-  ssize_t rc = POST_RETRY(fi_tsend(o->ep, buf, len, desc, s->peer,
-                                   make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
-  if (rc == 0) s->seq++;
-  else op->posted = 0;
+  ssize_t rc = POST_RETRY(
+      fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
+  if (rc == 0)
+    s->seq++;
+  else
+    op->posted = 0;
   pthread_mutex_unlock(&o->lock);
   return (int)rc;
 }
 
-int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
-                   asr__ofi_op_t *op) {
+int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
   pthread_mutex_lock(&o->lock);
   op_arm(op);
-  ssize_t rc = POST_RETRY(fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC,
-                                   make_tag(r->comm_id, r->seq, o->seq_mask), 0, op));
-  if (rc == 0) r->seq++;
-  else op->posted = 0;
+  ssize_t rc = POST_RETRY(
+      fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op));
+  if (rc == 0)
+    r->seq++;
+  else
+    op->posted = 0;
   pthread_mutex_unlock(&o->lock);
   return (int)rc;
 }

@@ -48,7 +48,8 @@ static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t le
     return ASR_INVALID;
   }
   if (comm->type != want) {
-    asr_error("svc", "%s: comm %p is a %s comm", fn, (void *)comm, comm->type == ASR_SEND_COMM ? "SEND" : "RECV");
+    asr_error("svc", "%s: comm %p is a %s comm", fn, (void *)comm,
+              comm->type == ASR_SEND_COMM ? "SEND" : "RECV");
     return ASR_INVALID;
   }
   asr_ctx_t *ctx = comm->ctx;
@@ -62,8 +63,8 @@ static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t le
     return ASR_UNCONNECTED;
   }
   if (offset > tensor->size || length > tensor->size - offset) {
-    asr_error("svc", "%s: transfer of %zu bytes at offset %zu is out of bounds of a %zu-byte tensor", fn, length,
-              offset, tensor->size);
+    asr_error("svc", "%s: transfer of %zu bytes at offset %zu is out of bounds of a %zu-byte tensor", fn,
+              length, offset, tensor->size);
     return ASR_INVALID;
   }
   void *va = tensor->va;
@@ -88,7 +89,8 @@ static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t le
    * anything is stashed every later post stashes too, so the service thread
    * can never let a registration-pending request be overtaken (seed §2 QUIRK). */
   struct fid_mr *mr;
-  if (atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) && asr__mr_lookup(comm, va, tensor->size, &mr)) {
+  if (atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) &&
+      asr__mr_lookup(comm, va, tensor->size, &mr)) {
     int rc = post_ofi(comm, r, va, mr);
     if (rc == 0) {
       atomic_store(&r->status, ASR_REQ_OFI_POSTED);
@@ -142,7 +144,8 @@ int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
     if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr);
     if (rc != 0) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
-                r->type == ASR_REQ_SEND ? "SEND" : "RECV", rc == -1 ? "no virtual address" : fi_strerror(-rc));
+                r->type == ASR_REQ_SEND ? "SEND" : "RECV",
+                rc == -1 ? "no virtual address" : fi_strerror(-rc));
       atomic_store(&r->status, ASR_REQ_ERROR);
     } else {
       atomic_store(&r->status, ASR_REQ_OFI_POSTED);
@@ -164,40 +167,38 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
   }
   struct asr_comm *c = req->comm;
   switch (atomic_load(&req->status)) {
-  case ASR_REQ_OFI_POSTED: {
-    int d = 0;
-    size_t len = 0;
-    int rc = asr__ofi_test(&c->ctx->ofi, req->ofi_req, &d, &len);
-    if (rc) {
-      asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req, fi_strerror(-rc));
-      atomic_store(&req->status, ASR_REQ_ERROR);
+    case ASR_REQ_OFI_POSTED: {
+      int d = 0;
+      size_t len = 0;
+      int rc = asr__ofi_test(&c->ctx->ofi, req->ofi_req, &d, &len);
+      if (rc) {
+        asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req, fi_strerror(-rc));
+        atomic_store(&req->status, ASR_REQ_ERROR);
+        asr__req_recycle(req);
+        return ASR_INVALID;
+      }
+      *done = d;
+      if (d) {
+        size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
+        if (size) *size = moved;
+        asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
+        asr__req_recycle(req);
+      } else if (size) {
+        *size = 0;
+      }
+      return ASR_SUCCESS;
+    }
+    case ASR_REQ_FREE: asr_error("svc", "asr_test: Request not in use"); return ASR_UNCONNECTED;
+    case ASR_REQ_STASHED:
+      /* not yet posted by the service thread: keep polling (seed §1 GOTCHA) */
+      *done = 0;
+      if (size) *size = 0;
+      return ASR_SUCCESS;
+    case ASR_REQ_ERROR:
+    default:
+      asr_error("svc", "asr_test: Request state %s", req_status_names[atomic_load(&req->status) & 3]);
       asr__req_recycle(req);
       return ASR_INVALID;
-    }
-    *done = d;
-    if (d) {
-      size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
-      if (size) *size = moved;
-      asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
-      asr__req_recycle(req);
-    } else if (size) {
-      *size = 0;
-    }
-    return ASR_SUCCESS;
-  }
-  case ASR_REQ_FREE:
-    asr_error("svc", "asr_test: Request not in use");
-    return ASR_UNCONNECTED;
-  case ASR_REQ_STASHED:
-    /* not yet posted by the service thread: keep polling (seed §1 GOTCHA) */
-    *done = 0;
-    if (size) *size = 0;
-    return ASR_SUCCESS;
-  case ASR_REQ_ERROR:
-  default:
-    asr_error("svc", "asr_test: Request state %s", req_status_names[atomic_load(&req->status) & 3]);
-    asr__req_recycle(req);
-    return ASR_INVALID;
   }
 }
 

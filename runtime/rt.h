@@ -28,7 +28,12 @@
 typedef enum { ASR_SEND_COMM = 0, ASR_RECV_COMM = 1 } asr_comm_type_t;
 
 /* async_sr_request_status */
-typedef enum { ASR_REQ_FREE = 0, ASR_REQ_STASHED = 1, ASR_REQ_OFI_POSTED = 2, ASR_REQ_ERROR = 3 } asr_req_status_t;
+typedef enum {
+  ASR_REQ_FREE = 0,
+  ASR_REQ_STASHED = 1,
+  ASR_REQ_OFI_POSTED = 2,
+  ASR_REQ_ERROR = 3
+} asr_req_status_t;
 typedef enum { ASR_REQ_NOTYPE = 0, ASR_REQ_SEND = 1, ASR_REQ_RECV = 2 } asr_req_type_t;
 
 struct asr_tensor {
@@ -65,7 +70,7 @@ struct asr_comm {
   asr_comm_type_t type;
   int lnc, peer_lnc;
   char peer_ip[64];
-  uint32_t ordinal; /* n-th comm of this direction to (peer_ip, peer_lnc) */
+  uint32_t ordinal;   /* n-th comm of this direction to (peer_ip, peer_lnc) */
   _Atomic int status; /* asr_comm_status_t */
 
   /* rendezvous (service thread only) */
@@ -98,9 +103,9 @@ struct asr_comm {
   size_t nmr, capmr;
 
   /* service-thread bookkeeping */
-  struct asr_comm *next;    /* in a pending queue or the connected list */
+  struct asr_comm *next; /* in a pending queue or the connected list */
   _Atomic int close_requested;
-  _Atomic int detached;     /* the service thread let go of it */
+  _Atomic int detached; /* the service thread let go of it */
   char err[320];
 };
 
@@ -121,10 +126,10 @@ typedef struct asr_ctx {
   pthread_t thread;
 
   pthread_mutex_t task_mutex; /* guards everything up to task_cv */
-  pthread_cond_t task_cv; /* (kept for asr_close; the thread sleeps in poll) */
-  int wakefd;             /* eventfd: wakes the service thread out of poll() */
-  int sleeping;           /* the thread is (about to be) in poll(): producers write wakefd */
-  unsigned gen;           /* bumped by every asr__ctx_wake: work arrived since the tick began */
+  pthread_cond_t task_cv;     /* (kept for asr_close; the thread sleeps in poll) */
+  int wakefd;                 /* eventfd: wakes the service thread out of poll() */
+  int sleeping;               /* the thread is (about to be) in poll(): producers write wakefd */
+  unsigned gen;               /* bumped by every asr__ctx_wake: work arrived since the tick began */
   int task_n;
   int shutdown;
   struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
@@ -134,7 +139,7 @@ typedef struct asr_ctx {
   pthread_cond_t detach_cv;
 
   /* owned by the service thread */
-  asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
+  asr_peerq_t *pending[2];    /* per direction, keyed by (peer_ip, peer_lnc) */
   uint32_t ordinals_assigned; /* (unused) */
 
   pthread_mutex_t comms_mutex; /* guards connected/error lists */

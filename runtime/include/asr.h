@@ -41,8 +41,8 @@ extern "C" {
 #define ASR_API
 #endif
 
-#define ASR_MAX_LNC 128        /* LNCs are 0..127 */
-#define ASR_MAX_REQUESTS 128   /* outstanding requests per comm */
+#define ASR_MAX_LNC 128      /* LNCs are 0..127 */
+#define ASR_MAX_REQUESTS 128 /* outstanding requests per comm */
 
 typedef enum {
   ASR_SUCCESS = 0,     /* done, or still in flight when polled */

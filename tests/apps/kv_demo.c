@@ -55,8 +55,8 @@ static int rank_main(int rank, int n, uint16_t port) {
     memcpy(val, host, strlen(host));
     asr_kv_server_put(srv, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, 0);
     asr_kv_server_start_thread(srv);
-    printf("rank %d: won the leader lock; KV server on 127.0.0.1:%u, seeded \"hostname\" = %s\n", rank,
-           port, host);
+    printf("rank %d: won the leader lock; KV server on 127.0.0.1:%u, seeded \"hostname\" = %s\n", rank, port,
+           host);
   }
   fflush(stdout);
   /* RECV halves: learn the host name, publish one handle per sender. */
@@ -121,8 +121,10 @@ int main(int argc, char **argv) {
   long port = 0;
   int opt;
   while ((opt = getopt(argc, argv, "n:p:h")) != -1) {
-    if (opt == 'n') n = atoi(optarg);
-    else if (opt == 'p') port = atol(optarg);
+    if (opt == 'n')
+      n = atoi(optarg);
+    else if (opt == 'p')
+      port = atol(optarg);
     else {
       fprintf(stderr, "usage: kv_demo [-n RANKS (2..128)] [-p PORT]\n");
       return opt == 'h' ? 0 : 2;

@@ -38,14 +38,18 @@ static void wait_req(asr_request_t *r, size_t *size) {
   }
 }
 
-static unsigned char pattern(int src, int dst, size_t i) { return (unsigned char)(src * 37 + dst * 11 + i * 7); }
+static unsigned char pattern(int src, int dst, size_t i) {
+  return (unsigned char)(src * 37 + dst * 11 + i * 7);
+}
 
 int main(int argc, char **argv) {
   size_t bytes = 1 << 20;
   int iters = 1000, opt;
   while ((opt = getopt(argc, argv, "s:n:")) != -1) {
-    if (opt == 's') bytes = strtoull(optarg, NULL, 0);
-    else if (opt == 'n') iters = atoi(optarg);
+    if (opt == 's')
+      bytes = strtoull(optarg, NULL, 0);
+    else if (opt == 'n')
+      iters = atoi(optarg);
     else {
       fprintf(stderr, "usage: pairwise [-s BYTES] [-n ITERS]  (start it with asrrun -n N)\n");
       return 2;
@@ -152,8 +156,10 @@ int main(int argc, char **argv) {
     }
     double bw = (double)chunk * win * rounds / (now_us() - t); /* bytes/us = MB/s */
     if (me.rank == 0)
-      printf("rank 0 <-> rank 1: one-way latency %.2f us (8 B, %d round trips), bandwidth %.0f MB/s "
-             "(%zu-byte messages, window %d)\n", lat, iters, bw, chunk, win);
+      printf(
+          "rank 0 <-> rank 1: one-way latency %.2f us (8 B, %d round trips), bandwidth %.0f MB/s "
+          "(%zu-byte messages, window %d)\n",
+          lat, iters, bw, chunk, win);
     asr_tensor_free(big);
   }
   fflush(stdout);

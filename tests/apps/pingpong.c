@@ -49,8 +49,10 @@ static void wait_req(asr_request_t *r, size_t *size) {
 static void fill(unsigned char *p, size_t size, uint64_t stamp, int full) {
   if (full)
     for (size_t i = 0; i < size; i++) p[i] = (unsigned char)((i * 131 + size) & 0xff);
-  if (size >= 8) memcpy(p, &stamp, 8);
-  else if (size) p[0] = (unsigned char)stamp;
+  if (size >= 8)
+    memcpy(p, &stamp, 8);
+  else if (size)
+    p[0] = (unsigned char)stamp;
 }
 
 static void check(const unsigned char *p, size_t size, uint64_t stamp, int full, size_t got) {
@@ -114,7 +116,8 @@ static double run_bw(size_t size, int n, int w) {
     int full = i == -2 || i == n - 1;
     for (int k = 0; k < w; k++) {
       uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | size;
-      int st = rank == 0 ? (fill(s + (size_t)k * size, size, stamp, 0), asr_isend(sc, sbuf, (size_t)k * size, size, &q[k]))
+      int st = rank == 0 ? (fill(s + (size_t)k * size, size, stamp, 0),
+                            asr_isend(sc, sbuf, (size_t)k * size, size, &q[k]))
                          : asr_irecv(rc, rbuf, (size_t)k * size, size, &q[k]);
       if (st) die(rank == 0 ? "asr_isend" : "asr_irecv", st);
     }
@@ -142,23 +145,26 @@ int main(int argc, char **argv) {
   maxsz = 4u << 20;
   while ((opt = getopt(argc, argv, "l:p:a:r:s:S:n:w:m:h")) != -1) {
     switch (opt) {
-    case 'l': lnc = atoi(optarg); break;
-    case 'p': peer = atoi(optarg); break;
-    case 'a': peer_ip = optarg; break;
-    case 'r': rank = atoi(optarg); break;
-    case 's': minsz = strtoull(optarg, NULL, 0); break;
-    case 'S': maxsz = strtoull(optarg, NULL, 0); break;
-    case 'n': iters = atoi(optarg); break;
-    case 'w': window = atoi(optarg); break;
-    case 'm': mode = optarg; break;
-    default:
-      fprintf(stderr, "usage: pingpong -l LNC -p PEER_LNC [-a PEER_IP] [-r 0|1] [-s MIN] [-S MAX] [-n ITERS] [-w WINDOW] [-m lat|bw|rate|all]\n");
-      return 2;
+      case 'l': lnc = atoi(optarg); break;
+      case 'p': peer = atoi(optarg); break;
+      case 'a': peer_ip = optarg; break;
+      case 'r': rank = atoi(optarg); break;
+      case 's': minsz = strtoull(optarg, NULL, 0); break;
+      case 'S': maxsz = strtoull(optarg, NULL, 0); break;
+      case 'n': iters = atoi(optarg); break;
+      case 'w': window = atoi(optarg); break;
+      case 'm': mode = optarg; break;
+      default:
+        fprintf(stderr,
+                "usage: pingpong -l LNC -p PEER_LNC [-a PEER_IP] [-r 0|1] [-s MIN] [-S MAX] [-n ITERS] [-w "
+                "WINDOW] [-m lat|bw|rate|all]\n");
+        return 2;
     }
   }
   if (lnc < 0 || peer < 0 || (rank != 0 && rank != 1) || minsz < 1 || maxsz < minsz || iters < 1 ||
       window < 1 || window > 120) {
-    fprintf(stderr, "pingpong: need -l LNC and -p PEER_LNC (0..127), -r 0|1, 1 <= -s <= -S, -n >= 1, -w 1..120\n");
+    fprintf(stderr,
+            "pingpong: need -l LNC and -p PEER_LNC (0..127), -r 0|1, 1 <= -s <= -S, -n >= 1, -w 1..120\n");
     return 2;
   }
   int st = asr_init(lnc);
@@ -168,7 +174,8 @@ int main(int argc, char **argv) {
   if ((st = asr_comm_wait_connected(sc, 60000))) die("SEND comm", st);
   if ((st = asr_comm_wait_connected(rc, 60000))) die("RECV comm", st);
   size_t need = maxsz * (size_t)window;
-  if ((st = asr_tensor_alloc(need, &sbuf)) || (st = asr_tensor_alloc(need, &rbuf))) die("asr_tensor_alloc", st);
+  if ((st = asr_tensor_alloc(need, &sbuf)) || (st = asr_tensor_alloc(need, &rbuf)))
+    die("asr_tensor_alloc", st);
   int do_lat = !strcmp(mode, "lat") || !strcmp(mode, "all");
   int do_bw = !strcmp(mode, "bw") || !strcmp(mode, "all");
   int do_rate = !strcmp(mode, "rate") || !strcmp(mode, "all");

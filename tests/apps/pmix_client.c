@@ -50,17 +50,17 @@ static uint64_t value_of(uint32_t r) { return 0x5eed000000000000ull ^ ((uint64_t
 /* A numeric PMIx value as a long (the library chooses the width per key). */
 static int number(const pmix_value_t *v, long *out) {
   switch (v->type) {
-  case PMIX_UINT8: *out = v->data.uint8; return 0;
-  case PMIX_UINT16: *out = v->data.uint16; return 0;
-  case PMIX_UINT32: *out = (long)v->data.uint32; return 0;
-  case PMIX_UINT64: *out = (long)v->data.uint64; return 0;
-  case PMIX_INT: *out = v->data.integer; return 0;
-  case PMIX_INT16: *out = v->data.int16; return 0;
-  case PMIX_INT32: *out = v->data.int32; return 0;
-  case PMIX_INT64: *out = (long)v->data.int64; return 0;
-  case PMIX_UINT: *out = (long)v->data.uint; return 0;
-  case PMIX_SIZE: *out = (long)v->data.size; return 0;
-  default: return -1;
+    case PMIX_UINT8: *out = v->data.uint8; return 0;
+    case PMIX_UINT16: *out = v->data.uint16; return 0;
+    case PMIX_UINT32: *out = (long)v->data.uint32; return 0;
+    case PMIX_UINT64: *out = (long)v->data.uint64; return 0;
+    case PMIX_INT: *out = v->data.integer; return 0;
+    case PMIX_INT16: *out = v->data.int16; return 0;
+    case PMIX_INT32: *out = v->data.int32; return 0;
+    case PMIX_INT64: *out = (long)v->data.int64; return 0;
+    case PMIX_UINT: *out = (long)v->data.uint; return 0;
+    case PMIX_SIZE: *out = (long)v->data.size; return 0;
+    default: return -1;
   }
 }
 
@@ -80,7 +80,8 @@ static long get_number(const pmix_proc_t *who, const char *key) {
 /* If the launcher exported NAME, it must equal the PMIx answer. */
 static void agree(const char *name, long pmix_value) {
   const char *e = getenv(name);
-  if (e && *e && atol(e) != pmix_value) fail("%s=%s in the environment but PMIx says %ld", name, e, pmix_value);
+  if (e && *e && atol(e) != pmix_value)
+    fail("%s=%s in the environment but PMIx says %ld", name, e, pmix_value);
 }
 
 int main(int argc, char **argv) {
@@ -92,7 +93,8 @@ int main(int argc, char **argv) {
       i++;
       continue;
     }
-    fprintf(stderr, "usage: pmix_client [--abort RANK:STATUS | --exit RANK:STATUS]  (start it with asrrun -n N)\n");
+    fprintf(stderr,
+            "usage: pmix_client [--abort RANK:STATUS | --exit RANK:STATUS]  (start it with asrrun -n N)\n");
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -148,7 +150,8 @@ int main(int argc, char **argv) {
   PMIX_VALUE_CONSTRUCT(&val);
   val.type = PMIX_UINT64;
   val.data.uint64 = value_of(me.rank);
-  if ((st = PMIx_Put(PMIX_GLOBAL, KEY, &val)) != PMIX_SUCCESS) fail("PMIx_Put(%s): %s", KEY, PMIx_Error_string(st));
+  if ((st = PMIx_Put(PMIX_GLOBAL, KEY, &val)) != PMIX_SUCCESS)
+    fail("PMIx_Put(%s): %s", KEY, PMIx_Error_string(st));
   if ((st = PMIx_Commit()) != PMIX_SUCCESS) fail("PMIx_Commit: %s", PMIx_Error_string(st));
   pmix_info_t info;
   bool collect = true;
@@ -172,8 +175,8 @@ int main(int argc, char **argv) {
     }
     if (v) PMIX_VALUE_RELEASE(v);
   }
-  printf("pmix_client rank %u of %ld (local %ld of %ld, host %s): verified %d of %ld peers' keys%s\n", me.rank, size,
-         lrank, lsize, host, verified, size - 1, failures ? ", FAILED" : ", all ok");
+  printf("pmix_client rank %u of %ld (local %ld of %ld, host %s): verified %d of %ld peers' keys%s\n",
+         me.rank, size, lrank, lsize, host, verified, size - 1, failures ? ", FAILED" : ", all ok");
   if ((st = PMIx_Finalize(NULL, 0)) != PMIX_SUCCESS) fail("PMIx_Finalize: %s", PMIx_Error_string(st));
   return failures ? 1 : 0;
 }

@@ -64,8 +64,8 @@
 #include "kv_secret.h"
 
 #define FRAME ASR_KV_FRAME_LEN
-#define ADDR_LEN 128          /* a rank's "address" in the rendezvous */
-#define KEYS_PER_CLIENT 16    /* each ops client cycles over this many keys of its own */
+#define ADDR_LEN 128       /* a rank's "address" in the rendezvous */
+#define KEYS_PER_CLIENT 16 /* each ops client cycles over this many keys of its own */
 #define RDV_RANKS 64
 #define MAX_CHILDREN 128
 #define CLIENT_TIMEOUT_MS 30000 /* per KV request; a hung run fails instead of hanging */
@@ -269,8 +269,7 @@ static void check_servers(const char *what) {
   for (int i = 0; i < 2; i++) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    if (g_watch[i] > 0 &&
-        waitid(P_PID, (id_t)g_watch[i], &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+    if (g_watch[i] > 0 && waitid(P_PID, (id_t)g_watch[i], &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
         si.si_pid == g_watch[i])
       die("%s: %s (pid %ld) died (%s %d)", what, g_watch_name[i], (long)g_watch[i],
           si.si_code == CLD_EXITED ? "exit status" : "signal", si.si_status);
@@ -358,8 +357,8 @@ static int run_phase(const char *what, int n, work_fn work, const void *ctx, dou
     while (nres < n && !failed) { /* one failed client fails the phase: stop the rest */
       uint64_t now = now_ns();
       if (now >= deadline) {
-        fprintf(stderr, "kv_bench: FAIL: %s: only %d of %d clients finished within %d ms\n", what,
-                nres, n, PHASE_TIMEOUT_MS);
+        fprintf(stderr, "kv_bench: FAIL: %s: only %d of %d clients finished within %d ms\n", what, nres, n,
+                PHASE_TIMEOUT_MS);
         failed = 1;
         break;
       }
@@ -371,8 +370,7 @@ static int run_phase(const char *what, int n, work_fn work, const void *ctx, dou
       ssize_t r = read(res[0], (uint8_t *)rbuf + have, sizeof rbuf - have);
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) {
-        fprintf(stderr, "kv_bench: FAIL: %s: %d of %d clients exited without a result\n", what,
-                n - nres, n);
+        fprintf(stderr, "kv_bench: FAIL: %s: %d of %d clients exited without a result\n", what, n - nres, n);
         failed = 1;
         break;
       }
@@ -424,12 +422,13 @@ static void fill_pattern(uint8_t *buf, size_t len, uint64_t seed) {
   }
 }
 
-static void report_mismatch(int id, const char *what, const uint8_t *want, size_t wlen,
-                            const uint8_t *got, size_t glen) {
+static void report_mismatch(int id, const char *what, const uint8_t *want, size_t wlen, const uint8_t *got,
+                            size_t glen) {
   size_t i = 0;
   while (i < wlen && i < glen && want[i] == got[i]) i++;
-  cfail(id, "%s: value mismatch: expected %zu bytes, got %zu; first difference at byte %zu "
-            "(expected 0x%02x, got 0x%02x)",
+  cfail(id,
+        "%s: value mismatch: expected %zu bytes, got %zu; first difference at byte %zu "
+        "(expected 0x%02x, got 0x%02x)",
         what, wlen, glen, i, i < wlen ? want[i] : 0, i < glen ? got[i] : 0);
 }
 
@@ -466,8 +465,8 @@ static int w_kv_ops(int id, const void *vctx, uint64_t *ops) {
     int slot = (i / 2) % KEYS_PER_CLIENT;
     size_t klen = ops_key(key, sizeof key, id, slot);
     fill_pattern(val, sizeof val, ((uint64_t)id << 40) ^ ((uint64_t)c->rep << 32) ^ (uint64_t)i);
-    int rc = asr_kv_set("127.0.0.1", c->port, key, klen, val, sizeof val, ASR_KV_VTYPE_BINARY, &o,
-                        err, sizeof err);
+    int rc = asr_kv_set("127.0.0.1", c->port, key, klen, val, sizeof val, ASR_KV_VTYPE_BINARY, &o, err,
+                        sizeof err);
     if (rc) return cfail(id, "op %d: SET %s failed: %s", i, key, err);
     size_t glen = 0;
     rc = asr_kv_get("127.0.0.1", c->port, key, klen, 0, got, sizeof got, &glen, &o, err, sizeof err);
@@ -530,8 +529,12 @@ static int w_kv_persist(int id, const void *vctx, uint64_t *ops) {
     int slot = (i / 2) % KEYS_PER_CLIENT;
     size_t klen = (size_t)snprintf(key, sizeof key, "bench/persist/c%d/k%d", id, slot);
     fill_pattern(val, sizeof val, ((uint64_t)id << 40) ^ ((uint64_t)c->rep << 32) ^ (uint64_t)i ^ 1);
-    asr_kv_msg_t m = {.opcode = ASR_KV_OP_SET, .vtype = ASR_KV_VTYPE_BINARY, .key_len = (uint16_t)klen,
-                      .val_len = sizeof val, .secret = c->secret, .key = (const uint8_t *)key,
+    asr_kv_msg_t m = {.opcode = ASR_KV_OP_SET,
+                      .vtype = ASR_KV_VTYPE_BINARY,
+                      .key_len = (uint16_t)klen,
+                      .val_len = sizeof val,
+                      .secret = c->secret,
+                      .key = (const uint8_t *)key,
                       .val = val};
     asr_kv_msg_t r;
     asr_kv_frame_encode(frame, &m);
@@ -608,8 +611,8 @@ static int w_kv_rdv_seq(int id, const void *vctx, uint64_t *ops) {
   char key[96], err[700];
   rdv_addr(addr, c->rep, id);
   size_t klen = rdv_key(key, sizeof key, "seq", c->rep, id);
-  int rc = asr_kv_set("127.0.0.1", c->port, key, klen, addr, sizeof addr, ASR_KV_VTYPE_BINARY, &o,
-                      err, sizeof err);
+  int rc = asr_kv_set("127.0.0.1", c->port, key, klen, addr, sizeof addr, ASR_KV_VTYPE_BINARY, &o, err,
+                      sizeof err);
   if (rc) return cfail(id, "rendezvous SET %s failed: %s", key, err);
   (*ops)++;
   for (int k = 1; k <= c->nranks; k++) {
@@ -665,8 +668,8 @@ static int w_kv_rdv_conc(int id, const void *vctx, uint64_t *ops) {
   for (int k = 0; k < n; k++) {
     int peer = (id + 1 + k) % n;
     klen = rdv_key(key, sizeof key, "conc", c->rep, peer);
-    rc = asr_kv_get_start("127.0.0.1", c->port, key, klen, ASR_KV_VTYPE_BINARY, 1, get_slot_cb,
-                          &slots[peer], &o, &reqs[peer]);
+    rc = asr_kv_get_start("127.0.0.1", c->port, key, klen, ASR_KV_VTYPE_BINARY, 1, get_slot_cb, &slots[peer],
+                          &o, &reqs[peer]);
     if (rc) {
       rc = cfail(id, "asr_kv_get_start(%s) failed: %d", key, rc);
       goto out;
@@ -842,7 +845,7 @@ static int w_raw_rdv_conc(int id, const void *vctx, uint64_t *ops) {
 
 typedef struct {
   int fd;
-  size_t pos;   /* bytes of the request read, or of the response written */
+  size_t pos; /* bytes of the request read, or of the response written */
   int writing;
   uint8_t buf[FRAME];
 } echo_conn_t;
@@ -1046,8 +1049,7 @@ static void stop_kv_server(kv_server_t *s, char *stats, size_t cap) {
   siginfo_t si;
   for (int i = 0; i < 2000; i++) {
     memset(&si, 0, sizeof si);
-    if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOWAIT | WNOHANG) != 0 || si.si_pid == s->pid)
-      break;
+    if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOWAIT | WNOHANG) != 0 || si.si_pid == s->pid) break;
     usleep(1000);
   }
   kill(-s->pid, SIGKILL);
@@ -1109,40 +1111,40 @@ int main(int argc, char **argv) {
   for (int m = 0; m < M_COUNT; m++) sel[m] = 1;
   while ((opt = getopt(argc, argv, "r:n:m:qvh")) != -1) {
     switch (opt) {
-    case 'm': {
-      char list[256];
-      snprintf(list, sizeof list, "%s", optarg);
-      for (int m = 0; m < M_COUNT; m++) sel[m] = 0;
-      for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int found = 0;
-        for (int m = 0; m < M_COUNT; m++)
-          if (strcmp(t, metrics[m].name) == 0) sel[m] = found = 1;
-        if (!found) {
-          fprintf(stderr, "kv_bench: -m: unknown figure '%s'\n", t);
+      case 'm': {
+        char list[256];
+        snprintf(list, sizeof list, "%s", optarg);
+        for (int m = 0; m < M_COUNT; m++) sel[m] = 0;
+        for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+          int found = 0;
+          for (int m = 0; m < M_COUNT; m++)
+            if (strcmp(t, metrics[m].name) == 0) sel[m] = found = 1;
+          if (!found) {
+            fprintf(stderr, "kv_bench: -m: unknown figure '%s'\n", t);
+            return 2;
+          }
+        }
+        break;
+      }
+      case 'r':
+        reps = atoi(optarg);
+        reps_set = 1;
+        if (reps < 1 || reps > 64) {
+          fprintf(stderr, "kv_bench: -r wants 1..64\n");
           return 2;
         }
-      }
-      break;
-    }
-    case 'r':
-      reps = atoi(optarg);
-      reps_set = 1;
-      if (reps < 1 || reps > 64) {
-        fprintf(stderr, "kv_bench: -r wants 1..64\n");
-        return 2;
-      }
-      break;
-    case 'n':
-      ops = atoi(optarg);
-      if (ops < 2 || ops > 10000000) {
-        fprintf(stderr, "kv_bench: -n wants 2..10000000\n");
-        return 2;
-      }
-      break;
-    case 'q': quick = 1; break;
-    case 'v': g_verbose = 1; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
+        break;
+      case 'n':
+        ops = atoi(optarg);
+        if (ops < 2 || ops > 10000000) {
+          fprintf(stderr, "kv_bench: -n wants 2..10000000\n");
+          return 2;
+        }
+        break;
+      case 'q': quick = 1; break;
+      case 'v': g_verbose = 1; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
     }
   }
   if (optind != argc) {
@@ -1182,8 +1184,8 @@ int main(int argc, char **argv) {
   g_watch[0] = kv.pid;
   g_watch[1] = echo;
   if (g_verbose)
-    printf("asrkv serve pid %ld on 127.0.0.1:%u, echo server pid %ld on 127.0.0.1:%u\n",
-           (long)kv.pid, kv.port, (long)echo, echo_port);
+    printf("asrkv serve pid %ld on 127.0.0.1:%u, echo server pid %ld on 127.0.0.1:%u\n", (long)kv.pid,
+           kv.port, (long)echo, echo_port);
 
   double asr[M_COUNT][64], raw[M_COUNT][64];
   uint64_t t_start = now_ns();
@@ -1233,8 +1235,8 @@ int main(int argc, char **argv) {
         raw[m][r] = (double)nr / tr;
       }
       if (g_verbose)
-        printf("  rep %d %-44s asr %10.1f  raw %10.1f  (asr retries %llu)\n", r + 1,
-               metrics[m].label, asr[m][r], raw[m][r], (unsigned long long)retries);
+        printf("  rep %d %-44s asr %10.1f  raw %10.1f  (asr retries %llu)\n", r + 1, metrics[m].label,
+               asr[m][r], raw[m][r], (unsigned long long)retries);
     }
   }
   double total_s = (double)(now_ns() - t_start) / 1e9;
@@ -1245,19 +1247,22 @@ int main(int argc, char **argv) {
   kill(echo, SIGKILL);
   reap(echo, 3000);
 
-  printf("asr KV benchmark (loopback, %d-byte frames, one TCP connection per op unless noted), "
-         "median of %d\n",
-         FRAME, reps);
-  printf("ops/s runs: each client does a fixed number of ops (alternating SET/GET of its own keys,"
-         " every GET verified):");
+  printf(
+      "asr KV benchmark (loopback, %d-byte frames, one TCP connection per op unless noted), "
+      "median of %d\n",
+      FRAME, reps);
+  printf(
+      "ops/s runs: each client does a fixed number of ops (alternating SET/GET of its own keys,"
+      " every GET verified):");
   for (int m = 0, first = 1; m < M_COUNT; m++)
     if (sel[m] && !metrics[m].is_ms) {
       printf("%s %s %d", first ? "" : ",", metrics[m].name, mops[m]);
       first = 0;
     }
-  printf("\nrendezvous: %d processes x (1 SET of a %d-byte address + %d GETs with retry=1, all "
-         "verified)\n",
-         RDV_RANKS, ADDR_LEN, RDV_RANKS);
+  printf(
+      "\nrendezvous: %d processes x (1 SET of a %d-byte address + %d GETs with retry=1, all "
+      "verified)\n",
+      RDV_RANKS, ADDR_LEN, RDV_RANKS);
   printf("(asr/raw: for ops/s above 1 means asr is faster; for ms above 1 means asr is slower)\n");
   printf("%-44s %12s %12s %9s\n", "metric", "asr", "raw TCP rr", "asr/raw");
   double med_a[M_COUNT], med_r[M_COUNT];
@@ -1269,21 +1274,23 @@ int main(int argc, char **argv) {
            metrics[m].is_ms ? 1 : 0, med_r[m], med_r[m] > 0 ? med_a[m] / med_r[m] : 0.0);
   }
   if (sel[M_P1] || sel[M_P32])
-    printf("(persistent conn, for reference: asr = SET/GET frames on one connection to asrkv; raw = "
-           "echo rr on one connection)\n");
+    printf(
+        "(persistent conn, for reference: asr = SET/GET frames on one connection to asrkv; raw = "
+        "echo rr on one connection)\n");
   if (sel[M_RDV] || sel[M_RDVC])
-    printf("(rendezvous raw = the same 1 + %d request/responses per process against the echo server, "
-           "no NOT_FOUND retries)\n",
-           RDV_RANKS);
+    printf(
+        "(rendezvous raw = the same 1 + %d request/responses per process against the echo server, "
+        "no NOT_FOUND retries)\n",
+        RDV_RANKS);
   if (sel[M_OPS32] || sel[M_RDV] || sel[M_RDVC])
     printf("reference (not measured here): PyTorch TCPStore, figures stated by the task:\n");
   if (sel[M_OPS32])
-    printf("  TCPStore 32 clients ~%.0f ops/s -> asr (%.0f ops/s) is %.2fx of it\n",
-           REF_TCPSTORE_OPS_32, med_a[M_OPS32], med_a[M_OPS32] / REF_TCPSTORE_OPS_32);
+    printf("  TCPStore 32 clients ~%.0f ops/s -> asr (%.0f ops/s) is %.2fx of it\n", REF_TCPSTORE_OPS_32,
+           med_a[M_OPS32], med_a[M_OPS32] / REF_TCPSTORE_OPS_32);
   if (sel[M_RDV]) {
     double x = REF_TCPSTORE_RDV_MS / med_a[M_RDV];
-    printf("  TCPStore 64-client rendezvous ~%.0f ms -> asr (%.1f ms) is %.2fx %s\n",
-           REF_TCPSTORE_RDV_MS, med_a[M_RDV], x >= 1 ? x : 1 / x, x >= 1 ? "faster" : "slower");
+    printf("  TCPStore 64-client rendezvous ~%.0f ms -> asr (%.1f ms) is %.2fx %s\n", REF_TCPSTORE_RDV_MS,
+           med_a[M_RDV], x >= 1 ? x : 1 / x, x >= 1 ? "faster" : "slower");
   }
   if (sel[M_RDVC]) {
     double x = REF_TCPSTORE_RDV_MS / med_a[M_RDVC];

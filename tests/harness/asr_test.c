@@ -256,7 +256,12 @@ int main(int argc, char **argv) {
     int r = run_case(i, &ms);
     const char *tag = r == 0 ? "PASS" : r == 2 ? "SKIP" : "FAIL";
     printf("%s: %s/%s (%llu ms)\n", tag, prog_name, tests[i].name, (unsigned long long)ms);
-    if (r == 0) pass++; else if (r == 2) skip++; else fail++;
+    if (r == 0)
+      pass++;
+    else if (r == 2)
+      skip++;
+    else
+      fail++;
   }
   if (argc > 1 && ran == 0) {
     fprintf(stderr, "%s: no test named '%s' (try --list)\n", prog_name, argv[1]);

@@ -24,47 +24,49 @@
 typedef void (*asr_test_fn)(void);
 
 void asr_test_register(const char *name, asr_test_fn fn, int timeout_s);
-void asr_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+void asr_test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
 void asr_test_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
-#define TEST_TIMEOUT(name, secs)                                                        \
-  static void test_##name(void);                                                        \
-  __attribute__((constructor)) static void register_##name(void) {                      \
-    asr_test_register(#name, test_##name, (secs));                                      \
-  }                                                                                     \
+#define TEST_TIMEOUT(name, secs)                                   \
+  static void test_##name(void);                                   \
+  __attribute__((constructor)) static void register_##name(void) { \
+    asr_test_register(#name, test_##name, (secs));                 \
+  }                                                                \
   static void test_##name(void)
 #define TEST(name) TEST_TIMEOUT(name, 60)
 
-#define ASSERT(cond)                                                                    \
-  do {                                                                                  \
-    if (!(cond)) asr_test_fail(__FILE__, __LINE__, "ASSERT(%s)", #cond);                \
+#define ASSERT(cond)                                                     \
+  do {                                                                   \
+    if (!(cond)) asr_test_fail(__FILE__, __LINE__, "ASSERT(%s)", #cond); \
   } while (0)
-#define ASSERT_MSG(cond, ...)                                                           \
-  do {                                                                                  \
-    if (!(cond)) asr_test_fail(__FILE__, __LINE__, __VA_ARGS__);                        \
+#define ASSERT_MSG(cond, ...)                                    \
+  do {                                                           \
+    if (!(cond)) asr_test_fail(__FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
-#define ASSERT_EQ(a, b)                                                                 \
-  do {                                                                                  \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                 \
+#define ASSERT_EQ(a, b)                                                                         \
+  do {                                                                                          \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                         \
     if (a_ != b_) asr_test_fail(__FILE__, __LINE__, "%s == %s (%lld != %lld)", #a, #b, a_, b_); \
   } while (0)
-#define ASSERT_OK(rc)                                                                   \
-  do {                                                                                  \
-    int rc_ = (rc);                                                                     \
+#define ASSERT_OK(rc)                                                                                        \
+  do {                                                                                                       \
+    int rc_ = (rc);                                                                                          \
     if (rc_ != 0) asr_test_fail(__FILE__, __LINE__, "%s returned %d (%s)", #rc, rc_, asr_test_errname(rc_)); \
   } while (0)
-#define ASSERT_STREQ(a, b)                                                              \
-  do {                                                                                  \
-    const char *a_ = (a), *b_ = (b);                                                    \
+#define ASSERT_STREQ(a, b)                                                                  \
+  do {                                                                                      \
+    const char *a_ = (a), *b_ = (b);                                                        \
     if (strcmp(a_, b_) != 0) asr_test_fail(__FILE__, __LINE__, "\"%s\" != \"%s\"", a_, b_); \
   } while (0)
-#define ASSERT_CONTAINS(hay, needle)                                                    \
-  do {                                                                                  \
-    const char *h_ = (hay), *n_ = (needle);                                             \
-    if (!h_ || !strstr(h_, n_)) asr_test_fail(__FILE__, __LINE__, "\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", n_); \
+#define ASSERT_CONTAINS(hay, needle)                                                               \
+  do {                                                                                             \
+    const char *h_ = (hay), *n_ = (needle);                                                        \
+    if (!h_ || !strstr(h_, n_))                                                                    \
+      asr_test_fail(__FILE__, __LINE__, "\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", n_); \
   } while (0)
-#define ASSERT_MEMEQ(a, b, n)                                                           \
-  do {                                                                                  \
+#define ASSERT_MEMEQ(a, b, n)                                                                              \
+  do {                                                                                                     \
     if (memcmp((a), (b), (n)) != 0) asr_test_fail(__FILE__, __LINE__, "memory differs: %s vs %s", #a, #b); \
   } while (0)
 #define SKIP(...) asr_test_skip(__VA_ARGS__)

@@ -136,9 +136,9 @@ static const char *my_hostname(void) {
 /* --- the case's private world: tmpdir, TMPDIR, the asrd spy ---------------------- */
 
 static struct {
-  const char *dir;     /* asr_test_tmpdir() */
-  const char *spy;     /* the ASR_ASRD script */
-  const char *spied;   /* touched when a daemon starts */
+  const char *dir;            /* asr_test_tmpdir() */
+  const char *spy;            /* the ASR_ASRD script */
+  const char *spied;          /* touched when a daemon starts */
   char envtag[PATH_MAX + 16]; /* "ASR_ASRD=<spy>": in every process of this case's jobs */
 } W;
 
@@ -158,7 +158,9 @@ static void setup(void) {
   const char *supp = fmt("%s/lsan.supp", W.dir);
   write_file(supp, "leak:libpmix.so\n", 0644);
   const char *lsan = getenv("LSAN_OPTIONS");
-  setenv("LSAN_OPTIONS", fmt("%s%ssuppressions=%s:print_suppressions=0", lsan ? lsan : "", lsan && *lsan ? ":" : "", supp), 1);
+  setenv("LSAN_OPTIONS",
+         fmt("%s%ssuppressions=%s:print_suppressions=0", lsan ? lsan : "", lsan && *lsan ? ":" : "", supp),
+         1);
   /* a clean slate: no launcher environment leaks into the jobs */
   unsetenv("ASR_RANK");
   unsetenv("ASR_SIZE");
@@ -278,8 +280,10 @@ static void job_start(job_t *j, int in_mode, const char *const *args) {
   if (pid == 0) {
     dup2(op[1], 1);
     dup2(ep[1], 2);
-    if (in_mode == IN_PIPE) dup2(ip[0], 0);
-    else if (in_mode == IN_CLOSED) close(0);
+    if (in_mode == IN_PIPE)
+      dup2(ip[0], 0);
+    else if (in_mode == IN_CLOSED)
+      close(0);
     else {
       int nul = open("/dev/null", O_RDONLY);
       dup2(nul, 0);
@@ -324,8 +328,10 @@ static void append(char **buf, size_t *len, size_t *cap, int *fd) {
 /* Reads whatever is there within ms; notes asrrun's exit. */
 static void job_pump(job_t *j, int ms) {
   struct pollfd p[2] = {{.fd = j->out_fd, .events = POLLIN}, {.fd = j->err_fd, .events = POLLIN}};
-  if (j->out_fd >= 0 || j->err_fd >= 0) poll(p, 2, ms);
-  else sleep_ms(ms);
+  if (j->out_fd >= 0 || j->err_fd >= 0)
+    poll(p, 2, ms);
+  else
+    sleep_ms(ms);
   if (j->out_fd >= 0) append(&j->out, &j->outlen, &j->outcap, &j->out_fd);
   if (j->err_fd >= 0) append(&j->err, &j->errlen, &j->errcap, &j->err_fd);
   if (!j->exited && waitpid(j->pid, &j->status, WNOHANG) == j->pid) {
@@ -370,7 +376,8 @@ static int job_finish(const char *file, int line, job_t *j, int timeout_ms) {
   uint64_t eof_until = now_ms() + 5000;
   while ((j->out_fd >= 0 || j->err_fd >= 0) && now_ms() < eof_until) job_pump(j, 20);
   if (j->out_fd >= 0 || j->err_fd >= 0)
-    job_fail(file, line, j, fmt("asrrun exited (%d) but something still holds its output open 5 s later", j->code));
+    job_fail(file, line, j,
+             fmt("asrrun exited (%d) but something still holds its output open 5 s later", j->code));
   if (strstr(j->err, "Sanitizer") || strstr(j->err, "runtime error:"))
     job_fail(file, line, j, fmt("a sanitizer reported an error in asrrun, asrd or a rank"));
   return j->code;
@@ -384,7 +391,8 @@ static void job_wait_lines(const char *file, int line, job_t *j, int n, int time
     int k = 0;
     for (size_t i = 0; i < j->outlen; i++) k += j->out[i] == '\n';
     if (k >= n) return;
-    if (j->exited && j->out_fd < 0) job_fail(file, line, j, fmt("asrrun ended (%d) after %d of %d lines", j->code, k, n));
+    if (j->exited && j->out_fd < 0)
+      job_fail(file, line, j, fmt("asrrun ended (%d) after %d of %d lines", j->code, k, n));
     if (now_ms() >= until) {
       kill(j->pid, SIGKILL);
       job_fail(file, line, j, fmt("only %d of %d lines within %d ms", k, n, timeout_ms));
@@ -394,20 +402,20 @@ static void job_wait_lines(const char *file, int line, job_t *j, int n, int time
 }
 
 /* Runs asrrun to its end with stdin on /dev/null. */
-#define RUN(j, ms, ...)                                          \
-  do {                                                           \
-    const char *const args_[] = {__VA_ARGS__, NULL};             \
-    job_start((j), IN_NULL, args_);                              \
-    JOB_FINISH((j), (ms));                                       \
+#define RUN(j, ms, ...)                              \
+  do {                                               \
+    const char *const args_[] = {__VA_ARGS__, NULL}; \
+    job_start((j), IN_NULL, args_);                  \
+    JOB_FINISH((j), (ms));                           \
   } while (0)
 
-#define ASSERT_CODE(j, want)                                                               \
-  do {                                                                                     \
+#define ASSERT_CODE(j, want)                                                                    \
+  do {                                                                                          \
     if ((j)->code != (want)) JOB_FAIL((j), "asrrun exited %d, expected %d", (j)->code, (want)); \
   } while (0)
-#define ASSERT_JOB(j, cond)                                                                \
-  do {                                                                                     \
-    if (!(cond)) JOB_FAIL((j), "ASSERT(%s)", #cond);                                       \
+#define ASSERT_JOB(j, cond)                          \
+  do {                                               \
+    if (!(cond)) JOB_FAIL((j), "ASSERT(%s)", #cond); \
   } while (0)
 
 /* The pid of asrrun's asrd child (comm "asrd"), waiting up to ms. */
@@ -425,7 +433,8 @@ static pid_t find_asrd(pid_t asrrun, int ms) {
       if (!st) continue;
       char *rp = strrchr(st, ')');
       int ppid = 0;
-      if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == asrrun && strstr(st, "(asrd)")) found = atoi(e->d_name);
+      if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == asrrun && strstr(st, "(asrd)"))
+        found = atoi(e->d_name);
       free(st);
     }
     if (d) closedir(d);
@@ -563,7 +572,8 @@ TEST_TIMEOUT(tagged_output_whole_and_ordered, 60) {
     char want[256];
     if (next[r] < NLINES) {
       snprintf(want, sizeof want, "r%d-l%05d-%s", r, next[r], pad);
-      ASSERT_MSG(strcmp(rest, want) == 0, "rank %d line %d is '%.160s', expected '%s'", r, next[r], rest, want);
+      ASSERT_MSG(strcmp(rest, want) == 0, "rank %d line %d is '%.160s', expected '%s'", r, next[r], rest,
+                 want);
       next[r]++;
     } else {
       snprintf(want, sizeof want, "r%d-long-", r);
@@ -652,7 +662,8 @@ TEST_TIMEOUT(exit_code_rules, 80) {
   ASSERT_NO_LEFTOVERS(NULL, 3000);
 
   /* a rank killed by SIGKILL: 128+9, and the summary says signal */
-  RUN(&j, 20000, "--timeout", "15", "-n", "3", "sh", "-c", "if [ $ASR_RANK = 1 ]; then kill -9 $$; fi; sleep 12");
+  RUN(&j, 20000, "--timeout", "15", "-n", "3", "sh", "-c",
+      "if [ $ASR_RANK = 1 ]; then kill -9 $$; fi; sleep 12");
   ASSERT_CODE(&j, 137);
   ASSERT_JOB(&j, strstr(j.err, fmt("rank 1 on host %s was killed by signal 9", my_hostname())));
   ASSERT_JOB(&j, j.ms < 8000);
@@ -702,8 +713,14 @@ TEST_TIMEOUT(exit_code_not_found, 30) {
 
 TEST_TIMEOUT(sigterm_forwarded, 40) {
   setup();
-  const char *const args[] = {"--timeout", "30", "-n", "2", "sh", "-c",
-                              "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.05; done", NULL};
+  const char *const args[] = {"--timeout",
+                              "30",
+                              "-n",
+                              "2",
+                              "sh",
+                              "-c",
+                              "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.05; done",
+                              NULL};
   job_t j;
   job_start(&j, IN_NULL, args);
   JOB_WAIT_LINES(&j, 2, 20000);
@@ -717,8 +734,9 @@ TEST_TIMEOUT(sigterm_forwarded, 40) {
 
 TEST_TIMEOUT(sigint_twice_kills_at_once, 40) {
   setup();
-  const char *const args[] = {"--timeout", "30", "-n", "2", "sh", "-c",
-                              "trap '' INT TERM; echo ready; while :; do sleep 0.05; done", NULL};
+  const char *const args[] = {
+      "--timeout", "30", "-n", "2", "sh", "-c", "trap '' INT TERM; echo ready; while :; do sleep 0.05; done",
+      NULL};
   job_t j;
   job_start(&j, IN_NULL, args);
   JOB_WAIT_LINES(&j, 2, 20000);
@@ -737,8 +755,9 @@ TEST_TIMEOUT(sigint_twice_kills_at_once, 40) {
 
 TEST_TIMEOUT(sigterm_ignored_escalates_to_kill, 55) {
   setup();
-  const char *const args[] = {"--timeout", "30", "-n", "2", "sh", "-c",
-                              "trap '' TERM; echo ready; while :; do sleep 0.05; done", NULL};
+  const char *const args[] = {
+      "--timeout", "30", "-n", "2", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done",
+      NULL};
   job_t j;
   job_start(&j, IN_NULL, args);
   JOB_WAIT_LINES(&j, 2, 20000);
@@ -787,8 +806,8 @@ TEST_TIMEOUT(timeout_kills_exited_ranks_children, 45) {
 TEST_TIMEOUT(asrd_killed, 45) {
   setup();
   const char *mark = new_marker();
-  const char *const args[] = {"--timeout", "30", "-x", mark, "-n", "3", "sh", "-c",
-                              "sleep 40 & echo ready; wait", NULL};
+  const char *const args[] = {
+      "--timeout", "30", "-x", mark, "-n", "3", "sh", "-c", "sleep 40 & echo ready; wait", NULL};
   job_t j;
   job_start(&j, IN_NULL, args);
   JOB_WAIT_LINES(&j, 3, 20000);
@@ -811,7 +830,8 @@ TEST_TIMEOUT(asrd_killed, 45) {
 TEST_TIMEOUT(stuck_asrd_bounded, 55) {
   setup();
   const char *mark = new_marker();
-  const char *const args[] = {"--timeout", "40", "-x", mark, "-n", "2", "sh", "-c", "sleep 40 & echo ready; wait", NULL};
+  const char *const args[] = {
+      "--timeout", "40", "-x", mark, "-n", "2", "sh", "-c", "sleep 40 & echo ready; wait", NULL};
   job_t j;
   job_start(&j, IN_NULL, args);
   JOB_WAIT_LINES(&j, 2, 20000);
@@ -938,7 +958,8 @@ TEST_TIMEOUT(bindings, 40) {
     int r = tag_of(el[i], &rest), rr, lnc, core;
     char cpus[256];
     if (r < 0 || r >= 3) JOB_FAIL(&j, "stray stderr line '%s'", el[i]);
-    if (sscanf(rest, "asrrun: rank %d (host %*[^,], lnc %d) bound to core %d: cpus %255s", &rr, &lnc, &core, cpus) != 4)
+    if (sscanf(rest, "asrrun: rank %d (host %*[^,], lnc %d) bound to core %d: cpus %255s", &rr, &lnc, &core,
+               cpus) != 4)
       JOB_FAIL(&j, "bad binding report '%s'", el[i]);
     ASSERT_EQ(rr, r);
     ASSERT_EQ(lnc, r);
@@ -972,7 +993,8 @@ TEST_TIMEOUT(bindings, 40) {
   ASSERT_CODE(&j, 0);
   for (int r = 0; r < 2; r++) {
     ASSERT_JOB(&j, strstr(j.out, fmt("[%d] Cpus_allowed_list:\t%s\n", r, all)));
-    ASSERT_JOB(&j, strstr(j.err, fmt("[%d] asrrun: rank %d (host %s, lnc %d) not bound\n", r, r, my_hostname(), r)));
+    ASSERT_JOB(
+        &j, strstr(j.err, fmt("[%d] asrrun: rank %d (host %s, lnc %d) not bound\n", r, r, my_hostname(), r)));
   }
   teardown();
 }
@@ -980,8 +1002,7 @@ TEST_TIMEOUT(bindings, 40) {
 /* ---------------------------------------------------------------------------------- */
 /* 8. stdin                                                                           */
 
-static const char *const STDIN_PROG =
-    "while read l; do echo \"got:$l\"; done; echo \"eof $ASR_RANK\"";
+static const char *const STDIN_PROG = "while read l; do echo \"got:$l\"; done; echo \"eof $ASR_RANK\"";
 
 TEST_TIMEOUT(stdin_to_rank0, 60) {
   setup();
@@ -1000,8 +1021,9 @@ TEST_TIMEOUT(stdin_to_rank0, 60) {
   ASSERT_EQ(count_substr(j.out, "got:"), 2); /* rank 1 got nothing */
 
   /* 300000 bytes arrive whole */
-  const char *const wc[] = {"--timeout", "20", "-n", "2", "sh", "-c",
-                            "if [ $ASR_RANK = 0 ]; then wc -c; else cat; echo none; fi", NULL};
+  const char *const wc[] = {
+      "--timeout", "20", "-n", "2", "sh", "-c", "if [ $ASR_RANK = 0 ]; then wc -c; else cat; echo none; fi",
+      NULL};
   job_start(&j, IN_PIPE, wc);
   char *blob = malloc(300000);
   memset(blob, 'z', 300000);
@@ -1064,11 +1086,13 @@ TEST_TIMEOUT(pmix_only_client, 80) {
   for (int s = 0; s < 3; s++) {
     int np = sizes[s];
     job_t j;
-    RUN(&j, 30000, "--timeout", "25", "-n", fmt("%d", np), "--bind-to", "none", bin("tests/apps/pmix_client"));
+    RUN(&j, 30000, "--timeout", "25", "-n", fmt("%d", np), "--bind-to", "none",
+        bin("tests/apps/pmix_client"));
     ASSERT_CODE(&j, 0);
     for (int r = 0; r < np; r++) {
-      const char *want = fmt("[%d] pmix_client rank %d of %d (local %d of %d, host %s): verified %d of %d peers' keys, all ok\n",
-                             r, r, np, r, np, my_hostname(), np - 1, np - 1);
+      const char *want = fmt(
+          "[%d] pmix_client rank %d of %d (local %d of %d, host %s): verified %d of %d peers' keys, all ok\n",
+          r, r, np, r, np, my_hostname(), np - 1, np - 1);
       if (!strstr(j.out, want)) JOB_FAIL(&j, "-n %d: no '%s'", np, want);
     }
     int n;
@@ -1093,8 +1117,10 @@ TEST_TIMEOUT(pmix_client_lost_during_fence, 80) {
     RUN(&j, 30000, "--timeout", "25", "-n", "3", "--bind-to", "none", bin("tests/apps/pmix_client"),
         abort ? "--abort" : "--exit", abort ? "1:5" : "2:3");
     ASSERT_CODE(&j, abort ? 5 : 3);
-    if (abort) ASSERT_JOB(&j, strstr(j.err, "rank 1") && strstr(j.err, "called abort with status 5"));
-    else ASSERT_JOB(&j, strstr(j.err, "rank 2") && strstr(j.err, "exited with status 3"));
+    if (abort)
+      ASSERT_JOB(&j, strstr(j.err, "rank 1") && strstr(j.err, "called abort with status 5"));
+    else
+      ASSERT_JOB(&j, strstr(j.err, "rank 2") && strstr(j.err, "exited with status 3"));
     ASSERT_NO_LEFTOVERS(NULL, 3000);
     assert_tmpdir_clean();
   }

@@ -35,11 +35,11 @@
 #include "kv_frame.h"
 
 enum {
-  KV_RAW_OK = 0,        /* a whole frame was read / everything was sent */
-  KV_RAW_CLOSED = -1,   /* the peer closed (EOF, or the connection was reset) */
-  KV_RAW_TIMEOUT = -2,  /* nothing decisive happened before the timeout */
-  KV_RAW_DATA = -3,     /* kv_raw_wait_closed: bytes arrived instead of a close */
-  KV_RAW_ERROR = -4,    /* another socket error (errno kept) */
+  KV_RAW_OK = 0,       /* a whole frame was read / everything was sent */
+  KV_RAW_CLOSED = -1,  /* the peer closed (EOF, or the connection was reset) */
+  KV_RAW_TIMEOUT = -2, /* nothing decisive happened before the timeout */
+  KV_RAW_DATA = -3,    /* kv_raw_wait_closed: bytes arrived instead of a close */
+  KV_RAW_ERROR = -4,   /* another socket error (errno kept) */
 };
 
 static inline uint64_t kv_raw_now_ms(void) {
@@ -56,11 +56,11 @@ static inline void kv_raw_sleep_ms(unsigned ms) {
 
 static inline const char *kv_raw_rc_name(int rc) {
   switch (rc) {
-  case KV_RAW_OK: return "OK";
-  case KV_RAW_CLOSED: return "CLOSED";
-  case KV_RAW_TIMEOUT: return "TIMEOUT";
-  case KV_RAW_DATA: return "DATA";
-  default: return "ERROR";
+    case KV_RAW_OK: return "OK";
+    case KV_RAW_CLOSED: return "CLOSED";
+    case KV_RAW_TIMEOUT: return "TIMEOUT";
+    case KV_RAW_DATA: return "DATA";
+    default: return "ERROR";
   }
 }
 
@@ -76,8 +76,8 @@ static inline int kv_raw_connect_ex(uint16_t port, int timeout_ms, int rcvbuf) {
   int one = 1;
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (rcvbuf > 0) (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in a = {
+      .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   while (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
     if (errno == EINTR) continue;
     int e = errno;
@@ -214,9 +214,8 @@ static inline uint32_t kv_raw_get32(const uint8_t *p) {
  * vtype are accepted; key/val are copied (clipped to their fields) and the
  * length fields set to klen/vlen as given, so a test can lie about them.
  * secret NULL = zeros. */
-static inline void kv_raw_build(uint8_t *frame, uint8_t opcode, uint8_t vtype, uint32_t aux,
-                                const void *key, size_t klen, const void *val, size_t vlen,
-                                const uint8_t *secret) {
+static inline void kv_raw_build(uint8_t *frame, uint8_t opcode, uint8_t vtype, uint32_t aux, const void *key,
+                                size_t klen, const void *val, size_t vlen, const uint8_t *secret) {
   memset(frame, 0, ASR_KV_FRAME_LEN);
   frame[ASR_KV_OFF_OPCODE] = opcode;
   frame[ASR_KV_OFF_VERSION] = ASR_KV_VERSION;

@@ -76,11 +76,12 @@ static void res_free(res_t r) {
   free(r.err);
 }
 
-#define EXPECT(r, rc, out_sub, err_sub)                                                                  \
-  do {                                                                                                   \
-    ASSERT_MSG(code(r) == (rc), "exit %d, want %d; stdout '%s' stderr '%s'", code(r), (rc), (r).out, (r).err); \
-    if (out_sub) ASSERT_CONTAINS((r).out, (const char *)(out_sub));                                      \
-    if (err_sub) ASSERT_CONTAINS((r).err, (const char *)(err_sub));                                      \
+#define EXPECT(r, rc, out_sub, err_sub)                                                              \
+  do {                                                                                               \
+    ASSERT_MSG(code(r) == (rc), "exit %d, want %d; stdout '%s' stderr '%s'", code(r), (rc), (r).out, \
+               (r).err);                                                                             \
+    if (out_sub) ASSERT_CONTAINS((r).out, (const char *)(out_sub));                                  \
+    if (err_sub) ASSERT_CONTAINS((r).err, (const char *)(err_sub));                                  \
   } while (0)
 
 /* A running `asrkv serve` on 127.0.0.1. */
@@ -93,8 +94,8 @@ typedef struct {
 
 static server_t serve(const char *extra1, const char *extra2) {
   server_t s = {0};
-  char *argv[] = {(char *)kv_bin(), "serve", "--port", "0", "--bind", "127.0.0.1",
-                  (char *)extra1, (char *)extra2, NULL};
+  char *argv[] = {(char *)kv_bin(), "serve",        "--port",       "0", "--bind",
+                  "127.0.0.1",      (char *)extra1, (char *)extra2, NULL};
   s.pid = asr_test_spawn(argv, &s.out, &s.err);
   ASSERT(s.pid > 0);
   char line[256];
@@ -340,7 +341,8 @@ TEST_TIMEOUT(cli_job_secret, 30) {
   res_free(r);
 
   /* Malformed: named clearly, before any network traffic. */
-  static const char *const bad[] = {"xyz", "0123", "zz23456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+  static const char *const bad[] = {"xyz", "0123",
+                                    "zz23456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
                                     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef00"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     setenv("ASR_JOB_SECRET", bad[i], 1);
@@ -440,8 +442,8 @@ TEST_TIMEOUT(cli_bad_input, 40) {
     res_t r = run_argv((char *const *)cases[i].args);
     ASSERT_MSG(code(r) == cases[i].rc, "case %zu (%s %s): exit %d, want %d; stderr '%s'", i, cases[i].args[0],
                cases[i].args[1] ? cases[i].args[1] : "", code(r), cases[i].rc, r.err);
-    ASSERT_MSG(strstr(r.err, cases[i].err_sub), "case %zu (%s %s): stderr '%s' lacks '%s'", i, cases[i].args[0],
-               cases[i].args[1] ? cases[i].args[1] : "", r.err, cases[i].err_sub);
+    ASSERT_MSG(strstr(r.err, cases[i].err_sub), "case %zu (%s %s): stderr '%s' lacks '%s'", i,
+               cases[i].args[0], cases[i].args[1] ? cases[i].args[1] : "", r.err, cases[i].err_sub);
     ASSERT_MSG(strncmp(r.err, "asrkv: ", 7) == 0, "case %zu: stderr '%s'", i, r.err);
     ASSERT_MSG(r.out[0] == '\0', "case %zu: unexpected stdout '%s'", i, r.out);
     /* usage errors point at --help; a bad key explains the key syntax instead */
@@ -488,8 +490,8 @@ TEST_TIMEOUT(cli_serve_sigterm_and_waiting, 30) {
   uint16_t p = asr_test_free_port();
   char port[16];
   snprintf(port, sizeof port, "%u", p);
-  char *argv[] = {(char *)kv_bin(), "serve", "--port", port, "--bind", "127.0.0.1", "--elect",
-                  "--max-keys", "2", NULL};
+  char *argv[] = {(char *)kv_bin(), "serve",   "--port",     port, "--bind",
+                  "127.0.0.1",      "--elect", "--max-keys", "2",  NULL};
   server_t lead = {0}, waiter = {0};
   lead.pid = asr_test_spawn(argv, &lead.out, &lead.err);
   char line[256], want[128];

@@ -20,9 +20,9 @@ TEST(err_strings) {
   ASSERT_STREQ(asr_err_name(-999), "ASR_EUNKNOWN");
   ASSERT_STREQ(asr_strerror(12345), "unknown error");
   /* every code has a distinct, non-empty name and message */
-#define CHECK(name, num, msg)                                   \
-  ASSERT_EQ(ASR_E##name, -(num));                               \
-  ASSERT(strlen(asr_strerror(ASR_E##name)) > 0);                \
+#define CHECK(name, num, msg)                    \
+  ASSERT_EQ(ASR_E##name, -(num));                \
+  ASSERT(strlen(asr_strerror(ASR_E##name)) > 0); \
   ASSERT_STREQ(asr_err_name(ASR_E##name), "ASR_E" #name);
   ASR_ERRNO_MAP(CHECK)
 #undef CHECK

@@ -54,7 +54,7 @@ static asr_kv_server_t *server_thread(uint16_t port, const uint8_t *secret) {
 /* What a GET callback saw. */
 typedef struct {
   int calls;
-  asr_kv_req_t *req;       /* when set, the state at callback time is recorded */
+  asr_kv_req_t *req; /* when set, the state at callback time is recorded */
   asr_kv_req_state_t state_at_call;
   size_t len;
   uint8_t val[ASR_KV_VAL_MAX];
@@ -162,7 +162,8 @@ TEST_TIMEOUT(set_get_state_order, 20) {
     asr_kv_req_state_t now = asr_kv_req_state(r);
     ASSERT_MSG(healthy_step(prev, now), "SET moved %s -> %s", asr_kv_req_state_name(prev),
                asr_kv_req_state_name(now));
-    if (now != prev) ASSERT_MSG(made == 1, "state moved to %s without made_progress", asr_kv_req_state_name(now));
+    if (now != prev)
+      ASSERT_MSG(made == 1, "state moved to %s without made_progress", asr_kv_req_state_name(now));
     seen[now] = 1;
     prev = now;
     if (!made) asr_kv_req_wait(r, 10);
@@ -195,7 +196,8 @@ TEST_TIMEOUT(set_get_state_order, 20) {
       asr_kv_req_state_t now = asr_kv_req_state(r);
       ASSERT_MSG(healthy_step(prev, now), "GET moved %s -> %s", asr_kv_req_state_name(prev),
                  asr_kv_req_state_name(now));
-      if (now < ASR_KV_REQ_CLOSING) ASSERT_MSG(cap.calls == 0, "callback ran in state %s", asr_kv_req_state_name(now));
+      if (now < ASR_KV_REQ_CLOSING)
+        ASSERT_MSG(cap.calls == 0, "callback ran in state %s", asr_kv_req_state_name(now));
       if (done) ASSERT_MSG(cap.calls == 1, "done reported with %d callback runs", cap.calls);
       seen[now] = 1;
       prev = now;
@@ -367,7 +369,8 @@ TEST_TIMEOUT(get_retry_meets_set_from_other_process, 20) {
   asr_kv_req_free(r);
   uint8_t buf[16];
   size_t vlen = 12345;
-  ASSERT_EQ(asr_kv_get(IP, port, "nobody-sets-this", 16, 0, buf, sizeof buf, &vlen, NULL, NULL, 0), ASR_ENOTFOUND);
+  ASSERT_EQ(asr_kv_get(IP, port, "nobody-sets-this", 16, 0, buf, sizeof buf, &vlen, NULL, NULL, 0),
+            ASR_ENOTFOUND);
   ASSERT_EQ(vlen, 12345);
   asr_kv_server_free(s);
 }
@@ -483,7 +486,8 @@ TEST_TIMEOUT(binary_keys_and_limits, 20) {
   uint8_t big[ASR_KV_KEY_MAX + 1];
   fill_pattern(big, sizeof big, 3);
   asr_kv_req_t *r = NULL;
-  ASSERT_EQ(asr_kv_get_start(IP, port, big, sizeof big, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, &r), ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_get_start(IP, port, big, sizeof big, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, &r),
+            ASR_ETOOBIG);
   ASSERT(r == NULL);
   ASSERT_EQ(asr_kv_set_start(IP, port, big, sizeof big, "v", 1, ASR_KV_VTYPE_BINARY, NULL, &r), ASR_ETOOBIG);
   ASSERT(r == NULL);
@@ -498,9 +502,11 @@ TEST_TIMEOUT(binary_keys_and_limits, 20) {
   v[0] = v[500] = v[ASR_KV_VAL_MAX - 1] = 0;
   ASSERT_OK(asr_kv_set(IP, port, "big-value", 9, v, ASR_KV_VAL_MAX, ASR_KV_VTYPE_BINARY, NULL, NULL, 0));
   get_exact(port, "big-value", 9, v, ASR_KV_VAL_MAX);
-  ASSERT_EQ(asr_kv_set_start(IP, port, "too-big", 7, v, ASR_KV_VAL_MAX + 1, ASR_KV_VTYPE_BINARY, NULL, &r), ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_set_start(IP, port, "too-big", 7, v, ASR_KV_VAL_MAX + 1, ASR_KV_VTYPE_BINARY, NULL, &r),
+            ASR_ETOOBIG);
   ASSERT(r == NULL);
-  ASSERT_EQ(asr_kv_set(IP, port, "too-big", 7, v, ASR_KV_VAL_MAX + 1, ASR_KV_VTYPE_BINARY, NULL, NULL, 0), ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_set(IP, port, "too-big", 7, v, ASR_KV_VAL_MAX + 1, ASR_KV_VTYPE_BINARY, NULL, NULL, 0),
+            ASR_ETOOBIG);
   /* A value that does not fit the caller's buffer. */
   char err[640] = "";
   ASSERT_EQ(asr_kv_get(IP, port, "big-value", 9, 0, buf, 100, NULL, NULL, err, sizeof err), ASR_ETOOBIG);
@@ -508,7 +514,8 @@ TEST_TIMEOUT(binary_keys_and_limits, 20) {
   /* Empty keys and bad arguments. */
   ASSERT_EQ(asr_kv_set_start(IP, port, "", 0, "v", 1, ASR_KV_VTYPE_BINARY, NULL, &r), ASR_EINVAL);
   ASSERT_EQ(asr_kv_get_start(IP, port, "k", 1, 7, 0, NULL, NULL, NULL, &r), ASR_EINVAL);
-  ASSERT_EQ(asr_kv_get_start("not-an-ip", port, "k", 1, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, &r), ASR_EINVAL);
+  ASSERT_EQ(asr_kv_get_start("not-an-ip", port, "k", 1, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, &r),
+            ASR_EINVAL);
   ASSERT_EQ(asr_kv_get_start(IP, 0, "k", 1, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, &r), ASR_EINVAL);
   ASSERT(r == NULL);
   asr_kv_server_stats(s, &st);

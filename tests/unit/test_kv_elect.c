@@ -37,7 +37,8 @@ TEST(elect_path_names_uid_and_port) {
   private_lock_dir();
   char path[512], want[512];
   ASSERT_OK(asr_kv_elect_path(4711, path, sizeof path));
-  snprintf(want, sizeof want, "%s/asr_kv_server_lock_uid_%u_port_4711", asr_test_tmpdir(), (unsigned)getuid());
+  snprintf(want, sizeof want, "%s/asr_kv_server_lock_uid_%u_port_4711", asr_test_tmpdir(),
+           (unsigned)getuid());
   ASSERT_STREQ(path, want);
   char uid[32];
   snprintf(uid, sizeof uid, "uid_%u_", (unsigned)getuid());
@@ -316,7 +317,8 @@ static int next_leader(serv_t *s, int n, uint16_t port, int timeout_ms, int sett
 static void client_roundtrip(uint16_t port, const char *key, const char *val) {
   asr_kv_opts_t o = {.timeout_ms = 5000};
   char err[400] = "";
-  int rc = asr_kv_set("127.0.0.1", port, key, strlen(key), val, strlen(val), ASR_KV_VTYPE_TEXT, &o, err, sizeof err);
+  int rc = asr_kv_set("127.0.0.1", port, key, strlen(key), val, strlen(val), ASR_KV_VTYPE_TEXT, &o, err,
+                      sizeof err);
   ASSERT_MSG(rc == 0, "SET %s on port %u: %s", key, port, err);
   char got[ASR_KV_VAL_MAX];
   size_t glen = 0;
@@ -392,7 +394,8 @@ TEST_TIMEOUT(elect_eight_racing_servers, 40) {
 TEST_TIMEOUT(elect_two_jobs_two_leaders, 30) {
   private_lock_dir();
   uint16_t p1 = asr_test_free_port(), p2;
-  do p2 = asr_test_free_port(); while (p2 == p1);
+  do p2 = asr_test_free_port();
+  while (p2 == p1);
   serv_t a[3], b[3];
   spawn_electors(a, 3, p1);
   spawn_electors(b, 3, p2);

@@ -24,9 +24,9 @@ TEST(frame_layout_constants) {
 }
 
 TEST(frame_roundtrip_every_opcode) {
-  static const int ops[] = {ASR_KV_OP_SET_ACK, ASR_KV_OP_GET_TEXT, ASR_KV_OP_GET_BINARY,
-                            ASR_KV_OP_NOT_FOUND, ASR_KV_OP_ERROR, ASR_KV_OP_LIST_ENTRY,
-                            ASR_KV_OP_SET, ASR_KV_OP_GET, ASR_KV_OP_END, ASR_KV_OP_LIST};
+  static const int ops[] = {
+      ASR_KV_OP_SET_ACK,    ASR_KV_OP_GET_TEXT, ASR_KV_OP_GET_BINARY, ASR_KV_OP_NOT_FOUND, ASR_KV_OP_ERROR,
+      ASR_KV_OP_LIST_ENTRY, ASR_KV_OP_SET,      ASR_KV_OP_GET,        ASR_KV_OP_END,       ASR_KV_OP_LIST};
   uint8_t secret[ASR_KV_SECRET_LEN], key[ASR_KV_KEY_MAX], val[ASR_KV_VAL_MAX];
   for (int i = 0; i < ASR_KV_SECRET_LEN; i++) secret[i] = (uint8_t)(i * 7 + 1);
   for (int i = 0; i < ASR_KV_KEY_MAX; i++) key[i] = (uint8_t)(i % 3 == 0 ? 0 : i); /* zero bytes inside */
@@ -37,9 +37,14 @@ TEST(frame_roundtrip_every_opcode) {
     for (size_t k = 0; k < 5; k++)
       for (size_t v = 0; v < 5; v++) {
         uint8_t frame[ASR_KV_FRAME_LEN];
-        asr_kv_msg_t in = {.opcode = (uint8_t)ops[o], .vtype = (uint8_t)(v & 1), .aux = 0xdeadbeefu - (uint32_t)k,
-                           .key_len = (uint16_t)klens[k], .val_len = (uint16_t)vlens[v],
-                           .secret = secret, .key = key, .val = val};
+        asr_kv_msg_t in = {.opcode = (uint8_t)ops[o],
+                           .vtype = (uint8_t)(v & 1),
+                           .aux = 0xdeadbeefu - (uint32_t)k,
+                           .key_len = (uint16_t)klens[k],
+                           .val_len = (uint16_t)vlens[v],
+                           .secret = secret,
+                           .key = key,
+                           .val = val};
         ASSERT_OK(asr_kv_frame_encode(frame, &in));
         asr_kv_msg_t out;
         const char *why = NULL;
@@ -82,17 +87,16 @@ TEST(frame_decode_rejects) {
   asr_kv_msg_t m = {.opcode = ASR_KV_OP_GET, .key_len = 3, .key = (const uint8_t *)"abc"}, out;
   ASSERT_OK(asr_kv_frame_encode(good, &m));
   const char *why;
-  struct { int off; uint8_t val; const char *reason; } cases[] = {
-      {ASR_KV_OFF_MAGIC, 'X', "magic"},
-      {ASR_KV_OFF_VERSION, 2, "version"},
-      {ASR_KV_OFF_OPCODE, 0, "opcode"},
-      {ASR_KV_OFF_OPCODE, 4, "opcode"},
-      {ASR_KV_OFF_OPCODE, 200, "opcode"},
-      {ASR_KV_OFF_VTYPE, 9, "value type"},
-      {ASR_KV_OFF_FLAGS, 1, "flags"},
-      {ASR_KV_OFF_KEYLEN, 144, "key length"},
-      {ASR_KV_OFF_KEYLEN + 1, 1, "key length"},
-      {ASR_KV_OFF_VALLEN, 0xc5 /* 965 = 0x3c5 */, NULL},
+  struct {
+    int off;
+    uint8_t val;
+    const char *reason;
+  } cases[] = {
+      {ASR_KV_OFF_MAGIC, 'X', "magic"},         {ASR_KV_OFF_VERSION, 2, "version"},
+      {ASR_KV_OFF_OPCODE, 0, "opcode"},         {ASR_KV_OFF_OPCODE, 4, "opcode"},
+      {ASR_KV_OFF_OPCODE, 200, "opcode"},       {ASR_KV_OFF_VTYPE, 9, "value type"},
+      {ASR_KV_OFF_FLAGS, 1, "flags"},           {ASR_KV_OFF_KEYLEN, 144, "key length"},
+      {ASR_KV_OFF_KEYLEN + 1, 1, "key length"}, {ASR_KV_OFF_VALLEN, 0xc5 /* 965 = 0x3c5 */, NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     memcpy(f, good, sizeof f);

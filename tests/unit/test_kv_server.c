@@ -69,8 +69,7 @@ static asr_kv_opts_t copts(const uint8_t *secret) {
   return (asr_kv_opts_t){.secret = secret ? secret : zero_secret, .timeout_ms = 5000};
 }
 
-static void set_ok(uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
-                   int vtype) {
+static void set_ok(uint16_t port, const void *key, size_t klen, const void *val, size_t vlen, int vtype) {
   char err[700] = "";
   asr_kv_opts_t o = copts(NULL);
   int rc = asr_kv_set(IP, port, key, klen, val, vlen, vtype, &o, err, sizeof err);
@@ -95,8 +94,8 @@ static void get_missing(uint16_t port, const void *key, size_t klen) {
   size_t n = 0;
   asr_kv_opts_t o = copts(NULL);
   int rc = asr_kv_get(IP, port, key, klen, 0, buf, sizeof buf, &n, &o, err, sizeof err);
-  ASSERT_MSG(rc == ASR_ENOTFOUND, "GET of a key that must be absent returned %s (%s)",
-             asr_test_errname(rc), err);
+  ASSERT_MSG(rc == ASR_ENOTFOUND, "GET of a key that must be absent returned %s (%s)", asr_test_errname(rc),
+             err);
 }
 
 static int raw_open(uint16_t port) {
@@ -113,8 +112,8 @@ static void raw_rt(int fd, const uint8_t *req, uint8_t *resp, int want_op) {
   asr_kv_msg_t m;
   const char *why = NULL;
   ASSERT_MSG(asr_kv_frame_decode(resp, &m, &why) == 0, "response does not decode: %s", why);
-  ASSERT_MSG(kv_raw_op(resp) == want_op, "response opcode %u (%s), expected %d (%s)",
-             kv_raw_op(resp), asr_kv_op_name(kv_raw_op(resp)), want_op, asr_kv_op_name(want_op));
+  ASSERT_MSG(kv_raw_op(resp) == want_op, "response opcode %u (%s), expected %d (%s)", kv_raw_op(resp),
+             asr_kv_op_name(kv_raw_op(resp)), want_op, asr_kv_op_name(want_op));
   /* responses carry a zero secret */
   ASSERT_MEMEQ(resp + ASR_KV_OFF_SECRET, zero_secret, ASR_KV_SECRET_LEN);
 }
@@ -206,17 +205,17 @@ TEST(set_get_roundtrip_text_and_binary) {
 
 typedef struct {
   const char *name;
-  int off;       /* byte to overwrite, or -1 */
+  int off; /* byte to overwrite, or -1 */
   uint8_t val;
-  int off2;      /* a second byte, or -1 */
+  int off2; /* a second byte, or -1 */
   uint8_t val2;
   const char *reason; /* must appear in the opcode-6 value */
 } bad_case_t;
 
 /* Sends bytes on a fresh connection and asserts: one opcode-6 reply whose
  * value contains reason, then the server closes the connection. */
-static void expect_refused(uint16_t port, const void *bytes, size_t len, int half_close,
-                           const char *reason, const char *name) {
+static void expect_refused(uint16_t port, const void *bytes, size_t len, int half_close, const char *reason,
+                           const char *name) {
   int fd = raw_open(port);
   int rc = kv_raw_send(fd, bytes, len);
   /* the server may refuse (and close) before it has read everything */
@@ -237,8 +236,8 @@ static void expect_refused(uint16_t port, const void *bytes, size_t len, int hal
   ASSERT_MEMEQ(resp + ASR_KV_OFF_SECRET, zero_secret, ASR_KV_SECRET_LEN);
   size_t extra = 0;
   rc = kv_raw_wait_closed_n(fd, RAW_TMO, &extra);
-  ASSERT_MSG(rc == KV_RAW_CLOSED, "%s: the server did not close after the error: %s (%zu more bytes)",
-             name, kv_raw_rc_name(rc), extra);
+  ASSERT_MSG(rc == KV_RAW_CLOSED, "%s: the server did not close after the error: %s (%zu more bytes)", name,
+             kv_raw_rc_name(rc), extra);
   close(fd);
 }
 
@@ -397,8 +396,7 @@ TEST(wrong_secret_refused) {
   ASSERT_MEMEQ(buf, "cv", 2);
 
   err[0] = '\0';
-  ASSERT_EQ(asr_kv_set(IP, port, "d", 1, "dv", 2, ASR_KV_VTYPE_TEXT, &bad_o, err, sizeof err),
-            ASR_EAUTH);
+  ASSERT_EQ(asr_kv_set(IP, port, "d", 1, "dv", 2, ASR_KV_VTYPE_TEXT, &bad_o, err, sizeof err), ASR_EAUTH);
   ASSERT_CONTAINS(err, "secret");
   ASSERT_CONTAINS(err, "'d'"); /* names the key ... */
   char where[32];
@@ -479,11 +477,11 @@ TEST_TIMEOUT(idle_client_dropped, 15) {
   kv_raw_build(req, ASR_KV_OP_GET, ASR_KV_VTYPE_TEXT, 0, "k", 1, NULL, 0, NULL);
 
   uint64_t t0 = kv_raw_now_ms();
-  int a = raw_open(port);           /* connects, never sends */
-  int b = raw_open(port);           /* one request, then silence */
+  int a = raw_open(port); /* connects, never sends */
+  int b = raw_open(port); /* one request, then silence */
   raw_rt(b, req, resp, ASR_KV_OP_NOT_FOUND);
   uint64_t tb = kv_raw_now_ms();
-  int c = raw_open(port);           /* keeps talking every 250 ms */
+  int c = raw_open(port); /* keeps talking every 250 ms */
   uint64_t a_closed = 0, b_closed = 0;
   while (kv_raw_now_ms() - t0 < 1800) {
     raw_rt(c, req, resp, ASR_KV_OP_NOT_FOUND); /* c must never be dropped */
@@ -576,8 +574,7 @@ TEST(limit_max_keys) {
   }
   char err[700] = "";
   asr_kv_opts_t o = copts(NULL);
-  ASSERT_EQ(asr_kv_set(IP, port, "k10", 3, "v", 1, ASR_KV_VTYPE_TEXT, &o, err, sizeof err),
-            ASR_ENOSPACE);
+  ASSERT_EQ(asr_kv_set(IP, port, "k10", 3, "v", 1, ASR_KV_VTYPE_TEXT, &o, err, sizeof err), ASR_ENOSPACE);
   ASSERT_CONTAINS(err, "full");
   get_missing(port, "k10", 3);
 
@@ -612,8 +609,7 @@ TEST(limit_max_bytes) {
   set_ok(port, "b", 1, v, 964, ASR_KV_VTYPE_BINARY); /* 1930 */
   char err[700] = "";
   asr_kv_opts_t o = copts(NULL);
-  ASSERT_EQ(asr_kv_set(IP, port, "c", 1, v, 100, ASR_KV_VTYPE_BINARY, &o, err, sizeof err),
-            ASR_ENOSPACE);
+  ASSERT_EQ(asr_kv_set(IP, port, "c", 1, v, 100, ASR_KV_VTYPE_BINARY, &o, err, sizeof err), ASR_ENOSPACE);
   ASSERT_CONTAINS(err, "full");
   get_missing(port, "c", 1);
   ASSERT_EQ(stats(s).bytes, 1930);
@@ -622,8 +618,7 @@ TEST(limit_max_bytes) {
   ASSERT_EQ(stats(s).bytes, 1866);
   set_ok(port, "c", 1, v, 60, ASR_KV_VTYPE_BINARY); /* 1927 */
   /* growing an existing value past the limit is refused and changes nothing */
-  ASSERT_EQ(asr_kv_set(IP, port, "c", 1, v, 964, ASR_KV_VTYPE_BINARY, &o, err, sizeof err),
-            ASR_ENOSPACE);
+  ASSERT_EQ(asr_kv_set(IP, port, "c", 1, v, 964, ASR_KV_VTYPE_BINARY, &o, err, sizeof err), ASR_ENOSPACE);
   get_eq(port, "c", 1, v, 60);
   asr_kv_server_stats_t st = stats(s);
   ASSERT_EQ(st.keys, 3);
@@ -699,8 +694,13 @@ TEST(pipelined_frames_answered_in_order) {
   int fd = raw_open(port);
   ASSERT_EQ(kv_raw_send(fd, batch, sizeof batch), KV_RAW_OK); /* one write */
   uint8_t r[ASR_KV_FRAME_LEN];
-  static const struct { int op; const char *val; uint32_t aux; const char *key; } want[] = {
-      {ASR_KV_OP_SET_ACK, "", 0, NULL},     {ASR_KV_OP_GET_TEXT, "one", 0, NULL},
+  static const struct {
+    int op;
+    const char *val;
+    uint32_t aux;
+    const char *key;
+  } want[] = {
+      {ASR_KV_OP_SET_ACK, "", 0, NULL},       {ASR_KV_OP_GET_TEXT, "one", 0, NULL},
       {ASR_KV_OP_GET_BINARY, "one", 0, NULL}, {ASR_KV_OP_NOT_FOUND, "", 0, NULL},
       {ASR_KV_OP_LIST_ENTRY, "one", 1, "p1"}, {ASR_KV_OP_SET_ACK, "", 0, NULL},
       {ASR_KV_OP_LIST_ENTRY, "two", 2, "p2"}, {ASR_KV_OP_NOT_FOUND, "", 2, NULL},
@@ -733,11 +733,11 @@ TEST(pipelined_frames_answered_in_order) {
     char k[8];
     int kl = snprintf(k, sizeof k, "m%02d", i / 2);
     if (i % 2 == 0)
-      kv_raw_build(many + i * ASR_KV_FRAME_LEN, ASR_KV_OP_SET, ASR_KV_VTYPE_BINARY, 0, k, (size_t)kl,
-                   k, (size_t)kl, NULL);
+      kv_raw_build(many + i * ASR_KV_FRAME_LEN, ASR_KV_OP_SET, ASR_KV_VTYPE_BINARY, 0, k, (size_t)kl, k,
+                   (size_t)kl, NULL);
     else
-      kv_raw_build(many + i * ASR_KV_FRAME_LEN, ASR_KV_OP_GET, ASR_KV_VTYPE_BINARY, 0, k, (size_t)kl,
-                   NULL, 0, NULL);
+      kv_raw_build(many + i * ASR_KV_FRAME_LEN, ASR_KV_OP_GET, ASR_KV_VTYPE_BINARY, 0, k, (size_t)kl, NULL, 0,
+                   NULL);
   }
   fd = raw_open(port);
   size_t cuts[] = {0, 1000, 1001, 5000, 7777, sizeof many};
@@ -816,14 +816,18 @@ TEST(list_insertion_order) {
   ASSERT_EQ(ls.n, 0);
 
   /* not alphabetical, one binary key, one overwrite (keeps its place) */
-  static const struct { const char *k; size_t kl; const char *v; int vt; } ent[] = {
+  static const struct {
+    const char *k;
+    size_t kl;
+    const char *v;
+    int vt;
+  } ent[] = {
       {"zeta", 4, "Z", ASR_KV_VTYPE_TEXT},
       {"alpha", 5, "A", ASR_KV_VTYPE_BINARY},
       {"b\0in", 4, "\x00\x01", ASR_KV_VTYPE_BINARY},
       {"mid", 3, "M", ASR_KV_VTYPE_TEXT},
   };
-  for (size_t i = 0; i < 4; i++)
-    set_ok(port, ent[i].k, ent[i].kl, ent[i].v, i == 2 ? 2 : 1, ent[i].vt);
+  for (size_t i = 0; i < 4; i++) set_ok(port, ent[i].k, ent[i].kl, ent[i].v, i == 2 ? 2 : 1, ent[i].vt);
   set_ok(port, "zeta", 4, "Z2", 2, ASR_KV_VTYPE_TEXT);
 
   for (uint32_t i = 0; i < 4; i++) {
