@@ -19,6 +19,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "asr_err.h"
@@ -77,13 +78,24 @@ static uint32_t handle_ordinal(const uint8_t *h) {
   return v;
 }
 
+/* The rendezvous deadline: ASR_KV_TIMEOUT_MS, the KV requests' own (default 120 s). */
+static uint64_t rendezvous_timeout_ms(void) {
+  const char *v = getenv("ASR_KV_TIMEOUT_MS");
+  if (v && *v) {
+    char *end;
+    long ms = strtol(v, &end, 10);
+    if (*end == '\0' && ms > 0 && ms < 86400000) return (uint64_t)ms;
+  }
+  return 120000;
+}
+
 static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   uint8_t key[ASR_KV_HANDLE_KEY_LEN];
   if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)
     return fail(c, "cannot build the handle key (host name '%s')", ctx->hostname);
   c->handle_len = 0;
-  int rc = asr_kv_get_start(c->peer_ip, ctx->port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1, send_cb, c,
-                            NULL, &c->kv_req);
+  int rc = asr_kv_get_start(c->peer_ip, ctx->port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1, send_cb, c, NULL,
+                            &c->kv_req);
   if (rc) return fail(c, "cannot start the handle GET: %s", asr_strerror(rc));
   return 0;
 }
@@ -91,90 +103,103 @@ static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
 static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
   int made = 0;
   switch (atomic_load(&c->status)) {
-  case ASR_COMM_START_INIT:
-    if (start_handle_get(ctx, c)) return 1;
-    asr__comm_set_status(c, ASR_COMM_WAIT_FOR_NET_HANDLE_GET);
-    return 1;
-  case ASR_COMM_WAIT_FOR_NET_HANDLE_GET: {
-    if (!c->kv_req) { /* waiting to ask again for a newer handle */
-      if (asr_time_ms() < c->retry_at_ms) return 0;
-      return start_handle_get(ctx, c) || 1;
-    }
-    int r = pump_kv(c, &made);
-    if (r <= 0) return made || r < 0;
-    if (c->handle_len != ASR_KV_NET_HANDLE_LEN)
-      return fail(c, "the peer's net handle is %d bytes, expected %d", c->handle_len, ASR_KV_NET_HANDLE_LEN);
-    if (handle_ordinal(c->net_handle) != c->ordinal) {
-      /* An earlier comm's handle: ask again shortly. */
-      c->retry_at_ms = asr_time_ms() + 1;
+    case ASR_COMM_START_INIT:
+      if (start_handle_get(ctx, c)) return 1;
+      asr__comm_set_status(c, ASR_COMM_WAIT_FOR_NET_HANDLE_GET);
+      return 1;
+    case ASR_COMM_WAIT_FOR_NET_HANDLE_GET: {
+      if (!c->kv_req) { /* waiting to ask again for a newer handle */
+        if (asr_time_ms() < c->retry_at_ms) return 0;
+        return start_handle_get(ctx, c) || 1;
+      }
+      int r = pump_kv(c, &made);
+      if (r <= 0) return made || r < 0;
+      if (c->handle_len != ASR_KV_NET_HANDLE_LEN)
+        return fail(c, "the peer's net handle is %d bytes, expected %d", c->handle_len,
+                    ASR_KV_NET_HANDLE_LEN);
+      if (handle_ordinal(c->net_handle) != c->ordinal) {
+        /* An earlier comm's handle: ask again shortly. */
+        c->retry_at_ms = asr_time_ms() + 1;
+        return 1;
+      }
+      asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
       return 1;
     }
-    asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
-    return 1;
-  }
-  case ASR_COMM_NET_CONNECT: {
-    int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
-    if (rc) return fail(c, "libfabric connect failed: %s", fi_strerror(-rc));
-    asr__comm_set_status(c, ASR_COMM_CONNECTED);
-    return 1;
-  }
-  default:
-    /* states 1, 3, 5 are RECV-only (seed asserts at 0xBB) */
-    return fail(c, "SEND comm in impossible state %d", atomic_load(&c->status));
+    case ASR_COMM_NET_CONNECT: {
+      /* The first send to a peer can meet -FI_EAGAIN for as long as the peer
+       * has not answered the provider's connection setup (it answers only when
+       * it makes progress, which a loaded host can delay for seconds). Retry on
+       * later ticks, never blocking this thread, until the rendezvous deadline
+       * (ASR_KV_TIMEOUT_MS, as for the KV requests). */
+      if (!c->connect_deadline_ms) c->connect_deadline_ms = asr_time_ms() + rendezvous_timeout_ms();
+      int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
+      if (rc == -FI_EAGAIN) {
+        if (asr_time_ms() < c->connect_deadline_ms) return 0;
+        return fail(c,
+                    "libfabric connect failed: the peer did not answer the connection setup within %llu ms",
+                    (unsigned long long)rendezvous_timeout_ms());
+      }
+      if (rc) return fail(c, "libfabric connect failed: %s", fi_strerror(-rc));
+      asr__comm_set_status(c, ASR_COMM_CONNECTED);
+      return 1;
+    }
+    default:
+      /* states 1, 3, 5 are RECV-only (seed asserts at 0xBB) */
+      return fail(c, "SEND comm in impossible state %d", atomic_load(&c->status));
   }
 }
 
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
   int made = 0;
   switch (atomic_load(&c->status)) {
-  case ASR_COMM_START_INIT: {
-    c->hostname_len = 0;
-    int rc = asr_kv_get_start(c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
-                              ASR_KV_VTYPE_TEXT, 1, recv_cb, c, NULL, &c->kv_req);
-    if (rc) return fail(c, "cannot start the hostname GET: %s", asr_strerror(rc));
-    asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
-    return 1;
-  }
-  case ASR_COMM_WAIT_FOR_HOSTNAME: {
-    int r = pump_kv(c, &made);
-    if (r <= 0) return made || r < 0;
-    if (c->hostname_len != ASR_KV_HOSTNAME_LEN)
-      return fail(c, "\"hostname\" on %s is %d bytes, expected %d", c->peer_ip, c->hostname_len,
-                  ASR_KV_HOSTNAME_LEN);
-    c->peer_hostname[ASR_KV_HOSTNAME_LEN - 1] = '\0';
-    asr__comm_set_status(c, ASR_COMM_LISTEN);
-    return 1;
-  }
-  case ASR_COMM_LISTEN: {
-    int rc = asr__ofi_listen(&ctx->ofi, &c->orecv, c->net_handle);
-    if (rc) return fail(c, "libfabric listen failed: %s", fi_strerror(-rc));
-    memcpy(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, &c->ordinal, 4);
-    uint8_t key[ASR_KV_HANDLE_KEY_LEN];
-    if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
-      return fail(c, "cannot build the handle key (peer host name '%s')", (const char *)c->peer_hostname);
-    rc = asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
-                          ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
-    if (rc) return fail(c, "cannot start the handle SET: %s", asr_strerror(rc));
-    asr__comm_set_status(c, ASR_COMM_WAIT_FOR_NET_HANDLE_SET);
-    return 1;
-  }
-  case ASR_COMM_WAIT_FOR_NET_HANDLE_SET: {
-    int r = pump_kv(c, &made);
-    if (r <= 0) return made || r < 0;
-    asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
-    return 1;
-  }
-  case ASR_COMM_NET_CONNECT: {
-    int ready = 0;
-    int rc = asr__ofi_accept(&ctx->ofi, &c->orecv, &ready);
-    if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
-    if (!ready) return 0;
-    asr__comm_set_status(c, ASR_COMM_CONNECTED);
-    return 1;
-  }
-  default:
-    /* states 2, 6, 7 are not steps of a pending RECV comm (seed asserts at 0x142) */
-    return fail(c, "RECV comm in impossible state %d", atomic_load(&c->status));
+    case ASR_COMM_START_INIT: {
+      c->hostname_len = 0;
+      int rc = asr_kv_get_start(c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
+                                ASR_KV_VTYPE_TEXT, 1, recv_cb, c, NULL, &c->kv_req);
+      if (rc) return fail(c, "cannot start the hostname GET: %s", asr_strerror(rc));
+      asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
+      return 1;
+    }
+    case ASR_COMM_WAIT_FOR_HOSTNAME: {
+      int r = pump_kv(c, &made);
+      if (r <= 0) return made || r < 0;
+      if (c->hostname_len != ASR_KV_HOSTNAME_LEN)
+        return fail(c, "\"hostname\" on %s is %d bytes, expected %d", c->peer_ip, c->hostname_len,
+                    ASR_KV_HOSTNAME_LEN);
+      c->peer_hostname[ASR_KV_HOSTNAME_LEN - 1] = '\0';
+      asr__comm_set_status(c, ASR_COMM_LISTEN);
+      return 1;
+    }
+    case ASR_COMM_LISTEN: {
+      int rc = asr__ofi_listen(&ctx->ofi, &c->orecv, c->net_handle);
+      if (rc) return fail(c, "libfabric listen failed: %s", fi_strerror(-rc));
+      memcpy(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, &c->ordinal, 4);
+      uint8_t key[ASR_KV_HANDLE_KEY_LEN];
+      if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
+        return fail(c, "cannot build the handle key (peer host name '%s')", (const char *)c->peer_hostname);
+      rc = asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
+                            ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
+      if (rc) return fail(c, "cannot start the handle SET: %s", asr_strerror(rc));
+      asr__comm_set_status(c, ASR_COMM_WAIT_FOR_NET_HANDLE_SET);
+      return 1;
+    }
+    case ASR_COMM_WAIT_FOR_NET_HANDLE_SET: {
+      int r = pump_kv(c, &made);
+      if (r <= 0) return made || r < 0;
+      asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
+      return 1;
+    }
+    case ASR_COMM_NET_CONNECT: {
+      int ready = 0;
+      int rc = asr__ofi_accept(&ctx->ofi, &c->orecv, &ready);
+      if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
+      if (!ready) return 0;
+      asr__comm_set_status(c, ASR_COMM_CONNECTED);
+      return 1;
+    }
+    default:
+      /* states 2, 6, 7 are not steps of a pending RECV comm (seed asserts at 0x142) */
+      return fail(c, "RECV comm in impossible state %d", atomic_load(&c->status));
   }
 }
 

@@ -78,6 +78,7 @@ typedef struct {
 /* The sending half: the peer's address and comm id. */
 typedef struct {
   fi_addr_t peer;
+  int peer_inserted; /* peer is in the AV (asr__ofi_connect may be called again) */
   uint32_t peer_comm_id;
   uint64_t seq; /* next send's sequence number */
   asr__ofi_op_t ctrl_op;
@@ -104,14 +105,15 @@ int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready);
 
 /* SEND side, NET_CONNECT: resolves the handle and posts the control message;
  * returns without waiting for anything the acceptor must do, so connecting to
- * oneself cannot deadlock (seed: async_sr_ofi_connect). */
+ * oneself cannot deadlock (seed: async_sr_ofi_connect). Makes one attempt:
+ * -FI_EAGAIN (after draining the CQ) means the provider is still setting up
+ * its connection to the peer (shm's address exchange, rxm's on-demand
+ * connect), which needs the peer to make progress; call again later. */
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s);
 
 /* Posts the next send / receive of a comm. Returns 0 or -fi_errno. */
-int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
-                   asr__ofi_op_t *op);
-int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
-                   asr__ofi_op_t *op);
+int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
+int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 
 /* Polls op: drains the CQ, then reports done and the length moved. Returns 0,
  * or -fi_errno when the op completed with an error. */

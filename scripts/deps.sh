@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential autoconf automake libtool pkg-config
   libfabric-dev libfabric-bin libpmix-dev libhwloc-dev hwloc-nox libyaml-dev
-  iproute2 procps clang-format
+  iproute2 procps clang-format valgrind
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, second command: installs what is missing, builds, and runs the
 # whole test suite: the unit/integration tests on a -Werror build, again under
-# ASan+UBSan and under TSan, the format check, make distcheck and a benchmark
-# smoke run. Ends with one line "N passed, N failed, N skipped" and exits
+# ASan+UBSan and under TSan, the format check, the runtime's close cases under
+# valgrind, make distcheck and a benchmark smoke run. Ends with one line "N passed, N failed, N skipped" and exits
 # non-zero on any failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +41,7 @@ build_and_run tsan "$top/build-tsan" --enable-werror --enable-tsan --enable-debu
 
 echo "== checks"
 step format-check "$top/scripts/check-format.sh"
+step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"
 step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
 step distcheck make -C "$top/build" -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror
 
