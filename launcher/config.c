@@ -597,9 +597,13 @@ static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const ch
   }
   printf(
       "\nEvery flag takes its value as '--flag VALUE' or '--flag=VALUE'; '--' ends the options.\n"
-      "Settings are read lowest first from: built-in defaults, %s/asr/asrrun.yaml\n"
+      "Settings are read lowest first from: built-in defaults, the system file\n"
+      "  %s/asr/asrrun.yaml\n"
       "($ASR_SYSTEM_CONFIG), ~/.config/asr/asrrun.yaml ($ASR_USER_CONFIG), the -f job file,\n"
-      "ASRRUN_* variables, and this command line.\n",
+      "ASRRUN_* variables, and this command line.\n"
+      "\nExit status: 0 all ranks exited 0; 1-123 the first failing rank's status (or its abort status);\n"
+      "124 --timeout expired; 125 launch failure or a daemon died; 127 program not found;\n"
+      "128+S a rank (or asrrun) got signal S; 2 bad command line or configuration.\n",
       ASR_SYSCONFDIR);
   return 1;
 }

@@ -516,7 +516,9 @@ TEST(cli_help_lists_every_flag) {
   for (char *l = out; *l;) {
     char *nl = strchr(l, '\n');
     size_t len = nl ? (size_t)(nl - l) : strlen(l);
-    ASSERT_MSG(len <= 110, "help line too long: %.*s", (int)len, l);
+    /* (the installed system file's path is on a line of its own: its length is the prefix's) */
+    const char *sys = strstr(l, "/asr/asrrun.yaml");
+    ASSERT_MSG(len <= 110 || (sys && sys < l + len), "help line too long: %.*s", (int)len, l);
     if (len > 3 && l[0] == ' ' && l[1] == ' ' && l[2] == '-') option_lines++;
     l += len + (nl ? 1 : 0);
   }
