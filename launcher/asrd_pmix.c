@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "asr_log.h"
@@ -144,13 +145,19 @@ static void op_done(pmix_status_t st, void *cbdata) {
 }
 
 static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
-  uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
-  pthread_mutex_lock(&w->m);
-  while (!w->done && asr_time_ms() < until) {
-    pthread_mutex_unlock(&w->m);
-    asr_sleep_ms(1);
-    pthread_mutex_lock(&w->m);
+  /* Sleep on the condition op_done signals (a fixed 1 ms poll cost every
+   * rank's registration a whole millisecond). */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
   }
+  pthread_mutex_lock(&w->m);
+  while (!w->done)
+    if (pthread_cond_timedwait(&w->c, &w->m, &until) == ETIMEDOUT) break;
   pmix_status_t st = w->done ? w->st : PMIX_ERR_TIMEOUT;
   pthread_mutex_unlock(&w->m);
   return st;
