@@ -153,14 +153,12 @@ int asr_close(int lnc) {
   /* The thread moved every comm still connecting to the error list. Close the
    * endpoint first: after that no completion can name our memory, so every
    * comm (posted or stashed requests included) can be freed. */
-  asr__ofi_t saved = ctx->ofi;
   if (ctx->ofi.ep) fi_close(&ctx->ofi.ep->fid);
   ctx->ofi.ep = NULL;
   free_list(ctx->connected);
   free_list(ctx->errored);
   for (unsigned i = ctx->ring_head; i != ctx->ring_tail; i++) asr__comm_free(ctx->ring[i % ASR_RING], 1);
   asr__ofi_mr_dereg(ctx->flush_mr);
-  (void)saved;
   asr__ofi_close(&ctx->ofi);
   pthread_cond_destroy(&ctx->task_cv);
   if (ctx->wakefd >= 0) close(ctx->wakefd);

@@ -139,8 +139,7 @@ typedef struct asr_ctx {
   pthread_cond_t detach_cv;
 
   /* owned by the service thread */
-  asr_peerq_t *pending[2];    /* per direction, keyed by (peer_ip, peer_lnc) */
-  uint32_t ordinals_assigned; /* (unused) */
+  asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
 
   pthread_mutex_t comms_mutex; /* guards connected/error lists */
   struct asr_comm *connected;
