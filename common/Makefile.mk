@@ -4,5 +4,6 @@ common_libasrcommon_la_SOURCES = \
 	common/asr_err.c common/asr_err.h \
 	common/asr_log.c common/asr_log.h \
 	common/asr_rand.c common/asr_rand.h \
+	common/asr_netif.c common/asr_netif.h \
 	common/asr_sock.c common/asr_sock.h \
 	common/asr_time.c common/asr_time.h
