@@ -4,7 +4,8 @@ noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
 	launcher/config.c launcher/config.h launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
 	launcher/map.c launcher/map.h \
-	launcher/ctl.c launcher/ctl.h
+	launcher/ctl.c launcher/ctl.h \
+	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS)
 
@@ -13,7 +14,8 @@ dist_sysconf_asr_DATA = conf/asrrun.yaml
 EXTRA_DIST += conf/job-example.yaml
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
-launcher_asrrun_SOURCES = launcher/asrrun.c launcher/launch.h launcher/launch_local.c
+launcher_asrrun_SOURCES = launcher/asrrun.c launcher/launch.h \
+	launcher/launch_local.c launcher/launch_rsh.c launcher/launch_pick.c
 launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 

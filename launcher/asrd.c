@@ -27,6 +27,7 @@
 
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_netif.h"
 #include "asr_sock.h"
 #include "asr_time.h"
 #include "asrd.h"
@@ -66,7 +67,8 @@ static void send_error(asrd_t *d, const char *msg) {
  *   u32 nranks, u32 nhosts, nhosts x str host name, nranks x (u32 host, u32 lnc),
  *   str program, u32 nargs, nargs x str, u32 nenv, nenv x (str name, str value),
  *   u32 bind_to, u32 report_bindings, u32 bootstrap port, str provider,
- *   str nspace, str if_addr (this host's address for rank traffic). */
+ *   str nspace, str if_spec (--if-include, resolved here; "" = the address
+ *   asrrun is reached from), u32 heartbeat timeout in seconds. */
 static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t errlen) {
   asr_rd_t r;
   asr_rd_init(&r, p, len);
@@ -105,9 +107,19 @@ static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t 
   d->provider = asr_rd_str(&r);
   d->nspace = asr_rd_str(&r);
   d->if_addr = asr_rd_str(&r);
-  if (r.bad || !d->program || d->port <= 0 || d->port > 65535) goto bad;
+  uint32_t hb = asr_rd_u32(&r);
+  if (r.bad || !d->program || d->port <= 0 || d->port > 65535 || hb < 1 || hb > 3600) goto bad;
+  d->heartbeat_timeout_ms = (uint64_t)hb * 1000;
   snprintf(d->hostname, sizeof d->hostname, "%s", d->host_names[d->host_index]);
-  if (!d->if_addr[0]) {
+  if (d->if_addr[0]) {
+    char ip[ASR_NETIF_ADDRLEN], why[400];
+    if (asr_netif_resolve(d->if_addr, ip, why, sizeof why) != 0) {
+      snprintf(err, errlen, "--if-include: %s", why);
+      return -1;
+    }
+    free(d->if_addr);
+    d->if_addr = strdup(ip);
+  } else {
     /* The address this host reaches asrrun from is one its peers can reach. */
     struct sockaddr_in me;
     socklen_t sl = sizeof me;
@@ -202,6 +214,7 @@ static void on_ctl(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, siz
       break;
     }
     case ASR_CTL_SHUTDOWN: shutting_down = 1; break;
+    case ASR_CTL_HEARTBEAT: break;
     default: asr_warn("asrd", "unexpected control message %s; ignored", asr_ctl_type_name(type));
   }
 }
@@ -315,6 +328,8 @@ int main(int argc, char **argv) {
   asr_buf_free(&hello);
 
   int lost = 0;
+  d->heartbeat_timeout_ms = 10000; /* until the JOB says */
+  uint64_t last_rx = asr_time_ms(), next_heartbeat = last_rx + 1000;
   while (!shutting_down || d->nalive > 0) {
     struct epoll_event evs[64];
     int tmo = 200;
@@ -325,6 +340,7 @@ int main(int argc, char **argv) {
       if (fd == d->ctl.fd) {
         if (evs[i].events & EPOLLOUT) asr_ctl_flush(&d->ctl);
         if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+          last_rx = asr_time_ms(); /* any bytes from asrrun prove it is there */
           int rc = asr_ctl_read(&d->ctl, on_ctl, d);
           if (rc && !lost) {
             /* asrrun is gone: the job is over; do not leave ranks behind. */
@@ -351,6 +367,22 @@ int main(int argc, char **argv) {
         asr_kv_server_poll(d->kv, 0);
       } else {
         asrd_ranks_on_fd(d, fd, evs[i].events);
+      }
+    }
+    uint64_t now = asr_time_ms();
+    if (!lost && now >= next_heartbeat) {
+      next_heartbeat = now + 1000;
+      asr_ctl_send(&d->ctl, ASR_CTL_HEARTBEAT, NULL);
+      /* half as long again as asrrun waits: when the network is cut, asrrun
+       * (which can tell the user) names the lost host first */
+      if (now - last_rx > d->heartbeat_timeout_ms * 3 / 2) {
+        /* asrrun's host is cut off or frozen: end the job here too */
+        asr_error("asrd", "nothing heard from asrrun for %llu s; killing this host's ranks",
+                  (unsigned long long)(d->heartbeat_timeout_ms * 3 / 2000));
+        lost = 1;
+        shutting_down = 1;
+        asrd_unwatch(d, d->ctl.fd);
+        begin_kill(d, SIGTERM);
       }
     }
     if (kill_deadline && asr_time_ms() >= kill_deadline) {

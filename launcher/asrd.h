@@ -64,6 +64,7 @@ typedef struct asrd {
   int bind_to, report_bindings;
   int port;
   char *provider, *nspace, *if_addr;
+  uint64_t heartbeat_timeout_ms; /* asrrun silent this long: it is lost */
 
   asrd_rank_t *ranks;
   int nlocal, nalive;

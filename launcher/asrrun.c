@@ -49,6 +49,7 @@
 #include "map.h"
 
 #define GRACE_MS 3000
+#define HEARTBEAT_MS 1000
 #define EXIT_TIMEOUT 124
 #define EXIT_LAUNCH 125
 #define EXIT_NOTFOUND 127
@@ -64,6 +65,8 @@ typedef struct {
   int fence_in;
   pid_t *pgids; /* its ranks' process groups (from STARTED) */
   int npgids;
+  int local;        /* forked on this host (else started through the rsh agent) */
+  uint64_t last_rx; /* when it was last heard from (heartbeats included) */
 } daemon_t;
 
 typedef struct {
@@ -195,7 +198,9 @@ static void send_job(int h) {
   const char *prov = cfg.provider[0] ? cfg.provider : map.nhosts > 1 ? "tcp;ofi_rxm" : "shm";
   asr_buf_put_str(&b, prov);
   asr_buf_put_str(&b, nspace);
+  /* the spec each asrd resolves on its host ("" = the address it reached us from) */
   asr_buf_put_str(&b, map.nhosts == 1 && !cfg.if_include[0] ? "127.0.0.1" : cfg.if_include);
+  asr_buf_put_u32(&b, (uint32_t)cfg.heartbeat_timeout_s);
   asr_ctl_send(&daemons[h].conn, ASR_CTL_JOB, &b);
   asr_buf_free(&b);
 }
@@ -234,7 +239,9 @@ static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, siz
   (void)c;
   asr_rd_t r;
   asr_rd_init(&r, p, len);
+  d->last_rx = asr_time_ms();
   switch (type) {
+    case ASR_CTL_HEARTBEAT: break;
     case ASR_CTL_STARTED: {
       d->started = 1;
       uint32_t n = asr_rd_u32(&r);
@@ -326,6 +333,7 @@ static void on_hello_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *
   if (!ok) goto reject;
   daemons[index].conn = *c;
   daemons[index].hello = 1;
+  daemons[index].last_rx = asr_time_ms();
   c->fd = -1; /* ownership moved; stop the caller's loop */
   memset(&c->in, 0, sizeof c->in);
   memset(&c->out, 0, sizeof c->out);
@@ -370,11 +378,12 @@ static void forward_stdin(void) {
 }
 
 /* A daemon killed before its ranks ended could not kill them; its ranks die
- * with it (PDEATHSIG), but not what they started. The local launcher runs
- * every daemon on this host: kill their process groups here. */
+ * with it (PDEATHSIG), but not what they started. A daemon forked here runs
+ * on this host: kill their process groups here. (A remote daemon's pids mean
+ * nothing on this host; its ranks die with it.) */
 static void daemon_reaped(int h, int st) {
   daemons[h].pid = 0;
-  if (WIFSIGNALED(st) && !daemons[h].done)
+  if (WIFSIGNALED(st) && !daemons[h].done && daemons[h].local)
     for (int i = 0; i < daemons[h].npgids; i++) kill(-daemons[h].pgids[i], SIGKILL);
 }
 
@@ -389,7 +398,15 @@ static void on_signal(void) {
         for (int h = 0; h < map.nhosts; h++)
           if (daemons[h].pid == pid) {
             daemon_reaped(h, st);
-            if (!daemons[h].done && exit_code < 0)
+            if (daemons[h].done || exit_code >= 0) continue;
+            if (!daemons[h].local && !daemons[h].hello)
+              abort_job(EXIT_LAUNCH,
+                        "the launch agent for host %s (%s) ended with %s %d before asrd called back; check "
+                        "that '%s %s true' works and that asrd is installed there (--prefix)",
+                        map.host_names[h], cfg.launch_agent, WIFSIGNALED(st) ? "signal" : "status",
+                        WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), cfg.launch_agent,
+                        map.host_names[h]);
+            else
               abort_job(EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished",
                         map.host_names[h], WIFSIGNALED(st) ? "signal" : "status",
                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
@@ -478,13 +495,26 @@ int main(int argc, char **argv) {
             cfg.program, strchr(cfg.program, '/') ? "that path" : "every directory in PATH");
     return EXIT_NOTFOUND;
   }
-  for (int h = 1; h < map.nhosts; h++)
-    if (cfg.launcher != ASR_LAUNCHER_LOCAL) {
-      fprintf(stderr,
-              "asrrun: %d hosts requested, but only this host is supported by this build's launcher "
-              "(use one host, or --launcher local)\n",
-              map.nhosts);
-      return EXIT_USAGE;
+  if (cfg.launcher == ASR_LAUNCHER_SLURM) {
+    fprintf(stderr, "asrrun: --launcher slurm is not supported by this build; use --launcher rsh or local\n");
+    return EXIT_USAGE;
+  }
+  /* Which daemons are forked here and which go through the agent; the
+   * address the remote ones call back on. */
+  int nremote = 0;
+  int *is_local = calloc((size_t)map.nhosts, sizeof *is_local);
+  for (int h = 0; h < map.nhosts; h++) {
+    is_local[h] = cfg.launcher == ASR_LAUNCHER_LOCAL || asr_launch_host_is_local(map.host_names[h], host);
+    if (!is_local[h]) nremote++;
+  }
+  char ctl_ip[16] = "127.0.0.1";
+  for (int h = 0; h < map.nhosts && nremote; h++)
+    if (!is_local[h]) {
+      if (asr_launch_callback_ip(cfg.if_include, map.host_names[h], ctl_ip, err, sizeof err) != 0) {
+        fprintf(stderr, "asrrun: %s\n", err);
+        return EXIT_LAUNCH;
+      }
+      break;
     }
 
   uint8_t secret[ASR_KV_SECRET_LEN];
@@ -497,7 +527,7 @@ int main(int argc, char **argv) {
     return EXIT_LAUNCH;
   }
   uint16_t ctl_port = 0;
-  lfd = asr_sock_listen(map.nhosts > 1 ? "0.0.0.0" : "127.0.0.1", 0, 1024, &ctl_port, err, sizeof err);
+  lfd = asr_sock_listen(nremote ? "0.0.0.0" : "127.0.0.1", 0, 1024, &ctl_port, err, sizeof err);
   if (lfd < 0) {
     fprintf(stderr, "asrrun: cannot open the control port: %s\n", err);
     return EXIT_LAUNCH;
@@ -507,7 +537,9 @@ int main(int argc, char **argv) {
   for (int h = 0; h < map.nhosts; h++) {
     daemons[h].conn.fd = -1;
     daemons[h].nlocal = map.nlocal[h];
+    daemons[h].local = is_local[h];
   }
+  free(is_local);
 
   signal(SIGPIPE, SIG_IGN);
   sigset_t mask;
@@ -524,15 +556,25 @@ int main(int argc, char **argv) {
   /* stdin is watched once rank 0's daemon has started its ranks (see main loop). */
   if (fcntl(0, F_GETFL) < 0) stdin_open = 2; /* no stdin: rank 0 gets EOF at once */
 
-  char asrd[PATH_MAX], ctl_addr[64];
+  char asrd[PATH_MAX], remote_asrd[PATH_MAX + 16], ctl_local[64], ctl_remote[64];
   asrd_path(asrd, sizeof asrd);
-  snprintf(ctl_addr, sizeof ctl_addr, "127.0.0.1:%u", ctl_port);
-  const asr_launch_ops_t *ops = &asr_launch_local;
+  /* remote hosts run asrd from --prefix, else from where it is installed here */
+  if (cfg.prefix[0])
+    snprintf(remote_asrd, sizeof remote_asrd, "%s/bin/asrd", cfg.prefix);
+  else
+    snprintf(remote_asrd, sizeof remote_asrd, "%s", asrd);
+  snprintf(ctl_local, sizeof ctl_local, "127.0.0.1:%u", ctl_port);
+  snprintf(ctl_remote, sizeof ctl_remote, "%s:%u", ctl_ip, ctl_port);
+  if (cfg.verbose && nremote)
+    fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,
+            nremote > 1 ? "s" : "", ctl_remote, cfg.launch_agent);
   for (int h = 0; h < map.nhosts; h++) {
-    asr_launch_args_t a = {.asrd_path = asrd,
-                           .ctl_addr = ctl_addr,
+    const asr_launch_ops_t *ops = daemons[h].local ? &asr_launch_local : &asr_launch_rsh;
+    asr_launch_args_t a = {.asrd_path = daemons[h].local ? asrd : remote_asrd,
+                           .ctl_addr = daemons[h].local ? ctl_local : ctl_remote,
                            .secret_hex = secret_hex,
                            .host = map.host_names[h],
+                           .agent = cfg.launch_agent,
                            .index = h,
                            .verbose = cfg.verbose};
     daemons[h].pid = ops->start(&a, err, sizeof err);
@@ -544,6 +586,8 @@ int main(int argc, char **argv) {
   uint64_t start = asr_time_ms();
   deadline_ms = cfg.timeout_s > 0 ? start + (uint64_t)cfg.timeout_s * 1000 : 0;
   uint64_t hello_deadline = start + 30000;
+  uint64_t next_heartbeat = start + HEARTBEAT_MS;
+  const uint64_t silence_ms = (uint64_t)cfg.heartbeat_timeout_s * 1000;
 
   for (;;) {
     int all_done = 1, all_gone = 1;
@@ -605,6 +649,26 @@ int main(int argc, char **argv) {
     for (int h = 0; h < map.nhosts; h++)
       if (!daemons[h].hello && now > hello_deadline && exit_code < 0)
         abort_job(EXIT_LAUNCH, "asrd on host %s did not call back within 30 s", map.host_names[h]);
+    if (now >= next_heartbeat) {
+      next_heartbeat = now + HEARTBEAT_MS;
+      for (int h = 0; h < map.nhosts; h++) {
+        daemon_t *d = &daemons[h];
+        if (!d->hello || d->gone || d->done) continue;
+        asr_ctl_send(&d->conn, ASR_CTL_HEARTBEAT, NULL);
+        watch(d->conn.fd, EPOLLIN | (d->conn.out.len > d->conn.out.off ? EPOLLOUT : 0), d);
+        if (now - d->last_rx > silence_ms) {
+          /* A host cut off or frozen: TCP would not notice for many minutes. */
+          d->gone = 1;
+          epoll_ctl(epfd, EPOLL_CTL_DEL, d->conn.fd, NULL);
+          if (exit_code < 0)
+            abort_job(
+                EXIT_LAUNCH,
+                "lost contact with asrd on host %s: nothing heard for %d s (host down or network cut?); "
+                "aborting the job",
+                map.host_names[h], cfg.heartbeat_timeout_s);
+        }
+      }
+    }
     if (deadline_ms && now >= deadline_ms && exit_code < 0)
       abort_job(EXIT_TIMEOUT, "the job timed out after %d s (--timeout); killing it", cfg.timeout_s);
     if (kill_at && now >= kill_at) {

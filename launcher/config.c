@@ -72,6 +72,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     STR_KEY("launch_agent", "ASRRUN_LAUNCH_AGENT", launch_agent, 1),
     STR_KEY("prefix", "ASRRUN_PREFIX", prefix, 0),
     STR_KEY("if_include", "ASRRUN_IF_INCLUDE", if_include, 0),
+    INT_KEY("heartbeat_timeout", "ASRRUN_HEARTBEAT_TIMEOUT", heartbeat_timeout_s, 2, 3600),
     INT_KEY("verbose", NULL, verbose, 0, 100),
 };
 const size_t asr__cfg_nkeys = sizeof asr__cfg_keys / sizeof asr__cfg_keys[0];
@@ -440,6 +441,7 @@ void asr_config_defaults(asr_config_t *cfg) {
   cfg->tag_output = 1;
   cfg->launcher = ASR_LAUNCHER_AUTO;
   snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "ssh");
+  cfg->heartbeat_timeout_s = 10;
 }
 
 void asr_config_free(asr_config_t *cfg) {
@@ -579,8 +581,10 @@ static const cli_opt_t cli_opts[] = {
     {"--launcher", NULL, "auto|local|rsh|slurm", "launcher", NULL, opt_key, "how to start the host daemons"},
     {"--launch-agent", NULL, "CMD", "launch_agent", NULL, opt_key, "rsh agent command (default: ssh)"},
     {"--prefix", NULL, "DIR", "prefix", NULL, opt_key, "asr's install prefix on the remote hosts"},
-    {"--if-include", NULL, "IFACE|ADDR", "if_include", NULL, opt_key,
-     "network interface or address for rank traffic"},
+    {"--if-include", NULL, "IFACE|NET/N|ADDR", "if_include", NULL, opt_key,
+     "network interface, subnet or address for rank traffic"},
+    {"--heartbeat-timeout", NULL, "SECONDS", "heartbeat_timeout", NULL, opt_key,
+     "end the job when a host is silent this long (2..3600, default 10)"},
 };
 #define N_CLI_OPTS (sizeof cli_opts / sizeof cli_opts[0])
 

@@ -12,9 +12,9 @@
 #include "asr_time.h"
 #include "ctl.h"
 
-static const char *const type_names[] = {"INVALID", "HELLO", "JOB",        "STARTED", "OUTPUT",
-                                         "EXIT",    "FENCE", "FENCE_DONE", "ABORT",   "KILL",
-                                         "STDIN",   "ERROR", "DONE",       "SHUTDOWN"};
+static const char *const type_names[] = {"INVALID", "HELLO", "JOB",        "STARTED",  "OUTPUT",
+                                         "EXIT",    "FENCE", "FENCE_DONE", "ABORT",    "KILL",
+                                         "STDIN",   "ERROR", "DONE",       "SHUTDOWN", "HEARTBEAT"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define ASR_CTL_MAGIC 0x4c525341u
-#define ASR_CTL_VERSION 1
+#define ASR_CTL_VERSION 2
 #define ASR_CTL_HDR 12
 #define ASR_CTL_MAX_PAYLOAD (16u << 20)
 
@@ -37,6 +37,7 @@ typedef enum {
   ASR_CTL_ERROR,      /* either way: a fatal error message */
   ASR_CTL_DONE,       /* asrd -> asrrun: all local ranks exited, output flushed */
   ASR_CTL_SHUTDOWN,   /* asrrun -> asrd: exit now */
+  ASR_CTL_HEARTBEAT,  /* either way, every second: "still here" (empty) */
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 

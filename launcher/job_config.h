@@ -62,7 +62,8 @@ typedef struct {
   asr_launcher_t launcher;      /* --launcher auto|local|rsh|slurm */
   char launch_agent[1024];      /* --launch-agent (default "ssh") */
   char prefix[1024];            /* --prefix: install prefix of asr on remote hosts */
-  char if_include[256];         /* --if-include: interface or address for rank traffic */
+  char if_include[256];         /* --if-include: interface, A.B.C.D/N or address for rank traffic */
+  int heartbeat_timeout_s;      /* --heartbeat-timeout: a host silent this long is lost (default 10) */
   char program[1024];           /* the program to run (argv[0]) */
   char *args[ASR_CFG_MAX_ARGS]; /* its arguments (malloc'd strings) */
   int nargs;

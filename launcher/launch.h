@@ -3,7 +3,8 @@
  * bootstrap habit): each starts asrd on one host so that it calls back to
  * asrrun's control port. One file per backend:
  *   launch_local.c   fork/exec on this host
- *   (launch_rsh.c and launch_slurm.c come with the multi-host and Slurm work)
+ *   launch_rsh.c     through an agent command: AGENT... HOST asrd ARGS
+ *                    (ssh, rsh, or any prefix such as "ip netns exec")
  */
 #ifndef ASR_LAUNCH_H
 #define ASR_LAUNCH_H
@@ -15,6 +16,7 @@ typedef struct {
   const char *ctl_addr;   /* "IP:PORT" asrd calls back to */
   const char *secret_hex; /* written to asrd's stdin, never on its command line */
   const char *host;       /* host name of this daemon */
+  const char *agent;      /* rsh: the agent command (split on blanks; quotes group) */
   int index;              /* host index in the job */
   int verbose;
 } asr_launch_args_t;
@@ -27,5 +29,22 @@ typedef struct {
 } asr_launch_ops_t;
 
 extern const asr_launch_ops_t asr_launch_local;
+extern const asr_launch_ops_t asr_launch_rsh;
+
+/* Splits an agent command line into words: blanks separate, '...' and "..."
+ * group, no other shell syntax. Returns the number of words (at most max,
+ * each malloc'd) or -1 with errbuf set for an unbalanced quote or no words. */
+int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_t errlen);
+
+/* launch_pick.c: which backend starts the daemon of host (local for
+ * --launcher local and for this host itself, else rsh). */
+int asr_launch_host_is_local(const char *host, const char *local_hostname);
+
+/* The address remote daemons call asrrun back on: if_include when it names
+ * an address of this host, else the source address of the route to
+ * remote_host, else the first non-loopback address. Returns 0 or -1 with
+ * errbuf set. */
+int asr_launch_callback_ip(const char *if_include, const char *remote_host, char ip[16], char *errbuf,
+                           size_t errlen);
 
 #endif /* ASR_LAUNCH_H */

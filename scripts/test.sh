@@ -39,6 +39,22 @@ build_and_run default "$top/build" --enable-werror
 build_and_run asan "$top/build-asan" --enable-werror --enable-asan --enable-debug
 build_and_run tsan "$top/build-tsan" --enable-werror --enable-tsan --enable-debug
 
+# A test script that prints its own PASS/FAIL/SKIP lines.
+script_suite() { # name command...
+  local name=$1 log rc; shift
+  log=$(mktemp)
+  "$@" >"$log" 2>&1; rc=$?
+  grep -E '^(PASS|FAIL|SKIP): ' "$log"
+  sed -n 's/^\(PASS\|FAIL\|SKIP\): .*/\1/p' "$log" | tr 'A-Z' 'a-z' >>"$counts"
+  if [ $rc -ne 0 ]; then
+    tail -30 "$log"; echo "FAIL: $name exited $rc"; echo fail >>"$counts"
+  fi
+  rm -f "$log"
+}
+
+echo "== multi-host (network namespaces)"
+script_suite netns "$top/tests/netns/netns.sh" "$top/build"
+
 echo "== checks"
 step format-check "$top/scripts/check-format.sh"
 step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"

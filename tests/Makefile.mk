@@ -6,6 +6,7 @@ TEST_LIBS = tests/harness/libasrtest.la bootstrap/libasrboot.la
 
 UNIT_TESTS = \
 	tests/unit/test_launcher_config \
+	tests/unit/test_hostlist \
 	tests/unit/test_common \
 	tests/unit/test_kv_frame \
 	tests/unit/test_kv_client \
@@ -22,6 +23,9 @@ tests_unit_test_launcher_config_SOURCES = tests/unit/test_launcher_config.c
 tests_unit_test_launcher_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(YAML_CFLAGS) \
 	-DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_launcher_config_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
+tests_unit_test_hostlist_SOURCES = tests/unit/test_hostlist.c
+tests_unit_test_hostlist_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(YAML_CFLAGS)
+tests_unit_test_hostlist_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 
 tests_unit_test_common_SOURCES = tests/unit/test_common.c
 tests_unit_test_common_LDADD = $(TEST_LIBS)
@@ -92,6 +96,8 @@ tests_apps_init_barrier_LDADD = runtime/libasr.la
 # a shell and several seds to every rank's start-up and skew the timings).
 tests_apps_init_barrier_LDFLAGS = -no-install
 EXTRA_DIST += tests/bench/launch_bench.sh tests/bench/mpi_init_barrier.c
+# Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh).
+EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh
 # Integration tests: real asrrun jobs (tests/integration/test_asrrun.c).
 check_PROGRAMS += tests/integration/test_asrrun
 TESTS += tests/integration/test_asrrun

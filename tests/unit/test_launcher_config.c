@@ -500,7 +500,8 @@ TEST(cli_help_lists_every_flag) {
                                       "--launcher auto|local|rsh|slurm",
                                       "--launch-agent CMD",
                                       "--prefix DIR",
-                                      "--if-include IFACE|ADDR"};
+                                      "--if-include IFACE|NET/N|ADDR",
+                                      "--heartbeat-timeout SECONDS"};
   asr_config_t *cfg = cfg_new();
   int rc;
   char *out = parse_captured(cfg, (const char *const[]){"--help", NULL}, &rc);
@@ -772,6 +773,7 @@ TEST(yaml_every_key) {
                                 "launch_agent: ssh -x\n"
                                 "prefix: /opt/asr\n"
                                 "if_include: 192.168.1.0\n"
+                                "heartbeat_timeout: 7\n"
                                 "verbose: 2\n"
                                 "program: ./train\n"
                                 "args:\n"
@@ -811,6 +813,7 @@ TEST(yaml_every_key) {
   ASSERT_STREQ(cfg->launch_agent, "ssh -x");
   ASSERT_STREQ(cfg->prefix, "/opt/asr");
   ASSERT_STREQ(cfg->if_include, "192.168.1.0");
+  ASSERT_EQ(cfg->heartbeat_timeout_s, 7);
   ASSERT_EQ(cfg->verbose, 2);
   ASSERT_STREQ(cfg->program, "./train");
   ASSERT_EQ(cfg->nargs, 2);
@@ -880,7 +883,7 @@ TEST(yaml_errors_name_file_line_key) {
       {"np: 4\nnpp: 3\n",
        "2: npp: unknown key; the keys are np, lnc_per_host, map_by, bind_to, report_bindings, "
        "tag_output, output_dir, timeout, bootstrap_port, provider, launcher, launch_agent, "
-       "prefix, if_include, verbose, hosts, hostfile, env, program, args"},
+       "prefix, if_include, heartbeat_timeout, verbose, hosts, hostfile, env, program, args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
       {"np:\n  a: 1\n", "2: np: expected a number, not a mapping"},
       {"np:\n", "1: np: needs a value (a positive number)"},

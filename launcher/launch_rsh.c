@@ -1,0 +1,133 @@
+/*
+ * launch_rsh.c -- start asrd on a remote host through an agent (launch.h):
+ *
+ *   AGENT-WORDS... HOST ASRD --ctl IP:PORT --index I --hostname HOST
+ *
+ * The agent is ssh by default; anything that takes a host and a command works
+ * ("rsh", "ssh -p 2222", "ip netns exec" in the tests). ssh hands the remote
+ * command to a shell while "ip netns exec" runs it directly, so every word
+ * after the host must mean the same to both: words with shell metacharacters
+ * are refused with a message instead of being quoted for one of them.
+ *
+ * The job secret goes to the agent's stdin (ssh forwards it), never into the
+ * command line that every user on both hosts can read in /proc. The agent
+ * runs in its own process group, so a Ctrl-C at the terminal reaches asrrun
+ * (which forwards it) rather than killing ssh under it, and it dies with
+ * asrrun (PR_SET_PDEATHSIG), which breaks the remote daemon's connection.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+#define MAX_AGENT_WORDS 32
+
+int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_t errlen) {
+  int n = 0;
+  const char *p = cmd;
+  size_t cap = strlen(cmd) + 1;
+  for (;;) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p) break;
+    if (n == max) {
+      snprintf(errbuf, errlen, "the launch agent '%s' has more than %d words", cmd, max);
+      goto fail;
+    }
+    char *w = malloc(cap), quote = 0;
+    size_t k = 0;
+    for (; *p && (quote || (*p != ' ' && *p != '\t')); p++) {
+      if (quote && *p == quote)
+        quote = 0;
+      else if (!quote && (*p == '\'' || *p == '"'))
+        quote = *p;
+      else
+        w[k++] = *p;
+    }
+    w[k] = '\0';
+    words[n++] = w;
+    if (quote) {
+      snprintf(errbuf, errlen, "the launch agent '%s' has an unbalanced %c quote", cmd, quote);
+      goto fail;
+    }
+  }
+  if (n == 0) {
+    snprintf(errbuf, errlen, "the launch agent is empty; give a command such as ssh with --launch-agent");
+    return -1;
+  }
+  return n;
+fail:
+  while (n > 0) free(words[--n]);
+  return -1;
+}
+
+/* Characters that mean the same on a command line and to a remote shell. */
+static int shell_safe(const char *w) {
+  if (!*w) return 0;
+  for (; *w; w++)
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:=,@+%", *w)) return 0;
+  return 1;
+}
+
+static pid_t rsh_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) {
+  char *words[MAX_AGENT_WORDS];
+  int n = asr_launch_split(a->agent ? a->agent : "ssh", words, MAX_AGENT_WORDS, errbuf, errlen);
+  if (n < 0) return -1;
+  char index[16];
+  snprintf(index, sizeof index, "%d", a->index);
+  const char *tail[] = {a->host, a->asrd_path, "--ctl", a->ctl_addr, "--index", index, "--hostname", a->host};
+  const int ntail = (int)(sizeof tail / sizeof tail[0]);
+  pid_t pid = -1;
+  for (int i = 0; i < ntail; i++)
+    if (!shell_safe(tail[i])) {
+      snprintf(errbuf, errlen,
+               "'%s' would be split or changed by the remote shell; use plain characters in host names "
+               "and in the install path (--prefix)",
+               tail[i]);
+      goto out;
+    }
+  const char **argv = calloc((size_t)(n + ntail + 1), sizeof *argv);
+  int p[2];
+  if (!argv || pipe2(p, O_CLOEXEC) != 0) {
+    snprintf(errbuf, errlen, "cannot start the launch agent: %s", strerror(errno));
+    free(argv);
+    goto out;
+  }
+  for (int i = 0; i < n; i++) argv[i] = words[i];
+  for (int i = 0; i < ntail; i++) argv[n + i] = tail[i];
+  pid_t parent = getpid();
+  pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1); /* asrrun died before the prctl */
+    dup2(p[0], 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(argv[0], (char *const *)argv);
+    fprintf(stderr, "asrrun: cannot execute the launch agent '%s': %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  close(p[0]);
+  if (pid < 0) {
+    snprintf(errbuf, errlen, "fork: %s", strerror(errno));
+  } else {
+    setpgid(pid, pid); /* also here: no window in which a terminal signal reaches it */
+    dprintf(p[1], "ASR_JOB_SECRET=%s\n", a->secret_hex);
+  }
+  close(p[1]);
+  free(argv);
+out:
+  for (int i = 0; i < n; i++) free(words[i]);
+  return pid;
+}
+
+const asr_launch_ops_t asr_launch_rsh = {"rsh", rsh_start};

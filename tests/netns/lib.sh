@@ -1,0 +1,105 @@
+# tests/netns/lib.sh -- emulated hosts for multi-host tests: network
+# namespaces joined by veth pairs to a bridge, sourced by netns.sh and by
+# tests/bench/netns_bench.sh.
+#
+# Layout (nothing is created in the root namespace):
+#   ${NETNS_PREFIX}sw            the "switch": bridge br0
+#   ${NETNS_PREFIX}h1 .. hN      the hosts: lo, and asr0 = 198.18.0.K/24
+# Host K is named after its namespace; asrrun runs in h1 and starts the
+# daemons of every host with the agent "ip netns exec", which takes the host
+# (= namespace) name first, like ssh. asrd --hostname gives each host its name.
+#
+# Everything here removes what it made, even after a failure: netns_teardown
+# kills the processes inside our namespaces (all started by the test) and
+# deletes the namespaces.
+
+NETNS_PREFIX=${NETNS_PREFIX:-asr$$}
+NETNS_HOSTS=()
+
+netns_host() { echo "${NETNS_PREFIX}h$1"; }
+netns_addr() { echo "198.18.0.$1"; }
+
+# netns_setup N: creates N hosts and the switch. Returns non-zero (and
+# removes what it made) when namespaces cannot be created here.
+netns_setup() {
+  local n=$1 k sw="${NETNS_PREFIX}sw"
+  ip netns add "$sw" 2>/dev/null || return 1
+  NETNS_HOSTS=("$sw")
+  {
+    ip -n "$sw" link set lo up &&
+      ip -n "$sw" link add br0 type bridge &&
+      ip -n "$sw" link set br0 up
+  } || { netns_teardown; return 1; }
+  for ((k = 1; k <= n; k++)); do
+    local h; h=$(netns_host "$k")
+    ip netns add "$h" || { netns_teardown; return 1; }
+    NETNS_HOSTS+=("$h")
+    {
+      ip -n "$h" link set lo up &&
+        ip -n "$sw" link add "p$k" type veth peer name asr0 netns "$h" &&
+        ip -n "$sw" link set "p$k" master br0 up &&
+        ip -n "$h" addr add "$(netns_addr "$k")/24" dev asr0 &&
+        ip -n "$h" link set asr0 up
+    } || { netns_teardown; return 1; }
+  done
+  # wait until host 1 reaches every other (bridge ports start forwarding): a
+  # TCP connect to a closed port answers "refused" once the path works
+  local until=$((SECONDS + 10))
+  for ((k = 2; k <= n; k++)); do
+    until [[ $(ip netns exec "$(netns_host 1)" timeout 2 bash -c "exec 3<>/dev/tcp/$(netns_addr "$k")/9" 2>&1) == *refused* ]]; do
+      ((SECONDS < until)) || { netns_teardown; return 1; }
+      sleep 0.1
+    done
+  done
+  return 0
+}
+
+# netns_pids NS: the pids of every process inside namespace NS.
+netns_pids() {
+  local ino p
+  ino=$(stat -L -c %i "/run/netns/$1" 2>/dev/null) || return 0
+  for p in /proc/[0-9]*; do
+    [ "$(stat -L -c %i "$p/ns/net" 2>/dev/null)" = "$ino" ] && echo "${p#/proc/}"
+  done
+  return 0
+}
+
+# netns_alive NS: the pids inside NS that are not zombies, with their names.
+netns_alive() {
+  local p st
+  for p in $(netns_pids "$1"); do
+    st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -n "$st" ] && [ "$st" != Z ] && echo "$p($(cat "/proc/$p/comm" 2>/dev/null))"
+  done
+  return 0
+}
+
+# netns_leftovers: prints "NS: pid(name) ..." for every host with live processes.
+netns_leftovers() {
+  local h left
+  for h in "${NETNS_HOSTS[@]}"; do
+    left=$(netns_alive "$h" | tr '\n' ' ')
+    [ -n "$left" ] && echo "$h: $left"
+  done
+  return 0
+}
+
+# netns_wait_empty SECONDS: waits until no job process is left anywhere.
+netns_wait_empty() {
+  local until=$((SECONDS + $1))
+  while [ -n "$(netns_leftovers)" ]; do
+    ((SECONDS < until)) || return 1
+    sleep 0.2
+  done
+  return 0
+}
+
+netns_teardown() {
+  local h p
+  for h in "${NETNS_HOSTS[@]}"; do
+    for p in $(netns_pids "$h"); do kill -KILL "$p" 2>/dev/null; done
+  done
+  for h in "${NETNS_HOSTS[@]}"; do ip netns del "$h" 2>/dev/null; done
+  NETNS_HOSTS=()
+  return 0
+}

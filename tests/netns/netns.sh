@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# tests/netns/netns.sh BUILD_DIR -- multi-host tests on emulated hosts.
+#
+# Three hosts are network namespaces on a bridge (lib.sh), 198.18.0.1-3.
+# asrrun runs on host 1 and starts every host's asrd with the launch agent
+# "ip netns exec" (the rsh backend; the namespace name is the host name).
+# Each case prints PASS/FAIL/SKIP; every case checks that no process of the
+# job is left in any namespace, and the namespaces are removed at the end
+# even when a case fails or the script is interrupted.
+set -uo pipefail
+build=$(cd "${1:?usage: netns.sh BUILD_DIR}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+ASRRUN=$build/launcher/asrrun
+APPS=$build/tests/apps
+work=$(mktemp -d)
+trap 'netns_teardown; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+
+cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
+  link_down asrrun_killed if_include_subnet if_include_bad agent_fails)
+
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
+  for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
+  exit 0
+fi
+if ! netns_setup 3; then
+  for c in "${cases[@]}"; do echo "SKIP: netns/$c (network namespaces cannot be created on this machine)"; done
+  exit 0
+fi
+H1=$(netns_host 1) H2=$(netns_host 2) H3=$(netns_host 3)
+HOSTS="$H1:4,$H2:4,$H3:4"
+
+# run_job OUT ARGS...: asrrun on host 1 with the agent; stdout+stderr to OUT.
+run_job() {
+  local out=$1; shift
+  ip netns exec "$H1" timeout -k 5 120 "$ASRRUN" --launch-agent "ip netns exec" --timeout 90 "$@" \
+    >"$out" 2>&1 </dev/null
+}
+
+fail() { echo "FAIL: netns/$case: $*"; tail -15 "$out" | sed 's/^/    /'; failed=1; }
+
+# Every case ends here: nothing of the job may be left on any host.
+check_clean() {
+  if ! netns_wait_empty "${1:-15}"; then
+    fail "processes left behind: $(netns_leftovers | tr '\n' ' ')"
+    netns_teardown_procs
+  fi
+}
+netns_teardown_procs() {
+  local h p
+  for h in "${NETNS_HOSTS[@]}"; do for p in $(netns_pids "$h"); do kill -KILL "$p" 2>/dev/null; done; done
+}
+
+# wait_for N NS PROG SECONDS: until NS has N live processes named PROG.
+wait_for() {
+  local until=$((SECONDS + $4))
+  while [ "$(netns_alive "$2" | grep -c "($3)")" -lt "$1" ]; do
+    ((SECONDS < until)) || return 1
+    sleep 0.1
+  done
+}
+
+result() { [ "$failed" = 0 ] && echo "PASS: netns/$case ($1)"; }
+
+case=pairwise_3x4 failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" "$APPS/pairwise"
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+n=$(grep -c 'all verified' "$out")
+[ "$n" = 12 ] || fail "$n of 12 ranks verified their data"
+for k in 1 2 3; do
+  grep -q "host $(netns_host $k), lnc 3" "$out" || fail "no rank reported host $(netns_host $k) LNC 3"
+done
+grep -q 'one-way latency' "$out" || fail "no latency line"
+check_clean
+result "12 ranks on 3 hosts, every pair verified"
+
+case=pmix_client_fence failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" "$APPS/pmix_client"
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+n=$(grep -c 'rank .* ok' "$out")
+[ "$n" = 12 ] || fail "$n of 12 ranks read every key after the cross-host fence"
+check_clean
+result "libpmix put/commit/fence/get across 3 daemons"
+
+case=output_order failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" sh -c 'i=0; while [ $i -lt 300 ]; do echo "r=$ASR_RANK h=$ASR_HOSTNAME i=$i"; i=$((i+1)); done'
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+for r in $(seq 0 11); do
+  # every line whole and tagged, in the order the rank wrote it
+  got=$(grep "^\[$r\] r=$r h=" "$out" | sed 's/.* i=//' | tr '\n' ' ')
+  want=$(seq 0 299 | tr '\n' ' ')
+  [ "$got" = "$want" ] || { fail "rank $r's lines are missing, torn or out of order"; break; }
+done
+n=$(grep -vc '^\[[0-9]*\] r=[0-9]* h=asr[0-9]*h[123] i=[0-9]*$' "$out")
+[ "$n" = 0 ] || fail "$n lines are not whole tagged lines"
+check_clean
+result "3600 lines from 3 hosts, whole, tagged, in order per rank"
+
+case=failing_rank_remote failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" sh -c 'if [ "$ASR_RANK" = 9 ]; then sleep 1; exit 3; fi; exec sleep 60'
+rc=$?
+[ $rc = 3 ] || fail "exit $rc, wanted 3"
+grep -q "rank 9 on host $H3 exited with status 3" "$out" || fail "no summary naming rank 9 and host $H3"
+check_clean
+result "exit 3 from rank 9 on $H3 ends the job with 3"
+
+case=abort_remote failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" "$APPS/pmix_client" --abort 6:5
+rc=$?
+[ $rc = 5 ] || fail "exit $rc, wanted 5"
+grep -q "rank 6 on host $H2 called abort with status 5" "$out" || fail "no summary naming rank 6 and $H2"
+check_clean
+result "PMIx_Abort(5) on $H2 reaches every host"
+
+case=asrd_killed failed=0 out=$work/$case
+t0=$(date +%s%N)
+run_job "$out" -H "$HOSTS" sleep 60 &
+job=$!
+if wait_for 4 "$H3" sleep 30; then
+  pid=$(netns_alive "$H3" | grep '(asrd)' | cut -d'(' -f1)
+  t0=$(date +%s%N)
+  kill -KILL $pid
+else
+  fail "the ranks on $H3 did not start"
+fi
+{ wait $job; } 2>/dev/null
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 125 ] || fail "exit $rc, wanted 125"
+grep -q "asrd on host $H3 died" "$out" || grep -q "connection to asrd on host $H3" "$out" ||
+  fail "no summary naming host $H3"
+((ms < 15000)) || fail "the job took $ms ms to end"
+check_clean
+result "kill -9 of asrd on $H3: exit 125 after $ms ms"
+
+case=link_down failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" --heartbeat-timeout 3 sleep 60 &
+job=$!
+if wait_for 4 "$H3" sleep 30; then
+  t0=$(date +%s%N)
+  ip -n "$H3" link set asr0 down
+else
+  fail "the ranks on $H3 did not start"
+fi
+{ wait $job; } 2>/dev/null
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 125 ] || fail "exit $rc, wanted 125"
+grep -q "lost contact with asrd on host $H3" "$out" || fail "no summary naming host $H3"
+((ms < 20000)) || fail "the job took $ms ms to end"
+# the cut-off host cleans itself: its asrd hears nothing and kills its ranks
+check_clean 20
+ip -n "$H3" link set asr0 up
+result "veth of $H3 down: exit 125 after $ms ms, every host clean"
+
+case=asrrun_killed failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" sleep 60 &
+job=$!
+if wait_for 4 "$H2" sleep 30 && wait_for 4 "$H3" sleep 30; then
+  pid=$(netns_alive "$H1" | grep '(asrrun)' | cut -d'(' -f1)
+  kill -KILL $pid
+else
+  fail "the ranks did not start"
+fi
+{ wait $job; } 2>/dev/null
+# daemons that lose asrrun kill their ranks and exit
+check_clean 15
+result "kill -9 of asrrun: every daemon killed its ranks and exited"
+
+case=if_include_subnet failed=0 out=$work/$case
+run_job "$out" -H "$H2:2,$H3:2" --if-include 198.18.0.0/24 "$APPS/pairwise"
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+n=$(grep -c 'all verified' "$out")
+[ "$n" = 4 ] || fail "$n of 4 ranks verified"
+check_clean
+result "--if-include 198.18.0.0/24 on hosts other than asrrun's"
+
+case=if_include_bad failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" --if-include nosuch0 true
+rc=$?
+[ $rc = 125 ] || fail "exit $rc, wanted 125"
+grep -q "nosuch0" "$out" || fail "the error does not name the interface"
+grep -q "asr0 198.18.0" "$out" || fail "the error does not list the host's interfaces"
+check_clean
+result "an --if-include that matches nothing is a clear error"
+
+case=agent_fails failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" --launch-agent false true
+rc=$?
+[ $rc = 125 ] || fail "exit $rc, wanted 125"
+grep -q "launch agent for host" "$out" || fail "the error does not name the launch agent"
+check_clean
+result "a launch agent that fails is a clear error"
