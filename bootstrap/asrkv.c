@@ -160,7 +160,7 @@ static int cmd_serve(int argc, char **argv) {
   char err[256];
   int lock_fd = -1;
   if (elect) {
-    int rc = asr_kv_elect_try((uint16_t)port, &lock_fd, err, sizeof err);
+    int rc = asr_kv_elect_try((uint16_t)port, NULL, &lock_fd, err, sizeof err);
     if (rc == ASR_EBUSY) {
       printf("WAITING leader lock for port %ld is held by another process\n", port);
       fflush(stdout);
@@ -168,7 +168,7 @@ static int cmd_serve(int argc, char **argv) {
       for (;;) {
         struct pollfd p = {.fd = sfd, .events = POLLIN};
         if (poll(&p, 1, 200) > 0) return 0;
-        rc = asr_kv_elect_try((uint16_t)port, &lock_fd, err, sizeof err);
+        rc = asr_kv_elect_try((uint16_t)port, NULL, &lock_fd, err, sizeof err);
         if (rc != ASR_EBUSY) break;
       }
     }

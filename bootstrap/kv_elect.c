@@ -12,18 +12,26 @@
 #include "asr_err.h"
 #include "kv_elect.h"
 
-int asr_kv_elect_path(uint16_t port, char *path, size_t len) {
+int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len) {
   const char *dir = getenv("ASR_KV_LOCK_DIR");
   if (!dir || !*dir) dir = "/tmp";
-  int n =
-      snprintf(path, len, "%s/asr_kv_server_lock_uid_%u_port_%u", dir, (unsigned)getuid(), (unsigned)port);
+  char tag[80] = "";
+  if (host && *host) {
+    /* the host name goes into a file name: anything but [A-Za-z0-9._-] becomes '_' */
+    size_t k = snprintf(tag, sizeof tag, "_host_");
+    for (const char *c = host; *c && k + 1 < sizeof tag; c++)
+      tag[k++] = (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *c)) ? *c : '_';
+    tag[k] = '\0';
+  }
+  int n = snprintf(path, len, "%s/asr_kv_server_lock_uid_%u_port_%u%s", dir, (unsigned)getuid(),
+                   (unsigned)port, tag);
   return n > 0 && (size_t)n < len ? 0 : ASR_ETOOBIG;
 }
 
-static int elect(uint16_t port, int wait, int *lock_fd, char *errbuf, size_t errlen) {
+static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *errbuf, size_t errlen) {
   char path[512];
   if (port == 0 || !lock_fd) return ASR_EINVAL;
-  if (asr_kv_elect_path(port, path, sizeof path) != 0) {
+  if (asr_kv_elect_path(port, host, path, sizeof path) != 0) {
     if (errbuf) snprintf(errbuf, errlen, "lock path too long (check ASR_KV_LOCK_DIR)");
     return ASR_ETOOBIG;
   }
@@ -49,12 +57,12 @@ static int elect(uint16_t port, int wait, int *lock_fd, char *errbuf, size_t err
   return 0;
 }
 
-int asr_kv_elect_try(uint16_t port, int *lock_fd, char *errbuf, size_t errlen) {
-  return elect(port, 0, lock_fd, errbuf, errlen);
+int asr_kv_elect_try(uint16_t port, const char *host, int *lock_fd, char *errbuf, size_t errlen) {
+  return elect(port, host, 0, lock_fd, errbuf, errlen);
 }
 
-int asr_kv_elect_wait(uint16_t port, int *lock_fd, char *errbuf, size_t errlen) {
-  return elect(port, 1, lock_fd, errbuf, errlen);
+int asr_kv_elect_wait(uint16_t port, const char *host, int *lock_fd, char *errbuf, size_t errlen) {
+  return elect(port, host, 1, lock_fd, errbuf, errlen);
 }
 
 void asr_kv_elect_release(int lock_fd) {

@@ -5,8 +5,10 @@
  * host may each want to serve the bootstrap port. They race on an exclusive
  * flock(2) of a file named by uid AND port (the seed uses
  * /tmp/nrt_kv_store_server_lock_uid_<uid>; adding the port keeps two jobs of
- * one user apart). Exactly one holds the lock and serves; the kernel releases
- * it when that process exits, and a waiter can take over.
+ * one user apart, and the host name keeps apart emulated hosts that share a
+ * file system, such as network-namespace or Slurm-emulated nodes). Exactly
+ * one holds the lock and serves; the kernel releases it when that process
+ * exits, and a waiter can take over.
  */
 #ifndef ASR_KV_ELECT_H
 #define ASR_KV_ELECT_H
@@ -15,17 +17,18 @@
 #include <stdint.h>
 
 /* Writes the lock file path for port into path: $ASR_KV_LOCK_DIR (default
- * /tmp) + "/asr_kv_server_lock_uid_<uid>_port_<port>". */
-int asr_kv_elect_path(uint16_t port, char *path, size_t len);
+ * /tmp) + "/asr_kv_server_lock_uid_<uid>_port_<port>", + "_host_<host>" when
+ * host is given (NULL or "" for none). */
+int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len);
 
 /* Tries to become the leader for port without waiting. Returns 0 and the
  * held lock's fd in *lock_fd (keep it open while serving), ASR_EBUSY when
  * another process leads, or another ASR_E* (errbuf says why). */
-int asr_kv_elect_try(uint16_t port, int *lock_fd, char *errbuf, size_t errlen);
+int asr_kv_elect_try(uint16_t port, const char *host, int *lock_fd, char *errbuf, size_t errlen);
 
 /* Waits until this process becomes the leader (blocking flock). Same results
  * as asr_kv_elect_try, without ASR_EBUSY. */
-int asr_kv_elect_wait(uint16_t port, int *lock_fd, char *errbuf, size_t errlen);
+int asr_kv_elect_wait(uint16_t port, const char *host, int *lock_fd, char *errbuf, size_t errlen);
 
 /* Gives up the leadership. */
 void asr_kv_elect_release(int lock_fd);

@@ -67,7 +67,7 @@ static void *watch_leader(void *arg) {
   while (!atomic_load(&watcher_stop)) {
     char err[256];
     int fd = -1;
-    int rc = asr_kv_elect_try(host_port, &fd, err, sizeof err);
+    int rc = asr_kv_elect_try(host_port, host_name, &fd, err, sizeof err);
     if (rc == 0) {
       pthread_mutex_lock(&host_mutex);
       lock_fd = fd;
@@ -103,7 +103,7 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
     const char *mode = getenv("ASR_KV_SERVER");
     if (!mode || !*mode || strcmp(mode, "auto") == 0) {
       int fd = -1;
-      rc = asr_kv_elect_try(port, &fd, errbuf, errlen);
+      rc = asr_kv_elect_try(port, host_name, &fd, errbuf, errlen);
       if (rc == 0) {
         lock_fd = fd;
         rc = serve_locked(errbuf, errlen);

@@ -44,7 +44,7 @@ static int rank_main(int rank, int n, uint16_t port) {
   asr_kv_server_t *srv = NULL;
   asr_log_set_role("demo", rank);
   uint64_t t0 = asr_time_ms();
-  if (asr_kv_elect_try(port, &lock_fd, err, sizeof err) == 0) {
+  if (asr_kv_elect_try(port, NULL, &lock_fd, err, sizeof err) == 0) {
     asr_kv_server_opts_t o = {.bind_ip = "127.0.0.1", .port = port};
     int rc = asr_kv_server_new(&o, &srv, err, sizeof err);
     if (rc) {

@@ -36,7 +36,7 @@ static uint64_t mono_ms(void) {
 TEST(elect_path_names_uid_and_port) {
   private_lock_dir();
   char path[512], want[512];
-  ASSERT_OK(asr_kv_elect_path(4711, path, sizeof path));
+  ASSERT_OK(asr_kv_elect_path(4711, NULL, path, sizeof path));
   snprintf(want, sizeof want, "%s/asr_kv_server_lock_uid_%u_port_4711", asr_test_tmpdir(),
            (unsigned)getuid());
   ASSERT_STREQ(path, want);
@@ -47,42 +47,53 @@ TEST(elect_path_names_uid_and_port) {
 
   /* Two ports, two files. */
   char other[512];
-  ASSERT_OK(asr_kv_elect_path(4712, other, sizeof other));
+  ASSERT_OK(asr_kv_elect_path(4712, NULL, other, sizeof other));
   ASSERT(strcmp(path, other) != 0);
 
   /* Default directory is /tmp (only the path is computed; nothing is created). */
   unsetenv("ASR_KV_LOCK_DIR");
-  ASSERT_OK(asr_kv_elect_path(4711, path, sizeof path));
+  ASSERT_OK(asr_kv_elect_path(4711, NULL, path, sizeof path));
   ASSERT(strncmp(path, "/tmp/asr_kv_server_lock_uid_", 28) == 0);
   setenv("ASR_KV_LOCK_DIR", "", 1);
-  ASSERT_OK(asr_kv_elect_path(4711, path, sizeof path));
+  ASSERT_OK(asr_kv_elect_path(4711, NULL, path, sizeof path));
   ASSERT(strncmp(path, "/tmp/", 5) == 0);
 
   /* Too small a buffer is refused, not truncated. */
   private_lock_dir();
-  ASSERT_EQ(asr_kv_elect_path(4711, path, 10), ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_elect_path(4711, NULL, path, 10), ASR_ETOOBIG);
 }
 
 TEST(elect_try_busy_within_process) {
   private_lock_dir();
   char err[256] = "";
   int a = -1, b = -1;
-  ASSERT_OK(asr_kv_elect_try(5001, &a, err, sizeof err));
+  ASSERT_OK(asr_kv_elect_try(5001, NULL, &a, err, sizeof err));
   ASSERT(a >= 0);
   /* flock belongs to the open file description: a second open in the same
    * process conflicts with the first. */
-  ASSERT_EQ(asr_kv_elect_try(5001, &b, err, sizeof err), ASR_EBUSY);
+  ASSERT_EQ(asr_kv_elect_try(5001, NULL, &b, err, sizeof err), ASR_EBUSY);
   ASSERT_EQ(b, -1);
-  ASSERT_EQ(asr_kv_elect_try(5001, &b, err, sizeof err), ASR_EBUSY); /* still busy, no fd leaked to b */
+  ASSERT_EQ(asr_kv_elect_try(5001, NULL, &b, err, sizeof err), ASR_EBUSY); /* still busy, no fd leaked to b */
 
   /* A different port is a different job: no conflict. */
   int c = -1;
-  ASSERT_OK(asr_kv_elect_try(5002, &c, err, sizeof err));
+  ASSERT_OK(asr_kv_elect_try(5002, NULL, &c, err, sizeof err));
   ASSERT(c >= 0 && c != a);
+
+  /* Emulated hosts sharing this file system elect one leader each. */
+  int h1 = -1, h2 = -1, h1b = -1;
+  ASSERT_OK(asr_kv_elect_try(5001, "n1", &h1, err, sizeof err));
+  ASSERT_OK(asr_kv_elect_try(5001, "n2", &h2, err, sizeof err));
+  ASSERT_EQ(asr_kv_elect_try(5001, "n1", &h1b, err, sizeof err), ASR_EBUSY);
+  char path[512];
+  ASSERT_OK(asr_kv_elect_path(5001, "n/../x y", path, sizeof path));
+  ASSERT_CONTAINS(path, "_port_5001_host_n_.._x_y"); /* no '/' from a host name */
+  asr_kv_elect_release(h1);
+  asr_kv_elect_release(h2);
 
   /* The lock file exists where asr_kv_elect_path says, mode 0600. */
   char path[512];
-  ASSERT_OK(asr_kv_elect_path(5001, path, sizeof path));
+  ASSERT_OK(asr_kv_elect_path(5001, NULL, path, sizeof path));
   struct stat st;
   ASSERT_EQ(stat(path, &st), 0);
   ASSERT(S_ISREG(st.st_mode));
@@ -92,10 +103,10 @@ TEST(elect_try_busy_within_process) {
   ASSERT(fcntl(a, F_GETFD) & FD_CLOEXEC);
 
   asr_kv_elect_release(a);
-  ASSERT_OK(asr_kv_elect_try(5001, &b, err, sizeof err));
+  ASSERT_OK(asr_kv_elect_try(5001, NULL, &b, err, sizeof err));
   ASSERT(b >= 0);
   int d = -1;
-  ASSERT_EQ(asr_kv_elect_try(5001, &d, err, sizeof err), ASR_EBUSY);
+  ASSERT_EQ(asr_kv_elect_try(5001, NULL, &d, err, sizeof err), ASR_EBUSY);
   asr_kv_elect_release(b);
   asr_kv_elect_release(c);
   asr_kv_elect_release(-1); /* ignored */
@@ -110,16 +121,16 @@ TEST(elect_try_bad_arguments) {
   private_lock_dir();
   char err[256] = "";
   int fd = -1;
-  ASSERT_EQ(asr_kv_elect_try(0, &fd, err, sizeof err), ASR_EINVAL);
-  ASSERT_EQ(asr_kv_elect_try(5003, NULL, err, sizeof err), ASR_EINVAL);
-  ASSERT_EQ(asr_kv_elect_wait(0, &fd, err, sizeof err), ASR_EINVAL);
+  ASSERT_EQ(asr_kv_elect_try(0, NULL, &fd, err, sizeof err), ASR_EINVAL);
+  ASSERT_EQ(asr_kv_elect_try(5003, NULL, NULL, err, sizeof err), ASR_EINVAL);
+  ASSERT_EQ(asr_kv_elect_wait(0, NULL, &fd, err, sizeof err), ASR_EINVAL);
 
   /* A missing lock directory: an error that names the file, not EBUSY. */
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/does/not/exist", asr_test_tmpdir());
   setenv("ASR_KV_LOCK_DIR", dir, 1);
   err[0] = '\0';
-  int rc = asr_kv_elect_try(5003, &fd, err, sizeof err);
+  int rc = asr_kv_elect_try(5003, NULL, &fd, err, sizeof err);
   ASSERT(rc != 0 && rc != ASR_EBUSY);
   ASSERT_CONTAINS(err, "cannot open lock file");
   ASSERT_CONTAINS(err, dir);
@@ -132,23 +143,23 @@ TEST(elect_try_bad_arguments) {
   longdir[sizeof longdir - 1] = '\0';
   setenv("ASR_KV_LOCK_DIR", longdir, 1);
   err[0] = '\0';
-  ASSERT_EQ(asr_kv_elect_try(5003, &fd, err, sizeof err), ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_elect_try(5003, NULL, &fd, err, sizeof err), ASR_ETOOBIG);
   ASSERT_CONTAINS(err, "ASR_KV_LOCK_DIR");
 
   /* NULL errbuf is allowed. */
   setenv("ASR_KV_LOCK_DIR", dir, 1);
-  rc = asr_kv_elect_try(5003, &fd, NULL, 0);
+  rc = asr_kv_elect_try(5003, NULL, &fd, NULL, 0);
   ASSERT(rc != 0 && rc != ASR_EBUSY);
 }
 
 TEST(elect_refuses_planted_symlink) {
   private_lock_dir();
   char path[512], target[PATH_MAX], err[256] = "";
-  ASSERT_OK(asr_kv_elect_path(5004, path, sizeof path));
+  ASSERT_OK(asr_kv_elect_path(5004, NULL, path, sizeof path));
   snprintf(target, sizeof target, "%s/victim", asr_test_tmpdir());
   ASSERT_EQ(symlink(target, path), 0);
   int fd = -1;
-  int rc = asr_kv_elect_try(5004, &fd, err, sizeof err);
+  int rc = asr_kv_elect_try(5004, NULL, &fd, err, sizeof err);
   ASSERT(rc != 0 && rc != ASR_EBUSY);
   ASSERT_CONTAINS(err, path);
   ASSERT_EQ(access(target, F_OK), -1); /* the link was not followed */
@@ -164,7 +175,7 @@ TEST(elect_wait_takes_over_when_holder_exits) {
   ASSERT(pid >= 0);
   if (pid == 0) {
     int fd = -1;
-    if (asr_kv_elect_try(5005, &fd, NULL, 0) != 0) _exit(3);
+    if (asr_kv_elect_try(5005, NULL, &fd, NULL, 0) != 0) _exit(3);
     (void)!write(ready[1], "x", 1);
     char c;
     (void)!read(go[0], &c, 1); /* hold until told; exit releases the lock */
@@ -175,7 +186,7 @@ TEST(elect_wait_takes_over_when_holder_exits) {
   char c;
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   int fd = -1;
-  ASSERT_EQ(asr_kv_elect_try(5005, &fd, err, sizeof err), ASR_EBUSY);
+  ASSERT_EQ(asr_kv_elect_try(5005, NULL, &fd, err, sizeof err), ASR_EBUSY);
 
   /* Release the holder shortly; elect_wait must block until then. */
   uint64_t t0 = mono_ms();
@@ -188,7 +199,7 @@ TEST(elect_wait_takes_over_when_holder_exits) {
     _exit(0);
   }
   close(go[1]);
-  ASSERT_OK(asr_kv_elect_wait(5005, &fd, err, sizeof err));
+  ASSERT_OK(asr_kv_elect_wait(5005, NULL, &fd, err, sizeof err));
   ASSERT(mono_ms() - t0 >= 250);
   ASSERT(fd >= 0);
   int st = asr_test_wait(pid, 5000);
@@ -206,7 +217,7 @@ TEST(elect_other_process_sees_busy_and_kill_releases) {
   ASSERT(pid >= 0);
   if (pid == 0) {
     int fd = -1;
-    if (asr_kv_elect_try(5006, &fd, NULL, 0) != 0) _exit(3);
+    if (asr_kv_elect_try(5006, NULL, &fd, NULL, 0) != 0) _exit(3);
     (void)!write(ready[1], "x", 1);
     for (;;) pause();
   }
@@ -214,14 +225,14 @@ TEST(elect_other_process_sees_busy_and_kill_releases) {
   char c, err[256];
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   int fd = -1;
-  ASSERT_EQ(asr_kv_elect_try(5006, &fd, err, sizeof err), ASR_EBUSY);
-  ASSERT_OK(asr_kv_elect_try(5007, &fd, err, sizeof err)); /* another port is free */
+  ASSERT_EQ(asr_kv_elect_try(5006, NULL, &fd, err, sizeof err), ASR_EBUSY);
+  ASSERT_OK(asr_kv_elect_try(5007, NULL, &fd, err, sizeof err)); /* another port is free */
   asr_kv_elect_release(fd);
   /* SIGKILL gives no chance to unlock: the kernel releases the lock. */
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   int st = asr_test_wait(pid, 5000);
   ASSERT(st != -1 && WIFSIGNALED(st));
-  ASSERT_OK(asr_kv_elect_try(5006, &fd, err, sizeof err));
+  ASSERT_OK(asr_kv_elect_try(5006, NULL, &fd, err, sizeof err));
   asr_kv_elect_release(fd);
 }
 
