@@ -3,7 +3,8 @@
  *
  * Rank, size and local rank come from the PMIx server (asrd, or Slurm's
  * plugin); the bootstrap port, secret and host name from the environment asrd
- * sets (ASR_*), falling back to PMIx's host name. Each rank puts "asr.addr"
+ * sets (ASR_*), falling back to PMIx's host name. Started by another PMIx
+ * server (srun --mpi=pmix), a rank works those out itself (job_direct.c). Each rank puts "asr.addr"
  * (the address its peers reach it at) and "asr.lnc" and fences with data
  * collection, so asr_job_peer() is a local lookup afterwards.
  */
@@ -24,6 +25,7 @@
 static pmix_proc_t me;
 static asr_job_info_t info;
 static int active;
+static int direct; /* not started by asrd: see job_direct.c */
 
 int asr__job_active(void) { return active; }
 const asr_job_info_t *asr__job_info(void) { return &info; }
@@ -102,6 +104,20 @@ int asr_job_init(asr_job_info_t *out) {
   } else {
     gethostname(info.hostname, sizeof info.hostname - 1);
   }
+  const char *kvmode = getenv("ASR_KV_SERVER");
+  direct = !(kvmode && strcmp(kvmode, "external") == 0);
+  if (direct) {
+    int nnodes = 1;
+    if (get_value(PMIX_RANK_WILDCARD, PMIX_NUM_NODES, &v) == PMIX_SUCCESS) {
+      nnodes = (int)value_as_long(v);
+      PMIX_VALUE_RELEASE(v);
+    }
+    if (asr__job_direct_prepare(me.nspace, info.rank, info.hostname, nnodes) != 0) {
+      PMIx_Finalize(NULL, 0);
+      return ASR_INVALID;
+    }
+    info.bootstrap_port = env_int("ASR_BOOTSTRAP_PORT", 0);
+  }
   const char *a = getenv("ASR_IF_ADDR");
   snprintf(info.addr, sizeof info.addr, "%s", a && *a ? a : "127.0.0.1");
   if (info.size <= 0 || info.lnc < 0 || info.lnc > 127) {
@@ -127,6 +143,10 @@ int asr_job_init(asr_job_info_t *out) {
   }
   if (st != PMIX_SUCCESS) {
     asr_error("job", "publishing this rank's address failed: %s", PMIx_Error_string(st));
+    PMIx_Finalize(NULL, 0);
+    return ASR_INVALID;
+  }
+  if (direct && asr__job_direct_secret(me.nspace) != 0) {
     PMIx_Finalize(NULL, 0);
     return ASR_INVALID;
   }
@@ -173,6 +193,13 @@ int asr_job_abort(int status, const char *msg) {
   if (!active) return ASR_INVALID;
   PMIx_Abort(status, msg ? msg : "asr_job_abort", NULL, 0);
   return ASR_SUCCESS;
+}
+
+int asr__job_finalize_fence(void) {
+  /* Without asrd one rank of each node serves the node's KV store: nobody
+   * closes (and maybe takes the server away) before every rank is done. */
+  if (!active || !direct) return ASR_SUCCESS;
+  return asr_job_barrier();
 }
 
 int asr__job_finalize_pmix(void) {

@@ -15,6 +15,15 @@ int asr__job_active(void);
 /* This rank's info (valid after asr_job_init). */
 const asr_job_info_t *asr__job_info(void);
 
+/* The fence asr_job_finalize does before closing the LNC when the ranks
+ * elected their own KV servers (direct launch); a no-op under asrd. */
+int asr__job_finalize_fence(void);
+
+/* job_direct.c: the ASR_* settings asrd would have given (before the fence),
+ * and the job secret rank 0 published (after it). */
+int asr__job_direct_prepare(const char *nspace, int rank, const char *hostname, int nnodes);
+int asr__job_direct_secret(const char *nspace);
+
 /* PMIx_Finalize for asr_job_finalize (runtime/job_connect.c closes the LNC first). */
 int asr__job_finalize_pmix(void);
 

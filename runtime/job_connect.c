@@ -36,6 +36,7 @@ int asr_job_connect(int rank, asr_comm_t **send_comm) { return by_rank(rank, sen
 int asr_job_accept(int rank, asr_comm_t **recv_comm) { return by_rank(rank, recv_comm, 0); }
 
 int asr_job_finalize(void) {
+  asr__job_finalize_fence();
   if (opened_lnc >= 0 && asr__ctx_get(opened_lnc)) asr_close(opened_lnc);
   opened_lnc = -1;
   return asr__job_finalize_pmix();
