@@ -45,6 +45,7 @@
 #include "asr_time.h"
 #include "ctl.h"
 #include "kv_secret.h"
+#include "alloc.h"
 #include "launch.h"
 #include "map.h"
 
@@ -479,6 +480,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "asrrun: %s\n", err);
     return EXIT_USAGE;
   }
+  /* Inside a Slurm or PBS allocation the hosts come from it (alloc.h). */
+  int alloc = asr_alloc_detect(&cfg, err, sizeof err);
+  if (alloc < 0) {
+    fprintf(stderr, "asrrun: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (cfg.verbose && alloc > 0)
+    fprintf(stderr, "asrrun: %d hosts from the %s allocation\n", cfg.nhosts, asr_alloc_name(alloc));
   char host[128] = "localhost";
   gethostname(host, sizeof host - 1);
   if (asr_map_build(&cfg, host, &map, err, sizeof err) != 0) {
@@ -495,16 +504,15 @@ int main(int argc, char **argv) {
             cfg.program, strchr(cfg.program, '/') ? "that path" : "every directory in PATH");
     return EXIT_NOTFOUND;
   }
-  if (cfg.launcher == ASR_LAUNCHER_SLURM) {
-    fprintf(stderr, "asrrun: --launcher slurm is not supported by this build; use --launcher rsh or local\n");
-    return EXIT_USAGE;
-  }
-  /* Which daemons are forked here and which go through the agent; the
+  /* Which daemons are forked here and which go through the agent (or srun:
+   * under Slurm every daemon is a step, so Slurm tracks all of them); the
    * address the remote ones call back on. */
+  int slurm = cfg.launcher == ASR_LAUNCHER_SLURM;
   int nremote = 0;
   int *is_local = calloc((size_t)map.nhosts, sizeof *is_local);
   for (int h = 0; h < map.nhosts; h++) {
-    is_local[h] = cfg.launcher == ASR_LAUNCHER_LOCAL || asr_launch_host_is_local(map.host_names[h], host);
+    is_local[h] =
+        cfg.launcher == ASR_LAUNCHER_LOCAL || (!slurm && asr_launch_host_is_local(map.host_names[h], host));
     if (!is_local[h]) nremote++;
   }
   char ctl_ip[16] = "127.0.0.1";
@@ -565,11 +573,14 @@ int main(int argc, char **argv) {
     snprintf(remote_asrd, sizeof remote_asrd, "%s", asrd);
   snprintf(ctl_local, sizeof ctl_local, "127.0.0.1:%u", ctl_port);
   snprintf(ctl_remote, sizeof ctl_remote, "%s:%u", ctl_ip, ctl_port);
+  if (slurm) snprintf(cfg.launch_agent, sizeof cfg.launch_agent, "srun"); /* for messages */
   if (cfg.verbose && nremote)
     fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,
             nremote > 1 ? "s" : "", ctl_remote, cfg.launch_agent);
   for (int h = 0; h < map.nhosts; h++) {
-    const asr_launch_ops_t *ops = daemons[h].local ? &asr_launch_local : &asr_launch_rsh;
+    const asr_launch_ops_t *ops = daemons[h].local ? &asr_launch_local
+                                  : slurm          ? &asr_launch_slurm
+                                                   : &asr_launch_rsh;
     asr_launch_args_t a = {.asrd_path = daemons[h].local ? asrd : remote_asrd,
                            .ctl_addr = daemons[h].local ? ctl_local : ctl_remote,
                            .secret_hex = secret_hex,

@@ -5,6 +5,7 @@
  *   launch_local.c   fork/exec on this host
  *   launch_rsh.c     through an agent command: AGENT... HOST asrd ARGS
  *                    (ssh, rsh, or any prefix such as "ip netns exec")
+ *   launch_slurm.c   a one-task srun step on a node of the Slurm allocation
  */
 #ifndef ASR_LAUNCH_H
 #define ASR_LAUNCH_H
@@ -30,6 +31,7 @@ typedef struct {
 
 extern const asr_launch_ops_t asr_launch_local;
 extern const asr_launch_ops_t asr_launch_rsh;
+extern const asr_launch_ops_t asr_launch_slurm;
 
 /* Splits an agent command line into words: blanks separate, '...' and "..."
  * group, no other shell syntax. Returns the number of words (at most max,

@@ -1,0 +1,89 @@
+/*
+ * launch_slurm.c -- start asrd on a node of the Slurm allocation asrrun runs
+ * in (launch.h), as a one-task job step on that node:
+ *
+ *   srun --nodes=1 --ntasks=1 --nodelist=NODE --overlap --whole --kill-on-bad-exit=1
+ *        --mpi=none --quiet ASRD --ctl IP:PORT --index I --hostname NODE
+ *
+ * One step per node, each with explicit counts: a step would otherwise
+ * inherit the allocation's SLURM_NTASKS and start a daemon per task (see
+ * ../shared/notes/pmix-slurm-facts.md), and one step per node keeps the
+ * "one local process represents one daemon" shape of the other backends.
+ * --overlap lets the steps (and a user's other steps) share the nodes;
+ * --whole gives the step every CPU the job has on the node (a one-task step
+ * would otherwise be confined to one CPU, and every rank asrd forks with it);
+ * --mpi=none keeps a site's MpiDefault=pmix from giving asrd a PMIx server of
+ * its own; the ranks are asrd's children, so Slurm's process tracking of the
+ * step also covers them. The node is named by Slurm's node name, never
+ * gethostname() (emulated nodes share one). The secret goes through srun's
+ * stdin, which srun forwards to its single task.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+static pid_t slurm_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) {
+  char index[16], nodelist[160];
+  snprintf(index, sizeof index, "%d", a->index);
+  snprintf(nodelist, sizeof nodelist, "--nodelist=%s", a->host);
+  const char *srun = getenv("ASR_SRUN");
+  const char *argv[] = {srun && *srun ? srun : "srun",
+                        "--nodes=1",
+                        "--ntasks=1",
+                        nodelist,
+                        "--overlap",
+                        "--whole",
+                        "--kill-on-bad-exit=1",
+                        "--mpi=none",
+                        "--quiet",
+                        a->asrd_path,
+                        "--ctl",
+                        a->ctl_addr,
+                        "--index",
+                        index,
+                        "--hostname",
+                        a->host,
+                        NULL};
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) {
+    snprintf(errbuf, errlen, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* Own process group: a Ctrl-C reaches asrrun, which forwards it; srun
+     * would otherwise cancel the step on its own. */
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+    dup2(p[0], 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(argv[0], (char *const *)argv);
+    fprintf(stderr, "asrrun: cannot execute %s: %s (is Slurm's srun on PATH?)\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  close(p[0]);
+  if (pid < 0) {
+    close(p[1]);
+    snprintf(errbuf, errlen, "fork: %s", strerror(errno));
+    return -1;
+  }
+  setpgid(pid, pid);
+  dprintf(p[1], "ASR_JOB_SECRET=%s\n", a->secret_hex);
+  close(p[1]);
+  return pid;
+}
+
+const asr_launch_ops_t asr_launch_slurm = {"slurm", slurm_start};
