@@ -54,6 +54,8 @@ script_suite() { # name command...
 
 echo "== multi-host (network namespaces)"
 script_suite netns "$top/tests/netns/netns.sh" "$top/build"
+echo "== Slurm (a private two-node cluster)"
+script_suite slurm "$top/tests/slurm/slurm.sh" "$top/build"
 
 echo "== checks"
 step format-check "$top/scripts/check-format.sh"

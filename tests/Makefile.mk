@@ -98,6 +98,8 @@ tests_apps_init_barrier_LDFLAGS = -no-install
 EXTRA_DIST += tests/bench/launch_bench.sh tests/bench/mpi_init_barrier.c
 # Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh
+# Slurm tests on a private cluster (scripts/test.sh runs slurm.sh).
+EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/slurm.sh tests/slurm/README
 # Integration tests: real asrrun jobs (tests/integration/test_asrrun.c).
 check_PROGRAMS += tests/integration/test_asrrun
 TESTS += tests/integration/test_asrrun

@@ -19,7 +19,7 @@ trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
-  link_down asrrun_killed if_include_subnet if_include_bad agent_fails)
+  link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile)
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
   for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
@@ -197,3 +197,16 @@ rc=$?
 grep -q "launch agent for host" "$out" || fail "the error does not name the launch agent"
 check_clean
 result "a launch agent that fails is a clear error"
+
+case=pbs_nodefile failed=0 out=$work/$case
+# a PBS/Torque job's node file: one line per slot, hosts in first-seen order
+printf '%s\n' "$H2" "$H3" "$H2" "$H3" "$H3" >"$work/nodefile"
+PBS_NODEFILE=$work/nodefile run_job "$out" "$APPS/pairwise"
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+n=$(grep -c 'all verified' "$out")
+[ "$n" = 5 ] || fail "$n of 5 ranks verified"
+grep -q "rank 1 (host $H2, lnc 1)" "$out" || fail "rank 1 is not on $H2 LNC 1 (2 slots there)"
+grep -q "rank 4 (host $H3, lnc 2)" "$out" || fail "rank 4 is not on $H3 LNC 2 (3 slots there)"
+check_clean
+result "\$PBS_NODEFILE as the host list: 2 slots on $H2, 3 on $H3"

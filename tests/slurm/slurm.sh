@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# tests/slurm/slurm.sh BUILD_DIR -- asr under a real Slurm cluster.
+#
+# Installs Slurm and munge when missing, starts a private cluster of two
+# emulated nodes in network namespaces (cluster.sh), and runs asr in the
+# three ways a Slurm user would:
+#   salloc -N 2 -n 4 asrrun ...        asrrun inside an allocation (srun starts asrd)
+#   sbatch --wait -N 2 -n 4 script     the same from a batch script
+#   srun --mpi=pmix -N 2 -n 4 ./app    direct launch, no asrrun: Slurm's PMIx server
+# each with the pairwise demo (verified data) and with a failing rank (the
+# job ends with the right exit code and nothing is left running). The
+# cluster is torn down at the end even when a case fails. Prints
+# PASS/FAIL/SKIP lines; SKIP only when Slurm cannot be installed or started.
+set -uo pipefail
+build=$(cd "${1:?usage: slurm.sh BUILD_DIR}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../netns/lib.sh" # netns_alive
+cluster=$here/cluster.sh
+ASRRUN=$build/launcher/asrrun
+APPS=$build/tests/apps
+base=$(mktemp -d /tmp/asrslurm.XXXXXX) # short: Slurm's socket paths must fit 107 bytes
+trap '"$cluster" stop "$base" >/dev/null 2>&1; rm -rf "$base"' EXIT
+trap 'exit 130' INT TERM
+
+cases=(salloc_pairwise sbatch_pairwise srun_direct_pairwise salloc_failing_rank sbatch_failing_rank
+  srun_direct_failing_rank srun_direct_abort)
+skip_all() {
+  for c in "${cases[@]}"; do echo "SKIP: slurm/$c ($1)"; done
+  exit 0
+}
+out=$("$cluster" install 2>&1)
+rc=$?
+[ $rc = 77 ] && skip_all "$(echo "$out" | tail -1)"
+[ $rc = 0 ] || skip_all "Slurm could not be installed: $(echo "$out" | tail -1)"
+out=$("$cluster" start "$base" 2>&1)
+rc=$?
+[ $rc = 77 ] && skip_all "$(echo "$out" | tail -1)"
+if [ $rc != 0 ]; then
+  echo "$out" | tail -20
+  echo "FAIL: slurm/cluster_start (exit $rc)"
+  exit 1
+fi
+. "$base/env"
+CTL=$ASR_SLURM_CTL_NS
+NODE_NS=("$ASR_SLURM_N1_NS" "$ASR_SLURM_N2_NS")
+
+# in the controller namespace, where salloc/sbatch/srun are run
+client() { ip netns exec "$CTL" timeout -k 5 120 "$@"; }
+
+fail() { echo "FAIL: slurm/$case: $*"; tail -15 "$log" | sed 's/^/    /'; failed=1; }
+result() { [ "$failed" = 0 ] && echo "PASS: slurm/$case ($1)"; }
+
+# Nothing of the job may be left on a node: only Slurm's own daemons.
+check_clean() {
+  local until=$((SECONDS + 20)) left
+  while :; do
+    left=$(for ns in "${NODE_NS[@]}"; do netns_alive "$ns"; done | grep -v '(slurmd)\|(slurmstepd)' | tr '\n' ' ')
+    [ -z "$left" ] && [ -z "$(client squeue -h 2>/dev/null)" ] && return 0
+    ((SECONDS < until)) || break
+    sleep 0.2
+  done
+  fail "left running: ${left:-none} / jobs: $(client squeue -h 2>/dev/null | tr '\n' ' ')"
+}
+
+verified() { # LOG N: N ranks on n1 and n2 verified their data
+  local n
+  n=$(grep -c 'all verified' "$1")
+  [ "$n" = "$2" ] || { fail "$n of $2 ranks verified their data"; return; }
+  grep -q '(host n1, ' "$1" || fail "no rank ran on node n1"
+  grep -q '(host n2, ' "$1" || fail "no rank ran on node n2"
+}
+
+case=salloc_pairwise failed=0 log=$base/$case.log
+client salloc -N 2 -n 4 "$ASRRUN" --bind-to none "$APPS/pairwise" >"$log" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+verified "$log" 4
+check_clean
+result "salloc -N 2 -n 4 asrrun pairwise: 4 ranks, asrd started by srun on n1 and n2"
+
+case=sbatch_pairwise failed=0 log=$base/$case.log
+cat >"$base/job.sh" <<EOS
+#!/bin/sh
+#SBATCH -N 2
+#SBATCH -n 4
+exec "$ASRRUN" --bind-to none "$APPS/pairwise"
+EOS
+client sbatch --wait -o "$log" "$base/job.sh" >"$base/$case.submit" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "sbatch exit $rc: $(cat "$base/$case.submit")"
+verified "$log" 4
+check_clean
+result "sbatch --wait with asrrun pairwise inside"
+
+case=srun_direct_pairwise failed=0 log=$base/$case.log
+client srun --mpi=pmix -N 2 -n 4 "$APPS/pairwise" >"$log" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+verified "$log" 4
+check_clean
+result "srun --mpi=pmix pairwise without asrrun"
+
+case=salloc_failing_rank failed=0 log=$base/$case.log
+client salloc -N 2 -n 4 "$ASRRUN" --bind-to none sh -c 'if [ "$ASR_RANK" = 3 ]; then sleep 3; exit 7; fi; exec sleep 60' \
+  >"$log" 2>&1 &
+job=$!
+# while it runs: exactly one asrd per node (srun -n 1 per node, not the job's 4 tasks)
+until=$((SECONDS + 15))
+while [ "$(for ns in "${NODE_NS[@]}"; do netns_alive "$ns"; done | grep -c '(sleep)')" -lt 4 ] && ((SECONDS < until)); do
+  sleep 0.1
+done
+for ns in "${NODE_NS[@]}"; do
+  n=$(netns_alive "$ns" | grep -c '(asrd)')
+  [ "$n" = 1 ] || fail "$n asrd processes on node namespace $ns, wanted 1"
+done
+{ wait $job; } 2>/dev/null
+rc=$?
+[ $rc = 7 ] || fail "exit $rc, wanted 7"
+grep -q 'rank 3 on host n2 exited with status 7' "$log" || fail "no summary naming rank 3 and node n2"
+check_clean
+result "rank 3 exits 7 under salloc: asrrun exits 7 naming n2"
+
+case=sbatch_failing_rank failed=0 log=$base/$case.log
+cat >"$base/fail.sh" <<EOS
+#!/bin/sh
+#SBATCH -N 2
+#SBATCH -n 4
+exec "$ASRRUN" --bind-to none sh -c 'if [ "\$ASR_RANK" = 3 ]; then sleep 1; exit 7; fi; exec sleep 60'
+EOS
+client sbatch --wait -o "$log" "$base/fail.sh" >"$base/$case.submit" 2>&1
+rc=$?
+[ $rc = 7 ] || fail "sbatch --wait exit $rc, wanted the job's 7"
+grep -q 'rank 3 on host n2 exited with status 7' "$log" || fail "no summary naming rank 3 and node n2"
+check_clean
+result "rank 3 exits 7 in a batch job: the job exits 7"
+
+case=srun_direct_failing_rank failed=0 log=$base/$case.log
+# a rank that dies before joining: the others wait in asr_job_init's fence
+# until Slurm kills the step (-K, --kill-on-bad-exit)
+client srun --mpi=pmix -K -N 2 -n 4 sh -c 'if [ "$SLURM_PROCID" = 3 ]; then exit 7; fi; exec "$0"' \
+  "$APPS/pairwise" >"$log" 2>&1
+rc=$?
+# srun returns the highest exit status of its tasks, or 128+signal of those
+# it killed: 143 (the others got SIGTERM) or 7 if none had to be killed
+[ $rc = 7 ] || [ $rc = 143 ] || fail "exit $rc, wanted 7 or 143"
+grep -q 'task 3: Exited with exit code 7' "$log" || fail "srun did not report task 3's exit code 7"
+check_clean
+result "rank 3 exits 7 under srun --mpi=pmix -K: the step ends, srun exits $rc"
+
+case=srun_direct_abort failed=0 log=$base/$case.log
+client srun --mpi=pmix -N 2 -n 4 "$APPS/pmix_client" --abort 3:5 >"$log" 2>&1
+rc=$?
+[ $rc = 5 ] || fail "exit $rc after PMIx_Abort(5)"
+check_clean
+result "PMIx_Abort(5) under srun ends the step, srun exits 5"
