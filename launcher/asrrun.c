@@ -400,7 +400,14 @@ static void on_signal(void) {
           if (daemons[h].pid == pid) {
             daemon_reaped(h, st);
             if (daemons[h].done || exit_code >= 0) continue;
-            if (!daemons[h].local && !daemons[h].hello)
+            if (!daemons[h].local && !daemons[h].hello && cfg.launcher == ASR_LAUNCHER_SLURM)
+              abort_job(EXIT_LAUNCH,
+                        "the srun step for node %s ended with %s %d before asrd called back; check that "
+                        "'srun -N 1 -w %s true' works in this allocation and that asrd is installed there "
+                        "(--prefix)",
+                        map.host_names[h], WIFSIGNALED(st) ? "signal" : "status",
+                        WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), map.host_names[h]);
+            else if (!daemons[h].local && !daemons[h].hello)
               abort_job(EXIT_LAUNCH,
                         "the launch agent for host %s (%s) ended with %s %d before asrd called back; check "
                         "that '%s %s true' works and that asrd is installed there (--prefix)",
