@@ -101,18 +101,26 @@ check_clean
 result "srun --mpi=pmix pairwise without asrrun"
 
 case=salloc_failing_rank failed=0 log=$base/$case.log
-client salloc -N 2 -n 4 "$ASRRUN" --bind-to none sh -c 'if [ "$ASR_RANK" = 3 ]; then sleep 3; exit 7; fi; exec sleep 60' \
+# rank 3 waits for a flag file, so the check below sees the job running
+flag=$base/$case.go
+client salloc -N 2 -n 4 "$ASRRUN" --bind-to none sh -c \
+  'if [ "$ASR_RANK" = 3 ]; then while [ ! -e "$0" ]; do sleep 0.1; done; exit 7; fi; exec sleep 60' "$flag" \
   >"$log" 2>&1 &
 job=$!
 # while it runs: exactly one asrd per node (srun -n 1 per node, not the job's 4 tasks)
-until=$((SECONDS + 15))
-while [ "$(for ns in "${NODE_NS[@]}"; do netns_alive "$ns"; done | grep -c '(sleep)')" -lt 4 ] && ((SECONDS < until)); do
+until=$((SECONDS + 30))
+while [ "$(for ns in "${NODE_NS[@]}"; do netns_alive "$ns"; done | grep -c '(sleep)')" -lt 3 ] && ((SECONDS < until)); do
   sleep 0.1
 done
-for ns in "${NODE_NS[@]}"; do
-  n=$(netns_alive "$ns" | grep -c '(asrd)')
-  [ "$n" = 1 ] || fail "$n asrd processes on node namespace $ns, wanted 1"
-done
+if ((SECONDS >= until)); then
+  fail "the ranks did not start within 30 s"
+else
+  for ns in "${NODE_NS[@]}"; do
+    n=$(netns_alive "$ns" | grep -c '(asrd)')
+    [ "$n" = 1 ] || fail "$n asrd processes on node namespace $ns, wanted 1"
+  done
+fi
+touch "$flag"
 { wait $job; } 2>/dev/null
 rc=$?
 [ $rc = 7 ] || fail "exit $rc, wanted 7"

@@ -85,9 +85,9 @@ TEST(elect_try_busy_within_process) {
   ASSERT_OK(asr_kv_elect_try(5001, "n1", &h1, err, sizeof err));
   ASSERT_OK(asr_kv_elect_try(5001, "n2", &h2, err, sizeof err));
   ASSERT_EQ(asr_kv_elect_try(5001, "n1", &h1b, err, sizeof err), ASR_EBUSY);
-  char path[512];
-  ASSERT_OK(asr_kv_elect_path(5001, "n/../x y", path, sizeof path));
-  ASSERT_CONTAINS(path, "_port_5001_host_n_.._x_y"); /* no '/' from a host name */
+  char tagged[512];
+  ASSERT_OK(asr_kv_elect_path(5001, "n/../x y", tagged, sizeof tagged));
+  ASSERT_CONTAINS(tagged, "_port_5001_host_n_.._x_y"); /* no '/' from a host name */
   asr_kv_elect_release(h1);
   asr_kv_elect_release(h2);
 
