@@ -5,10 +5,12 @@
  *
  * The job secret arrives on stdin as one line "ASR_JOB_SECRET=<64 hex>", never
  * on the command line (which every user can read in /proc). asrd connects to
- * asrrun, says HELLO, receives the JOB, starts the host's KV server on the
- * bootstrap port with "hostname" seeded, starts its PMIx server, forks the
+ * asrrun, says HELLO, loads the hwloc topology while the JOB is on its way,
+ * receives the JOB, starts the host's KV server on the bootstrap port with
+ * "hostname" seeded, starts its PMIx server and registers the job, starts the
  * ranks, and then relays output, exits, fences and aborts until asrrun says
- * SHUTDOWN or goes away (then it kills its ranks and exits).
+ * SHUTDOWN or goes away (then it kills its ranks and exits) -- or, in a
+ * one-host job, until its ranks are done.
  */
 #include "config.h"
 
@@ -39,10 +41,16 @@
 static asrd_t D;
 static int shutting_down;
 static uint64_t kill_deadline; /* SIGKILL the ranks after this (0 = none) */
+static int ctl_watch_out;      /* the control fd is watched for EPOLLOUT too */
 
 void asrd_watch(asrd_t *d, int fd, uint32_t events) {
   struct epoll_event ev = {.events = events, .data.fd = fd};
   if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, fd, &ev) != 0) epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void asrd_watch_new(asrd_t *d, int fd, uint32_t events) {
+  struct epoll_event ev = {.events = events, .data.fd = fd};
+  epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 void asrd_unwatch(asrd_t *d, int fd) { epoll_ctl(d->epfd, EPOLL_CTL_DEL, fd, NULL); }
@@ -52,7 +60,7 @@ void asrd_send_output(asrd_t *d, int rank, int stream, const char *line, size_t 
   asr_buf_put_u32(&b, (uint32_t)rank);
   asr_buf_put_u32(&b, (uint32_t)stream);
   asr_buf_put_bytes(&b, line, len);
-  asr_ctl_send(&d->ctl, ASR_CTL_OUTPUT, &b);
+  asr_ctl_queue(&d->ctl, ASR_CTL_OUTPUT, &b); /* the main loop flushes */
   asr_buf_free(&b);
 }
 
@@ -83,10 +91,13 @@ static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t 
   for (int h = 0; h < d->nhosts; h++) d->host_names[h] = asr_rd_str(&r);
   d->host_of_rank = calloc((size_t)d->nranks, sizeof(int));
   d->lnc_of_rank = calloc((size_t)d->nranks, sizeof(int));
+  /* d->nlocal is set only with d->ranks below: a JOB rejected in between
+   * must leave no local ranks for the error path to signal. */
+  int nlocal = 0;
   for (int i = 0; i < d->nranks; i++) {
     d->host_of_rank[i] = (int)asr_rd_u32(&r);
     d->lnc_of_rank[i] = (int)asr_rd_u32(&r);
-    if (d->host_of_rank[i] == d->host_index) d->nlocal++;
+    if (d->host_of_rank[i] == d->host_index) nlocal++;
   }
   d->program = asr_rd_str(&r);
   d->nargs = (int)asr_rd_u32(&r);
@@ -131,7 +142,12 @@ static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t 
     }
   }
   asr_log_set_host(d->hostname);
-  d->ranks = calloc((size_t)(d->nlocal ? d->nlocal : 1), sizeof *d->ranks);
+  d->ranks = calloc((size_t)(nlocal ? nlocal : 1), sizeof *d->ranks);
+  if (!d->ranks) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  d->nlocal = nlocal;
   int k = 0;
   for (int i = 0; i < d->nranks; i++)
     if (d->host_of_rank[i] == d->host_index) {
@@ -149,7 +165,9 @@ bad:
 /* Runs the job: KV server, PMIx server, ranks. */
 static int start_job(asrd_t *d, char *err, size_t errlen) {
   /* A one-host job keeps its KV traffic on loopback; otherwise peers on other
-   * hosts must reach this server. */
+   * hosts must reach this server. It binds the bootstrap port before the PMIx
+   * server binds an ephemeral one of its own, which could otherwise be this
+   * very port (asrrun only found it free; it does not hold it). */
   asr_kv_server_opts_t o = {
       .bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL, .port = (uint16_t)d->port, .secret = d->secret};
   if (asr_kv_server_new(&o, &d->kv, err, errlen) != 0) return -1;
@@ -158,7 +176,12 @@ static int start_job(asrd_t *d, char *err, size_t errlen) {
   /* "hostname" is in the store before any rank exists. */
   asr_kv_server_put(d->kv, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
   asrd_watch(d, asr_kv_server_fd(d->kv), EPOLLIN);
-  if (asrd_pmix_start(d, err, errlen) != 0) return -1;
+  if (asrd_pmix_init(d, err, errlen) != 0) return -1;
+  /* PMIx registers the job on its own thread while this one prepares the
+   * ranks; they start once both are done. */
+  if (asrd_pmix_register_start(d, err, errlen) != 0) return -1;
+  if (asrd_ranks_prepare(d, err, errlen) != 0) return -1;
+  if (asrd_pmix_register_wait(d, err, errlen) != 0) return -1;
   if (asrd_ranks_start(d, err, errlen) != 0) return -1;
   d->started = 1;
   /* The ranks' process groups: if this daemon is SIGKILLed, asrrun (when it
@@ -166,7 +189,7 @@ static int start_job(asrd_t *d, char *err, size_t errlen) {
   asr_buf_t b = {0};
   asr_buf_put_u32(&b, (uint32_t)d->nlocal);
   for (int i = 0; i < d->nlocal; i++) asr_buf_put_u32(&b, (uint32_t)d->ranks[i].pid);
-  asr_ctl_send(&d->ctl, ASR_CTL_STARTED, &b);
+  asr_ctl_queue(&d->ctl, ASR_CTL_STARTED, &b);
   asr_buf_free(&b);
   return 0;
 }
@@ -326,6 +349,11 @@ int main(int argc, char **argv) {
   asr_buf_put_str(&hello, d->secret_hex); /* proves we were started by this asrrun */
   asr_ctl_send(&d->ctl, ASR_CTL_HELLO, &hello);
   asr_buf_free(&hello);
+  /* Load the hwloc topology (for binding and for the PMIx server) while
+   * asrrun reads the HELLO and sends the JOB. (Not the PMIx server itself:
+   * its listener would take an ephemeral port before the KV server binds the
+   * bootstrap port, and could take that very port.) */
+  asrd_ranks_topology();
 
   int lost = 0;
   d->heartbeat_timeout_ms = 10000; /* until the JOB says */
@@ -333,7 +361,6 @@ int main(int argc, char **argv) {
   while (!shutting_down || d->nalive > 0) {
     struct epoll_event evs[64];
     int tmo = 200;
-    if (d->ctl.out.len > d->ctl.out.off) asrd_watch(d, d->ctl.fd, EPOLLIN | EPOLLOUT);
     int n = epoll_wait(d->epfd, evs, 64, tmo);
     for (int i = 0; i < n; i++) {
       int fd = evs[i].data.fd;
@@ -350,7 +377,6 @@ int main(int argc, char **argv) {
             begin_kill(d, SIGTERM);
           }
         }
-        if (!(d->ctl.out.len > d->ctl.out.off) && !lost) asrd_watch(d, d->ctl.fd, EPOLLIN);
       } else if (fd == d->sigfd) {
         struct signalfd_siginfo si;
         while (read(d->sigfd, &si, sizeof si) == sizeof si) {
@@ -391,8 +417,23 @@ int main(int argc, char **argv) {
     }
     if (d->kv) asr_kv_server_poll(d->kv, 0); /* expire stalled KV clients */
     if (d->started && !d->done_sent && asrd_ranks_all_done(d)) {
-      asr_ctl_send(&d->ctl, ASR_CTL_DONE, NULL);
+      asr_ctl_queue(&d->ctl, ASR_CTL_DONE, NULL);
       d->done_sent = 1;
+      /* With one host nobody needs this daemon any more (its KV server
+       * serves only its own ranks): exit now rather than after asrrun's
+       * SHUTDOWN. With several, other hosts' ranks may still read our KV
+       * server until asrrun says the whole job is done. */
+      if (d->nhosts == 1) shutting_down = 1;
+    }
+    /* What this round queued for asrrun (output lines, exits, DONE) leaves
+     * in one write; EPOLLOUT is watched only while the socket is full. */
+    if (!lost) {
+      if (d->ctl.out.len > d->ctl.out.off) asr_ctl_flush(&d->ctl);
+      int want_out = d->ctl.out.len > d->ctl.out.off;
+      if (want_out != ctl_watch_out) {
+        asrd_watch(d, d->ctl.fd, EPOLLIN | (want_out ? EPOLLOUT : 0));
+        ctl_watch_out = want_out;
+      }
     }
     if (lost && d->nalive == 0) break;
   }

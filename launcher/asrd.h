@@ -2,13 +2,14 @@
  * asrd.h -- the host daemon's state, shared by its files:
  *   asrd.c        main, the event loop, the control channel to asrrun
  *   asrd_pmix.c   the PMIx server (libpmix server API) and its upcalls
- *   asrd_ranks.c  forking, binding and watching the local ranks, their output
+ *   asrd_ranks.c  starting, binding and watching the local ranks, their output
  *
  * One asrd runs per host of a job. It connects back to asrrun, receives the
  * job, runs the host's KV server on the bootstrap port (seeding "hostname"
- * before any rank starts), serves PMIx to its ranks, forks them, and streams
+ * before any rank starts), serves PMIx to its ranks, starts them, and streams
  * their output and exit statuses to asrrun. It dies with its job: when the
- * control connection to asrrun breaks it kills its ranks and exits.
+ * control connection to asrrun breaks it kills its ranks and exits; in a
+ * one-host job it exits as soon as its ranks are done (nobody else needs it).
  */
 #ifndef ASR_ASRD_H
 #define ASR_ASRD_H
@@ -81,13 +82,24 @@ typedef struct asrd {
 } asrd_t;
 
 /* asrd_pmix.c */
-int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen);
+/* Starts the PMIx server: its directory, PMIx_server_init (lent our topology). */
+int asrd_pmix_init(asrd_t *d, char *errbuf, size_t errlen);
+/* Registers the job's namespace and every local rank (the library does it on
+ * its thread); _wait waits for both. */
+int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen);
+int asrd_pmix_register_wait(asrd_t *d, char *errbuf, size_t errlen);
+/* Appends rank r's PMIx variables to env (malloc'd, NULL-terminated). */
 int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env);
 void asrd_pmix_handle_events(asrd_t *d);
 void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len);
 void asrd_pmix_stop(asrd_t *d);
 
 /* asrd_ranks.c */
+/* This host's hwloc topology, loaded on the first call (NULL if it cannot be). */
+void *asrd_ranks_topology(void);
+/* What every rank's start needs (environment, stacks, /dev/null); then the
+ * ranks themselves. */
+int asrd_ranks_prepare(asrd_t *d, char *errbuf, size_t errlen);
 int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen);
 void asrd_ranks_on_fd(asrd_t *d, int fd, uint32_t events);
 void asrd_ranks_reap(asrd_t *d);
@@ -98,6 +110,7 @@ int asrd_ranks_all_done(asrd_t *d);
 /* asrd.c */
 void asrd_send_output(asrd_t *d, int rank, int stream, const char *line, size_t len);
 void asrd_watch(asrd_t *d, int fd, uint32_t events);
+void asrd_watch_new(asrd_t *d, int fd, uint32_t events); /* an fd not yet watched */
 void asrd_unwatch(asrd_t *d, int fd);
 
 #endif /* ASR_ASRD_H */

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,21 +126,40 @@ static pmix_server_module_t module = {
     .log = up_log,
 };
 
-/* Waits for a PMIx op callback, bounded: never wait forever on the library. */
+/* Waits, bounded, for a number of PMIx op callbacks: never wait forever on
+ * the library. Every waiter is static, so a callback that comes after a
+ * timeout cannot write into a dead stack frame. */
 typedef struct {
   pthread_mutex_t m;
   pthread_cond_t c;
-  int done;
-  pmix_status_t st;
+  int pending;
+  pmix_status_t st; /* the first failure */
 } op_wait_t;
+
+#define OP_WAIT_INIT \
+  { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, PMIX_SUCCESS }
 
 static void op_done(pmix_status_t st, void *cbdata) {
   op_wait_t *w = cbdata;
   pthread_mutex_lock(&w->m);
-  w->st = st;
-  w->done = 1;
+  if (st != PMIX_SUCCESS && w->st == PMIX_SUCCESS) w->st = st;
+  w->pending--;
   pthread_cond_signal(&w->c);
   pthread_mutex_unlock(&w->m);
+}
+
+/* Counts an operation in before it is started (its callback may run at once). */
+static void op_expect(op_wait_t *w) {
+  pthread_mutex_lock(&w->m);
+  w->pending++;
+  pthread_mutex_unlock(&w->m);
+}
+
+/* Accounts for what the library returned: PMIX_SUCCESS means the callback
+ * will come; anything else means it will not. */
+static void op_started(op_wait_t *w, pmix_status_t rc) {
+  if (rc == PMIX_SUCCESS) return;
+  op_done(rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc, w);
 }
 
 static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
@@ -156,27 +174,57 @@ static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
     until.tv_nsec -= 1000000000L;
   }
   pthread_mutex_lock(&w->m);
-  while (!w->done)
+  while (w->pending > 0)
     if (pthread_cond_timedwait(&w->c, &w->m, &until) == ETIMEDOUT) break;
-  pmix_status_t st = w->done ? w->st : PMIX_ERR_TIMEOUT;
+  pmix_status_t st = w->pending > 0 ? PMIX_ERR_TIMEOUT : w->st;
   pthread_mutex_unlock(&w->m);
   return st;
 }
 
-int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen) {
+int asrd_pmix_init(asrd_t *d, char *errbuf, size_t errlen) {
   the_daemon = d;
   pthread_mutex_init(&d->ev_lock, NULL);
+  /* The directory holds PMIx's shared-memory segments (its dstore), which
+   * belong on tmpfs: on a disk file system removing them at the end of a job
+   * costs milliseconds (10-15 ms on an ext4 /tmp mounted with discard). So
+   * $TMPDIR when it is set, else /dev/shm when we can write there, else /tmp. */
   const char *base = getenv("TMPDIR");
-  snprintf(d->tmpdir, sizeof d->tmpdir, "%s/asrd.%ld.XXXXXX", base && *base ? base : "/tmp", (long)getpid());
-  if (!mkdtemp(d->tmpdir)) {
+  if (!base || !*base) base = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+  snprintf(d->tmpdir, sizeof d->tmpdir, "%s/asrd.%ld.XXXXXX", base, (long)getpid());
+  int made = mkdtemp(d->tmpdir) != NULL;
+  if (!made && strcmp(base, "/dev/shm") == 0) {
+    snprintf(d->tmpdir, sizeof d->tmpdir, "/tmp/asrd.%ld.XXXXXX", (long)getpid());
+    made = mkdtemp(d->tmpdir) != NULL;
+  }
+  if (!made) {
     snprintf(errbuf, errlen, "cannot create a private directory for PMIx: %s", strerror(errno));
     d->tmpdir[0] = '\0';
     return -1;
   }
-  pmix_info_t info[2];
-  PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, d->tmpdir, PMIX_STRING);
-  PMIX_INFO_LOAD(&info[1], PMIX_HOSTNAME, d->hostname, PMIX_STRING);
-  pmix_status_t st = PMIx_server_init(&module, info, 2);
+  /* Lend the library our topology (loaded once, without I/O devices): left
+   * alone it discovers its own, PCI and block devices included, which was
+   * most of PMIx_server_init's 20-60 ms here. It only keeps the pointer (the
+   * clients never see it: we do not ask for PMIX_SERVER_SHARE_TOPOLOGY) and
+   * never frees a topology it was given. */
+  static pmix_topology_t lent;
+  lent.source = "hwloc";
+  lent.topology = asrd_ranks_topology();
+  pmix_info_t info[3];
+  size_t ninfo = 0;
+  PMIX_INFO_LOAD(&info[ninfo], PMIX_SERVER_TMPDIR, d->tmpdir, PMIX_STRING);
+  ninfo++;
+  PMIX_INFO_LOAD(&info[ninfo], PMIX_HOSTNAME, d->hostname, PMIX_STRING);
+  ninfo++;
+  if (lent.topology) {
+    /* Set by hand: PMIX_INFO_LOAD would hwloc_topology_dup it, and
+     * destructing this info would destroy our topology, so it is not. */
+    PMIX_INFO_CONSTRUCT(&info[ninfo]);
+    PMIX_LOAD_KEY(info[ninfo].key, PMIX_TOPOLOGY2);
+    info[ninfo].value.type = PMIX_TOPO;
+    info[ninfo].value.data.topo = &lent;
+    ninfo++;
+  }
+  pmix_status_t st = PMIx_server_init(&module, info, ninfo);
   PMIX_INFO_DESTRUCT(&info[0]);
   PMIX_INFO_DESTRUCT(&info[1]);
   if (st != PMIX_SUCCESS) {
@@ -184,7 +232,15 @@ int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen) {
     return -1;
   }
   d->pmix_up = 1;
+  return 0;
+}
 
+/* The registration in flight (static: see op_wait_t) and its job info. */
+static op_wait_t reg_wait = OP_WAIT_INIT;
+static pmix_info_t reg_job[2];
+static int reg_job_set;
+
+int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen) {
   /* Node list and per-node rank lists ("0,1;2,3": generate_ppn does not
    * expand ranges in 4.2.2, so never pass "0-1"). */
   asr_buf_t nodes = {0}, ppn = {0};
@@ -204,7 +260,7 @@ int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen) {
   asr_buf_put(&nodes, "", 1);
   asr_buf_put(&ppn, "", 1);
   char *node_regex = NULL, *ppn_regex = NULL;
-  st = PMIx_generate_regex((char *)nodes.data, &node_regex);
+  pmix_status_t st = PMIx_generate_regex((char *)nodes.data, &node_regex);
   if (st == PMIX_SUCCESS) st = PMIx_generate_ppn((char *)ppn.data, &ppn_regex);
   asr_buf_free(&nodes);
   asr_buf_free(&ppn);
@@ -213,21 +269,36 @@ int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen) {
     free(node_regex);
     return -1;
   }
-  pmix_info_t job[2];
-  PMIX_INFO_LOAD(&job[0], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
-  PMIX_INFO_LOAD(&job[1], PMIX_PROC_MAP, ppn_regex, PMIX_REGEX);
+  PMIX_INFO_LOAD(&reg_job[0], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
+  PMIX_INFO_LOAD(&reg_job[1], PMIX_PROC_MAP, ppn_regex, PMIX_REGEX);
+  reg_job_set = 1;
   free(node_regex);
   free(ppn_regex);
-  op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-  st = PMIx_server_register_nspace(d->nspace, d->nlocal, job, 2, op_done, &w);
-  if (st == PMIX_SUCCESS)
-    st = op_wait(&w, 10000);
-  else if (st == PMIX_OPERATION_SUCCEEDED)
-    st = PMIX_SUCCESS;
-  PMIX_INFO_DESTRUCT(&job[0]);
-  PMIX_INFO_DESTRUCT(&job[1]);
+  /* The namespace and then every client, all at once: the library handles
+   * them in order on its thread, and one wait for all of them replaces a
+   * thread round trip per rank. (The info must live until the callback.) */
+  op_expect(&reg_wait);
+  op_started(&reg_wait, PMIx_server_register_nspace(d->nspace, d->nlocal, reg_job, 2, op_done, &reg_wait));
+  for (int i = 0; i < d->nlocal; i++) {
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, d->nspace, (pmix_rank_t)d->ranks[i].rank);
+    op_expect(&reg_wait);
+    op_started(&reg_wait,
+               PMIx_server_register_client(&proc, getuid(), getgid(), &d->ranks[i], op_done, &reg_wait));
+  }
+  return 0;
+}
+
+int asrd_pmix_register_wait(asrd_t *d, char *errbuf, size_t errlen) {
+  (void)d;
+  pmix_status_t st = op_wait(&reg_wait, 10000);
+  if (st == PMIX_SUCCESS && reg_job_set) {
+    PMIX_INFO_DESTRUCT(&reg_job[0]);
+    PMIX_INFO_DESTRUCT(&reg_job[1]);
+    reg_job_set = 0;
+  }
   if (st != PMIX_SUCCESS) {
-    snprintf(errbuf, errlen, "PMIx_server_register_nspace failed: %s", PMIx_Error_string(st));
+    snprintf(errbuf, errlen, "registering the job with PMIx failed: %s", PMIx_Error_string(st));
     return -1;
   }
   return 0;
@@ -236,18 +307,8 @@ int asrd_pmix_start(asrd_t *d, char *errbuf, size_t errlen) {
 int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env) {
   pmix_proc_t proc;
   PMIX_LOAD_PROCID(&proc, d->nspace, (pmix_rank_t)r->rank);
-  op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-  pmix_status_t st = PMIx_server_register_client(&proc, getuid(), getgid(), r, op_done, &w);
-  if (st == PMIX_SUCCESS)
-    st = op_wait(&w, 10000);
-  else if (st == PMIX_OPERATION_SUCCEEDED)
-    st = PMIX_SUCCESS;
-  if (st != PMIX_SUCCESS) {
-    asr_error("pmix", "register_client(rank %d): %s", r->rank, PMIx_Error_string(st));
-    return -1;
-  }
   /* env is a malloc'd NULL-terminated array; the library appends to it. */
-  st = PMIx_server_setup_fork(&proc, env);
+  pmix_status_t st = PMIx_server_setup_fork(&proc, env);
   if (st != PMIX_SUCCESS) {
     asr_error("pmix", "setup_fork(rank %d): %s", r->rank, PMIx_Error_string(st));
     return -1;
@@ -345,19 +406,16 @@ void asrd_pmix_stop(asrd_t *d) {
       free(ev->data);
       free(ev);
     }
-    /* static: a late callback after the bounded wait must not hit a dead frame */
-    static op_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-    PMIx_server_deregister_nspace(d->nspace, op_done, &w);
-    op_wait(&w, 2000);
-    /* libpmix 4.2.2 can crash (SIGSEGV) in PMIx_server_finalize when a client
-     * was lost while a fence it belonged to was pending: an abort, a failed
-     * or killed rank. asrd exits right after this, so then skip the library's
-     * teardown; our directory is removed below either way. */
-    int clean = 1;
-    for (int i = 0; i < d->nlocal; i++)
-      if (!d->ranks[i].exited || !WIFEXITED(d->ranks[i].status) || WEXITSTATUS(d->ranks[i].status) != 0)
-        clean = 0;
-    if (clean) PMIx_server_finalize();
+    /* A registration still in flight (the job failed to start) would create
+     * files in our directory: let it finish (bounded) before removing it. */
+    op_wait(&reg_wait, 2000);
+    /* No PMIx_server_deregister_nspace or PMIx_server_finalize: asrd exits
+     * right after this, every rank is gone, and the library's teardown would
+     * only free memory, stop its two threads and remove its files under our
+     * directory, which rm_tree does below. It cost about 1 ms per job (thread
+     * round trips), deregister can wedge when a registration went wrong, and
+     * finalize can crash (libpmix 4.2.2, SIGSEGV) when a client was lost
+     * while a fence it belonged to was pending. */
     d->pmix_up = 0;
   }
   if (d->tmpdir[0]) rm_tree(d->tmpdir);

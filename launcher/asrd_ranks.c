@@ -1,18 +1,29 @@
 /*
- * asrd_ranks.c -- the local ranks: environment, hwloc binding, fork/exec,
+ * asrd_ranks.c -- the local ranks: environment, hwloc binding, spawning,
  * output capture (whole lines only), stdin for rank 0, reaping and signals.
+ *
+ * Start-up cost matters here (asrrun -n N /bin/true is benchmarked against
+ * mpiexec): the environment common to every rank is built once, the hwloc
+ * topology is loaded once (and lent to the PMIx server), and ranks are started
+ * with clone(CLONE_VM) without waiting for their execve (see "spawning").
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
+#include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,7 +36,46 @@
 extern char **environ;
 
 static hwloc_topology_t topo;
-static int topo_loaded;
+static int topo_state; /* 0: not tried yet, 1: loaded, -1: failed */
+
+/* hwloc dlopens every plugin it finds at its first topology_init: on Debian
+ * that is OpenCL, X11 (gl), libxml2 with ICU, and PCI, most of its start-up
+ * time. Nothing here needs them (no I/O objects, no XML export), so they stay
+ * out while we load; the variable is put back as it was, so the ranks see
+ * hwloc as the user configured it. */
+#define PLUGINS_BLACKLIST \
+  "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
+
+void *asrd_ranks_topology(void) {
+  if (topo_state == 0) {
+    /* first called before PMIx's threads exist: setenv is safe */
+    int set = !getenv("HWLOC_PLUGINS_BLACKLIST");
+    if (set) setenv("HWLOC_PLUGINS_BLACKLIST", PLUGINS_BLACKLIST, 1);
+    topo_state = -1;
+    if (hwloc_topology_init(&topo) == 0) {
+#if HWLOC_API_VERSION >= 0x00020800
+      /* neither binding nor the PMIx server reads these: skip their discovery */
+      hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
+                                         HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
+#endif
+      /* nor these (binding is to cores, NUMA nodes or packages) */
+      hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+      hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+#if defined(__linux__) && HWLOC_API_VERSION >= 0x00020100
+      /* On Linux the sysfs backend finds packages, cores, caches and NUMA
+       * nodes by itself; the x86 (cpuid) backend on top of it only annotates,
+       * and doubled the load time (2.6 -> 1.3 ms here). */
+      hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+#endif
+      if (hwloc_topology_load(topo) == 0)
+        topo_state = 1;
+      else
+        hwloc_topology_destroy(topo);
+    }
+    if (set) unsetenv("HWLOC_PLUGINS_BLACKLIST");
+  }
+  return topo_state == 1 ? topo : NULL;
+}
 
 static hwloc_obj_type_t bind_type(int bind_to) {
   switch (bind_to) {
@@ -47,11 +97,7 @@ static const char *bind_name(int bind_to) {
 
 /* The cpuset for local rank `local` (round robin over the objects), or NULL. */
 static hwloc_const_cpuset_t pick_cpuset(int bind_to, int local, int *obj_index) {
-  if (bind_to == ASR_BIND_NONE) return NULL;
-  if (!topo_loaded) {
-    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) return NULL;
-    topo_loaded = 1;
-  }
+  if (bind_to == ASR_BIND_NONE || !asrd_ranks_topology()) return NULL;
   int n = hwloc_get_nbobjs_by_type(topo, bind_type(bind_to));
   if (n <= 0) { /* e.g. no NUMA objects: fall back to the whole machine */
     *obj_index = 0;
@@ -67,13 +113,17 @@ static int env_has_prefix(const char *e, const char *name) {
   return strncmp(e, name, n) == 0 && e[n] == '=';
 }
 
-/* Builds the rank's environment: ours, minus what we set, plus the ASR_*
- * variables, the -x list, and (by the caller) PMIx's. */
-static char **build_env(asrd_t *d, asrd_rank_t *r) {
+/* The environment every local rank shares, built once per job: ours minus
+ * what we set, the ASR_* variables, the -x list. The slots of the three
+ * per-rank variables are NULL here and filled in by rank_env. */
+static char **base_env;
+static size_t nbase, slot_rank, slot_lnc, slot_local;
+
+static int build_base_env(asrd_t *d) {
   size_t n = 0;
   while (environ[n]) n++;
-  char **env = calloc(n + (size_t)d->nenv + 32, sizeof *env);
-  if (!env) return NULL;
+  base_env = calloc(n + (size_t)d->nenv + 32, sizeof *base_env);
+  if (!base_env) return -1;
   size_t k = 0;
   static const char *const ours[] = {"ASR_RANK",       "ASR_SIZE",
                                      "ASR_LNC",        "ASR_LOCAL_RANK",
@@ -86,18 +136,18 @@ static char **build_env(asrd_t *d, asrd_rank_t *r) {
     int skip = strncmp(environ[i], "PMIX_", 5) == 0;
     for (int j = 0; ours[j] && !skip; j++) skip = env_has_prefix(environ[i], ours[j]);
     for (int j = 0; j < d->nenv && !skip; j++) skip = env_has_prefix(environ[i], d->env_names[j]);
-    if (!skip) env[k++] = strdup(environ[i]);
+    if (!skip) base_env[k++] = environ[i]; /* borrowed: copied per rank */
   }
   char tmp[1200];
 #define SETENV(fmt, ...)                         \
   do {                                           \
     snprintf(tmp, sizeof tmp, fmt, __VA_ARGS__); \
-    env[k++] = strdup(tmp);                      \
+    base_env[k++] = strdup(tmp);                 \
   } while (0)
-  SETENV("ASR_RANK=%d", r->rank);
+  slot_rank = k++;
   SETENV("ASR_SIZE=%d", d->nranks);
-  SETENV("ASR_LNC=%d", r->lnc);
-  SETENV("ASR_LOCAL_RANK=%d", r->local);
+  slot_lnc = k++;
+  slot_local = k++;
   SETENV("ASR_LOCAL_SIZE=%d", d->nlocal);
   SETENV("ASR_BOOTSTRAP_PORT=%d", d->port);
   SETENV("ASR_JOB_SECRET=%s", d->secret_hex);
@@ -109,7 +159,39 @@ static char **build_env(asrd_t *d, asrd_rank_t *r) {
   if (d->if_addr && *d->if_addr) SETENV("ASR_IF_ADDR=%s", d->if_addr);
   for (int j = 0; j < d->nenv; j++) SETENV("%s=%s", d->env_names[j], d->env_values[j]);
 #undef SETENV
-  env[k] = NULL;
+  nbase = k;
+  return 0;
+}
+
+static void free_base_env(void) {
+  for (size_t i = slot_rank; i < nbase; i++) free(base_env[i]); /* the rest is environ's */
+  free(base_env);
+  base_env = NULL;
+  nbase = 0;
+}
+
+/* Rank r's environment: a malloc'd copy of every string, as PMIx's
+ * setup_fork may replace or append entries (and frees what it replaces). */
+static char **rank_env(asrd_rank_t *r) {
+  char **env = calloc(nbase + 1, sizeof *env);
+  if (!env) return NULL;
+  for (size_t i = 0; i < nbase; i++) {
+    int rc = 0;
+    if (i == slot_rank)
+      rc = asprintf(&env[i], "ASR_RANK=%d", r->rank);
+    else if (i == slot_lnc)
+      rc = asprintf(&env[i], "ASR_LNC=%d", r->lnc);
+    else if (i == slot_local)
+      rc = asprintf(&env[i], "ASR_LOCAL_RANK=%d", r->local);
+    else
+      env[i] = base_env[i] ? strdup(base_env[i]) : NULL;
+    if (rc < 0) env[i] = NULL;
+    if (!env[i]) {
+      for (size_t j = 0; j < i; j++) free(env[j]);
+      free(env);
+      return NULL;
+    }
+  }
   return env;
 }
 
@@ -125,10 +207,226 @@ static int pipe_nb(int p[2]) {
   return 0;
 }
 
-/* Forks one rank. Its stdout/stderr go to pipes we read; rank 0's stdin is a
- * pipe fed from asrrun, everyone else's is /dev/null. */
-static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
-  char **env = build_env(d, r);
+/* --- spawning ---------------------------------------------------------------------- */
+
+/*
+ * Ranks are started with clone(CLONE_VM): the child runs on our memory, so
+ * nothing is copied (fork would copy this daemon's page tables for every
+ * rank), and, unlike vfork, we do not wait for its execve before starting the
+ * next one (waiting cost about 1 ms a rank on a 2-vCPU VM: cross-CPU wake-ups
+ * while the CPUs idle, twice the time of the whole spawn). The price: until
+ * its execve the child shares our memory while our threads keep running, so
+ * it makes raw system calls only (in libc, errno and every lock live in
+ * memory we are using), reads only its slot and writes only its results
+ * there. The kernel zeroes slot->tid once the child has exec'd or exited
+ * (CLONE_CHILD_CLEARTID); only then is the slot (stack, environment) reused.
+ * Where raw system calls are not written out below, the child is a vfork
+ * child instead (CLONE_VFORK: we wait for its execve) using libc.
+ */
+#if defined(__x86_64__)
+#define SPAWN_RAW 1
+static inline __attribute__((always_inline)) long raw_sys(long n, long a, long b, long c, long d) {
+  register long r10 __asm__("r10") = d;
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return ret;
+}
+#elif defined(__aarch64__)
+#define SPAWN_RAW 1
+static inline __attribute__((always_inline)) long raw_sys(long n, long a, long b, long c, long d) {
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory", "cc");
+  return x0;
+}
+#else
+#define SPAWN_RAW 0
+static long raw_sys(long n, long a, long b, long c, long d) {
+  long r = syscall(n, a, b, c, d);
+  return r == -1 ? -errno : r;
+}
+#endif
+
+#if SPAWN_RAW
+/* The kernel's struct sigaction on x86_64 and aarch64; all zero is SIG_DFL. */
+struct ksigaction {
+  void *handler;
+  unsigned long flags;
+  void *restorer;
+  unsigned long mask;
+};
+static const struct ksigaction ksig_default;
+static const unsigned long ksig_empty; /* an empty signal mask */
+#endif
+
+#define SPAWN_SLOTS 32          /* children between clone and execve at once */
+#define SPAWN_STACK (32 * 1024) /* the child's stack: a few system calls */
+
+typedef struct {
+  volatile pid_t tid; /* nonzero until the child has exec'd or exited */
+  char *stack;
+  /* read by the child */
+  const char *path; /* the program, searched in PATH (NULL: not found) */
+  char *const *argv, *const *sh_argv, *const *envp;
+  int fds[3]; /* become its 0, 1, 2 */
+  cpu_set_t cpus;
+  int bind;
+  pid_t parent;
+  /* written by the child */
+  int bind_err, exec_err;
+  /* ours: what to finish once the child is past its execve */
+  asrd_rank_t *rank;
+  char **env;
+  int err_w; /* our copy of its stderr, for our messages about it */
+} spawn_slot_t;
+
+static spawn_slot_t *slots;
+static int devnull = -1; /* every rank's stdin but rank 0's */
+static char *slot_stacks;
+static int handled_sigs[_NSIG], nhandled_sigs;
+static const char **job_argv, **job_sh_argv;
+static char job_path[4096];
+static int job_path_found;
+
+/* The child. Everything it uses is in *s or constant; see above. No
+ * sanitizer instruments it: its stack is none they know, and their runtimes
+ * keep per-thread state in memory it shares with us. */
+__attribute__((no_sanitize("address", "undefined", "thread"))) static int spawn_child(void *arg) {
+  spawn_slot_t *s = arg;
+  raw_sys(SYS_setpgid, 0, 0, 0, 0); /* its own group: a signal reaches whatever it starts */
+  /* If asrd dies (even by SIGKILL) its ranks must not outlive it. */
+  raw_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+  if (raw_sys(SYS_getppid, 0, 0, 0, 0) != s->parent) raw_sys(SYS_exit_group, 127, 0, 0, 0);
+  /* Every signal is blocked (we blocked them around clone) until the execve,
+   * and none of our handlers may ever run here, on our memory. */
+  for (int i = 0; i < nhandled_sigs; i++) {
+#if SPAWN_RAW
+    raw_sys(SYS_rt_sigaction, handled_sigs[i], (long)&ksig_default, 0, sizeof ksig_empty);
+#else
+    signal(handled_sigs[i], SIG_DFL);
+#endif
+  }
+#if SPAWN_RAW
+  raw_sys(SYS_rt_sigaction, SIGPIPE, (long)&ksig_default, 0, sizeof ksig_empty);
+#else
+  signal(SIGPIPE, SIG_DFL);
+#endif
+  for (int i = 0; i < 3; i++) {
+    if (s->fds[i] != i)
+      raw_sys(SYS_dup3, s->fds[i], i, 0, 0);
+    else
+      raw_sys(SYS_fcntl, i, F_SETFD, 0, 0); /* keep it across the execve */
+  }
+  if (s->bind) {
+    long rc = raw_sys(SYS_sched_setaffinity, 0, sizeof s->cpus, (long)&s->cpus, 0);
+    if (rc < 0) s->bind_err = (int)-rc;
+  }
+#if SPAWN_RAW
+  raw_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&ksig_empty, 0, sizeof ksig_empty);
+#else
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+#endif
+  long rc = -ENOENT;
+  if (s->path) {
+    rc = raw_sys(SYS_execve, (long)s->path, (long)s->argv, (long)s->envp, 0);
+    /* execvp's rule: a file the kernel cannot run is a shell script */
+    if (rc == -ENOEXEC) rc = raw_sys(SYS_execve, (long)s->sh_argv[0], (long)s->sh_argv, (long)s->envp, 0);
+  }
+  s->exec_err = (int)-rc;
+  raw_sys(SYS_exit_group, 127, 0, 0, 0);
+  return 127;
+}
+
+/* execvpe's search of PATH (ours, as execvpe used), done once per job. */
+static void find_program(const char *prog) {
+  job_path_found = 0;
+  if (strchr(prog, '/')) {
+    job_path_found = snprintf(job_path, sizeof job_path, "%s", prog) < (int)sizeof job_path;
+    return;
+  }
+  const char *path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin"; /* glibc's default */
+  for (const char *p = path;; p++) {
+    const char *end = strchr(p, ':');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    int k = snprintf(job_path, sizeof job_path, "%.*s%s%s", (int)n, p, n ? "/" : "", prog);
+    struct stat st;
+    if (k < (int)sizeof job_path && stat(job_path, &st) == 0 && S_ISREG(st.st_mode) &&
+        access(job_path, X_OK) == 0) {
+      job_path_found = 1;
+      return;
+    }
+    if (!end) return;
+    p = end;
+  }
+}
+
+static void spawn_cleanup(void) {
+  if (slot_stacks) munmap(slot_stacks, (size_t)SPAWN_SLOTS * SPAWN_STACK);
+  slot_stacks = NULL;
+  free(slots);
+  slots = NULL;
+  free(job_argv);
+  free(job_sh_argv);
+  job_argv = job_sh_argv = NULL;
+}
+
+/* Once per job: the slots and their stacks, argv (the same for every rank),
+ * the program's path, and which signals have a handler here. */
+static int spawn_prepare(asrd_t *d) {
+  slots = calloc(SPAWN_SLOTS, sizeof *slots);
+  job_argv = calloc((size_t)d->nargs + 2, sizeof *job_argv);
+  job_sh_argv = calloc((size_t)d->nargs + 3, sizeof *job_sh_argv);
+  void *st = mmap(NULL, (size_t)SPAWN_SLOTS * SPAWN_STACK, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (!slots || !job_argv || !job_sh_argv || st == MAP_FAILED) {
+    if (st != MAP_FAILED) munmap(st, (size_t)SPAWN_SLOTS * SPAWN_STACK);
+    spawn_cleanup();
+    return -1;
+  }
+  slot_stacks = st;
+  for (int i = 0; i < SPAWN_SLOTS; i++) slots[i].stack = slot_stacks + (size_t)i * SPAWN_STACK;
+  find_program(d->program);
+  job_argv[0] = d->program;
+  job_sh_argv[0] = "/bin/sh";
+  job_sh_argv[1] = job_path;
+  for (int i = 0; i < d->nargs; i++) job_argv[i + 1] = job_sh_argv[i + 2] = d->args[i];
+  nhandled_sigs = 0;
+  for (int sig = 1; sig < _NSIG; sig++) {
+    struct sigaction sa;
+    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0) continue;
+    if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) handled_sigs[nhandled_sigs++] = sig;
+  }
+  return 0;
+}
+
+/* Waits until the slot's child is past its execve, writes what went wrong
+ * to the rank's stderr as if the child had, and frees the slot. */
+static void spawn_finish(asrd_t *d, spawn_slot_t *s) {
+  if (!s->rank) return;
+  pid_t t;
+  while ((t = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE)) != 0)
+    syscall(SYS_futex, &s->tid, FUTEX_WAIT, t, NULL, NULL, 0);
+  if (s->bind_err)
+    dprintf(s->err_w, "asrrun: warning: cannot bind rank %d: %s\n", s->rank->rank, strerror(s->bind_err));
+  if (s->exec_err)
+    dprintf(s->err_w, "asrrun: cannot execute '%s' on host %s: %s\n", d->program, d->hostname,
+            strerror(s->exec_err));
+  close(s->err_w);
+  free_env(s->env);
+  s->env = NULL;
+  s->rank = NULL;
+}
+
+/* Starts one rank in slot s. Its stdout/stderr go to pipes we read; rank 0's
+ * stdin is a pipe fed from asrrun, everyone else's is /dev/null. */
+static int start_rank(asrd_t *d, asrd_rank_t *r, spawn_slot_t *s, char *errbuf, size_t errlen) {
+  char **env = rank_env(r);
   if (!env || asrd_pmix_setup_rank(d, r, &env) != 0) {
     free_env(env);
     snprintf(errbuf, errlen, "cannot prepare the environment of rank %d", r->rank);
@@ -152,64 +450,84 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
                            r->rank, d->hostname, r->lnc, bind_name(d->bind_to), obj, cpus);
     asrd_send_output(d, r->rank, 2, line, (size_t)n);
   }
-  const char **argv = calloc((size_t)d->nargs + 2, sizeof *argv);
-  argv[0] = d->program;
-  for (int i = 0; i < d->nargs; i++) argv[i + 1] = d->args[i];
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0); /* its own group: a signal reaches whatever it started too */
-    /* If asrd dies (even by SIGKILL) its ranks must not outlive it. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    dup2(op[1], 1);
-    dup2(ep[1], 2);
-    if (ip[0] >= 0) {
-      dup2(ip[0], 0);
-    } else {
-      int nul = open("/dev/null", O_RDONLY);
-      if (nul >= 0) dup2(nul, 0);
-    }
-    if (set && hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0)
-      fprintf(stderr, "asrrun: warning: cannot bind rank %d: %s\n", r->rank, strerror(errno));
-    execvpe(d->program, (char *const *)argv, env);
-    fprintf(stderr, "asrrun: cannot execute '%s' on host %s: %s\n", d->program, d->hostname, strerror(errno));
-    _exit(127);
-  }
-  free(argv);
-  free_env(env);
+  s->path = job_path_found ? job_path : NULL;
+  s->argv = (char *const *)job_argv;
+  s->sh_argv = (char *const *)job_sh_argv;
+  s->envp = env;
+  s->fds[0] = ip[0] >= 0 ? ip[0] : devnull;
+  s->fds[1] = op[1];
+  s->fds[2] = ep[1];
+  /* The child is single-threaded: binding it is sched_setaffinity, which is
+   * what hwloc_set_cpubind(HWLOC_CPUBIND_PROCESS) does for each thread. */
+  s->bind = set && hwloc_cpuset_to_glibc_sched_affinity(topo, set, &s->cpus, sizeof s->cpus) == 0;
+  s->parent = getpid();
+  s->bind_err = s->exec_err = 0;
+  s->tid = 1;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = clone(spawn_child, s->stack + SPAWN_STACK,
+                    CLONE_VM | CLONE_CHILD_CLEARTID | SIGCHLD | (SPAWN_RAW ? 0 : CLONE_VFORK), s, NULL, NULL,
+                    &s->tid);
+  int clone_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* The child has its own copies of these (or has already exec'd). */
   close(op[1]);
-  close(ep[1]);
   if (ip[0] >= 0) close(ip[0]);
   if (pid < 0) {
+    s->tid = 0;
+    free_env(env);
     close(op[0]);
     close(ep[0]);
+    close(ep[1]);
     if (ip[1] >= 0) close(ip[1]);
-    snprintf(errbuf, errlen, "fork: %s", strerror(errno));
+    snprintf(errbuf, errlen, "clone: %s", strerror(clone_errno));
     return -1;
   }
-  setpgid(pid, pid);
+  s->rank = r;
+  s->env = env;
+  s->err_w = ep[1];
   r->pid = pid;
   r->out_fd = op[0];
   r->err_fd = ep[0];
   r->in_fd = ip[1];
   if (r->in_fd >= 0) fcntl(r->in_fd, F_SETFL, O_NONBLOCK);
-  asrd_watch(d, r->out_fd, EPOLLIN);
-  asrd_watch(d, r->err_fd, EPOLLIN);
+  asrd_watch_new(d, r->out_fd, EPOLLIN);
+  asrd_watch_new(d, r->err_fd, EPOLLIN);
   d->nalive++;
   return 0;
 }
 
-int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen) {
+int asrd_ranks_prepare(asrd_t *d, char *errbuf, size_t errlen) {
   for (int i = 0; i < d->nlocal; i++) {
     d->ranks[i].out_fd = d->ranks[i].err_fd = d->ranks[i].in_fd = -1;
   }
-  for (int i = 0; i < d->nlocal; i++)
-    if (start_rank(d, &d->ranks[i], errbuf, errlen) != 0) return -1;
+  if (d->nlocal == 0) return 0;
+  devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0 || build_base_env(d) != 0 || spawn_prepare(d) != 0) {
+    snprintf(errbuf, errlen, "cannot prepare the ranks: %s", strerror(errno));
+    if (devnull >= 0) close(devnull);
+    devnull = -1;
+    free_base_env();
+    return -1;
+  }
   return 0;
+}
+
+int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen) {
+  if (d->nlocal == 0) return 0;
+  int rc = 0;
+  for (int i = 0; i < d->nlocal && rc == 0; i++) {
+    spawn_slot_t *s = &slots[i % SPAWN_SLOTS];
+    spawn_finish(d, s); /* the slot's previous child, if it is still before its execve */
+    rc = start_rank(d, &d->ranks[i], s, errbuf, errlen);
+  }
+  for (int i = 0; i < SPAWN_SLOTS; i++) spawn_finish(d, &slots[i]);
+  spawn_cleanup();
+  close(devnull);
+  devnull = -1;
+  free_base_env();
+  return rc;
 }
 
 /* Sends every whole line in part (and, at EOF, the remainder). */
@@ -303,7 +621,7 @@ static void report_exits(asrd_t *d) {
     asr_buf_t b = {0};
     asr_buf_put_u32(&b, (uint32_t)r->rank);
     asr_buf_put_u32(&b, (uint32_t)r->status);
-    asr_ctl_send(&d->ctl, ASR_CTL_EXIT, &b);
+    asr_ctl_queue(&d->ctl, ASR_CTL_EXIT, &b); /* the main loop flushes */
     asr_buf_free(&b);
     r->exit_sent = 1;
   }

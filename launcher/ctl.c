@@ -117,7 +117,7 @@ int asr_ctl_flush(asr_ctl_conn_t *c) {
   return 0;
 }
 
-int asr_ctl_send(asr_ctl_conn_t *c, int type, const asr_buf_t *payload) {
+int asr_ctl_queue(asr_ctl_conn_t *c, int type, const asr_buf_t *payload) {
   if (c->closed) return ASR_ECONNRESET;
   size_t len = payload ? payload->len - payload->off : 0;
   if (len > ASR_CTL_MAX_PAYLOAD) return ASR_ETOOBIG;
@@ -131,7 +131,12 @@ int asr_ctl_send(asr_ctl_conn_t *c, int type, const asr_buf_t *payload) {
   if (asr_buf_put(&c->out, hdr, sizeof hdr) ||
       (len && asr_buf_put(&c->out, payload->data + payload->off, len)))
     return ASR_ENOMEM;
-  return asr_ctl_flush(c);
+  return 0;
+}
+
+int asr_ctl_send(asr_ctl_conn_t *c, int type, const asr_buf_t *payload) {
+  int rc = asr_ctl_queue(c, type, payload);
+  return rc ? rc : asr_ctl_flush(c);
 }
 
 int asr_ctl_read(asr_ctl_conn_t *c, asr_ctl_msg_fn on_msg, void *arg) {

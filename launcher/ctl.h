@@ -35,7 +35,7 @@ typedef enum {
   ASR_CTL_KILL,       /* asrrun -> asrd: signal every local rank */
   ASR_CTL_STDIN,      /* asrrun -> asrd: bytes for rank 0's stdin; empty = EOF */
   ASR_CTL_ERROR,      /* either way: a fatal error message */
-  ASR_CTL_DONE,       /* asrd -> asrrun: all local ranks exited, output flushed */
+  ASR_CTL_DONE,       /* asrd -> asrrun: all local ranks exited, output flushed (one host: it exits) */
   ASR_CTL_SHUTDOWN,   /* asrrun -> asrd: exit now */
   ASR_CTL_HEARTBEAT,  /* either way, every second: "still here" (empty) */
   ASR_CTL__COUNT
@@ -79,6 +79,11 @@ typedef struct {
 
 /* Queues a message (header + payload) on c->out and tries to write it. */
 int asr_ctl_send(asr_ctl_conn_t *c, int type, const asr_buf_t *payload);
+
+/* Only queues it: the caller flushes (asr_ctl_flush) once it has queued a
+ * batch, so many small messages (one per output line or rank exit) leave in
+ * one write. */
+int asr_ctl_queue(asr_ctl_conn_t *c, int type, const asr_buf_t *payload);
 
 /* Writes as much of c->out as the socket takes. Returns 0, or ASR_ECONNRESET. */
 int asr_ctl_flush(asr_ctl_conn_t *c);

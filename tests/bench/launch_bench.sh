@@ -35,6 +35,8 @@
 # runs of each such cell hung or failed.
 # Wall times on a shared machine swing with other sessions' load (the kernel's
 # autogroup shares the CPUs per session); compare columns of one row, not runs.
+# The load average (1, 5, 15 min) at the start and end of each part is printed
+# with its results, so a table can be judged by the load it ran under.
 #
 # Part 2, reliability: `asrrun -n REL_N /bin/true` REL_RUNS times in a row
 # (128 and 100), each under `timeout -k 5 TIMEOUT`, counting hangs and
@@ -181,6 +183,10 @@ timed() {
   fi
 }
 
+loadavg() { # "1-min 5-min 15-min", or '?'
+  if [ -r /proc/loadavg ]; then cut -d' ' -f1-3 /proc/loadavg; else echo '?'; fi
+}
+
 median() { # of the numbers on stdin ('' if none)
   sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) printf "%.3f", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
@@ -220,6 +226,7 @@ if command -v mpiexec.mpich >/dev/null 2>&1; then
 fi
 
 # --- part 1: the table -----------------------------------------------------------
+LOAD_T0=$(loadavg)
 declare -A SKIP CELL
 for n in $NS; do
   for ((rep = 1; rep <= REPS; rep++)); do
@@ -300,12 +307,14 @@ for n in $NS; do
     "${CELL[mpich_true.$n]}" "${CELL[mpich_ib.$n]}" "$rt" "$ri"
 done
 echo "(asr/MPI: asrrun's median over the faster of Open MPI and MPICH; < 1 means asrrun is faster)"
+echo "(load average 1/5/15 min: $LOAD_T0 at the start, $(loadavg) at the end)"
 for note in "${NOTES[@]+"${NOTES[@]}"}"; do echo "note: $note"; done
 
 # --- part 2: reliability -------------------------------------------------------
 echo
 REL=$WORK/reliability # lines: status seconds
 : >"$REL"
+LOAD_R0=$(loadavg)
 for ((i = 1; i <= REL_RUNS; i++)); do
   timed "$WORK/rel.$i.log" "$ASRRUN" -n "$REL_N" /bin/true
   echo "$ST $T" >>"$REL"
@@ -322,6 +331,7 @@ med=$(awk '$1 != "hang" { print $2 }' "$REL" | median)
 max=$(awk '$1 != "hang" { print $2 }' "$REL" | sort -g | tail -n 1)
 [ -n "$max" ] && max=$(awk -v m="$max" 'BEGIN { printf "%.3f", m }')
 echo "$REL_RUNS runs of asrrun -n $REL_N /bin/true: $hangs hangs, $fails failures, median ${med:--} s, max ${max:--} s"
+echo "(load average 1/5/15 min: $LOAD_R0 at the start, $(loadavg) at the end)"
 ASR_BAD=$((ASR_BAD + hangs + fails))
 
 if [ "$ASR_BAD" -gt 0 ]; then
