@@ -262,6 +262,15 @@ static const struct ksigaction ksig_default;
 static const unsigned long ksig_empty; /* an empty signal mask */
 #endif
 
+/* TSan's runtime cannot run a CLONE_VM child on our memory (its shadow state
+ * is shared with us): the TSan build forks each rank instead, and the child
+ * reports an exec failure itself. */
+#if defined(__SANITIZE_THREAD__)
+#define SPAWN_FORK 1
+#else
+#define SPAWN_FORK 0
+#endif
+
 #define SPAWN_SLOTS 32          /* children between clone and execve at once */
 #define SPAWN_STACK (32 * 1024) /* the child's stack: a few system calls */
 
@@ -277,6 +286,7 @@ typedef struct {
   pid_t parent;
   /* written by the child */
   int bind_err, exec_err;
+  const char *program, *hostname; /* for the SPAWN_FORK child's message */
   /* ours: what to finish once the child is past its execve */
   asrd_rank_t *rank;
   char **env;
@@ -338,6 +348,10 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) static int spawn_
     if (rc == -ENOEXEC) rc = raw_sys(SYS_execve, (long)s->sh_argv[0], (long)s->sh_argv, (long)s->envp, 0);
   }
   s->exec_err = (int)-rc;
+#if SPAWN_FORK
+  /* our own copy of memory: libc is usable, and nobody reads s->exec_err */
+  dprintf(2, "asrrun: cannot execute '%s' on host %s: %s\n", s->program, s->hostname, strerror(s->exec_err));
+#endif
   raw_sys(SYS_exit_group, 127, 0, 0, 0);
   return 127;
 }
@@ -466,10 +480,19 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, spawn_slot_t *s, char *errbuf, 
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  s->program = d->program;
+  s->hostname = d->hostname;
+#if SPAWN_FORK
+  pid_t pid = fork();
+  if (pid == 0) spawn_child(s);
+  int clone_errno = errno;
+  s->tid = 0; /* nothing of the child's is in our memory */
+#else
   pid_t pid = clone(spawn_child, s->stack + SPAWN_STACK,
                     CLONE_VM | CLONE_CHILD_CLEARTID | SIGCHLD | (SPAWN_RAW ? 0 : CLONE_VFORK), s, NULL, NULL,
                     &s->tid);
   int clone_errno = errno;
+#endif
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   /* The child has its own copies of these (or has already exec'd). */
   close(op[1]);

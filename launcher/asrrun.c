@@ -388,6 +388,21 @@ static void daemon_reaped(int h, int st) {
     for (int i = 0; i < daemons[h].npgids; i++) kill(-daemons[h].pgids[i], SIGKILL);
 }
 
+static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len);
+
+/* Reads whatever a daemon that has exited left in its control socket. */
+static void drain_daemon(daemon_t *d) {
+  while (!d->gone) {
+    int r = asr_ctl_read(&d->conn, on_msg, d);
+    if (r) {
+      d->gone = 1;
+      epoll_ctl(epfd, EPOLL_CTL_DEL, d->conn.fd, NULL);
+    } else {
+      break; /* nothing more to read now */
+    }
+  }
+}
+
 static void on_signal(void) {
   struct signalfd_siginfo si;
   while (read(sigfd, &si, sizeof si) == sizeof si) {
@@ -399,6 +414,9 @@ static void on_signal(void) {
         for (int h = 0; h < map.nhosts; h++)
           if (daemons[h].pid == pid) {
             daemon_reaped(h, st);
+            /* A daemon's last messages (DONE among them) may still sit in
+             * its socket when its exit is reported: read them first. */
+            if (!daemons[h].done && daemons[h].conn.fd >= 0 && !daemons[h].gone) drain_daemon(&daemons[h]);
             if (daemons[h].done || exit_code >= 0) continue;
             if (!daemons[h].local && !daemons[h].hello && cfg.launcher == ASR_LAUNCHER_SLURM)
               abort_job(EXIT_LAUNCH,
