@@ -15,7 +15,7 @@ EXTRA_DIST += conf/job-example.yaml
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
 launcher_asrrun_SOURCES = launcher/asrrun.c launcher/launch.h \
-	launcher/launch_local.c launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_pick.c
+	launcher/launch_local.c launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c launcher/launch_pick.c
 launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 

@@ -38,6 +38,11 @@ extern const asr_launch_ops_t asr_launch_slurm;
  * each malloc'd) or -1 with errbuf set for an unbalanced quote or no words. */
 int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_t errlen);
 
+/* launch_agent.c: forks and execs argv (searched in PATH) in its own process
+ * group, dying with asrrun, with "ASR_JOB_SECRET=<hex>" on its stdin.
+ * Returns its pid, or -1 with errbuf set. */
+pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *errbuf, size_t errlen);
+
 /* launch_pick.c: which backend starts the daemon of host (local for
  * --launcher local and for this host itself, else rsh). */
 int asr_launch_host_is_local(const char *host, const char *local_hostname);

@@ -9,21 +9,14 @@
  * after the host must mean the same to both: words with shell metacharacters
  * are refused with a message instead of being quoted for one of them.
  *
- * The job secret goes to the agent's stdin (ssh forwards it), never into the
- * command line that every user on both hosts can read in /proc. The agent
- * runs in its own process group, so a Ctrl-C at the terminal reaches asrrun
- * (which forwards it) rather than killing ssh under it, and it dies with
- * asrrun (PR_SET_PDEATHSIG), which breaks the remote daemon's connection.
+ * The agent is started by asr_launch_spawn_agent (launch_agent.c): own
+ * process group, dies with asrrun, the secret on its stdin.
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -94,36 +87,13 @@ static pid_t rsh_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) 
       goto out;
     }
   const char **argv = calloc((size_t)(n + ntail + 1), sizeof *argv);
-  int p[2];
-  if (!argv || pipe2(p, O_CLOEXEC) != 0) {
-    snprintf(errbuf, errlen, "cannot start the launch agent: %s", strerror(errno));
-    free(argv);
+  if (!argv) {
+    snprintf(errbuf, errlen, "cannot start the launch agent: out of memory");
     goto out;
   }
   for (int i = 0; i < n; i++) argv[i] = words[i];
   for (int i = 0; i < ntail; i++) argv[n + i] = tail[i];
-  pid_t parent = getpid();
-  pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(1); /* asrrun died before the prctl */
-    dup2(p[0], 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execvp(argv[0], (char *const *)argv);
-    fprintf(stderr, "asrrun: cannot execute the launch agent '%s': %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  close(p[0]);
-  if (pid < 0) {
-    snprintf(errbuf, errlen, "fork: %s", strerror(errno));
-  } else {
-    setpgid(pid, pid); /* also here: no window in which a terminal signal reaches it */
-    dprintf(p[1], "ASR_JOB_SECRET=%s\n", a->secret_hex);
-  }
-  close(p[1]);
+  pid = asr_launch_spawn_agent((char *const *)argv, a->secret_hex, errbuf, errlen);
   free(argv);
 out:
   for (int i = 0; i < n; i++) free(words[i]);

@@ -20,13 +20,9 @@
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -53,37 +49,9 @@ static pid_t slurm_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
                         "--hostname",
                         a->host,
                         NULL};
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) {
-    snprintf(errbuf, errlen, "pipe: %s", strerror(errno));
-    return -1;
-  }
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* Own process group: a Ctrl-C reaches asrrun, which forwards it; srun
-     * would otherwise cancel the step on its own. */
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(1);
-    dup2(p[0], 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execvp(argv[0], (char *const *)argv);
-    fprintf(stderr, "asrrun: cannot execute %s: %s (is Slurm's srun on PATH?)\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  close(p[0]);
-  if (pid < 0) {
-    close(p[1]);
-    snprintf(errbuf, errlen, "fork: %s", strerror(errno));
-    return -1;
-  }
-  setpgid(pid, pid);
-  dprintf(p[1], "ASR_JOB_SECRET=%s\n", a->secret_hex);
-  close(p[1]);
-  return pid;
+  /* own process group: a Ctrl-C reaches asrrun, which forwards it; srun
+   * would otherwise cancel the step on its own */
+  return asr_launch_spawn_agent((char *const *)argv, a->secret_hex, errbuf, errlen);
 }
 
 const asr_launch_ops_t asr_launch_slurm = {"slurm", slurm_start};
