@@ -38,7 +38,6 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   c->peer_lnc = peer_lnc;
   snprintf(c->peer_ip, sizeof c->peer_ip, "%s", peer_ip);
   atomic_init(&c->status, ASR_COMM_START_INIT);
-  pthread_mutex_init(&c->free_mutex, NULL);
   pthread_mutex_init(&c->stash_mutex, NULL);
   pthread_mutex_init(&c->mr_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */
@@ -56,9 +55,11 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
 void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
   (void)endpoint_closed;
   if (c->kv_req) asr_kv_req_free(c->kv_req);
-  for (size_t i = 0; i < c->nmr; i++) asr__ofi_mr_dereg(c->mrs[i].mr);
-  free(c->mrs);
-  pthread_mutex_destroy(&c->free_mutex);
+  for (asr_mr_entry_t *e = atomic_load(&c->mrs), *n; e; e = n) {
+    n = e->next;
+    asr__ofi_mr_dereg(e->mr);
+    free(e);
+  }
   pthread_mutex_destroy(&c->stash_mutex);
   pthread_mutex_destroy(&c->mr_mutex);
   free(c);
@@ -140,39 +141,22 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
   }
 }
 
-/* --- MR cache (seed: mhandle_cache keyed by (va, comm), never evicted) ----- */
-
-int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, struct fid_mr **mr) {
-  int found = 0;
-  pthread_mutex_lock(&c->mr_mutex);
-  for (size_t i = 0; i < c->nmr; i++)
-    if (c->mrs[i].va == (uintptr_t)va && c->mrs[i].len >= need) {
-      *mr = c->mrs[i].mr;
-      found = 1;
-      break;
-    }
-  pthread_mutex_unlock(&c->mr_mutex);
-  return found;
-}
+/* --- MR cache (seed: mhandle_cache keyed by (va, comm), never evicted) -----
+ * Lookups: asr__mr_lookup (rt.h), lock-free. Inserts serialise on mr_mutex. */
 
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr) {
   if (asr__mr_lookup(c, t->va, t->size, mr)) return 0;
+  asr_mr_entry_t *e = malloc(sizeof *e);
+  if (!e) return -12;
   struct fid_mr *m = NULL;
   int rc = asr__ofi_mr_reg(&c->ctx->ofi, t->va, t->size, &m);
-  if (rc) return rc;
-  pthread_mutex_lock(&c->mr_mutex);
-  if (c->nmr == c->capmr) {
-    size_t ncap = c->capmr ? c->capmr * 2 : 8;
-    asr_mr_entry_t *n = realloc(c->mrs, ncap * sizeof *n);
-    if (!n) {
-      pthread_mutex_unlock(&c->mr_mutex);
-      asr__ofi_mr_dereg(m);
-      return -12;
-    }
-    c->mrs = n;
-    c->capmr = ncap;
+  if (rc) {
+    free(e);
+    return rc;
   }
-  c->mrs[c->nmr++] = (asr_mr_entry_t){(uintptr_t)t->va, t->size, m};
+  pthread_mutex_lock(&c->mr_mutex);
+  *e = (asr_mr_entry_t){(uintptr_t)t->va, t->size, m, atomic_load_explicit(&c->mrs, memory_order_relaxed)};
+  atomic_store_explicit(&c->mrs, e, memory_order_release);
   pthread_mutex_unlock(&c->mr_mutex);
   *mr = m;
   return 0;
@@ -206,14 +190,15 @@ int asr_comm_close(asr_comm_t *comm) {
    * made a close with 128 of them block for minutes. */
   asr__ofi_op_t *ctrl = comm->type == ASR_RECV_COMM ? &comm->orecv.ctrl_op : &comm->osend.ctrl_op;
   for (int i = 0; i < ASR_RING; i++)
-    if (comm->ops[i].posted) (void)asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 0);
-  if (ctrl->posted) (void)asr__ofi_cancel(&ctx->ofi, ctrl, 0);
+    if (asr__ofi_op_owned(&comm->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 0);
+  if (asr__ofi_op_owned(ctrl)) (void)asr__ofi_cancel(&ctx->ofi, ctrl, 0);
   uint64_t until = asr_time_ms() + 2000;
   int stuck = 0;
   for (int i = 0; i <= ASR_RING; i++) {
     asr__ofi_op_t *op = i < ASR_RING ? &comm->ops[i] : ctrl;
     uint64_t now = asr_time_ms();
-    if (op->posted && asr__ofi_cancel(&ctx->ofi, op, now < until ? (int)(until - now) : 0) != 0) stuck++;
+    if (asr__ofi_op_owned(op) && asr__ofi_cancel(&ctx->ofi, op, now < until ? (int)(until - now) : 0) != 0)
+      stuck++;
   }
   if (stuck) {
     /* The provider would not give the operations back: keep the memory on the

@@ -26,15 +26,8 @@
 #include "asr_time.h"
 #include "rt.h"
 
-static asr_ctx_t *ctxs[ASR_MAX_LNC];
+asr_ctx_t *asr__ctxs[ASR_MAX_LNC];
 static pthread_mutex_t init_mutex[ASR_MAX_LNC] = {[0 ... ASR_MAX_LNC - 1] = PTHREAD_MUTEX_INITIALIZER};
-
-/* Every post looks its context up: an acquire load, no lock (the slot is
- * published with a release store once the context is fully built). */
-asr_ctx_t *asr__ctx_get(int lnc) {
-  if (lnc < 0 || lnc >= ASR_MAX_LNC) return NULL;
-  return __atomic_load_n(&ctxs[lnc], __ATOMIC_ACQUIRE);
-}
 
 static int env_port(uint16_t *port) {
   const char *names[] = {"ASR_BOOTSTRAP_PORT", "NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT"};
@@ -83,6 +76,7 @@ int asr_init(int lnc) {
   if (!ctx) goto out;
   ctx->lnc = lnc;
   ctx->port = port;
+  ctx->trace = asr_log_enabled(ASR_LOG_TRACE, "svc");
   own_hostname(ctx->hostname, sizeof ctx->hostname);
   if (strlen(ctx->hostname) == 0 || strlen(ctx->hostname) >= ASR_KV_HOSTNAME_LEN) {
     asr_error("svc", "asr_init: host name must be 1..127 bytes (set ASR_HOSTNAME)");
@@ -113,7 +107,7 @@ int asr_init(int lnc) {
     asr__kv_host_leave();
     goto fail;
   }
-  __atomic_store_n(&ctxs[lnc], ctx, __ATOMIC_RELEASE);
+  __atomic_store_n(&asr__ctxs[lnc], ctx, __ATOMIC_RELEASE);
   asr_info("svc", "lnc %d up on host %s, bootstrap port %u, provider %s", lnc, ctx->hostname, port,
            ctx->ofi.provider);
   rc = ASR_SUCCESS;
@@ -148,7 +142,7 @@ int asr_close(int lnc) {
   asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task_mutex);
   pthread_join(ctx->thread, NULL);
-  __atomic_store_n(&ctxs[lnc], NULL, __ATOMIC_RELEASE);
+  __atomic_store_n(&asr__ctxs[lnc], NULL, __ATOMIC_RELEASE);
 
   /* The thread moved every comm still connecting to the error list. Close the
    * endpoint first: after that no completion can name our memory, so every

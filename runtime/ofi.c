@@ -1,6 +1,6 @@
 /*
  * ofi.c -- the libfabric transport (see ofi.h). Setup unwinds in exact
- * reverse order; every endpoint/CQ call happens under o->lock.
+ * reverse order; every endpoint and CQ call holds ep_lock (see "locking").
  */
 #include "config.h"
 
@@ -146,19 +146,59 @@ void asr__ofi_close(asr__ofi_t *o) {
   pthread_mutex_destroy(&o->lock);
 }
 
-/* Reads every available completion. Called with o->lock held. */
-static int drain_locked(asr__ofi_t *o) {
+/* --- locking ------------------------------------------------------------
+ *
+ * Every call into the endpoint or its CQ holds o->ep_lock. FI_THREAD_SAFE
+ * alone is not enough with libfabric 1.17's shm: its progress matches an
+ * arriving tagged message in two steps (smr_progress_cmd_msg: get_tag, then
+ * queue_tag to the unexpected list), dropping its receive-queue lock in
+ * between, so an fi_trecv on another thread can queue its receive as posted
+ * in that window; the message then lands on the unexpected list and neither
+ * ever matches (a hang: post_order_free under TSan, when polls drained the
+ * CQ without the lock). So posts and drains are serialised here, as the seed
+ * serialises them under async_sr_ofi_mutex[lnc].
+ *
+ * o->lock (the seed's async_sr_ofi_mutex[lnc], a pthread mutex) serialises
+ * the control path -- listen, accept, connect, MR registration, cancel,
+ * flush -- which takes ep_lock inside it for its provider calls. The data
+ * path -- a post and the sequence number it takes, a poll's drain -- takes
+ * ep_lock alone: it is held for one provider call, and a spin lock costs one
+ * atomic exchange where the mutex cost two atomic operations and two library
+ * calls on every post and every poll. */
+
+static inline void ep_lock(asr__ofi_t *o) { asr__spin_lock(&o->ep_lock); }
+
+static inline void ep_unlock(asr__ofi_t *o) { asr__spin_unlock(&o->ep_lock); }
+
+/* The control path: o->lock, then ep_lock. */
+static void ctl_lock(asr__ofi_t *o) {
+  pthread_mutex_lock(&o->lock);
+  ep_lock(o);
+}
+
+static void ctl_unlock(asr__ofi_t *o) {
+  ep_unlock(o);
+  pthread_mutex_unlock(&o->lock);
+}
+
+/* Marks op completed (err 0 or a positive fi_errno): len and err first,
+ * then the release store of done that publishes them. That store is the
+ * drain's last touch of op: from then on the poller may recycle it. */
+static void op_complete(asr__ofi_op_t *op, size_t len, int err) {
+  __atomic_store_n(&op->len, len, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->err, err, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Reads every available completion. Called with ep_lock held. */
+static int drain(asr__ofi_t *o) {
   struct fi_cq_tagged_entry ent[CQ_BATCH];
   for (;;) {
     ssize_t n = fi_cq_read(o->cq, ent, CQ_BATCH);
     if (n > 0) {
       for (ssize_t i = 0; i < n; i++) {
         asr__ofi_op_t *op = ent[i].op_context;
-        if (!op) continue;
-        op->len = ent[i].len;
-        op->err = 0;
-        op->posted = 0;
-        __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE); /* publishes len/err */
+        if (op) op_complete(op, ent[i].len, 0);
       }
       if (n < CQ_BATCH) return 0;
       continue;
@@ -171,12 +211,7 @@ static int drain_locked(asr__ofi_t *o) {
         if (e.err != FI_ECANCELED)
           asr_debug("fab", "completion error on op %p: %s (%s)", (void *)op, fi_strerror(e.err),
                     fi_cq_strerror(o->cq, e.prov_errno, e.err_data, NULL, 0));
-        if (op) {
-          op->len = e.len;
-          op->err = e.err ? e.err : FI_EOTHER;
-          op->posted = 0;
-          __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
-        }
+        if (op) op_complete(op, e.len, e.err ? e.err : FI_EOTHER);
       }
       continue;
     }
@@ -185,14 +220,25 @@ static int drain_locked(asr__ofi_t *o) {
 }
 
 int asr__ofi_progress(asr__ofi_t *o) {
-  pthread_mutex_lock(&o->lock);
-  int rc = drain_locked(o);
-  pthread_mutex_unlock(&o->lock);
+  ctl_lock(o);
+  int rc = drain(o);
+  ctl_unlock(o);
+  return rc;
+}
+
+int asr__ofi_poll(asr__ofi_t *o) {
+  ep_lock(o);
+  int rc = drain(o);
+  ep_unlock(o);
   return rc;
 }
 
 /* Posts with a bounded retry on -FI_EAGAIN, draining the CQ in between
- * (under manual progress nothing moves otherwise). Called with the lock. */
+ * (under manual progress nothing moves otherwise), for up to 10 s. Called
+ * with ep_lock held, which it drops and retakes between attempts so that
+ * other posts and polls of the LNC are not held up by the wait; `call` is
+ * evaluated anew each time (a data post's tag reads its comm's sequence
+ * number again). */
 #define POST_RETRY(call)                \
   ({                                    \
     ssize_t rc_;                        \
@@ -200,33 +246,40 @@ int asr__ofi_progress(asr__ofi_t *o) {
     for (;;) {                          \
       rc_ = (call);                     \
       if (rc_ != -FI_EAGAIN) break;     \
-      drain_locked(o);                  \
+      drain(o);                         \
       if (!until_)                      \
         until_ = asr_time_ms() + 10000; \
       else if (asr_time_ms() > until_)  \
         break;                          \
+      ep_unlock(o);                     \
+      ep_lock(o);                       \
     }                                   \
     rc_;                                \
   })
 
-static void op_arm(asr__ofi_op_t *op) {
+/* Readies op for a post (called with ep_lock held). The previous use's
+ * completion has been read: no drain touches op until it is posted again. */
+static inline void op_arm(asr__ofi_op_t *op) {
   memset(&op->fctx, 0, sizeof op->fctx);
+  __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->len, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
-  op->err = 0;
-  op->len = 0;
-  op->posted = 1;
+  __atomic_store_n(&op->posted, 1, __ATOMIC_RELAXED);
 }
 
+/* A post failed: libfabric does not own op. */
+static void op_unarm(asr__ofi_op_t *op) { __atomic_store_n(&op->posted, 0, __ATOMIC_RELAXED); }
+
 int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN]) {
-  pthread_mutex_lock(&o->lock);
+  ctl_lock(o);
   r->comm_id = o->next_comm_id++;
   if (o->next_comm_id > TAG_COMM_MASK) o->next_comm_id = 1;
   r->seq = 0;
   op_arm(&r->ctrl_op);
   ssize_t rc = POST_RETRY(fi_trecv(o->ep, r->ctrl_buf, sizeof r->ctrl_buf, NULL, FI_ADDR_UNSPEC,
                                    TAG_CTRL | make_tag(r->comm_id, 0, 0), 0, &r->ctrl_op));
-  if (rc) r->ctrl_op.posted = 0;
-  pthread_mutex_unlock(&o->lock);
+  if (rc) op_unarm(&r->ctrl_op);
+  ctl_unlock(o);
   if (rc) return (int)rc;
   memset(handle, 0, ASR_OFI_HANDLE_LEN);
   put32(handle, HANDLE_MAGIC);
@@ -238,10 +291,11 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
 }
 
 int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready) {
-  pthread_mutex_lock(&o->lock);
-  int rc = drain_locked(o);
-  int done = r->ctrl_op.done, err = r->ctrl_op.err;
-  pthread_mutex_unlock(&o->lock);
+  ctl_lock(o);
+  int rc = drain(o);
+  ctl_unlock(o);
+  int done = __atomic_load_n(&r->ctrl_op.done, __ATOMIC_ACQUIRE);
+  int err = done ? __atomic_load_n(&r->ctrl_op.err, __ATOMIC_RELAXED) : 0;
   if (rc) return rc;
   if (done && err) return -err;
   if (done && get32(r->ctrl_buf) != CTRL_MAGIC) return -FI_EINVAL;
@@ -253,11 +307,11 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   uint16_t al;
   memcpy(&al, handle + 8, 2);
   if (get32(handle) != HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX) return -FI_EINVAL;
-  pthread_mutex_lock(&o->lock);
+  ctl_lock(o);
   if (!s->peer_inserted) {
     int n = fi_av_insert(o->av, handle + 10, 1, &s->peer, 0, NULL);
     if (n != 1) {
-      pthread_mutex_unlock(&o->lock);
+      ctl_unlock(o);
       return n < 0 ? n : -FI_EADDRNOTAVAIL;
     }
     s->peer_inserted = 1;
@@ -267,90 +321,72 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
     put32(s->ctrl_buf, CTRL_MAGIC);
   }
   /* One attempt, not POST_RETRY: this runs on the service thread, which must
-   * not spin here (holding the transport lock) while the peer takes its time
-   * to answer the provider's connection setup; the connect machine calls
-   * again on a later tick. */
+   * not wait here while the peer takes its time to answer the provider's
+   * connection setup; the connect machine calls again on a later tick. */
   op_arm(&s->ctrl_op);
   ssize_t rc = fi_tsend(o->ep, s->ctrl_buf, sizeof s->ctrl_buf, NULL, s->peer,
                         TAG_CTRL | make_tag(s->peer_comm_id, 0, 0), &s->ctrl_op);
   if (rc) {
-    s->ctrl_op.posted = 0;
-    if (rc == -FI_EAGAIN) drain_locked(o); /* under manual progress nothing moves otherwise */
+    op_unarm(&s->ctrl_op);
+    if (rc == -FI_EAGAIN) drain(o); /* under manual progress nothing moves otherwise */
   }
-  pthread_mutex_unlock(&o->lock);
+  ctl_unlock(o);
   return (int)rc;
 }
 
+/* seed: async_sr_ofi_isend_locked. The sequence number is read and advanced
+ * under ep_lock with the post itself, so a send that fails does not use one
+ * up and the receiver's next receive still matches. */
 int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
-  pthread_mutex_lock(&o->lock);
+  ep_lock(o);
   op_arm(op);
   ssize_t rc = POST_RETRY(
       fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
   if (rc == 0)
     s->seq++;
   else
-    op->posted = 0;
-  pthread_mutex_unlock(&o->lock);
+    op_unarm(op);
+  ep_unlock(o);
   return (int)rc;
 }
 
+/* seed: async_sr_ofi_irecv_locked; the sequence number as in asr__ofi_isend. */
 int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
-  pthread_mutex_lock(&o->lock);
+  ep_lock(o);
   op_arm(op);
   ssize_t rc = POST_RETRY(
       fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op));
   if (rc == 0)
     r->seq++;
   else
-    op->posted = 0;
-  pthread_mutex_unlock(&o->lock);
+    op_unarm(op);
+  ep_unlock(o);
   return (int)rc;
-}
-
-int asr__ofi_test(asr__ofi_t *o, asr__ofi_op_t *op, int *done, size_t *len) {
-  /* Completed by an earlier drain (another request's test, or the service
-   * thread): no lock needed, the acquire load pairs with drain's release. */
-  int d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
-  if (!d) {
-    pthread_mutex_lock(&o->lock);
-    drain_locked(o);
-    pthread_mutex_unlock(&o->lock);
-    d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
-  }
-  int err = d ? op->err : 0;
-  size_t l = d ? op->len : 0;
-  *done = d;
-  if (d && len) *len = l;
-  return d && err ? -err : 0;
 }
 
 int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {
   uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
-  pthread_mutex_lock(&o->lock);
-  if (op->posted && !op->done) fi_cancel(&o->ep->fid, op);
-  while (op->posted && !op->done && asr_time_ms() < until) {
-    drain_locked(o);
-    if (op->posted && !op->done) {
-      pthread_mutex_unlock(&o->lock);
+  ctl_lock(o);
+  if (asr__ofi_op_owned(op)) fi_cancel(&o->ep->fid, op);
+  while (asr__ofi_op_owned(op) && asr_time_ms() < until) {
+    drain(o);
+    if (asr__ofi_op_owned(op)) {
+      ctl_unlock(o);
       asr_sleep_ms(1);
-      pthread_mutex_lock(&o->lock);
+      ctl_lock(o);
     }
   }
-  int ok = !op->posted || op->done;
-  pthread_mutex_unlock(&o->lock);
+  int ok = !asr__ofi_op_owned(op);
+  ctl_unlock(o);
   return ok ? 0 : -FI_ETIMEDOUT;
 }
 
 int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr) {
-  pthread_mutex_lock(&o->lock);
+  ctl_lock(o);
   uint64_t key = o->next_key++;
   int rc = fi_mr_reg(o->domain, va, len, FI_SEND | FI_RECV, 0, key, 0, mr, NULL);
-  pthread_mutex_unlock(&o->lock);
+  ctl_unlock(o);
   return rc;
-}
-
-void *asr__ofi_mr_desc(asr__ofi_t *o, struct fid_mr *mr) {
-  return o->need_desc && mr ? fi_mr_desc(mr) : NULL;
 }
 
 void asr__ofi_mr_dereg(struct fid_mr *mr) {

@@ -4,11 +4,15 @@
  *
  * One RDM tagged endpoint per LNC context, shared by all its comms, with one
  * completion queue bound for both transmit and receive. Every call that
- * touches the endpoint or the CQ takes the context's transport lock (the
- * seed's async_sr_ofi_mutex[lnc]). Completions are harvested by draining the
+ * touches the endpoint or the CQ holds the context's endpoint lock (ep_lock);
+ * the control path (listen, accept, connect, MR registration, cancel, flush)
+ * takes the transport lock (the seed's async_sr_ofi_mutex[lnc]) around it,
+ * the data path (a post, a poll) ep_lock alone: ofi.c says why both, and why
+ * FI_THREAD_SAFE alone does not do. Completions are harvested by draining the
  * CQ (manual progress: data moves only while someone reads it), which marks
  * the asr__ofi_op_t handed to libfabric as the operation context; that op
- * must stay valid until it is marked done.
+ * must stay valid until it is marked done. A poll reads an op's done flag
+ * before it takes any lock, so an op's fields are accessed atomically.
  *
  * Tags (64 bits):  bit 63 = control message;  bits 62..40 = the receiving
  * comm's id (23 bits, unique per endpoint);  bits 39..0 = per-comm sequence
@@ -29,6 +33,8 @@
 #define ASR_OFI_H
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -41,14 +47,47 @@
 #define ASR_OFI_HANDLE_ORDINAL_OFF 120
 #define ASR_OFI_CTRL_LEN 128
 
-/* One libfabric operation in flight; the op context handed to libfabric. */
+/* A spin lock for critical sections of a few instructions to one provider
+ * call, none of which blocks: an uncontended lock is one atomic exchange and
+ * its unlock a plain release store, where a pthread mutex costs two atomic
+ * read-modify-writes and two library calls. A waiter yields after a short
+ * spin, so a holder that was descheduled (2 cores, busy pollers) gets the
+ * CPU back instead of the waiter burning its time slice. */
+typedef atomic_int asr__spin_t;
+
+static inline void asr__spin_lock(asr__spin_t *l) {
+  while (atomic_exchange_explicit(l, 1, memory_order_acquire)) {
+    for (unsigned n = 0; atomic_load_explicit(l, memory_order_relaxed); n++) {
+      if (n < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        sched_yield();
+      }
+    }
+  }
+}
+
+static inline void asr__spin_unlock(asr__spin_t *l) { atomic_store_explicit(l, 0, memory_order_release); }
+
+/* One libfabric operation in flight; the op context handed to libfabric.
+ * Every field but fctx is read and written with __atomic builtins. posted is
+ * written only by the poster; done only by the drain that reads the
+ * completion (its last touch of op), with release: it publishes err and len. */
 typedef struct asr__ofi_op {
   struct fi_context2 fctx; /* must be first: libfabric's context area */
-  int posted;              /* handed to libfabric, completion not yet read */
+  int posted;              /* handed to libfabric (cleared when a post fails) */
   int done;                /* completion read */
   int err;                 /* 0 or the positive fi_errno of a failed completion */
   size_t len;              /* bytes moved (receives: bytes received) */
 } asr__ofi_op_t;
+
+/* Whether libfabric still owns op: posted, completion not read yet. Once it
+ * says no, the drain that completed op is done with it (acquire on done). */
+static inline int asr__ofi_op_owned(const asr__ofi_op_t *op) {
+  return !__atomic_load_n(&op->done, __ATOMIC_ACQUIRE) && __atomic_load_n(&op->posted, __ATOMIC_RELAXED);
+}
 
 typedef struct asr__ofi {
   struct fi_info *info;
@@ -57,7 +96,8 @@ typedef struct asr__ofi {
   struct fid_av *av;
   struct fid_cq *cq;
   struct fid_ep *ep;
-  pthread_mutex_t lock; /* the seed's async_sr_ofi_mutex[lnc] */
+  pthread_mutex_t lock; /* the seed's async_sr_ofi_mutex[lnc]: the control path */
+  asr__spin_t ep_lock;  /* every endpoint / CQ call (inside lock on the control path) */
   uint8_t addr[ASR_OFI_ADDR_MAX];
   size_t addrlen;
   uint64_t next_key; /* unique MR keys: tcp before libfabric 2.2 wants them */
@@ -92,7 +132,7 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen);
 /* Closes everything; posted operations are discarded with the endpoint. */
 void asr__ofi_close(asr__ofi_t *o);
 
-/* Drains the CQ, marking completed ops. Takes the lock. */
+/* Drains the CQ, marking completed ops (the flush): takes the transport lock, then ep_lock. */
 int asr__ofi_progress(asr__ofi_t *o);
 
 /* RECV side, LISTEN: allocates a comm id, posts the control receive and
@@ -111,13 +151,33 @@ int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready);
  * connect), which needs the peer to make progress; call again later. */
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s);
 
-/* Posts the next send / receive of a comm. Returns 0 or -fi_errno. */
+/* Posts the next send / receive of a comm under ep_lock (the post and the
+ * sequence number it takes move together), retrying on -FI_EAGAIN for up to
+ * 10 s. Returns 0 or -fi_errno. */
 int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 
-/* Polls op: drains the CQ, then reports done and the length moved. Returns 0,
- * or -fi_errno when the op completed with an error. */
-int asr__ofi_test(asr__ofi_t *o, asr__ofi_op_t *op, int *done, size_t *len);
+/* Drains the CQ under ep_lock (the data path's poll). */
+int asr__ofi_poll(asr__ofi_t *o);
+
+/* Polls op (seed: async_sr_ofi_test_locked -> ncclNetTest): drains the CQ
+ * unless op is already done, then reports done and the length moved.
+ * Returns 0, or -fi_errno when the op completed with an error. Inline: it is
+ * the body of every asr_test. */
+static inline int asr__ofi_test(asr__ofi_t *o, asr__ofi_op_t *op, int *done, size_t *len) {
+  /* Completed by an earlier drain (another request's test, or the service
+   * thread): the acquire load pairs with the drain's release. */
+  int d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
+  if (!d) {
+    asr__ofi_poll(o);
+    d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
+  }
+  *done = d;
+  if (!d) return 0;
+  if (len) *len = __atomic_load_n(&op->len, __ATOMIC_RELAXED);
+  int err = __atomic_load_n(&op->err, __ATOMIC_RELAXED);
+  return err ? -err : 0;
+}
 
 /* Cancels a posted op and waits (bounded) for its completion to be read, so
  * its memory can be reused. Returns 0, or -FI_ETIMEDOUT when it never came. */
@@ -125,7 +185,9 @@ int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms);
 
 /* Registers [va, va + len) for send and receive with a unique key. */
 int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr);
-void *asr__ofi_mr_desc(asr__ofi_t *o, struct fid_mr *mr);
+static inline void *asr__ofi_mr_desc(asr__ofi_t *o, struct fid_mr *mr) {
+  return o->need_desc && mr ? fi_mr_desc(mr) : NULL;
+}
 void asr__ofi_mr_dereg(struct fid_mr *mr);
 
 #endif /* ASR_OFI_H */

@@ -22,13 +22,13 @@ void asr__req_recycle(struct asr_request *r) {
   r->length = 0;
   r->type = ASR_REQ_NOTYPE;
   r->ofi_req = NULL;
-  atomic_store(&r->status, ASR_REQ_FREE);
-  pthread_mutex_lock(&c->free_mutex);
+  atomic_store_explicit(&r->status, ASR_REQ_FREE, memory_order_release);
+  asr__spin_lock(&c->free_lock);
   if (c->free_top < ASR_RING) c->free_data[c->free_top++] = r;
-  pthread_mutex_unlock(&c->free_mutex);
+  asr__spin_unlock(&c->free_lock);
 }
 
-static int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr) {
+static inline int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr) {
   asr__ofi_t *o = &c->ctx->ofi;
   asr__ofi_op_t *op = op_of(r);
   void *desc = asr__ofi_mr_desc(o, mr);
@@ -39,9 +39,11 @@ static int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct 
   return rc;
 }
 
-/* enc_async_sr_post_op: validation battery, freelist pop, fast/slow gate. */
-static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, asr_request_t **out,
-                asr_comm_type_t want) {
+/* enc_async_sr_post_op: validation battery, freelist pop, fast/slow gate.
+ * Inlined into asr_isend / asr_irecv, so each gets the direction folded in. */
+static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset,
+                                                      size_t length, asr_request_t **out,
+                                                      asr_comm_type_t want) {
   const char *fn = want == ASR_SEND_COMM ? "asr_isend" : "asr_irecv";
   if (!tensor || !comm || !out) {
     asr_error("svc", "%s: Expected valid tensor/communicator (and a request pointer)", fn);
@@ -72,14 +74,14 @@ static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t le
     asr_error("svc", "%s: Failed to obtain virtual address of tensor", fn);
     return ASR_INVALID;
   }
-  pthread_mutex_lock(&comm->free_mutex);
+  asr__spin_lock(&comm->free_lock);
   if (comm->free_top == 0) {
-    pthread_mutex_unlock(&comm->free_mutex);
+    asr__spin_unlock(&comm->free_lock);
     asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);
     return ASR_QUEUE_FULL;
   }
   struct asr_request *r = comm->free_data[--comm->free_top];
-  pthread_mutex_unlock(&comm->free_mutex);
+  asr__spin_unlock(&comm->free_lock);
   r->tensor = tensor;
   r->offset = offset;
   r->length = length;
@@ -93,7 +95,7 @@ static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t le
       asr__mr_lookup(comm, va, tensor->size, &mr)) {
     int rc = post_ofi(comm, r, va, mr);
     if (rc == 0) {
-      atomic_store(&r->status, ASR_REQ_OFI_POSTED);
+      atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
       *out = r;
       return ASR_SUCCESS;
     }
@@ -108,7 +110,7 @@ static int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t le
    * thread may drain it the moment it is pushed and un-count it, and task_n
    * must never go below zero. The wakeup comes after the push, so the
    * thread cannot look at the ring too early and then sleep through it. */
-  atomic_store(&r->status, ASR_REQ_STASHED);
+  atomic_store_explicit(&r->status, ASR_REQ_STASHED, memory_order_release);
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->task_n++;
   pthread_mutex_unlock(&ctx->task_mutex);
@@ -146,9 +148,9 @@ int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
                 r->type == ASR_REQ_SEND ? "SEND" : "RECV",
                 rc == -1 ? "no virtual address" : fi_strerror(-rc));
-      atomic_store(&r->status, ASR_REQ_ERROR);
+      atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
     } else {
-      atomic_store(&r->status, ASR_REQ_OFI_POSTED);
+      atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
     }
     /* Advance only after the post: an empty ring means "everything stashed is posted". */
     atomic_store(&c->stash_head, head + 1);
@@ -166,14 +168,14 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
     return ASR_UNCONNECTED;
   }
   struct asr_comm *c = req->comm;
-  switch (atomic_load(&req->status)) {
+  switch (atomic_load_explicit(&req->status, memory_order_acquire)) {
     case ASR_REQ_OFI_POSTED: {
       int d = 0;
       size_t len = 0;
       int rc = asr__ofi_test(&c->ctx->ofi, req->ofi_req, &d, &len);
       if (rc) {
         asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req, fi_strerror(-rc));
-        atomic_store(&req->status, ASR_REQ_ERROR);
+        atomic_store_explicit(&req->status, ASR_REQ_ERROR, memory_order_release);
         asr__req_recycle(req);
         return ASR_INVALID;
       }
@@ -181,7 +183,7 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       if (d) {
         size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
         if (size) *size = moved;
-        asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
+        if (c->ctx->trace) asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
         asr__req_recycle(req);
       } else if (size) {
         *size = 0;
@@ -196,7 +198,8 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       return ASR_SUCCESS;
     case ASR_REQ_ERROR:
     default:
-      asr_error("svc", "asr_test: Request state %s", req_status_names[atomic_load(&req->status) & 3]);
+      asr_error("svc", "asr_test: Request state %s",
+                req_status_names[atomic_load_explicit(&req->status, memory_order_acquire) & 3]);
       asr__req_recycle(req);
       return ASR_INVALID;
   }

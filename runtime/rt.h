@@ -57,10 +57,13 @@ struct asr_request {
 };
 _Static_assert(sizeof(struct asr_request) == 56, "the seed's request record is 56 bytes");
 
-typedef struct {
+/* One registration in a comm's MR cache. Written once, before it is
+ * published; never changed or freed until the comm is freed. */
+typedef struct asr_mr_entry {
   uintptr_t va;
   size_t len;
   struct fid_mr *mr;
+  struct asr_mr_entry *next; /* the registration published before this one */
 } asr_mr_entry_t;
 
 struct asr_ctx;
@@ -85,10 +88,13 @@ struct asr_comm {
   asr__ofi_send_t osend;
   asr__ofi_recv_t orecv;
 
-  /* request pool and its locked freelist (seed: locked_stack<request*,128>) */
+  /* request pool and its locked freelist (seed: locked_stack<request*,128>,
+   * pop data[--top], push data[top++]). The lock is a spin lock: every
+   * post pops and every completed test pushes, and each holds it for a
+   * handful of instructions. */
   struct asr_request reqs[ASR_RING];
   asr__ofi_op_t ops[ASR_RING];
-  pthread_mutex_t free_mutex;
+  asr__spin_t free_lock;
   struct asr_request *free_data[ASR_RING];
   int free_top;
 
@@ -97,10 +103,13 @@ struct asr_comm {
   struct asr_request *stash[ASR_RING];
   _Atomic uint64_t stash_head, stash_tail;
 
-  /* MR cache keyed by va (per comm, so (va, comm) as in the seed) */
+  /* MR cache keyed by va (per comm, so (va, comm) as in the seed): a list
+   * that only grows until the comm is freed. Inserts (the service thread's
+   * lazy registration) serialise on mr_mutex and publish the new head with a
+   * release store; lookups (every fast-path post) walk it from an acquire
+   * load of the head, without the lock. */
   pthread_mutex_t mr_mutex;
-  asr_mr_entry_t *mrs;
-  size_t nmr, capmr;
+  asr_mr_entry_t *_Atomic mrs;
 
   /* service-thread bookkeeping */
   struct asr_comm *next; /* in a pending queue or the connected list */
@@ -120,6 +129,7 @@ typedef struct asr_peerq {
 
 typedef struct asr_ctx {
   int lnc;
+  int trace; /* svc trace logging was on at asr_init: spares asr_test a check per completion */
   asr__ofi_t ofi;
   char hostname[ASR_KV_HOSTNAME_LEN];
   uint16_t port;
@@ -150,8 +160,16 @@ typedef struct asr_ctx {
   struct fid_mr *flush_mr;
 } asr_ctx_t;
 
-/* The context of lnc, or NULL when it is not initialised. */
-asr_ctx_t *asr__ctx_get(int lnc);
+/* The contexts by LNC (context.c). A slot is published with a release store
+ * once its context is fully built. */
+extern asr_ctx_t *asr__ctxs[ASR_MAX_LNC];
+
+/* The context of lnc, or NULL when it is not initialised. Every post looks
+ * its context up: an acquire load, no lock. */
+static inline asr_ctx_t *asr__ctx_get(int lnc) {
+  if (lnc < 0 || lnc >= ASR_MAX_LNC) return NULL;
+  return __atomic_load_n(&asr__ctxs[lnc], __ATOMIC_ACQUIRE);
+}
 
 /* Wakes the service thread; call with task_mutex held after adding work. */
 void asr__ctx_wake(asr_ctx_t *ctx);
@@ -169,9 +187,21 @@ int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c);
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc);
 void asr__comm_free(struct asr_comm *c, int endpoint_closed);
 void asr__comm_set_status(struct asr_comm *c, int status);
-int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, struct fid_mr **mr);
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr);
 void asr__req_recycle(struct asr_request *r);
+
+/* Finds a registration of c covering [va, va + need) (seed: mhandle_cache.find
+ * under mhandle_cache_mutex, on every post). Entries are immutable once
+ * published and live until the comm is freed, so the acquire load of the
+ * head is all a lookup needs: the fast path takes no lock for it. */
+static inline int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, struct fid_mr **mr) {
+  for (const asr_mr_entry_t *e = atomic_load_explicit(&c->mrs, memory_order_acquire); e; e = e->next)
+    if (e->va == (uintptr_t)va && e->len >= need) {
+      *mr = e->mr;
+      return 1;
+    }
+  return 0;
+}
 
 /* Host KV participation (kv_host.c): makes sure a KV server runs for this
  * host and port (electing one when ASR_KV_SERVER=auto) and seeds "hostname". */
