@@ -1325,11 +1325,12 @@ TEST(task_count_never_negative) {
  * connect), and the peer answers only when its transport makes progress. The
  * service thread used to retry that send in a loop, holding the transport
  * lock, for up to 10 s and then fail the comm: meanwhile every other comm of
- * the LNC stood still (asr_test waits for that lock), and on a loaded host
+ * the LNC stood still (every poll took that lock then), and on a loaded host
  * (four_by_eight under the sanitizers) connects failed with "Resource
  * temporarily unavailable". Here rank 1 freezes its transport (it holds its
  * context's transport lock, as a descheduled process would) right after
- * publishing its handle; rank 0 connects to it and meanwhile ping-pongs on a
+ * publishing its handle (its service thread, the only one making progress
+ * there, waits for that lock); rank 0 connects to it and meanwhile ping-pongs on a
  * pair of its own LNC, which must stay responsive; when rank 1 thaws the
  * connect completes and a message goes through. */
 static void slow_peer_proc(int rank, void *arg) {
