@@ -6,6 +6,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/context.c \
 	runtime/comm.c \
 	runtime/connect.c \
+	runtime/peer_watch.c \
 	runtime/request.c \
 	runtime/tensor.c \
 	runtime/kv_host.c \

@@ -38,6 +38,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   c->peer_lnc = peer_lnc;
   snprintf(c->peer_ip, sizeof c->peer_ip, "%s", peer_ip);
   atomic_init(&c->status, ASR_COMM_START_INIT);
+  c->watch = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
   pthread_mutex_init(&c->mr_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */
@@ -192,7 +193,10 @@ int asr_comm_close(asr_comm_t *comm) {
   for (int i = 0; i < ASR_RING; i++)
     if (asr__ofi_op_owned(&comm->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 0);
   if (asr__ofi_op_owned(ctrl)) (void)asr__ofi_cancel(&ctx->ofi, ctrl, 0);
-  uint64_t until = asr_time_ms() + 2000;
+  /* A comm whose peer died (peer_watch.c) has nobody to complete its sends:
+   * take back what cancels at once, keep the rest without waiting. */
+  int peer_gone = atomic_load(&comm->status) == ASR_COMM_CONNECTION_ERROR;
+  uint64_t until = asr_time_ms() + (peer_gone ? 0 : 2000);
   int stuck = 0;
   for (int i = 0; i <= ASR_RING; i++) {
     asr__ofi_op_t *op = i < ASR_RING ? &comm->ops[i] : ctrl;

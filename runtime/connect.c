@@ -140,6 +140,8 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
                     (unsigned long long)rendezvous_timeout_ms());
       }
       if (rc) return fail(c, "libfabric connect failed: %s", fi_strerror(-rc));
+      if (asr__watch_comm(ctx, c, c->osend.peer_who))
+        return fail(c, "the peer process exited while connecting");
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
       return 1;
     }
@@ -194,6 +196,8 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       int rc = asr__ofi_accept(&ctx->ofi, &c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
       if (!ready) return 0;
+      if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
+        return fail(c, "the peer process exited while connecting");
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
       return 1;
     }

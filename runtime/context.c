@@ -92,6 +92,8 @@ int asr_init(int lnc) {
     asr__kv_host_leave();
     goto fail;
   }
+  asr__watch_self(ctx->ofi.who);
+  memcpy(&ctx->self_node, ctx->ofi.who + 12, sizeof ctx->self_node);
   /* The flush fence's 4-byte buffer, registered at init (seed: enc_async_sr_flush). */
   if (asr__ofi_mr_reg(&ctx->ofi, ctx->flush_buf, sizeof ctx->flush_buf, &ctx->flush_mr) != 0)
     ctx->flush_mr = NULL;
@@ -154,6 +156,7 @@ int asr_close(int lnc) {
   for (unsigned i = ctx->ring_head; i != ctx->ring_tail; i++) asr__comm_free(ctx->ring[i % ASR_RING], 1);
   asr__ofi_mr_dereg(ctx->flush_mr);
   asr__ofi_close(&ctx->ofi);
+  asr__watch_free(ctx);
   pthread_cond_destroy(&ctx->task_cv);
   if (ctx->wakefd >= 0) close(ctx->wakefd);
   pthread_cond_destroy(&ctx->detach_cv);
@@ -323,15 +326,20 @@ static int idle_pollset(asr_ctx_t *ctx, struct pollfd *pf, int cap, int *np) {
 
 /* Called with task_mutex held; returns with it held. Sleeps until there is
  * work: forever when there is none, else until a socket it waits on is ready
- * or a timer is due. Any producer wakes it through wakefd. */
-static void wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
-  if (ctx->shutdown || ctx->nclosing || ctx->ring_head != ctx->ring_tail || ctx->gen != seen_gen) return;
+ * or a timer is due; a watched peer's exit (its pidfd) wakes it too. Any
+ * producer wakes it through wakefd. Returns 1 when it slept. */
+static int wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
+  if (ctx->shutdown || ctx->nclosing || ctx->ring_head != ctx->ring_tail || ctx->gen != seen_gen) return 0;
   int block = ctx->task_n == 0;
-  if (!block && !idle_tick) return;
-  struct pollfd pf[65];
+  if (!block && !idle_tick) return 0;
+  struct pollfd pf[1 + 64 + 64];
   int np = 1, tmo = -1;
   pf[0] = (struct pollfd){.fd = ctx->wakefd, .events = POLLIN};
   if (!block) tmo = idle_pollset(ctx, pf, 65, &np);
+  /* Up to 64 pidfds in the set; with more peers than that, look at them all
+   * every 100 ms (asr__watch_tick after the sleep). */
+  np += asr__watch_pollfds(ctx, pf + np, 64);
+  if (ctx->nwatch_live > 64 && (tmo < 0 || tmo > 100)) tmo = 100;
   ctx->sleeping = 1;
   pthread_mutex_unlock(&ctx->task_mutex);
   if (tmo != 0) poll(pf, (nfds_t)np, tmo);
@@ -339,6 +347,7 @@ static void wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
   (void)!read(ctx->wakefd, &v, sizeof v);
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->sleeping = 0;
+  return 1;
 }
 
 void *asr__svc_main(void *arg) {
@@ -348,7 +357,7 @@ void *asr__svc_main(void *arg) {
   for (;;) {
     pthread_mutex_lock(&ctx->task_mutex);
     if (ctx->task_n < 0) asr_error("svc", "lnc %d: task count went negative (%d)", ctx->lnc, ctx->task_n);
-    wait_for_work(ctx, idle, seen);
+    int slept = wait_for_work(ctx, idle, seen);
     seen = ctx->gen;
     if (ctx->shutdown) {
       pthread_mutex_unlock(&ctx->task_mutex);
@@ -374,6 +383,7 @@ void *asr__svc_main(void *arg) {
     progressed |= connect_comms(ctx, ASR_SEND_COMM);
     progressed |= connect_comms(ctx, ASR_RECV_COMM);
     progressed |= post_sendrecv_tasks(ctx);
+    progressed |= asr__watch_tick(ctx, slept);
     idle = !progressed;
   }
   /* SHUTDOWN: comms still connecting go to the error list. */

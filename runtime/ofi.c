@@ -287,6 +287,8 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   uint16_t al = (uint16_t)o->addrlen;
   memcpy(handle + 8, &al, 2);
   memcpy(handle + 10, o->addr, o->addrlen);
+  if (10 + o->addrlen + ASR_OFI_WHO_LEN <= ASR_OFI_HANDLE_ORDINAL_OFF)
+    memcpy(handle + 10 + o->addrlen, o->who, ASR_OFI_WHO_LEN);
   return 0;
 }
 
@@ -319,6 +321,10 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
     s->seq = 0;
     memset(s->ctrl_buf, 0, sizeof s->ctrl_buf);
     put32(s->ctrl_buf, CTRL_MAGIC);
+    memcpy(s->ctrl_buf + 4, o->who, ASR_OFI_WHO_LEN);
+    memset(s->peer_who, 0, sizeof s->peer_who);
+    if (10u + al + ASR_OFI_WHO_LEN <= ASR_OFI_HANDLE_ORDINAL_OFF)
+      memcpy(s->peer_who, handle + 10 + al, ASR_OFI_WHO_LEN);
   }
   /* One attempt, not POST_RETRY: this runs on the service thread, which must
    * not wait here while the peer takes its time to answer the provider's

@@ -23,11 +23,21 @@
  *     0    4  magic "ASRH"
  *     4    4  receiving comm id
  *     8    2  address length
- *    10  110  endpoint address (fi_getname), zero-padded
+ *    10  110  endpoint address (fi_getname), zero-padded; right after the
+ *              address (when it is at most 90 bytes) the listener's 20-byte
+ *              "who" (below), else zeros
  *   120    4  ordinal: this RECV comm is the n-th from its (peer, peer LNC);
  *              a SEND comm takes only the handle with its own ordinal (see
  *              connect.c: why same-peer comms need it)
  *   124    4  reserved, zero
+ *
+ * The 128-byte connect message (SEND -> RECV, control tag of the comm id):
+ *     0    4  magic "ASRC"
+ *     4   20  the connector's "who"
+ *    24  104  zero
+ *
+ * "who" (peer_watch.c): pid u32, start time u64 (clock ticks since boot),
+ * node id u64 (kernel boot and pid namespace); all zero: not watchable.
  */
 #ifndef ASR_OFI_H
 #define ASR_OFI_H
@@ -46,6 +56,7 @@
 #define ASR_OFI_ADDR_MAX 110
 #define ASR_OFI_HANDLE_ORDINAL_OFF 120
 #define ASR_OFI_CTRL_LEN 128
+#define ASR_OFI_WHO_LEN 20
 
 /* A spin lock for critical sections of a few instructions to one provider
  * call, none of which blocks: an uncontended lock is one atomic exchange and
@@ -100,6 +111,7 @@ typedef struct asr__ofi {
   asr__spin_t ep_lock;  /* every endpoint / CQ call (inside lock on the control path) */
   uint8_t addr[ASR_OFI_ADDR_MAX];
   size_t addrlen;
+  uint8_t who[ASR_OFI_WHO_LEN]; /* ours, sent to every peer (set by the context) */
   uint64_t next_key; /* unique MR keys: tcp before libfabric 2.2 wants them */
   uint64_t seq_mask;
   uint32_t next_comm_id;
@@ -112,7 +124,7 @@ typedef struct {
   uint32_t comm_id;
   uint64_t seq; /* next receive's sequence number */
   asr__ofi_op_t ctrl_op;
-  uint8_t ctrl_buf[ASR_OFI_CTRL_LEN];
+  uint8_t ctrl_buf[ASR_OFI_CTRL_LEN]; /* after accept: the connector's message (its who at 4) */
 } asr__ofi_recv_t;
 
 /* The sending half: the peer's address and comm id. */
@@ -123,6 +135,7 @@ typedef struct {
   uint64_t seq; /* next send's sequence number */
   asr__ofi_op_t ctrl_op;
   uint8_t ctrl_buf[ASR_OFI_CTRL_LEN];
+  uint8_t peer_who[ASR_OFI_WHO_LEN]; /* from the handle; zeros when it had none */
 } asr__ofi_send_t;
 
 /* Opens the endpoint for lnc with the provider from ASR_PROVIDER / FI_PROVIDER

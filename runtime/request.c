@@ -142,7 +142,13 @@ int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
     if (head == atomic_load(&c->stash_tail)) break;
     struct asr_request *r = c->stash[head % ASR_RING];
     struct fid_mr *mr = NULL;
-    int rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
+    int rc;
+    if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR) {
+      /* the peer died (peer_watch.c): nothing stashed is posted any more */
+      atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
+      goto next;
+    }
+    rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
     if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr);
     if (rc != 0) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
@@ -152,6 +158,7 @@ int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
     } else {
       atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
     }
+  next:
     /* Advance only after the post: an empty ring means "everything stashed is posted". */
     atomic_store(&c->stash_head, head + 1);
     pthread_mutex_lock(&ctx->task_mutex);
@@ -173,8 +180,13 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       int d = 0;
       size_t len = 0;
       int rc = asr__ofi_test(&c->ctx->ofi, req->ofi_req, &d, &len);
-      if (rc) {
-        asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req, fi_strerror(-rc));
+      /* Not done and the peer died (peer_watch.c): nothing will complete it.
+       * Its op stays libfabric's (a send cannot be cancelled), but no post
+       * reuses it: the comm takes no more posts. */
+      int gone = !d && atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR;
+      if (rc || gone) {
+        asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req,
+                  atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : fi_strerror(-rc));
         atomic_store_explicit(&req->status, ASR_REQ_ERROR, memory_order_release);
         asr__req_recycle(req);
         return ASR_INVALID;
@@ -198,8 +210,10 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       return ASR_SUCCESS;
     case ASR_REQ_ERROR:
     default:
-      asr_error("svc", "asr_test: Request state %s",
-                req_status_names[atomic_load_explicit(&req->status, memory_order_acquire) & 3]);
+      asr_error("svc", "asr_test: Request state %s%s%s",
+                req_status_names[atomic_load_explicit(&req->status, memory_order_acquire) & 3],
+                atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? ": " : "",
+                atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : "");
       asr__req_recycle(req);
       return ASR_INVALID;
   }

@@ -115,8 +115,17 @@ struct asr_comm {
   struct asr_comm *next; /* in a pending queue or the connected list */
   _Atomic int close_requested;
   _Atomic int detached; /* the service thread let go of it */
+  int watch;             /* index in ctx->watch of the peer process, or -1 (peer_watch.c) */
   char err[320];
 };
+
+/* A peer process on this node whose death fails its comms (peer_watch.c). */
+typedef struct {
+  uint32_t pid;
+  uint64_t start; /* its start time: a reused pid is another process */
+  int fd;         /* pidfd, readable once it exited; -1 when dead */
+  int dead;
+} asr_watch_t;
 
 /* FIFO of comms to one (peer_ip, peer_lnc) in one direction. */
 typedef struct asr_peerq {
@@ -154,6 +163,12 @@ typedef struct asr_ctx {
   pthread_mutex_t comms_mutex; /* guards connected/error lists */
   struct asr_comm *connected;
   struct asr_comm *errored;
+
+  /* peer liveness (peer_watch.c; service thread only) */
+  uint64_t self_node; /* our node id, from ofi.who */
+  asr_watch_t *watch;
+  int nwatch, capwatch, nwatch_live;
+  uint64_t watch_checked_ms;
 
   asr__ofi_op_t flush_op;
   uint8_t flush_buf[4];
@@ -202,6 +217,20 @@ static inline int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, stru
     }
   return 0;
 }
+
+/* Peer liveness (peer_watch.c). asr__watch_self fills our 20-byte "who";
+ * asr__watch_comm starts watching the process a newly connected comm talks
+ * to (c->watch = -1 when it is not on this node) and returns 1 when that
+ * process is gone already; asr__watch_pollfds adds
+ * the live pidfds to a poll set; asr__watch_tick fails the comms of peers
+ * that exited (every call after a sleep, else at most every 100 ms) and
+ * returns 1 when it did. */
+struct pollfd;
+void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]);
+int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OFI_WHO_LEN]);
+int asr__watch_pollfds(asr_ctx_t *ctx, struct pollfd *pf, int cap);
+int asr__watch_tick(asr_ctx_t *ctx, int slept);
+void asr__watch_free(asr_ctx_t *ctx);
 
 /* Host KV participation (kv_host.c): makes sure a KV server runs for this
  * host and port (electing one when ASR_KV_SERVER=auto) and seeds "hostname". */

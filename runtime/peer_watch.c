@@ -1,0 +1,216 @@
+/*
+ * peer_watch.c -- fails the comms of a peer process that died (beyond the
+ * seed, which has no liveness check after the rendezvous).
+ *
+ * Why: a receive is posted for any source with a tag, not on a connection,
+ * so no provider can tell that its sender is gone; and neither shm nor
+ * tcp;ofi_rxm fails a large send to a dead receiver (libfabric 1.17). Without
+ * a watch, the survivor of a SIGKILL polls those requests forever.
+ *
+ * How: each end of a comm tells the other who it is (ofi.h: the 20-byte
+ * "who" in the listen handle and in the connect message): its pid, its start
+ * time since boot, and a node id naming the kernel boot and pid namespace it
+ * runs in. A peer in our node is watched through a pidfd (pidfd_open), which
+ * turns readable when the process exits; the service thread has the pidfds in
+ * its poll set when it sleeps and checks them at most every WATCH_BUSY_MS
+ * when it is busy. The start time guards against pid reuse between the
+ * handshake and pidfd_open. A peer on another node (another host) is not
+ * watched here: there the launcher ends the whole job when a rank dies.
+ *
+ * On a death every connected comm to that process turns CONNECTION_ERROR
+ * with a message naming it; its posted receives are cancelled, its stashed
+ * requests fail when the stash is drained, and asr_test fails any request
+ * still in flight once a poll finds it not done (data that arrived before the
+ * death still completes normally).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "asr_log.h"
+#include "asr_time.h"
+#include "rt.h"
+
+#define WATCH_BUSY_MS 100
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint32_t get32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static uint64_t get64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* Field 22 of /proc/PID/stat (starttime, clock ticks since boot); 0 if unreadable. */
+static uint64_t proc_start_time(uint32_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%u/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
+  if (!p) return 0;
+  /* after ") " come fields 3 (state) .. ; starttime is field 22 */
+  int field = 2;
+  for (; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  return field == 22 ? strtoull(p, NULL, 10) : 0;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* The kernel boot and pid namespace we run in: pids mean the same thing to
+ * every process with the same node id. 0 when it cannot be told. */
+static uint64_t node_id(void) {
+  char boot[64] = {0};
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, boot, sizeof boot - 1);
+  close(fd);
+  struct stat st;
+  if (n <= 0 || stat("/proc/self/ns/pid", &st) != 0) return 0;
+  uint64_t h = fnv1a(0xcbf29ce484222325ull, boot, (size_t)n);
+  h = fnv1a(h, &st.st_dev, sizeof st.st_dev);
+  h = fnv1a(h, &st.st_ino, sizeof st.st_ino);
+  return h ? h : 1;
+}
+
+void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]) {
+  memset(who, 0, ASR_OFI_WHO_LEN);
+  uint32_t pid = (uint32_t)getpid();
+  uint64_t start = proc_start_time(pid), node = node_id();
+  if (!start || !node) return; /* all zero: "do not watch me" */
+  put32(who, pid);
+  put64(who + 4, start);
+  put64(who + 12, node);
+}
+
+/* Fails every connected comm watched through entry w. Service thread. */
+static void fail_peer(asr_ctx_t *ctx, int w) {
+  asr_watch_t *e = &ctx->watch[w];
+  pthread_mutex_lock(&ctx->comms_mutex);
+  for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+    if (c->watch != w || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
+    snprintf(c->err, sizeof c->err, "the peer process %u (%s, lnc %d) exited", e->pid, c->peer_ip, c->peer_lnc);
+    asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
+    /* A peer that is done and exits before we close our end is normal at
+     * the end of a job: say so only where requests are lost. */
+    int open = atomic_load(&c->stash_head) != atomic_load(&c->stash_tail);
+    for (int i = 0; i < ASR_RING && !open; i++) open = asr__ofi_op_owned(&c->ops[i]);
+    ASR_LOG(open ? ASR_LOG_WARN : ASR_LOG_DEBUG, "svc", "lnc %d %s comm to %s/lnc %d: %s", ctx->lnc,
+            c->type == ASR_SEND_COMM ? "SEND" : "RECV", c->peer_ip, c->peer_lnc, c->err);
+    /* Receives can be cancelled (their completions then say ECANCELED);
+     * sends cannot on these providers: asr_test fails them (request.c). */
+    if (c->type == ASR_RECV_COMM)
+      for (int i = 0; i < ASR_RING; i++)
+        if (asr__ofi_op_owned(&c->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &c->ops[i], 0);
+  }
+  pthread_mutex_unlock(&ctx->comms_mutex);
+}
+
+static void mark_dead(asr_ctx_t *ctx, int w) {
+  asr_watch_t *e = &ctx->watch[w];
+  if (e->fd >= 0) close(e->fd);
+  e->fd = -1;
+  e->dead = 1;
+  ctx->nwatch_live--;
+  asr_debug("svc", "lnc %d: peer process %u exited", ctx->lnc, e->pid);
+  fail_peer(ctx, w);
+}
+
+int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OFI_WHO_LEN]) {
+  c->watch = -1;
+  uint32_t pid = get32(who);
+  uint64_t start = get64(who + 4), node = get64(who + 12);
+  if (!pid || !node || node != ctx->self_node || pid == (uint32_t)getpid()) return 0;
+  for (int i = 0; i < ctx->nwatch; i++)
+    if (ctx->watch[i].pid == pid && ctx->watch[i].start == start) {
+      c->watch = i;
+      return ctx->watch[i].dead;
+    }
+  if (ctx->nwatch == ctx->capwatch) {
+    int ncap = ctx->capwatch ? ctx->capwatch * 2 : 8;
+    asr_watch_t *n = realloc(ctx->watch, (size_t)ncap * sizeof *n);
+    if (!n) return 0; /* unwatched: no worse than before */
+    ctx->watch = n;
+    ctx->capwatch = ncap;
+  }
+  int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+  if (fd < 0 && errno != ESRCH) {
+    asr_debug("svc", "lnc %d: cannot watch peer process %u: pidfd_open: %s", ctx->lnc, pid, strerror(errno));
+    return 0;
+  }
+  if (fd >= 0) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+  int w = ctx->nwatch++;
+  ctx->watch[w] = (asr_watch_t){.pid = pid, .start = start, .fd = fd, .dead = 0};
+  ctx->nwatch_live++;
+  c->watch = w;
+  /* The pid may already name another process (the peer died and its pid was
+   * reused before pidfd_open): the start time tells. */
+  if (fd < 0 || proc_start_time(pid) != start) mark_dead(ctx, w);
+  return ctx->watch[w].dead;
+}
+
+int asr__watch_pollfds(asr_ctx_t *ctx, struct pollfd *pf, int cap) {
+  int n = 0;
+  for (int i = 0; i < ctx->nwatch && n < cap; i++)
+    if (!ctx->watch[i].dead) pf[n++] = (struct pollfd){.fd = ctx->watch[i].fd, .events = POLLIN};
+  return n;
+}
+
+int asr__watch_tick(asr_ctx_t *ctx, int slept) {
+  if (!ctx->nwatch_live) return 0;
+  uint64_t now = asr_time_ms();
+  if (!slept && now - ctx->watch_checked_ms < WATCH_BUSY_MS) return 0;
+  ctx->watch_checked_ms = now;
+  int progressed = 0;
+  struct pollfd pf[64];
+  int idx[64];
+  for (int i = 0; i < ctx->nwatch;) {
+    int n = 0;
+    for (; i < ctx->nwatch && n < 64; i++)
+      if (!ctx->watch[i].dead) {
+        pf[n] = (struct pollfd){.fd = ctx->watch[i].fd, .events = POLLIN};
+        idx[n++] = i;
+      }
+    if (n == 0 || poll(pf, (nfds_t)n, 0) <= 0) continue;
+    for (int k = 0; k < n; k++)
+      if (pf[k].revents) {
+        mark_dead(ctx, idx[k]);
+        progressed = 1;
+      }
+  }
+  return progressed;
+}
+
+void asr__watch_free(asr_ctx_t *ctx) {
+  for (int i = 0; i < ctx->nwatch; i++)
+    if (ctx->watch[i].fd >= 0) close(ctx->watch[i].fd);
+  free(ctx->watch);
+  ctx->watch = NULL;
+  ctx->nwatch = ctx->capwatch = ctx->nwatch_live = 0;
+}
