@@ -108,7 +108,11 @@ ASR_API int asr_connect(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t *
 /* Creates a RECV comm on lnc for data from (peer_ip, peer_lnc). Returns at once. */
 ASR_API int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **recv_comm);
 
-/* Reads the comm's connect state (asr_comm_status_t) into *status. */
+/* Reads the comm's connect state (asr_comm_status_t) into *status. A
+ * connected comm turns CONNECTION_ERROR when the peer process on this
+ * machine exits (the service thread watches it; across hosts the launcher
+ * ends the job instead): posts then return ASR_UNCONNECTED and requests
+ * still in flight fail at their next asr_test. */
 ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
 
 /* Waits until the comm is CONNECTED (ASR_SUCCESS), fails (ASR_CONN_ERROR) or
@@ -125,7 +129,8 @@ ASR_API int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, siz
 /* Polls a request. ASR_SUCCESS with *done = 0 while stashed or in flight;
  * with *done = 1 (and *size = bytes moved) when complete, after which the
  * request is recycled and must not be used again. ASR_INVALID when it failed
- * (also recycled); ASR_UNCONNECTED for NULL or a request not in use. */
+ * (also recycled), including when the peer process exited before it
+ * completed; ASR_UNCONNECTED for NULL or a request not in use. */
 ASR_API int asr_test(asr_request_t *req, int *done, size_t *size);
 
 /* The read-after-receive fence of a RECV comm (seed: enc_async_sr_flush):

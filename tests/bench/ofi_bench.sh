@@ -35,8 +35,11 @@
 #                   tests/bench/ofi_raw -m bw -w 64, the same loop on
 #                   fi_tsend/fi_trecv with libasr's endpoint settings.
 #   rate (msgs/s)   8-byte messages, 128 in flight, 1-byte ack per window.
-#                   asr: tests/bench/asr_bench -m rate -w 128 (pingpong's -w
-#                   stops at 120); raw: ofi_raw -m rate -r 128.
+#                   asr: tests/bench/asr_bench -m rate -w 128 -n RATE_ITERS
+#                   (pingpong's -w stops at 120); raw: ofi_raw -m rate -r 128
+#                   -N RATE_ITERS: RATE_ITERS windows each (default 2000, about
+#                   a quarter million messages: shm's rate swings from run to
+#                   run, and a short run catches one swing).
 # and MESH_REPS times the time to connect a full mesh of 16 and 64 LNC ranks
 # (MESH_SIZES), MESH_LNCS LNCs per process (default 4: 16 ranks = 4
 # processes, 64 ranks = 16 processes, since the machine has 2 cores): every
@@ -53,7 +56,7 @@
 #
 # Knobs (environment): PROVIDERS ("shm tcp;ofi_rxm"), REPS (3), MESH_REPS (3),
 # MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (1000: pingpong/ofi_raw -n, which
-# use a tenth, at least 10, from 1 MiB; fi_pingpong -I as above),
+# use a tenth, at least 10, from 1 MiB; fi_pingpong -I as above), RATE_ITERS (2000),
 # LAT_SIZES (powers of 4 from 1 to 4 MiB), BW_SIZES (same), KEEP=1 keeps the
 # work directory (logs, per-run figures) and prints its path.
 #
@@ -80,6 +83,7 @@ MESH_REPS=${MESH_REPS:-3}
 MESH_SIZES=${MESH_SIZES:-"16 64"}
 MESH_LNCS=${MESH_LNCS:-4}
 ITERS=${ITERS:-1000}
+RATE_ITERS=${RATE_ITERS:-2000}
 P4="1 4 16 64 256 1024 4096 16384 65536 262144 1048576 4194304"
 LAT_SIZES=${LAT_SIZES:-$P4}
 BW_SIZES=${BW_SIZES:-$P4}
@@ -251,7 +255,7 @@ run_fi_pingpong() { # provider tag size
 # --- raw: ofi_raw (same pattern as pingpong) --------------------------------
 run_ofi_raw() { # provider tag
   local out=$WORK/raw_$1.$RANDOM.out
-  if ! run timeout -k 5 300 "$OFI_RAW" -p "$1" -m all -S $MAXSZ -n "$ITERS" -w 64 -r 128 >"$out" 2>&1; then
+  if ! run timeout -k 5 300 "$OFI_RAW" -p "$1" -m all -S $MAXSZ -n "$ITERS" -w 64 -r 128 -N "$RATE_ITERS" >"$out" 2>&1; then
     fail "ofi_raw ($1)" "$out"
     return
   fi
@@ -280,7 +284,7 @@ run_asr_pingpong() { # provider tag
 
 run_asr_rate() { # provider tag
   local out=$WORK/rate_$2.$RANDOM.out
-  if ! run env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m rate -w 128 -n "$ITERS" >"$out" 2>&1; then
+  if ! run env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m rate -w 128 -n "$RATE_ITERS" >"$out" 2>&1; then
     fail "asr_bench rate ($1)" "$out"
     return
   fi

@@ -5,7 +5,7 @@
  * fi_tsend / fi_trecv with nothing of libasr in between.
  *
  *   ofi_raw [-p PROVIDER] [-m lat|bw|rate|all] [-s MIN] [-S MAX] [-n ITERS] [-w WINDOW] [-r RATE_WINDOW]
- *           [-T safe|domain]
+ *           [-N RATE_ITERS] [-T safe|domain]
  *
  * One invocation forks the second rank; the two open their endpoints after
  * the fork and swap addresses over a socketpair (tcp;ofi_rxm binds
@@ -23,7 +23,8 @@
  * Output (rank 0), the format of pingpong:
  *   lat  SIZE  one-way usec   (round trip / 2, ITERS rounds, ITERS/10 >= 1 MiB)
  *   bw   SIZE  MB/s           (WINDOW sends in flight, then a 1-byte ack)
- *   rate SIZE  msgs/s         (RATE_WINDOW 8-byte sends in flight, default 128)
+ *   rate SIZE  msgs/s         (RATE_WINDOW 8-byte sends in flight, default 128;
+ *                             RATE_ITERS windows, default ITERS/10, at least 10)
  * Every message carries an 8-byte stamp the receiver checks; whole payloads
  * are compared on the first and last message of each size. Exits non-zero on
  * any error or payload mismatch.
@@ -58,7 +59,7 @@ typedef struct {
   size_t len;
 } op_t;
 
-static int rank, iters = 1000, window = 64, rate_window = 128;
+static int rank, iters = 1000, window = 64, rate_window = 128, rate_iters;
 static const char *prov = "shm";
 static int thread_domain; /* -T domain: FI_THREAD_DOMAIN instead of libasr's FI_THREAD_SAFE */
 static struct fi_info *info;
@@ -283,7 +284,7 @@ int main(int argc, char **argv) {
   int opt;
   const char *env = getenv("ASR_PROVIDER");
   if (env && *env) prov = env;
-  while ((opt = getopt(argc, argv, "p:m:s:S:n:w:r:T:h")) != -1) {
+  while ((opt = getopt(argc, argv, "p:m:s:S:n:w:r:N:T:h")) != -1) {
     switch (opt) {
       case 'p': prov = optarg; break;
       case 'm': mode = optarg; break;
@@ -292,11 +293,12 @@ int main(int argc, char **argv) {
       case 'n': iters = atoi(optarg); break;
       case 'w': window = atoi(optarg); break;
       case 'r': rate_window = atoi(optarg); break;
+      case 'N': rate_iters = atoi(optarg); break;
       case 'T': thread_domain = !strcmp(optarg, "domain"); break;
       default:
         fprintf(stderr,
                 "usage: ofi_raw [-p PROVIDER] [-m lat|bw|rate|all] [-s MIN] [-S MAX] [-n ITERS] [-w WINDOW] "
-                "[-r RATE_WINDOW] [-T safe|domain]\n");
+                "[-r RATE_WINDOW] [-N RATE_ITERS] [-T safe|domain]\n");
         return 2;
     }
   }
@@ -343,7 +345,7 @@ int main(int argc, char **argv) {
     if (rank == 0) printf("bw %zu %.1f\n", sz, (double)sz * window * n / secs / 1e6);
   }
   if (do_rate) {
-    int n = iters / 10 > 10 ? iters / 10 : 10;
+    int n = rate_iters > 0 ? rate_iters : iters / 10 > 10 ? iters / 10 : 10;
     double secs = run_bw(8, n, rate_window);
     if (rank == 0) printf("rate 8 %.0f\n", (double)rate_window * n / secs);
   }
