@@ -112,7 +112,7 @@ typedef struct asr__ofi {
   uint8_t addr[ASR_OFI_ADDR_MAX];
   size_t addrlen;
   uint8_t who[ASR_OFI_WHO_LEN]; /* ours, sent to every peer (set by the context) */
-  uint64_t next_key; /* unique MR keys: tcp before libfabric 2.2 wants them */
+  uint64_t next_key;            /* unique MR keys: tcp before libfabric 2.2 wants them */
   uint64_t seq_mask;
   uint32_t next_comm_id;
   int need_desc; /* FI_MR_LOCAL: pass descriptors */

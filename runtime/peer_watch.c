@@ -115,7 +115,8 @@ static void fail_peer(asr_ctx_t *ctx, int w) {
   pthread_mutex_lock(&ctx->comms_mutex);
   for (struct asr_comm *c = ctx->connected; c; c = c->next) {
     if (c->watch != w || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
-    snprintf(c->err, sizeof c->err, "the peer process %u (%s, lnc %d) exited", e->pid, c->peer_ip, c->peer_lnc);
+    snprintf(c->err, sizeof c->err, "the peer process %u (%s, lnc %d) exited", e->pid, c->peer_ip,
+             c->peer_lnc);
     asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
     /* A peer that is done and exits before we close our end is normal at
      * the end of a job: say so only where requests are lost. */

@@ -115,7 +115,7 @@ struct asr_comm {
   struct asr_comm *next; /* in a pending queue or the connected list */
   _Atomic int close_requested;
   _Atomic int detached; /* the service thread let go of it */
-  int watch;             /* index in ctx->watch of the peer process, or -1 (peer_watch.c) */
+  int watch;            /* index in ctx->watch of the peer process, or -1 (peer_watch.c) */
   char err[320];
 };
 

@@ -976,8 +976,8 @@ static void kill_mid_proc(int rank, void *arg) {
    * within KM_BOUND_MS every receive has completed intact or failed, the
    * send failed, and neither comm takes another post.
    */
-  ASSERT_MSG(pending == 0, "%s: %d receives still pending %d ms after the sender died", rt_g.provider, pending,
-             KM_BOUND_MS);
+  ASSERT_MSG(pending == 0, "%s: %d receives still pending %d ms after the sender died", rt_g.provider,
+             pending, KM_BOUND_MS);
   ASSERT_MSG(failed > 0, "%s: every receive completed although the sender died (%d completed)", rt_g.provider,
              completed);
   ASSERT_MSG(send_failed, "%s: the send to the dead peer %s", rt_g.provider,
