@@ -1,16 +1,18 @@
 /*
  * asrd.c -- the host daemon: main, event loop and control channel (asrd.h).
  *
- *   asrd --ctl HOST:PORT --index I [--hostname NAME]
+ *   asrd --ctl HOST:PORT [--index I] [--hostname NAME] [--port P]
  *
  * The job secret arrives on stdin as one line "ASR_JOB_SECRET=<64 hex>", never
  * on the command line (which every user can read in /proc). asrd connects to
- * asrrun, says HELLO, loads the hwloc topology while the JOB is on its way,
- * receives the JOB, starts the host's KV server on the bootstrap port with
- * "hostname" seeded, starts its PMIx server and registers the job, starts the
- * ranks, and then relays output, exits, fences and aborts until asrrun says
- * SHUTDOWN or goes away (then it kills its ranks and exits) -- or, in a
- * one-host job, until its ranks are done.
+ * asrrun and says HELLO while a thread loads the hwloc topology, and starts
+ * its PMIx server while the JOB is on its way (holding the bootstrap port,
+ * --port, meanwhile). It receives the JOB (which also tells a daemon started
+ * without --index, ahead of the job, its host index), starts the host's KV
+ * server on the bootstrap port with "hostname" seeded, registers the job
+ * with PMIx, starts the ranks, and then relays output, exits, fences and
+ * aborts until asrrun says SHUTDOWN or goes away (then it kills its ranks
+ * and exits) -- or, in a one-host job, until its ranks are done.
  */
 #include "config.h"
 
@@ -72,7 +74,8 @@ static void send_error(asrd_t *d, const char *msg) {
 }
 
 /* JOB payload (asrrun.c writes it in the same order):
- *   u32 nranks, u32 nhosts, nhosts x str host name, nranks x (u32 host, u32 lnc),
+ *   u32 nranks, u32 nhosts, u32 this daemon's host index,
+ *   nhosts x str host name, nranks x (u32 host, u32 lnc),
  *   str program, u32 nargs, nargs x str, u32 nenv, nenv x (str name, str value),
  *   u32 bind_to, u32 report_bindings, u32 bootstrap port, str provider,
  *   str nspace, str if_spec (--if-include, resolved here; "" = the address
@@ -82,10 +85,15 @@ static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t 
   asr_rd_init(&r, p, len);
   d->nranks = (int)asr_rd_u32(&r);
   d->nhosts = (int)asr_rd_u32(&r);
+  uint32_t index = asr_rd_u32(&r);
   if (r.bad || d->nranks <= 0 || d->nhosts <= 0 || d->nranks > 1 << 20 || d->nhosts > 1 << 16 ||
-      d->host_index >= d->nhosts) {
+      index >= (uint32_t)d->nhosts || (d->host_index >= 0 && (uint32_t)d->host_index != index)) {
     snprintf(err, errlen, "malformed JOB message (sizes)");
     return -1;
+  }
+  if (d->host_index < 0) {
+    d->host_index = (int)index; /* started ahead of the job (no --index) */
+    asr_log_set_role("asrd", d->host_index);
   }
   d->host_names = calloc((size_t)d->nhosts, sizeof *d->host_names);
   for (int h = 0; h < d->nhosts; h++) d->host_names[h] = asr_rd_str(&r);
@@ -121,6 +129,12 @@ static int parse_job(asrd_t *d, const uint8_t *p, size_t len, char *err, size_t 
   uint32_t hb = asr_rd_u32(&r);
   if (r.bad || !d->program || d->port <= 0 || d->port > 65535 || hb < 1 || hb > 3600) goto bad;
   d->heartbeat_timeout_ms = (uint64_t)hb * 1000;
+  if (d->pmix_up && strcmp(d->hostname, d->host_names[d->host_index]) != 0) {
+    /* its PMIx server already serves the name it was started with */
+    snprintf(err, errlen, "started for host '%s' but got the job of host '%s'", d->hostname,
+             d->host_names[d->host_index]);
+    return -1;
+  }
   snprintf(d->hostname, sizeof d->hostname, "%s", d->host_names[d->host_index]);
   if (d->if_addr[0]) {
     char ip[ASR_NETIF_ADDRLEN], why[400];
@@ -162,12 +176,35 @@ bad:
   return -1;
 }
 
+/* A socket bound to the bootstrap port on every address (not listening):
+ * while it exists no ephemeral port can be that one. -1 if it cannot be
+ * bound (then the KV server's bind reports why). */
+static int hold_bootstrap_port(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a = {
+      .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_ANY)};
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 /* Runs the job: KV server, PMIx server, ranks. */
 static int start_job(asrd_t *d, char *err, size_t errlen) {
+  if (d->pmix_err[0]) { /* the PMIx server started before the JOB failed */
+    snprintf(err, errlen, "%s", d->pmix_err);
+    return -1;
+  }
   /* A one-host job keeps its KV traffic on loopback; otherwise peers on other
-   * hosts must reach this server. It binds the bootstrap port before the PMIx
-   * server binds an ephemeral one of its own, which could otherwise be this
-   * very port (asrrun only found it free; it does not hold it). */
+   * hosts must reach this server. The PMIx server's listener takes an
+   * ephemeral port, which could be the bootstrap port (asrrun only found it
+   * free; it does not hold it): so the PMIx server starts either while asrd
+   * holds that port (--port, before the JOB) or after the KV server has
+   * bound it (here). */
+  if (d->port_hold >= 0) close(d->port_hold);
+  d->port_hold = -1;
   asr_kv_server_opts_t o = {
       .bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL, .port = (uint16_t)d->port, .secret = d->secret};
   if (asr_kv_server_new(&o, &d->kv, err, errlen) != 0) return -1;
@@ -176,10 +213,11 @@ static int start_job(asrd_t *d, char *err, size_t errlen) {
   /* "hostname" is in the store before any rank exists. */
   asr_kv_server_put(d->kv, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
   asrd_watch(d, asr_kv_server_fd(d->kv), EPOLLIN);
-  if (asrd_pmix_init(d, err, errlen) != 0) return -1;
-  /* PMIx registers the job on its own thread while this one prepares the
-   * ranks; they start once both are done. */
+  if (!d->pmix_up && asrd_pmix_init(d, asrd_ranks_topology(), err, errlen) != 0) return -1;
+  /* PMIx registers the job on its own thread while this one waits for the
+   * topology and prepares the ranks; they start once both are done. */
   if (asrd_pmix_register_start(d, err, errlen) != 0) return -1;
+  asrd_ranks_topology();
   if (asrd_ranks_prepare(d, err, errlen) != 0) return -1;
   if (asrd_pmix_register_wait(d, err, errlen) != 0) return -1;
   if (asrd_ranks_start(d, err, errlen) != 0) return -1;
@@ -288,30 +326,49 @@ static int read_secret(asrd_t *d) {
 int main(int argc, char **argv) {
   asrd_t *d = &D;
   const char *ctl = NULL, *host = NULL;
+  int hold_port = 0;
   d->host_index = -1;
+  d->port_hold = -1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--ctl") && i + 1 < argc)
       ctl = argv[++i];
-    else if (!strcmp(argv[i], "--index") && i + 1 < argc)
+    else if (!strcmp(argv[i], "--index") && i + 1 < argc && atoi(argv[i + 1]) >= 0)
       d->host_index = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--hostname") && i + 1 < argc)
       host = argv[++i];
+    else if (!strcmp(argv[i], "--port") && i + 1 < argc && atoi(argv[i + 1]) > 0 && atoi(argv[i + 1]) < 65536)
+      hold_port = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--version")) {
       printf("asrd (asr) %s\n", PACKAGE_VERSION);
       return 0;
     } else {
       fprintf(stderr,
-              "asrd: unknown argument '%s'\nasrd is started by asrrun: asrd --ctl HOST:PORT --index I "
-              "[--hostname NAME], with the job secret on stdin\n",
+              "asrd: unknown argument '%s'\nasrd is started by asrrun: asrd --ctl HOST:PORT [--index I] "
+              "[--hostname NAME] [--port P], with the job secret on stdin\n",
               argv[i]);
       return 2;
     }
   }
-  if (!ctl || d->host_index < 0) {
-    fprintf(stderr, "asrd: needs --ctl HOST:PORT and --index I (asrd is started by asrrun)\n");
+  if (!ctl) {
+    fprintf(stderr, "asrd: needs --ctl HOST:PORT (asrd is started by asrrun)\n");
     return 2;
   }
+  /* Without --index asrd was started ahead of the job (asrrun's early local
+   * daemon) and learns its host index from the JOB; until then asrrun may
+   * dismiss it by closing its listener, so failing to reach it is no error
+   * to report. */
+  int ahead = d->host_index < 0;
   asr_log_set_role("asrd", d->host_index);
+  /* Signals arrive through the signalfd only: blocked before any thread
+   * starts, so every thread inherits the mask. */
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  signal(SIGPIPE, SIG_IGN);
   /* PMIx's hwloc would otherwise probe for X11 displays and GPUs at every start. */
   setenv("HWLOC_COMPONENTS", "-gl,-opencl", 0);
   if (host)
@@ -322,19 +379,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "asrd: expected 'ASR_JOB_SECRET=<64 hex digits>' on stdin\n");
     return 2;
   }
+  /* The hwloc topology (for binding) loads on its own thread while this
+   * one calls asrrun back and starts the PMIx server; hwloc's one-time
+   * set-up happens here, with the generic topology that server is lent. */
+  if (hold_port > 0) asrd_ranks_generic_topology();
+  asrd_ranks_topology_start();
   char err[512];
   if (connect_ctl(d, ctl, err, sizeof err) != 0) {
-    fprintf(stderr, "asrd: %s\n", err);
+    if (!ahead) fprintf(stderr, "asrd: %s\n", err);
+    asrd_ranks_topology(); /* joins the loading thread */
     return 1;
   }
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGHUP);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
   d->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   d->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -343,17 +398,21 @@ int main(int argc, char **argv) {
   asrd_watch(d, d->evfd, EPOLLIN);
 
   asr_buf_t hello = {0};
-  asr_buf_put_u32(&hello, (uint32_t)d->host_index);
+  asr_buf_put_u32(&hello, ahead ? ASR_CTL_INDEX_AHEAD : (uint32_t)d->host_index);
   asr_buf_put_str(&hello, d->hostname);
   asr_buf_put_u32(&hello, (uint32_t)getpid());
   asr_buf_put_str(&hello, d->secret_hex); /* proves we were started by this asrrun */
   asr_ctl_send(&d->ctl, ASR_CTL_HELLO, &hello);
   asr_buf_free(&hello);
-  /* Load the hwloc topology (for binding and for the PMIx server) while
-   * asrrun reads the HELLO and sends the JOB. (Not the PMIx server itself:
-   * its listener would take an ephemeral port before the KV server binds the
-   * bootstrap port, and could take that very port.) */
-  asrd_ranks_topology();
+  /* Knowing the bootstrap port (--port), the PMIx server starts now, while
+   * the JOB is on its way, with the generic topology (see asrd_pmix_init);
+   * meanwhile the port is held so that its listener cannot take it. A
+   * failure is reported once the JOB comes. */
+  if (hold_port > 0) {
+    d->port_hold = hold_bootstrap_port(hold_port);
+    if (asrd_pmix_init(d, asrd_ranks_generic_topology(), err, sizeof err) != 0)
+      snprintf(d->pmix_err, sizeof d->pmix_err, "%s", err);
+  }
 
   int lost = 0;
   d->heartbeat_timeout_ms = 10000; /* until the JOB says */
@@ -446,6 +505,8 @@ int main(int argc, char **argv) {
     poll(&pf, 1, 100);
     if (asr_ctl_flush(&d->ctl)) break;
   }
+  asrd_ranks_topology(); /* joins the loading thread if no JOB came */
+  if (d->port_hold >= 0) close(d->port_hold);
   asrd_pmix_stop(d);
   if (d->kv) asr_kv_server_free(d->kv);
   asr_ctl_close(&d->ctl);

@@ -64,6 +64,7 @@ typedef struct asrd {
   int nenv;
   int bind_to, report_bindings;
   int port;
+  int port_hold; /* a socket bound to the bootstrap port (--port) until the KV server takes it, or -1 */
   char *provider, *nspace, *if_addr;
   uint64_t heartbeat_timeout_ms; /* asrrun silent this long: it is lost */
 
@@ -74,6 +75,7 @@ typedef struct asrd {
 
   /* PMIx */
   int pmix_up;
+  char pmix_err[512]; /* why PMIx_server_init failed before the JOB came */
   char tmpdir[256];
   pthread_mutex_t ev_lock;
   asrd_ev_t *ev_head, *ev_tail;
@@ -82,8 +84,9 @@ typedef struct asrd {
 } asrd_t;
 
 /* asrd_pmix.c */
-/* Starts the PMIx server: its directory, PMIx_server_init (lent our topology). */
-int asrd_pmix_init(asrd_t *d, char *errbuf, size_t errlen);
+/* Starts the PMIx server: its directory, PMIx_server_init, lent topo (an
+ * hwloc_topology_t of ours that outlives the server, or NULL). */
+int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen);
 /* Registers the job's namespace and every local rank (the library does it on
  * its thread); _wait waits for both. */
 int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen);
@@ -95,8 +98,17 @@ void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len);
 void asrd_pmix_stop(asrd_t *d);
 
 /* asrd_ranks.c */
-/* This host's hwloc topology, loaded on the first call (NULL if it cannot be). */
+/* Starts loading this host's hwloc topology on a thread of its own (call it
+ * while asrd has no other thread). */
+void asrd_ranks_topology_start(void);
+/* The topology: waits for that load, or loads it on the first call (NULL if
+ * it cannot be loaded). Called first before PMIx's threads exist. */
 void *asrd_ranks_topology(void);
+/* The machine and its processors only (hwloc's OS-independent discovery, a
+ * tenth of a millisecond), for a PMIx server that starts before the full
+ * topology is loaded; kept for the life of asrd (NULL if it cannot be made).
+ * Called first before PMIx's threads exist. */
+void *asrd_ranks_generic_topology(void);
 /* What every rank's start needs (environment, stacks, /dev/null); then the
  * ranks themselves. */
 int asrd_ranks_prepare(asrd_t *d, char *errbuf, size_t errlen);

@@ -181,7 +181,7 @@ static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
   return st;
 }
 
-int asrd_pmix_init(asrd_t *d, char *errbuf, size_t errlen) {
+int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
   the_daemon = d;
   pthread_mutex_init(&d->ev_lock, NULL);
   /* The directory holds PMIx's shared-memory segments (its dstore), which
@@ -201,14 +201,22 @@ int asrd_pmix_init(asrd_t *d, char *errbuf, size_t errlen) {
     d->tmpdir[0] = '\0';
     return -1;
   }
-  /* Lend the library our topology (loaded once, without I/O devices): left
-   * alone it discovers its own, PCI and block devices included, which was
-   * most of PMIx_server_init's 20-60 ms here. It only keeps the pointer (the
-   * clients never see it: we do not ask for PMIX_SERVER_SHARE_TOPOLOGY) and
-   * never frees a topology it was given. */
+  /* Lend the library a topology of ours (without I/O devices): left alone
+   * it discovers its own, PCI and block devices included, which was most of
+   * PMIx_server_init's 20-60 ms here. It keeps the pointer and a copy for
+   * PMIx_Get, and never frees a topology it was given; the clients never see
+   * it (we do not ask for PMIX_SERVER_SHARE_TOPOLOGY). Of a server with
+   * neither I/O devices nor per-rank cpusets registered, PMIx 4.2 uses
+   * nothing else: its network/GPU modules look for PCI devices and its
+   * device distances for I/O objects, which no topology of ours has. So a
+   * server started before the job lends the generic one (machine and
+   * processors, asrd_ranks_generic_topology) rather than wait for the full
+   * one, which only the ranks' binding uses. Lending the server more (say,
+   * sharing it with the clients, or registering cpusets for locality) would
+   * need the full topology here. */
   static pmix_topology_t lent;
   lent.source = "hwloc";
-  lent.topology = asrd_ranks_topology();
+  lent.topology = topo;
   pmix_info_t info[3];
   size_t ninfo = 0;
   PMIX_INFO_LOAD(&info[ninfo], PMIX_SERVER_TMPDIR, d->tmpdir, PMIX_STRING);

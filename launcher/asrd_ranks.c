@@ -14,6 +14,7 @@
 #include <hwloc.h>
 #include <hwloc/glibc-sched.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,40 +42,105 @@ static int topo_state; /* 0: not tried yet, 1: loaded, -1: failed */
 /* hwloc dlopens every plugin it finds at its first topology_init: on Debian
  * that is OpenCL, X11 (gl), libxml2 with ICU, and PCI, most of its start-up
  * time. Nothing here needs them (no I/O objects, no XML export), so they stay
- * out while we load; the variable is put back as it was, so the ranks see
+ * out. The variable is set once, before asrd's first topology (and before
+ * any other thread reads the environment), and stays set; when we set it,
+ * the ranks' environment leaves it out (build_base_env), so the ranks see
  * hwloc as the user configured it. */
 #define PLUGINS_BLACKLIST \
   "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
+static int topo_env_set;
+
+static void topo_env(void) {
+  static int done;
+  if (done) return;
+  done = 1;
+  topo_env_set = !getenv("HWLOC_PLUGINS_BLACKLIST");
+  if (topo_env_set) setenv("HWLOC_PLUGINS_BLACKLIST", PLUGINS_BLACKLIST, 1);
+}
+
+static void load_topology(void) {
+  topo_state = -1;
+  if (hwloc_topology_init(&topo) != 0) return;
+#if HWLOC_API_VERSION >= 0x00020800
+  /* neither binding nor the PMIx server reads these: skip their discovery */
+  hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
+                                     HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
+#endif
+  /* nor these (binding is to cores, NUMA nodes or packages) */
+  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+#if defined(__linux__) && HWLOC_API_VERSION >= 0x00020100
+  /* On Linux the sysfs backend finds packages, cores, caches and NUMA
+   * nodes by itself; the x86 (cpuid) backend on top of it only annotates,
+   * and doubled the load time (2.6 -> 1.3 ms here). */
+  hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+#endif
+  if (hwloc_topology_load(topo) == 0)
+    topo_state = 1;
+  else
+    hwloc_topology_destroy(topo);
+}
+
+/* The load (about 1 ms) runs on a thread of its own, started first thing,
+ * on another CPU than asrd's main thread where there is one: the main
+ * thread meanwhile calls asrrun back and starts the PMIx server, and the
+ * ranks need the topology only once the job is registered. (Left to the
+ * scheduler, the new thread waited on the main thread's CPU while the other
+ * one idled.) */
+static pthread_t topo_thread;
+static int topo_thread_running;
+
+static void *topo_thread_main(void *arg) {
+  load_topology();
+  return arg;
+}
+
+void asrd_ranks_topology_start(void) {
+  if (topo_state != 0 || topo_thread_running) return;
+  topo_env();
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  cpu_set_t others;
+  int cpu = sched_getcpu();
+  if (sched_getaffinity(0, sizeof others, &others) == 0 && cpu >= 0 && cpu < CPU_SETSIZE &&
+      CPU_ISSET(cpu, &others) && CPU_COUNT(&others) >= 2) {
+    CPU_CLR(cpu, &others);
+    pthread_attr_setaffinity_np(&attr, sizeof others, &others);
+  }
+  /* if it cannot start, asrd_ranks_topology loads on the caller's thread */
+  topo_thread_running = pthread_create(&topo_thread, &attr, topo_thread_main, NULL) == 0;
+  pthread_attr_destroy(&attr);
+}
 
 void *asrd_ranks_topology(void) {
-  if (topo_state == 0) {
-    /* first called before PMIx's threads exist: setenv is safe */
-    int set = !getenv("HWLOC_PLUGINS_BLACKLIST");
-    if (set) setenv("HWLOC_PLUGINS_BLACKLIST", PLUGINS_BLACKLIST, 1);
-    topo_state = -1;
-    if (hwloc_topology_init(&topo) == 0) {
-#if HWLOC_API_VERSION >= 0x00020800
-      /* neither binding nor the PMIx server reads these: skip their discovery */
-      hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
-                                         HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
-#endif
-      /* nor these (binding is to cores, NUMA nodes or packages) */
-      hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-      hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-#if defined(__linux__) && HWLOC_API_VERSION >= 0x00020100
-      /* On Linux the sysfs backend finds packages, cores, caches and NUMA
-       * nodes by itself; the x86 (cpuid) backend on top of it only annotates,
-       * and doubled the load time (2.6 -> 1.3 ms here). */
-      hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
-#endif
-      if (hwloc_topology_load(topo) == 0)
-        topo_state = 1;
-      else
-        hwloc_topology_destroy(topo);
-    }
-    if (set) unsetenv("HWLOC_PLUGINS_BLACKLIST");
+  if (topo_thread_running) {
+    pthread_join(topo_thread, NULL);
+    topo_thread_running = 0;
+  } else if (topo_state == 0) {
+    topo_env();
+    load_topology();
   }
   return topo_state == 1 ? topo : NULL;
+}
+
+void *asrd_ranks_generic_topology(void) {
+  static hwloc_topology_t generic;
+  static int state; /* as topo_state */
+  if (state == 0) {
+    topo_env();
+    state = -1;
+    if (hwloc_topology_init(&generic) == 0) {
+      /* without the OS backend and cpuid, hwloc's OS-independent discovery
+       * remains: the machine and its processors */
+      hwloc_topology_set_components(generic, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "linux");
+      hwloc_topology_set_components(generic, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+      if (hwloc_topology_load(generic) == 0)
+        state = 1;
+      else
+        hwloc_topology_destroy(generic);
+    }
+  }
+  return state == 1 ? generic : NULL;
 }
 
 static hwloc_obj_type_t bind_type(int bind_to) {
@@ -133,7 +199,8 @@ static int build_base_env(asrd_t *d) {
                                      "ASR_IF_ADDR",    "ASR_NUM_HOSTS",
                                      "ASR_HOST_INDEX", NULL};
   for (size_t i = 0; i < n; i++) {
-    int skip = strncmp(environ[i], "PMIX_", 5) == 0;
+    int skip = strncmp(environ[i], "PMIX_", 5) == 0 ||
+               (topo_env_set && env_has_prefix(environ[i], "HWLOC_PLUGINS_BLACKLIST"));
     for (int j = 0; ours[j] && !skip; j++) skip = env_has_prefix(environ[i], ours[j]);
     for (int j = 0; j < d->nenv && !skip; j++) skip = env_has_prefix(environ[i], d->env_names[j]);
     if (!skip) base_env[k++] = environ[i]; /* borrowed: copied per rank */

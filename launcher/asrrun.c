@@ -36,6 +36,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "asr_err.h"
@@ -93,6 +94,16 @@ static int ranks_exited;
 static uint64_t deadline_ms;
 static uint64_t giveup_at; /* after SIGKILL: stop waiting for the daemons */
 
+/* This host's asrd, started before the configuration is read (early_start). */
+static struct {
+  pid_t pid;      /* > 0: started and not reaped yet (once adopted, also daemons[index].pid) */
+  int lfd;        /* the listener it calls back to (127.0.0.1), -1 once closed or taken over */
+  uint16_t port;  /* that listener's port */
+  int bport;      /* the bootstrap port it holds while it starts (the job's unless one is configured) */
+  char host[128]; /* the host name it was given: this host's */
+  int index;      /* the host it serves once adopted, else -1 */
+} early = {0, -1, 0, 0, "", -1};
+
 static void kill_all(int sig) {
   asr_buf_t b = {0};
   asr_buf_put_u32(&b, (uint32_t)sig);
@@ -125,7 +136,7 @@ static void watch(int fd, uint32_t ev, void *ptr) {
   if (epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &e) != 0) epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e);
 }
 
-static char sig_tag, lfd_tag, stdin_tag;
+static char sig_tag, lfd_tag, early_lfd_tag, stdin_tag;
 
 /* --- output ---------------------------------------------------------------- */
 
@@ -175,6 +186,7 @@ static void send_job(int h) {
   asr_buf_t b = {0};
   asr_buf_put_u32(&b, (uint32_t)map.nranks);
   asr_buf_put_u32(&b, (uint32_t)map.nhosts);
+  asr_buf_put_u32(&b, (uint32_t)h);
   for (int i = 0; i < map.nhosts; i++) asr_buf_put_str(&b, map.host_names[i]);
   for (int r = 0; r < map.nranks; r++) {
     asr_buf_put_u32(&b, (uint32_t)map.ranks[r].host);
@@ -323,7 +335,9 @@ static void on_hello_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *
   asr_rd_t r;
   asr_rd_init(&r, p, len);
   if (type != ASR_CTL_HELLO) goto reject;
-  int index = (int)asr_rd_u32(&r);
+  uint32_t index_in = asr_rd_u32(&r);
+  /* the early local daemon learns its index from the JOB (see early_start) */
+  int index = index_in == ASR_CTL_INDEX_AHEAD ? early.index : (int)index_in;
   char *host = asr_rd_str(&r);
   (void)asr_rd_u32(&r);
   char *sec = asr_rd_str(&r);
@@ -347,8 +361,8 @@ reject:
   c->closed = 1;
 }
 
-static void accept_daemon(void) {
-  int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+static void accept_daemon(int listener) {
+  int fd = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd < 0) return;
   /* The HELLO is small: wait for it briefly here (daemons are few). */
   asr_ctl_conn_t c = {.fd = fd};
@@ -383,6 +397,7 @@ static void forward_stdin(void) {
  * on this host: kill their process groups here. (A remote daemon's pids mean
  * nothing on this host; its ranks die with it.) */
 static void daemon_reaped(int h, int st) {
+  if (daemons[h].pid == early.pid) early.pid = 0;
   daemons[h].pid = 0;
   if (WIFSIGNALED(st) && !daemons[h].done && daemons[h].local)
     for (int i = 0; i < daemons[h].npgids; i++) kill(-daemons[h].pgids[i], SIGKILL);
@@ -410,7 +425,8 @@ static void on_signal(void) {
     if (sig == SIGCHLD) {
       int st;
       pid_t pid;
-      while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+      while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (pid == early.pid && early.index < 0) early.pid = 0; /* a dismissed early daemon */
         for (int h = 0; h < map.nhosts; h++)
           if (daemons[h].pid == pid) {
             daemon_reaped(h, st);
@@ -437,6 +453,7 @@ static void on_signal(void) {
                         map.host_names[h], WIFSIGNALED(st) ? "signal" : "status",
                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
           }
+      }
       continue;
     }
     interrupts++;
@@ -496,8 +513,113 @@ static int pick_port(void) {
   return p;
 }
 
+/* --- the early local daemon ------------------------------------------------------- */
+
+/*
+ * Most of a short job's run time is asrd's own start (exec and loading
+ * libpmix, PMIx_server_init), and asrrun's own work before it starts the
+ * daemons (the YAML files, the map, finding the program) does not depend on
+ * it. So when the command line may run a job on this host, asrrun starts
+ * this host's asrd first, before reading its configuration: on a listener of
+ * its own, under this host's name, holding a bootstrap port picked here, and
+ * without a host index (the JOB tells it). asrd calls back and starts its
+ * PMIx server meanwhile. If the job then runs on this host under that name,
+ * the daemon is adopted (early_adopt) and the job gets that port unless one
+ * is configured; otherwise -- bad options, a missing program, a dry run in a
+ * job file, only other hosts, Slurm -- it is dismissed: asrrun closes its
+ * listener, and asrd, finding asrrun gone (its connect refused, or the
+ * connection reset), removes what it made (its PMIx directory) and exits
+ * quietly; asrrun reaps it before exiting itself (early_finish). (On a
+ * 2-CPU VM this took about half a millisecond off a one-rank job.)
+ */
+static void early_start(int argc, char **argv) {
+  /* Not when the command line asks for no job or names hosts (this host may
+   * not be one of them), nor inside an allocation (daemons start with srun). */
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--version") || !strcmp(a, "--dry-run") ||
+        !strncmp(a, "-H", 2) || !strncmp(a, "--host", 6))
+      return;
+  }
+  if (getenv("ASRRUN_HOSTFILE") || getenv("PBS_NODEFILE") || getenv("SLURM_JOB_ID") ||
+      getenv("SLURM_JOB_NODELIST") || getenv("SLURM_NODELIST"))
+    return;
+  if (gethostname(early.host, sizeof early.host - 1) != 0 || !early.host[0]) return;
+  early.bport = pick_port();
+  if (early.bport <= 0) return;
+  char err[256], asrd[PATH_MAX], ctl[64];
+  early.lfd = asr_sock_listen("127.0.0.1", 0, 16, &early.port, err, sizeof err);
+  if (early.lfd < 0) return;
+  asrd_path(asrd, sizeof asrd);
+  snprintf(ctl, sizeof ctl, "127.0.0.1:%u", early.port);
+  asr_launch_args_t a = {.asrd_path = asrd,
+                         .ctl_addr = ctl,
+                         .secret_hex = secret_hex,
+                         .host = early.host,
+                         .index = -1,
+                         .port = early.bport};
+  early.pid = asr_launch_local.start(&a, err, sizeof err);
+  if (early.pid <= 0) { /* the normal start reports what is wrong */
+    early.pid = 0;
+    close(early.lfd);
+    early.lfd = -1;
+  }
+}
+
+/* Closes the early daemon's listener: if it has not called back yet, it
+ * never will, and then it exits. */
+static void early_dismiss(void) {
+  if (early.lfd >= 0) close(early.lfd);
+  early.lfd = -1;
+}
+
+/* The job's first host that runs here under the early daemon's name gets it;
+ * with none (or under Slurm, which starts every daemon) it is dismissed. */
+static void early_adopt(const int *is_local) {
+  if (early.pid <= 0) return;
+  for (int h = 0; h < map.nhosts && cfg.launcher != ASR_LAUNCHER_SLURM; h++)
+    if (is_local[h] && !strcmp(map.host_names[h], early.host)) {
+      early.index = h;
+      return;
+    }
+  early_dismiss();
+}
+
+/* Before asrrun exits: a dismissed early daemon is reaped (it exits within
+ * milliseconds, once its PMIx server is up and removed), bounded like every
+ * wait here. */
+static void early_finish(void) {
+  early_dismiss();
+  uint64_t until = asr_time_ms() + 5000;
+  while (early.pid > 0) {
+    int st;
+    pid_t r = waitpid(early.pid, &st, WNOHANG);
+    if (r == early.pid || (r < 0 && errno != EINTR)) break;
+    if (asr_time_ms() >= until) {
+      kill(early.pid, SIGKILL);
+      waitpid(early.pid, &st, 0);
+      break;
+    }
+    struct timespec ts = {0, 200 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  early.pid = 0;
+}
+
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv) {
   asr_log_set_role("asrrun", -1);
+  uint8_t secret[ASR_KV_SECRET_LEN];
+  asr_kv_secret_generate(secret);
+  asr_kv_secret_to_hex(secret, secret_hex);
+  early_start(argc, argv);
+  int rc = run(argc, argv);
+  early_finish();
+  return rc;
+}
+
+static int run(int argc, char **argv) {
   char err[1024];
   int rc = asr_config_load(&cfg, argc, argv, err, sizeof err);
   if (rc == 1) return 0; /* --help / --version */
@@ -550,19 +672,13 @@ int main(int argc, char **argv) {
       break;
     }
 
-  uint8_t secret[ASR_KV_SECRET_LEN];
-  asr_kv_secret_generate(secret);
-  asr_kv_secret_to_hex(secret, secret_hex);
   snprintf(nspace, sizeof nspace, "asr.%ld.%08x", (long)getpid(), (unsigned)asr_rand_u64());
-  port = cfg.bootstrap_port > 0 ? cfg.bootstrap_port : pick_port();
+  early_adopt(is_local);
+  /* the early daemon holds the port it was given: the job's, unless one is
+   * configured (then it lets that one go and binds the job's) */
+  port = cfg.bootstrap_port > 0 ? cfg.bootstrap_port : early.index >= 0 ? early.bport : pick_port();
   if (port <= 0) {
     fprintf(stderr, "asrrun: cannot find a free bootstrap port; give one with --bootstrap-port\n");
-    return EXIT_LAUNCH;
-  }
-  uint16_t ctl_port = 0;
-  lfd = asr_sock_listen(nremote ? "0.0.0.0" : "127.0.0.1", 0, 1024, &ctl_port, err, sizeof err);
-  if (lfd < 0) {
-    fprintf(stderr, "asrrun: cannot open the control port: %s\n", err);
     return EXIT_LAUNCH;
   }
   daemons = calloc((size_t)map.nhosts, sizeof *daemons);
@@ -572,7 +688,21 @@ int main(int argc, char **argv) {
     daemons[h].nlocal = map.nlocal[h];
     daemons[h].local = is_local[h];
   }
+  if (early.index >= 0) daemons[early.index].pid = early.pid;
   free(is_local);
+  uint16_t ctl_port = 0;
+  if (!nremote && early.lfd >= 0) {
+    /* the early daemon's listener serves every daemon of a job on this host */
+    lfd = early.lfd;
+    ctl_port = early.port;
+    early.lfd = -1;
+  } else {
+    lfd = asr_sock_listen(nremote ? "0.0.0.0" : "127.0.0.1", 0, 1024, &ctl_port, err, sizeof err);
+    if (lfd < 0) {
+      fprintf(stderr, "asrrun: cannot open the control port: %s\n", err);
+      return EXIT_LAUNCH;
+    }
+  }
 
   signal(SIGPIPE, SIG_IGN);
   sigset_t mask;
@@ -586,6 +716,7 @@ int main(int argc, char **argv) {
   epfd = epoll_create1(EPOLL_CLOEXEC);
   watch(sigfd, EPOLLIN, &sig_tag);
   watch(lfd, EPOLLIN, &lfd_tag);
+  if (early.lfd >= 0) watch(early.lfd, EPOLLIN, &early_lfd_tag);
   /* stdin is watched once rank 0's daemon has started its ranks (see main loop). */
   if (fcntl(0, F_GETFL) < 0) stdin_open = 2; /* no stdin: rank 0 gets EOF at once */
 
@@ -603,6 +734,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,
             nremote > 1 ? "s" : "", ctl_remote, cfg.launch_agent);
   for (int h = 0; h < map.nhosts; h++) {
+    if (daemons[h].pid > 0) continue; /* the early daemon */
     const asr_launch_ops_t *ops = daemons[h].local ? &asr_launch_local
                                   : slurm          ? &asr_launch_slurm
                                                    : &asr_launch_rsh;
@@ -612,6 +744,7 @@ int main(int argc, char **argv) {
                            .host = map.host_names[h],
                            .agent = cfg.launch_agent,
                            .index = h,
+                           .port = port,
                            .verbose = cfg.verbose};
     daemons[h].pid = ops->start(&a, err, sizeof err);
     if (daemons[h].pid < 0) {
@@ -640,7 +773,9 @@ int main(int argc, char **argv) {
       if (p == &sig_tag)
         on_signal();
       else if (p == &lfd_tag)
-        accept_daemon();
+        accept_daemon(lfd);
+      else if (p == &early_lfd_tag)
+        accept_daemon(early.lfd);
       else if (p == &stdin_tag)
         forward_stdin();
       else {

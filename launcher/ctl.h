@@ -18,13 +18,13 @@
 #include <stdint.h>
 
 #define ASR_CTL_MAGIC 0x4c525341u
-#define ASR_CTL_VERSION 2
+#define ASR_CTL_VERSION 3
 #define ASR_CTL_HDR 12
 #define ASR_CTL_MAX_PAYLOAD (16u << 20)
 
 typedef enum {
   ASR_CTL_INVALID = 0,
-  ASR_CTL_HELLO,      /* asrd -> asrrun: host index, host name, pid, secret check */
+  ASR_CTL_HELLO,      /* asrd -> asrrun: host index (or ASR_CTL_INDEX_AHEAD), host name, pid, secret check */
   ASR_CTL_JOB,        /* asrrun -> asrd: the job (see asrd.c for the layout) */
   ASR_CTL_STARTED,    /* asrd -> asrrun: every local rank forked; count, their pids (= process groups) */
   ASR_CTL_OUTPUT,     /* asrd -> asrrun: rank, stream (1/2), one whole line */
@@ -40,6 +40,11 @@ typedef enum {
   ASR_CTL_HEARTBEAT,  /* either way, every second: "still here" (empty) */
   ASR_CTL__COUNT
 } asr_ctl_type_t;
+
+/* The host index in the HELLO of a daemon started ahead of the job, before
+ * asrrun knew its host's index (asrrun's early local daemon); the JOB tells
+ * it its index. */
+#define ASR_CTL_INDEX_AHEAD 0xffffffffu
 
 const char *asr_ctl_type_name(int type);
 

@@ -18,7 +18,8 @@ typedef struct {
   const char *secret_hex; /* written to asrd's stdin, never on its command line */
   const char *host;       /* host name of this daemon */
   const char *agent;      /* rsh: the agent command (split on blanks; quotes group) */
-  int index;              /* host index in the job */
+  int index;              /* host index in the job (local: -1 = not known yet, the JOB says) */
+  int port;               /* the bootstrap port (asrd holds it while it starts its PMIx server) */
   int verbose;
 } asr_launch_args_t;
 

@@ -19,8 +19,9 @@ static pid_t local_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
     snprintf(errbuf, errlen, "pipe: %s", strerror(errno));
     return -1;
   }
-  char index[16];
+  char index[16], port[16];
   snprintf(index, sizeof index, "%d", a->index);
+  snprintf(port, sizeof port, "%d", a->port);
   /* posix_spawn (a vfork in glibc) rather than fork: nothing of ours is
    * copied, and a daemon that cannot be executed is reported here, at once. */
   posix_spawn_file_actions_t fa;
@@ -32,8 +33,18 @@ static pid_t local_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&at, &none);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
-  char *const argv[] = {"asrd", "--ctl",      (char *)a->ctl_addr, "--index",
-                        index,  "--hostname", (char *)a->host,     NULL};
+  /* index < 0: a daemon started ahead of the job, before its host index was
+   * known; the JOB tells it (asrrun.c, "the early local daemon") */
+  char *const argv[] = {"asrd",
+                        "--ctl",
+                        (char *)a->ctl_addr,
+                        "--hostname",
+                        (char *)a->host,
+                        "--port",
+                        port,
+                        a->index >= 0 ? "--index" : NULL,
+                        index,
+                        NULL};
   pid_t pid;
   int rc = posix_spawn(&pid, a->asrd_path, &fa, &at, argv, environ);
   posix_spawn_file_actions_destroy(&fa);

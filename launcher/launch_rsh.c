@@ -1,7 +1,7 @@
 /*
  * launch_rsh.c -- start asrd on a remote host through an agent (launch.h):
  *
- *   AGENT-WORDS... HOST ASRD --ctl IP:PORT --index I --hostname HOST
+ *   AGENT-WORDS... HOST ASRD --ctl IP:PORT --index I --hostname HOST --port P
  *
  * The agent is ssh by default; anything that takes a host and a command works
  * ("rsh", "ssh -p 2222", "ip netns exec" in the tests). ssh hands the remote
@@ -73,9 +73,11 @@ static pid_t rsh_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) 
   char *words[MAX_AGENT_WORDS];
   int n = asr_launch_split(a->agent ? a->agent : "ssh", words, MAX_AGENT_WORDS, errbuf, errlen);
   if (n < 0) return -1;
-  char index[16];
+  char index[16], port[16];
   snprintf(index, sizeof index, "%d", a->index);
-  const char *tail[] = {a->host, a->asrd_path, "--ctl", a->ctl_addr, "--index", index, "--hostname", a->host};
+  snprintf(port, sizeof port, "%d", a->port);
+  const char *tail[] = {a->host, a->asrd_path, "--ctl", a->ctl_addr, "--index",
+                        index,   "--hostname", a->host, "--port",    port};
   const int ntail = (int)(sizeof tail / sizeof tail[0]);
   pid_t pid = -1;
   for (int i = 0; i < ntail; i++)

@@ -3,7 +3,7 @@
  * in (launch.h), as a one-task job step on that node:
  *
  *   srun --nodes=1 --ntasks=1 --nodelist=NODE --overlap --whole --kill-on-bad-exit=1
- *        --mpi=none --quiet ASRD --ctl IP:PORT --index I --hostname NODE
+ *        --mpi=none --quiet ASRD --ctl IP:PORT --index I --hostname NODE --port P
  *
  * One step per node, each with explicit counts: a step would otherwise
  * inherit the allocation's SLURM_NTASKS and start a daemon per task (see
@@ -28,8 +28,9 @@
 #include "launch.h"
 
 static pid_t slurm_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) {
-  char index[16], nodelist[160];
+  char index[16], port[16], nodelist[160];
   snprintf(index, sizeof index, "%d", a->index);
+  snprintf(port, sizeof port, "%d", a->port);
   snprintf(nodelist, sizeof nodelist, "--nodelist=%s", a->host);
   const char *srun = getenv("ASR_SRUN");
   const char *argv[] = {srun && *srun ? srun : "srun",
@@ -48,6 +49,8 @@ static pid_t slurm_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
                         index,
                         "--hostname",
                         a->host,
+                        "--port",
+                        port,
                         NULL};
   /* own process group: a Ctrl-C reaches asrrun, which forwards it; srun
    * would otherwise cancel the step on its own */

@@ -9,11 +9,14 @@
  *    that touches a file and execs the real asrd: whether any daemon was
  *    started is a file test, and the spy's path (in every job process's
  *    environment: asrd inherits asrrun's, the ranks asrd's) identifies this
- *    case's processes in /proc for the leftover checks.
+ *    case's processes in /proc for the leftover checks. (asrrun may start
+ *    this host's asrd before it reads its configuration and stop it again
+ *    when the job is refused: a refused job must leave nothing behind.)
  *  - Each case runs with TMPDIR in its private directory, so asrd's PMIx
  *    directory can be checked for removal too.
  *
- * Cases: rank/size/LNC/env and -x; the job secret off every command line;
+ * Cases: rank/size/LNC/env and -x; a configured bootstrap port; the job
+ * secret off every command line;
  * tagged, whole, ordered output; --no-tag-output and --output-dir; the exit
  * code rules (0, a rank's status, 128+signal, 127, 2, 124, PMIx_Abort);
  * signal forwarding (SIGTERM, SIGINT twice, escalation to SIGKILL); no
@@ -33,6 +36,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -249,6 +254,16 @@ static void assert_tmpdir_clean(void) {
   closedir(d);
 }
 
+/* A job refused before it starts leaves nothing behind. asrrun may have
+ * started this host's asrd ahead of reading its configuration (its early
+ * local daemon), but then it stopped it and reaped it before exiting: no
+ * process and no PMIx directory remain, right away. */
+#define ASSERT_STARTED_NOTHING()  \
+  do {                            \
+    ASSERT_NO_LEFTOVERS(NULL, 0); \
+    assert_tmpdir_clean();        \
+  } while (0)
+
 /* --- running asrrun ----------------------------------------------------------------- */
 
 enum { IN_NULL, IN_PIPE, IN_CLOSED };
@@ -464,7 +479,7 @@ TEST_TIMEOUT(rank_env, 40) {
       "echo \"$ASR_RANK|$ASR_SIZE|$ASR_LNC|$ASR_LOCAL_RANK|$ASR_LOCAL_SIZE|$ASR_HOSTNAME|$ASR_BOOTSTRAP_PORT|"
       "$ASR_KV_SERVER|$ASRT_FROM_ENV|$ASRT_SET|$ASRT_OVR|${ASRT_UNSET-unset}\"");
   ASSERT_CODE(&j, 0);
-  ASSERT_JOB(&j, exists(W.spied)); /* the spy works (the "nothing started" checks rely on it) */
+  ASSERT_JOB(&j, exists(W.spied)); /* the spy works (the dry-run check relies on it) */
   if (j.errlen) JOB_FAIL(&j, "a successful job printed on stderr");
   int n;
   char **lines = split_lines(j.out, &n);
@@ -497,6 +512,28 @@ TEST_TIMEOUT(rank_env, 40) {
     free(copy);
   }
   for (int r = 0; r < 4; r++) ASSERT_EQ(seen[r], 1);
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  assert_tmpdir_clean();
+  teardown();
+}
+
+/* A configured bootstrap port is the job's, although this host's asrd was
+ * started (holding a port of asrrun's choice) before the configuration was
+ * read. */
+TEST_TIMEOUT(bootstrap_port_configured, 40) {
+  setup();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof a;
+  ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  ASSERT(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+  int port = ntohs(a.sin_port);
+  close(fd);
+  job_t j;
+  RUN(&j, 30000, "--timeout", "25", "-n", "2", "--bootstrap-port", fmt("%d", port), "sh", "-c",
+      "echo \"port $ASR_BOOTSTRAP_PORT\"");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.out, fmt("[0] port %d\n", port)) && strstr(j.out, fmt("[1] port %d\n", port)));
   ASSERT_NO_LEFTOVERS(NULL, 3000);
   assert_tmpdir_clean();
   teardown();
@@ -696,7 +733,7 @@ TEST_TIMEOUT(exit_code_not_found, 30) {
     ASSERT_CODE(&j, 127);
     ASSERT_JOB(&j, strstr(j.err, progs[i]) && strstr(j.err, "not found"));
     ASSERT_JOB(&j, j.ms < 3000);
-    ASSERT_MSG(!exists(W.spied), "asrd was started for a missing program (%s)", progs[i]);
+    ASSERT_STARTED_NOTHING();
   }
   /* a file that exists but is not executable is "not found" too */
   const char *noexec = fmt("%s/noexec.sh", W.dir);
@@ -704,7 +741,7 @@ TEST_TIMEOUT(exit_code_not_found, 30) {
   job_t j;
   RUN(&j, 10000, "--timeout", "10", "-n", "2", noexec);
   ASSERT_CODE(&j, 127);
-  ASSERT_MSG(!exists(W.spied), "asrd was started for a program that is not executable");
+  ASSERT_STARTED_NOTHING();
   teardown();
 }
 
@@ -871,7 +908,7 @@ TEST_TIMEOUT(bad_command_lines, 40) {
     if (j.code != 2) JOB_FAIL(&j, "case %zu (%s): exit %d, expected 2", i, names[i], j.code);
     if (!strstr(j.err, "asrrun:") || !strstr(j.err, names[i]))
       JOB_FAIL(&j, "case %zu: the message does not name '%s'", i, names[i]);
-    ASSERT_MSG(!exists(W.spied), "asrd was started for a bad command line (case %zu)", i);
+    ASSERT_STARTED_NOTHING();
   }
   teardown();
 }
@@ -892,7 +929,7 @@ TEST_TIMEOUT(bad_job_yaml, 30) {
   RUN(&j, 10000, "-f", fmt("%s/missing.yaml", W.dir));
   ASSERT_CODE(&j, 2);
   ASSERT_JOB(&j, strstr(j.err, "missing.yaml"));
-  ASSERT_MSG(!exists(W.spied), "asrd was started for a bad job file");
+  ASSERT_STARTED_NOTHING();
   /* a good file runs */
   const char *y3 = fmt("%s/good.yaml", W.dir);
   write_file(y3, "np: 2\ntimeout: 20\nprogram: sh\nargs: [\"-c\", \"echo yaml $ASR_RANK\"]\n", 0644);
