@@ -33,7 +33,8 @@
 #   bandwidth (MB/s) window of 64 sends in flight, then a 1-byte ack (pingpong's
 #                   bw mode). fi_pingpong has no windowed mode, so raw is
 #                   tests/bench/ofi_raw -m bw -w 64, the same loop on
-#                   fi_tsend/fi_trecv with libasr's endpoint settings.
+#                   fi_tsend/fi_trecv with libasr's endpoint settings. Both
+#                   time enough windows to move 256 MiB (5 to 2000 windows).
 #   rate (msgs/s)   8-byte messages, 128 in flight, 1-byte ack per window.
 #                   asr: tests/bench/asr_bench -m rate -w 128 -n RATE_ITERS
 #                   (pingpong's -w stops at 120); raw: ofi_raw -m rate -r 128
@@ -54,8 +55,8 @@
 # put its checks inside the timed loop). The script exits non-zero if any run
 # fails, times out or reports a wrong payload.
 #
-# Knobs (environment): PROVIDERS ("shm tcp;ofi_rxm"), REPS (3), MESH_REPS (3),
-# MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (1000: pingpong/ofi_raw -n, which
+# Knobs (environment): PIN (1: see below; 0: unpinned), PROVIDERS ("shm tcp;ofi_rxm"), REPS (3), MESH_REPS (3),
+# MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (5000: pingpong/ofi_raw -n, which
 # use a tenth, at least 10, from 1 MiB; fi_pingpong -I as above), RATE_ITERS (2000),
 # LAT_SIZES (powers of 4 from 1 to 4 MiB), BW_SIZES (same), KEEP=1 keeps the
 # work directory (logs, per-run figures) and prints its path.
@@ -82,12 +83,32 @@ REPS=${REPS:-3}
 MESH_REPS=${MESH_REPS:-3}
 MESH_SIZES=${MESH_SIZES:-"16 64"}
 MESH_LNCS=${MESH_LNCS:-4}
-ITERS=${ITERS:-1000}
+ITERS=${ITERS:-5000}
 RATE_ITERS=${RATE_ITERS:-2000}
 P4="1 4 16 64 256 1024 4096 16384 65536 262144 1048576 4194304"
 LAT_SIZES=${LAT_SIZES:-$P4}
 BW_SIZES=${BW_SIZES:-$P4}
 MAXSZ=4194304
+PIN=${PIN:-1}
+
+# PIN=1 (default): the two ranks of every two-rank measurement run on two
+# different CPUs, the first two this shell may use -- asr's and raw's alike
+# (taskset for the separately started pingpong and fi_pingpong ranks,
+# BENCH_PIN=1 for the forking ofi_raw and asr_bench), as asrrun --bind-to
+# core places ranks. Unpinned, two spinning ranks on a 2-CPU machine swung up
+# to 2x from run to run with the scheduler's placement. PIN=0 turns it off.
+PIN0=() PIN1=() PINNED=unpinned
+if [ "$PIN" = 1 ] && command -v taskset >/dev/null; then
+  cpus=()
+  for part in $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status | tr , ' '); do
+    if [[ $part == *-* ]]; then cpus+=($(seq "${part%-*}" "${part#*-}")); else cpus+=("$part"); fi
+  done
+  if [ ${#cpus[@]} -ge 2 ]; then
+    PIN0=(taskset -c "${cpus[0]}") PIN1=(taskset -c "${cpus[1]}")
+    PINNED="pinned to CPUs ${cpus[0]} and ${cpus[1]}"
+    export BENCH_PIN=1
+  fi
+fi
 
 PINGPONG=$BUILD/tests/apps/pingpong
 OFI_RAW=$BUILD/tests/bench/ofi_raw
@@ -227,14 +248,14 @@ run_fi_pingpong() { # provider tag size
   port=$(free_port) || { fail "no free port"; return; }
   log=$WORK/fpp_$tag.$size.srv
   out=$WORK/fpp_$tag.$size.cli
-  bg timeout -k 5 120 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -S "$size" -I "$n" -B "$port" >"$log" 2>&1
+  bg "${PIN1[@]}" timeout -k 5 120 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -S "$size" -I "$n" -B "$port" >"$log" 2>&1
   local srv=$BG
   if ! wait_listen "$port" "$srv"; then
     reap "$srv"
     fail "fi_pingpong server ($prov, $size B) did not start" "$log"
     return
   fi
-  run timeout -k 5 120 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -S "$size" -I "$n" -P "$port" 127.0.0.1 >"$out" 2>&1
+  run "${PIN0[@]}" timeout -k 5 120 fi_pingpong -p "$prov" "${dom[@]}" -e rdm -m tagged -S "$size" -I "$n" -P "$port" 127.0.0.1 >"$out" 2>&1
   local cst=$?
   reap "$srv"
   local sst=$?
@@ -268,9 +289,9 @@ run_asr_pingpong() { # provider tag
   local port out=$WORK/pp_$2.$RANDOM.out err
   port=$(free_port) || { fail "no free port"; return; }
   err=$out.r1
-  bg env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 1 -p 0 -r 1 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$err" 2>&1
+  bg "${PIN1[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 1 -p 0 -r 1 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$err" 2>&1
   local r1=$BG
-  run env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 0 -p 1 -r 0 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$out" 2>"$out.r0"
+  run "${PIN0[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 0 -p 1 -r 0 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$out" 2>"$out.r0"
   local st0=$?
   reap "$r1"
   local st1=$?
@@ -294,7 +315,7 @@ run_asr_rate() { # provider tag
 run_asr_mesh() { # provider tag ranks
   local out=$WORK/mesh_$2.$3.$RANDOM.out lncs=$MESH_LNCS
   [ $(($3 % lncs)) -ne 0 ] && lncs=1
-  if ! run env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m mesh -R "$3" -L "$lncs" -t 280 >"$out" 2>&1; then
+  if ! run env -u BENCH_PIN ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m mesh -R "$3" -L "$lncs" -t 280 >"$out" 2>&1; then
     fail "asr_bench mesh $3 ($1)" "$out"
     return
   fi
@@ -315,7 +336,7 @@ ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b >
 fmt() { [ -z "$1" ] && { echo "-"; return; }; awk -v v="$1" 'BEGIN { if (v >= 1000) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v }'; }
 
 START=$(date +%s)
-echo "ofi_bench: build $BUILD, providers: $PROVIDERS; $REPS runs per figure, $MESH_REPS per mesh; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "ofi_bench: build $BUILD, providers: $PROVIDERS; $REPS runs per figure, $MESH_REPS per mesh; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); two-rank runs $PINNED" >&2
 for prov in $PROVIDERS; do
   tag=${prov//;/+}
   for rep in $(seq 1 "$REPS"); do
