@@ -89,6 +89,17 @@ static uint64_t rendezvous_timeout_ms(void) {
   return 120000;
 }
 
+/* NET_CONNECT waits on the peer (its answer to the provider's connection
+ * set-up, or its connect message), which only a CQ read notices: look again
+ * after 1, 2, 4, then every 8 ms rather than on every tick. With dozens of
+ * LNCs per CPU, re-checking each waiting comm every tick kept every service
+ * thread busy and starved the peers it waited for. Returns 0 (no progress). */
+static int wait_a_little(struct asr_comm *c) {
+  c->wait_ms = c->wait_ms ? (c->wait_ms >= 8 ? 8 : c->wait_ms * 2) : 1;
+  c->retry_at_ms = asr_time_ms() + c->wait_ms;
+  return 0;
+}
+
 static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   uint8_t key[ASR_KV_HANDLE_KEY_LEN];
   if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)
@@ -134,7 +145,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
       if (!c->connect_deadline_ms) c->connect_deadline_ms = asr_time_ms() + rendezvous_timeout_ms();
       int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
       if (rc == -FI_EAGAIN) {
-        if (asr_time_ms() < c->connect_deadline_ms) return 0;
+        if (asr_time_ms() < c->connect_deadline_ms) return wait_a_little(c);
         return fail(c,
                     "libfabric connect failed: the peer did not answer the connection setup within %llu ms",
                     (unsigned long long)rendezvous_timeout_ms());
@@ -195,7 +206,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       int ready = 0;
       int rc = asr__ofi_accept(&ctx->ofi, &c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
-      if (!ready) return 0;
+      if (!ready) return wait_a_little(c);
       if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
         return fail(c, "the peer process exited while connecting");
       asr__comm_set_status(c, ASR_COMM_CONNECTED);

@@ -251,12 +251,44 @@ found:
   atomic_store(&c->detached, 1);
 }
 
-/* async_sr_connect_comms: one step for the head of every peer queue. */
+/* Which queue heads waiting on a KV request can move now: one poll() over
+ * their sockets (timeout 0) instead of a recv() per head and tick that would
+ * mostly say EAGAIN -- with a 64-rank mesh (16 processes x 4 LNCs on 2 CPUs)
+ * those calls kept every service thread spinning, and connecting took 38 s.
+ * A head not waiting on a KV request (a connect or accept, or a retry) is
+ * stepped once its retry_at_ms is due. Heads beyond the first 256 sockets
+ * are stepped anyway. */
+static void mark_ready(asr_ctx_t *ctx) {
+  struct pollfd pf[256];
+  struct asr_comm *who[256];
+  int n = 0;
+  uint64_t now = asr_time_ms();
+  for (int dir = 0; dir < 2; dir++)
+    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+      struct asr_comm *c = q->head;
+      if (!c) continue;
+      c->kv_ready = c->kv_req || c->retry_at_ms <= now;
+      if (!c->kv_req || n == 256) continue;
+      struct pollfd one;
+      if (asr_kv_req_pollfd(c->kv_req, &one) == 0) continue; /* due now */
+      c->kv_ready = 0;
+      if (one.fd < 0) continue; /* its timer is not due */
+      pf[n] = one;
+      who[n++] = c;
+    }
+  if (n == 0 || poll(pf, (nfds_t)n, 0) <= 0) return;
+  for (int i = 0; i < n; i++)
+    if (pf[i].revents) who[i]->kv_ready = 1;
+}
+
+/* async_sr_connect_comms: one step for the head of every peer queue that
+ * can move (mark_ready). */
 static int connect_comms(asr_ctx_t *ctx, int dir) {
   int progressed = 0;
   for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
     struct asr_comm *c = q->head;
     if (!c) continue;
+    if (!c->kv_ready) continue;
     progressed |= asr__connect_step(ctx, c);
     int st = atomic_load(&c->status);
     if (st != ASR_COMM_CONNECTED && st != ASR_COMM_CONNECTION_ERROR) continue;
@@ -297,8 +329,10 @@ void asr__ctx_wake(asr_ctx_t *ctx) {
 
 /* How long an idle tick may sleep, and on which sockets: every pending comm
  * waiting on a KV request contributes that request's fd and timer
- * (asr_kv_req_pollfd); a comm waiting on anything else (an accept, which only
- * a CQ read completes, or a retry timer) bounds the sleep to 1 ms. */
+ * (asr_kv_req_pollfd); a comm waiting on anything else (an accept or a
+ * connect, which only a CQ read completes, or a retry) bounds the sleep by
+ * its retry_at_ms (connect.c: wait_a_little). Up to 256 sockets; with more,
+ * the sleep is 1 ms. */
 static int idle_pollset(asr_ctx_t *ctx, struct pollfd *pf, int cap, int *np) {
   int tmo = 50;
   uint64_t now = asr_time_ms();
@@ -332,10 +366,10 @@ static int wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
   if (ctx->shutdown || ctx->nclosing || ctx->ring_head != ctx->ring_tail || ctx->gen != seen_gen) return 0;
   int block = ctx->task_n == 0;
   if (!block && !idle_tick) return 0;
-  struct pollfd pf[1 + 64 + 64];
+  struct pollfd pf[1 + 256 + 64];
   int np = 1, tmo = -1;
   pf[0] = (struct pollfd){.fd = ctx->wakefd, .events = POLLIN};
-  if (!block) tmo = idle_pollset(ctx, pf, 65, &np);
+  if (!block) tmo = idle_pollset(ctx, pf, 1 + 256, &np);
   /* Up to 64 pidfds in the set; with more peers than that, look at them all
    * every 100 ms (asr__watch_tick after the sleep). */
   np += asr__watch_pollfds(ctx, pf + np, 64);
@@ -380,6 +414,7 @@ void *asr__svc_main(void *arg) {
       pthread_mutex_unlock(&ctx->task_mutex);
     }
     int progressed = npicked > 0 || nclosing > 0;
+    mark_ready(ctx);
     progressed |= connect_comms(ctx, ASR_SEND_COMM);
     progressed |= connect_comms(ctx, ASR_RECV_COMM);
     progressed |= post_sendrecv_tasks(ctx);
