@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define LAUNCH_MAX 128
 #define LAUNCH_NVAL 8
 
@@ -157,24 +159,6 @@ static void launch_rm_shm(pid_t pid) {
   closedir(d);
 }
 
-/* BENCH_PIN=1 (the benchmarks): rank r runs on CPU r modulo the CPUs it may
- * use, as asrrun --bind-to core would place it (tests/bench/ofi_raw.c pins
- * its ranks the same way). Its threads, started later, inherit the CPU. */
-static void launch_pin(int r) {
-  const char *v = getenv("BENCH_PIN");
-  if (!v || strcmp(v, "1") != 0) return;
-  cpu_set_t allowed, one;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 1) return;
-  int want = r % CPU_COUNT(&allowed), seen = 0;
-  for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET(c, &allowed) && seen++ == want) {
-      CPU_ZERO(&one);
-      CPU_SET(c, &one);
-      (void)sched_setaffinity(0, sizeof one, &one);
-      return;
-    }
-}
-
 /* Runs fn on n forked ranks. Returns 0 when every rank exited 0. */
 static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char *prog) {
   if (n < 1 || n > LAUNCH_MAX) return 2;
@@ -228,7 +212,7 @@ static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char 
       close(pd[1]);
       launch_up_fd = pu[1];
       launch_down_fd = pd[0];
-      launch_pin(r);
+      bench_pin(r);
       int rc = fn(r, n, arg);
       fflush(stdout);
       fflush(stderr);

@@ -11,7 +11,7 @@
  * checks; the whole payload is compared byte for byte on the first and last
  * message of every size. Rank 0 prints one line per size and mode:
  *   lat  SIZE  one-way-usec
- *   bw   SIZE  MB/s        (window of W sends in flight; bw_windows says how many)
+ *   bw   SIZE  MB/s        (window of W sends in flight; bench_bw_windows says how many)
  *   rate 8     msgs/s      (W 8-byte sends in flight)
  */
 #include "config.h"
@@ -23,6 +23,7 @@
 
 #include "asr.h"
 #include "asr_time.h"
+#include "bench_util.h"
 
 static int rank = 0, iters = 1000, window = 64;
 static asr_comm_t *sc, *rc;
@@ -105,16 +106,6 @@ static double run_lat(size_t size, int n) {
   return (double)(asr_time_ns() - t0) / 1e3 / n / 2.0;
 }
 
-/* How many windows the bandwidth of a size is timed over: enough to move
- * 256 MiB, between 5 and 2000 windows (a few hundred milliseconds at most
- * here; a 1-byte size then still times 2000 x WINDOW messages, not the few
- * milliseconds that made its figure swing from run to run).
- * tests/apps/pingpong.c and tests/bench/ofi_raw.c pick the same counts. */
-static int bw_windows(size_t size, int w) {
-  size_t per = size * (size_t)w, n = per ? ((size_t)256 << 20) / per : 2000;
-  return n < 5 ? 5 : n > 2000 ? 2000 : (int)n;
-}
-
 /* Window of w messages of size; returns seconds for n windows. */
 static double run_bw(size_t size, int n, int w) {
   unsigned char *s = asr_tensor_va(sbuf), *r = asr_tensor_va(rbuf);
@@ -195,7 +186,7 @@ int main(int argc, char **argv) {
     if (rank == 0) printf("lat %zu %.3f\n", sz, us);
   }
   for (size_t sz = minsz; sz <= maxsz && do_bw; sz *= 2) {
-    int n = bw_windows(sz, window);
+    int n = bench_bw_windows(sz, window);
     double secs = run_bw(sz, n, window);
     if (rank == 0) printf("bw %zu %.1f\n", sz, (double)sz * window * n / secs / 1e6);
   }

@@ -52,6 +52,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "bench_util.h"
+
 #define MAXW 128
 
 typedef struct {
@@ -86,25 +88,6 @@ static uint64_t now_ns(void) {
 static void die(const char *what, long rc) {
   fprintf(stderr, "ofi_raw rank %d: %s: %s\n", rank, what, rc < 0 ? fi_strerror((int)-rc) : "failed");
   exit(1);
-}
-
-/* BENCH_PIN=1: rank r runs on CPU r (mod the CPUs we may use), as
- * tests/apps/asr_launch.h pins the asr ranks: ofi_bench.sh pins both sides
- * alike, since unpinned spinning ranks on a 2-CPU machine swing up to 2x from
- * run to run with where the scheduler happens to put them. */
-static void bench_pin(int r) {
-  const char *v = getenv("BENCH_PIN");
-  if (!v || strcmp(v, "1") != 0) return;
-  cpu_set_t allowed, one;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 1) return;
-  int want = r % CPU_COUNT(&allowed), seen = 0;
-  for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET(c, &allowed) && seen++ == want) {
-      CPU_ZERO(&one);
-      CPU_SET(c, &one);
-      (void)sched_setaffinity(0, sizeof one, &one);
-      return;
-    }
 }
 
 static void drain(void) {
@@ -209,16 +192,6 @@ static double run_lat(size_t size, int n) {
     }
   }
   return (double)(now_ns() - t0) / 1e3 / n / 2.0;
-}
-
-/* How many windows the bandwidth of a size is timed over: enough to move
- * 256 MiB, between 5 and 2000 windows (a few hundred milliseconds at most
- * here; a 1-byte size then still times 2000 x WINDOW messages, not the few
- * milliseconds that made its figure swing from run to run).
- * tests/apps/pingpong.c and tests/bench/ofi_raw.c pick the same counts. */
-static int bw_windows(size_t size, int w) {
-  size_t per = size * (size_t)w, n = per ? ((size_t)256 << 20) / per : 2000;
-  return n < 5 ? 5 : n > 2000 ? 2000 : (int)n;
 }
 
 static double run_bw(size_t size, int n, int w) {
@@ -371,7 +344,7 @@ int main(int argc, char **argv) {
     if (rank == 0) printf("lat %zu %.3f\n", sz, us);
   }
   for (size_t sz = minsz; sz <= maxsz && do_bw; sz *= 2) {
-    int n = bw_windows(sz, window);
+    int n = bench_bw_windows(sz, window);
     double secs = run_bw(sz, n, window);
     if (rank == 0) printf("bw %zu %.1f\n", sz, (double)sz * window * n / secs / 1e6);
   }

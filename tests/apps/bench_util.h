@@ -1,0 +1,42 @@
+/*
+ * bench_util.h -- what the benchmark programs share, so that libasr's side
+ * (tests/apps/pingpong.c, tests/apps/asr_launch.h) and the raw libfabric
+ * baseline (tests/bench/ofi_raw.c) measure alike. Header-only.
+ */
+#ifndef ASR_BENCH_UTIL_H
+#define ASR_BENCH_UTIL_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* BENCH_PIN=1 (tests/bench/ofi_bench.sh sets it): rank r runs on CPU r modulo
+ * the CPUs it may use, as asrrun --bind-to core would place it; threads it
+ * starts later inherit the CPU. Unpinned, two spinning ranks on a 2-CPU
+ * machine swing up to 2x from run to run with the scheduler's placement. */
+static inline void bench_pin(int r) {
+  const char *v = getenv("BENCH_PIN");
+  if (!v || strcmp(v, "1") != 0) return;
+  cpu_set_t allowed, one;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 1) return;
+  int want = r % CPU_COUNT(&allowed), seen = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &allowed) && seen++ == want) {
+      CPU_ZERO(&one);
+      CPU_SET(c, &one);
+      (void)sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+}
+
+/* How many windows the bandwidth of a size is timed over: enough to move
+ * 256 MiB, between 5 and 2000 windows (a few hundred milliseconds at most
+ * here; a 1-byte size then still times 2000 x WINDOW messages, not the few
+ * milliseconds that made its figure swing from run to run). */
+static inline int bench_bw_windows(size_t size, int w) {
+  size_t per = size * (size_t)w, n = per ? ((size_t)256 << 20) / per : 2000;
+  return n < 5 ? 5 : n > 2000 ? 2000 : (int)n;
+}
+
+#endif /* ASR_BENCH_UTIL_H */
