@@ -162,9 +162,10 @@ void asr__ofi_close(asr__ofi_t *o) {
  * the control path -- listen, accept, connect, MR registration, cancel,
  * flush -- which takes ep_lock inside it for its provider calls. The data
  * path -- a post and the sequence number it takes, a poll's drain -- takes
- * ep_lock alone: it is held for one provider call, and a spin lock costs one
- * atomic exchange where the mutex cost two atomic operations and two library
- * calls on every post and every poll. */
+ * ep_lock alone: it is held for one provider call (plus, in request.c, the
+ * request freelist's pop or push, which it also guards), and a spin lock
+ * costs one atomic exchange where the mutex cost two atomic operations and
+ * two library calls on every post and every poll. */
 
 static inline void ep_lock(asr__ofi_t *o) { asr__spin_lock(&o->ep_lock); }
 
@@ -226,12 +227,7 @@ int asr__ofi_progress(asr__ofi_t *o) {
   return rc;
 }
 
-int asr__ofi_poll(asr__ofi_t *o) {
-  ep_lock(o);
-  int rc = drain(o);
-  ep_unlock(o);
-  return rc;
-}
+int asr__ofi_drain_locked(asr__ofi_t *o) { return drain(o); }
 
 /* Posts with a bounded retry on -FI_EAGAIN, draining the CQ in between
  * (under manual progress nothing moves otherwise), for up to 10 s. Called
@@ -343,8 +339,8 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
 /* seed: async_sr_ofi_isend_locked. The sequence number is read and advanced
  * under ep_lock with the post itself, so a send that fails does not use one
  * up and the receiver's next receive still matches. */
-int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
-  ep_lock(o);
+int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
+                          asr__ofi_op_t *op) {
   op_arm(op);
   ssize_t rc = POST_RETRY(
       fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
@@ -352,13 +348,12 @@ int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, voi
     s->seq++;
   else
     op_unarm(op);
-  ep_unlock(o);
   return (int)rc;
 }
 
-/* seed: async_sr_ofi_irecv_locked; the sequence number as in asr__ofi_isend. */
-int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
-  ep_lock(o);
+/* seed: async_sr_ofi_irecv_locked; the sequence number as in the send. */
+int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
+                          asr__ofi_op_t *op) {
   op_arm(op);
   ssize_t rc = POST_RETRY(
       fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op));
@@ -366,8 +361,21 @@ int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, voi
     r->seq++;
   else
     op_unarm(op);
-  ep_unlock(o);
   return (int)rc;
+}
+
+int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
+  ep_lock(o);
+  int rc = asr__ofi_isend_locked(o, s, buf, len, desc, op);
+  ep_unlock(o);
+  return rc;
+}
+
+int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
+  ep_lock(o);
+  int rc = asr__ofi_irecv_locked(o, r, buf, len, desc, op);
+  ep_unlock(o);
+  return rc;
 }
 
 int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {

@@ -170,23 +170,28 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
 int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 
-/* Drains the CQ under ep_lock (the data path's poll). */
-int asr__ofi_poll(asr__ofi_t *o);
+/* The data path's lock, ep_lock, for a caller that does more under it than
+ * one provider call: request.c pops and pushes its comms' request freelists
+ * under it, so that a post or a test that polls takes one lock, not two. */
+static inline void asr__ofi_lock(asr__ofi_t *o) { asr__spin_lock(&o->ep_lock); }
+static inline void asr__ofi_unlock(asr__ofi_t *o) { asr__spin_unlock(&o->ep_lock); }
 
-/* Polls op (seed: async_sr_ofi_test_locked -> ncclNetTest): drains the CQ
- * unless op is already done, then reports done and the length moved.
- * Returns 0, or -fi_errno when the op completed with an error. Inline: it is
- * the body of every asr_test. */
-static inline int asr__ofi_test(asr__ofi_t *o, asr__ofi_op_t *op, int *done, size_t *len) {
-  /* Completed by an earlier drain (another request's test, or the service
-   * thread): the acquire load pairs with the drain's release. */
-  int d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
-  if (!d) {
-    asr__ofi_poll(o);
-    d = __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
-  }
-  *done = d;
-  if (!d) return 0;
+/* The posts above, and a CQ drain (the data path's poll), with ep_lock held
+ * by the caller (a post drops and retakes it while the provider says EAGAIN). */
+int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
+                          asr__ofi_op_t *op);
+int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
+                          asr__ofi_op_t *op);
+int asr__ofi_drain_locked(asr__ofi_t *o);
+
+/* Whether op has completed (seed: async_sr_ofi_test_locked -> ncclNetTest
+ * reads this after a drain): the acquire load pairs with the drain's
+ * release. Once it has, *len is the length moved and the result 0, or
+ * -fi_errno when the op completed with an error. */
+static inline int asr__ofi_op_done(const asr__ofi_op_t *op) {
+  return __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
+}
+static inline int asr__ofi_op_result(const asr__ofi_op_t *op, size_t *len) {
   if (len) *len = __atomic_load_n(&op->len, __ATOMIC_RELAXED);
   int err = __atomic_load_n(&op->err, __ATOMIC_RELAXED);
   return err ? -err : 0;

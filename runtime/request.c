@@ -14,8 +14,8 @@ static const char *const req_status_names[] = {"FREE", "STASHED", "OFI_POSTED", 
 
 static asr__ofi_op_t *op_of(struct asr_request *r) { return &r->comm->ops[r - r->comm->reqs]; }
 
-/* Resets r and pushes it back on its comm's freelist. */
-void asr__req_recycle(struct asr_request *r) {
+/* Resets r and pushes it back on its comm's freelist; ep_lock is held. */
+static void recycle_locked(struct asr_request *r) {
   struct asr_comm *c = r->comm;
   r->tensor = NULL;
   r->offset = 0;
@@ -23,18 +23,30 @@ void asr__req_recycle(struct asr_request *r) {
   r->type = ASR_REQ_NOTYPE;
   r->ofi_req = NULL;
   atomic_store_explicit(&r->status, ASR_REQ_FREE, memory_order_release);
-  asr__spin_lock(&c->free_lock);
   if (c->free_top < ASR_RING) c->free_data[c->free_top++] = r;
-  asr__spin_unlock(&c->free_lock);
 }
 
-static inline int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr) {
+void asr__req_recycle(struct asr_request *r) {
+  asr__ofi_t *o = &r->comm->ctx->ofi;
+  asr__ofi_lock(o);
+  recycle_locked(r);
+  asr__ofi_unlock(o);
+}
+
+/* Posts r to libfabric; ep_lock is held when locked, else the post takes it. */
+static inline int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr,
+                           int locked) {
   asr__ofi_t *o = &c->ctx->ofi;
   asr__ofi_op_t *op = op_of(r);
   void *desc = asr__ofi_mr_desc(o, mr);
   char *buf = (char *)va + r->offset;
-  int rc = c->type == ASR_SEND_COMM ? asr__ofi_isend(o, &c->osend, buf, r->length, desc, op)
-                                    : asr__ofi_irecv(o, &c->orecv, buf, r->length, desc, op);
+  int rc;
+  if (c->type == ASR_SEND_COMM)
+    rc = locked ? asr__ofi_isend_locked(o, &c->osend, buf, r->length, desc, op)
+                : asr__ofi_isend(o, &c->osend, buf, r->length, desc, op);
+  else
+    rc = locked ? asr__ofi_irecv_locked(o, &c->orecv, buf, r->length, desc, op)
+                : asr__ofi_irecv(o, &c->orecv, buf, r->length, desc, op);
   if (rc == 0) r->ofi_req = op;
   return rc;
 }
@@ -74,36 +86,40 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
     asr_error("svc", "%s: Failed to obtain virtual address of tensor", fn);
     return ASR_INVALID;
   }
-  asr__spin_lock(&comm->free_lock);
-  if (comm->free_top == 0) {
-    asr__spin_unlock(&comm->free_lock);
-    asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);
-    return ASR_QUEUE_FULL;
-  }
-  struct asr_request *r = comm->free_data[--comm->free_top];
-  asr__spin_unlock(&comm->free_lock);
-  r->tensor = tensor;
-  r->offset = offset;
-  r->length = length;
-  r->type = want == ASR_SEND_COMM ? ASR_REQ_SEND : ASR_REQ_RECV;
-
   /* FAST PATH only if the MR is cached AND the stash ring is empty: once
    * anything is stashed every later post stashes too, so the service thread
    * can never let a registration-pending request be overtaken (seed §2 QUIRK). */
   struct fid_mr *mr;
-  if (atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) &&
-      asr__mr_lookup(comm, va, tensor->size, &mr)) {
-    int rc = post_ofi(comm, r, va, mr);
+  int fast = atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) &&
+             asr__mr_lookup(comm, va, tensor->size, &mr);
+  /* The freelist pop and the fast path's post share one hold of ep_lock. */
+  asr__ofi_t *o = &ctx->ofi;
+  asr__ofi_lock(o);
+  if (comm->free_top == 0) {
+    asr__ofi_unlock(o);
+    asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);
+    return ASR_QUEUE_FULL;
+  }
+  struct asr_request *r = comm->free_data[--comm->free_top];
+  r->tensor = tensor;
+  r->offset = offset;
+  r->length = length;
+  r->type = want == ASR_SEND_COMM ? ASR_REQ_SEND : ASR_REQ_RECV;
+  if (fast) {
+    int rc = post_ofi(comm, r, va, mr, 1);
     if (rc == 0) {
       atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
+      asr__ofi_unlock(o);
       *out = r;
       return ASR_SUCCESS;
     }
+    recycle_locked(r);
+    asr__ofi_unlock(o);
     asr_error("fab", "%s: Failed to post ofi %s request: %s", fn, want == ASR_SEND_COMM ? "send" : "recv",
               fi_strerror(-rc));
-    asr__req_recycle(r);
     return ASR_INVALID;
   }
+  asr__ofi_unlock(o);
 
   /* SLOW PATH: stash for the service thread. Count the work unit before the
    * request becomes visible in the ring (the seed's order): the service
@@ -149,7 +165,7 @@ int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
       goto next;
     }
     rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
-    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr);
+    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, 0);
     if (rc != 0) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
                 r->type == ASR_REQ_SEND ? "SEND" : "RECV",
@@ -177,9 +193,29 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
   struct asr_comm *c = req->comm;
   switch (atomic_load_explicit(&req->status, memory_order_acquire)) {
     case ASR_REQ_OFI_POSTED: {
-      int d = 0;
+      /* Completed by an earlier drain (another request's test, or the
+       * service thread), or not yet: then drain the CQ. Either way one hold
+       * of ep_lock also pushes the request back when it is done. */
+      asr__ofi_t *o = &c->ctx->ofi;
+      asr__ofi_op_t *op = req->ofi_req;
+      int d = asr__ofi_op_done(op);
+      asr__ofi_lock(o);
+      if (!d) {
+        asr__ofi_drain_locked(o);
+        d = asr__ofi_op_done(op);
+      }
       size_t len = 0;
-      int rc = asr__ofi_test(&c->ctx->ofi, req->ofi_req, &d, &len);
+      int rc = d ? asr__ofi_op_result(op, &len) : 0;
+      if (d && rc == 0) {
+        size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
+        recycle_locked(req);
+        asr__ofi_unlock(o);
+        *done = 1;
+        if (size) *size = moved;
+        if (c->ctx->trace) asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
+        return ASR_SUCCESS;
+      }
+      asr__ofi_unlock(o);
       /* Not done and the peer died (peer_watch.c): nothing will complete it.
        * Its op stays libfabric's (a send cannot be cancelled), but no post
        * reuses it: the comm takes no more posts. */
@@ -191,15 +227,8 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
         asr__req_recycle(req);
         return ASR_INVALID;
       }
-      *done = d;
-      if (d) {
-        size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
-        if (size) *size = moved;
-        if (c->ctx->trace) asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
-        asr__req_recycle(req);
-      } else if (size) {
-        *size = 0;
-      }
+      *done = 0;
+      if (size) *size = 0;
       return ASR_SUCCESS;
     }
     case ASR_REQ_FREE: asr_error("svc", "asr_test: Request not in use"); return ASR_UNCONNECTED;
