@@ -119,14 +119,34 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
     return rc;
   }
   o->need_desc = (o->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  /* Small sends go out with fi_tinject (asr__ofi_isend_locked) on shm, up to
+   * its inject size (4 KiB): shm copies the message into the peer's queue
+   * before returning, and a window of 1-64 B messages moved 15-30% faster
+   * without its send completions. Not on tcp;ofi_rxm: there an injected
+   * message leaves only when the CQ is next read, so a reply injected just
+   * before a burst of receive posts waits for all of them (pingpong's
+   * windowed bandwidth lost 20%). ASR_INJECT_MAX sets the limit for any
+   * provider (at most its inject size; 0: never). */
+  o->inject_max = is_shm ? o->info->tx_attr->inject_size : 0;
+  const char *im = getenv("ASR_INJECT_MAX");
+  if (im && *im) {
+    char *end;
+    unsigned long long v = strtoull(im, &end, 10);
+    if (*end || im[0] == '-')
+      asr_warn("fab", "ASR_INJECT_MAX='%s' is not a byte count; ignored (inject up to %zu bytes)", im,
+               o->inject_max);
+    else
+      o->inject_max = v < o->info->tx_attr->inject_size ? (size_t)v : o->info->tx_attr->inject_size;
+  }
   o->next_key = ((uint64_t)lnc << 48) | 1;
   unsigned bits = 40;
   const char *sb = getenv("ASR_SEQ_BITS");
   if (sb && atoi(sb) >= 8 && atoi(sb) <= 40) bits = (unsigned)atoi(sb);
   o->seq_mask = (1ull << bits) - 1;
   o->next_comm_id = 1;
-  asr_info("fab", "lnc %d: provider %s (%s), address %zu bytes, %u-bit sequence numbers", lnc,
-           o->info->fabric_attr->prov_name, o->info->domain_attr->name, o->addrlen, bits);
+  asr_info("fab",
+           "lnc %d: provider %s (%s), address %zu bytes, %u-bit sequence numbers, inject up to %zu bytes",
+           lnc, o->info->fabric_attr->prov_name, o->info->domain_attr->name, o->addrlen, bits, o->inject_max);
   return 0;
 }
 
@@ -338,16 +358,24 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
 
 /* seed: async_sr_ofi_isend_locked. The sequence number is read and advanced
  * under ep_lock with the post itself, so a send that fails does not use one
- * up and the receiver's next receive still matches. */
+ * up and the receiver's next receive still matches. A send of at most the
+ * provider's inject size goes out with fi_tinject: the provider copies it
+ * before returning and writes no completion, so op completes here. */
 int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op) {
   op_arm(op);
-  ssize_t rc = POST_RETRY(
-      fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
-  if (rc == 0)
-    s->seq++;
+  ssize_t rc;
+  if (len <= o->inject_max)
+    rc = POST_RETRY(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)));
   else
+    rc = POST_RETRY(
+        fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
+  if (rc == 0) {
+    s->seq++;
+    if (len <= o->inject_max) op_complete(op, len, 0);
+  } else {
     op_unarm(op);
+  }
   return (int)rc;
 }
 

@@ -115,7 +115,8 @@ typedef struct asr__ofi {
   uint64_t next_key;            /* unique MR keys: tcp before libfabric 2.2 wants them */
   uint64_t seq_mask;
   uint32_t next_comm_id;
-  int need_desc; /* FI_MR_LOCAL: pass descriptors */
+  int need_desc;     /* FI_MR_LOCAL: pass descriptors */
+  size_t inject_max; /* sends up to this size go out with fi_tinject (0: none) */
   char provider[64];
 } asr__ofi_t;
 

@@ -23,7 +23,9 @@
  * address for network providers (default 127.0.0.1); ASR_JOB_SECRET is the
  * job's KV secret; ASR_KV_SERVER=auto|external says whether this process
  * takes part in electing the host's KV server (auto, the default without a
- * launcher) or relies on asrd (external).
+ * launcher) or relies on asrd (external); ASR_INJECT_MAX caps the size of
+ * the sends that go out with fi_tinject and complete at once (default: the
+ * provider's inject size on shm, none on other providers; 0 turns it off).
  */
 #ifndef ASR_H
 #define ASR_H
@@ -120,7 +122,10 @@ ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
 ASR_API int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms);
 
 /* Posts a send (SEND comm) / receive (RECV comm) of [offset, offset + length)
- * of tensor. On ASR_SUCCESS *req is the request to poll with asr_test(). */
+ * of tensor. On ASR_SUCCESS *req is the request to poll with asr_test(). A
+ * completed send means its bytes may be overwritten, not that the peer has
+ * them: a send small enough to be injected (ASR_INJECT_MAX above) completes
+ * at its first asr_test, its data already copied. */
 ASR_API int asr_isend(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,
                       asr_request_t **req);
 ASR_API int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,

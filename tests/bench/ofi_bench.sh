@@ -23,13 +23,12 @@
 #                   fi_pingpong's "usec/xfer" is elapsed time /
 #                   (iterations * 2), i.e. already ONE-WAY (it counts the ping
 #                   and the pong as two transfers): it is used as is. Note that
-#                   fi_pingpong pre-posts its receive and sends below the
-#                   provider's inject size with fi_inject (no send completion),
-#                   which pingpong's pattern cannot do; so the table also shows
-#                   "tsend", the latency of tests/bench/ofi_raw, the very
-#                   pattern of pingpong (post send, wait for its completion,
-#                   then post the receive) on raw fi_tsend/fi_trecv, and the
-#                   ratio asr/tsend.
+#                   fi_pingpong pre-posts its receive, which pingpong's pattern
+#                   cannot do; so the table also shows "tsend", the latency of
+#                   tests/bench/ofi_raw, the very pattern of pingpong (post
+#                   send, wait for its completion, then post the receive) on
+#                   raw fi_tsend/fi_trecv (and fi_tinject where libasr injects:
+#                   shm, up to 4 KiB), and the ratio asr/tsend.
 #   bandwidth (MB/s) window of 64 sends in flight, then a 1-byte ack (pingpong's
 #                   bw mode). fi_pingpong has no windowed mode, so raw is
 #                   tests/bench/ofi_raw -m bw -w 64, the same loop on

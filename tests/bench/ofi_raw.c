@@ -13,9 +13,11 @@
  * own: RDM, FI_TAGGED, FI_CONTEXT2, FI_MR_LOCAL | FI_MR_VIRT_ADDR |
  * FI_MR_ALLOCATED | FI_MR_PROV_KEY, FI_THREAD_SAFE, send-after-send ordering,
  * one CQ (FI_CQ_FORMAT_TAGGED) bound for both directions, registered
- * buffers, one tag per message (a sequence number). So asr/raw isolates what
+ * buffers, one tag per message (a sequence number), and small sends with
+ * fi_tinject where libasr uses it (shm, up to its inject size; ASR_INJECT_MAX
+ * sets the limit for both, 0 turns it off). So asr/raw isolates what
  * libasr adds (its locks, request pool, stash and service thread), not
- * provider settings. Unlike fi_pingpong it never uses fi_inject. -T domain
+ * provider settings. -T domain
  * asks for FI_THREAD_DOMAIN instead (what a caller that serialises its own
  * calls, as libasr does under its transport lock, could ask for), to measure
  * what the provider's own locking costs.
@@ -76,6 +78,7 @@ static void *sdesc, *rdesc;
 static fi_addr_t peer;
 static unsigned char *sbuf, *rbuf;
 static uint64_t stag, rtag; /* next send / receive tag */
+static size_t inject_max;   /* sends up to this size use fi_tinject (libasr's rule) */
 static op_t ops[MAXW + 2];
 static unsigned long errors;
 
@@ -129,7 +132,13 @@ static void wait_op(op_t *op) {
 static void post_send(size_t off, size_t len, op_t *op) {
   memset(&op->ctx, 0, sizeof op->ctx);
   op->done = 0;
-  POST(fi_tsend(ep, sbuf + off, len, sdesc, peer, stag, op));
+  if (len <= inject_max) { /* no completion: done on return */
+    POST(fi_tinject(ep, sbuf + off, len, peer, stag));
+    op->len = len;
+    op->done = 1;
+  } else {
+    POST(fi_tsend(ep, sbuf + off, len, sdesc, peer, stag, op));
+  }
   stag = (stag + 1) & ((1ull << 40) - 1);
 }
 
@@ -264,6 +273,14 @@ static void setup(int sock) {
 
 static void reg(size_t need) {
   int need_desc = (info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  /* libasr's rule (runtime/ofi.c): shm injects up to its inject size, other
+   * providers not at all; ASR_INJECT_MAX sets the limit for any provider. */
+  inject_max = strcmp(prov, "shm") == 0 ? info->tx_attr->inject_size : 0;
+  const char *im = getenv("ASR_INJECT_MAX");
+  if (im && *im) {
+    unsigned long long v = strtoull(im, NULL, 10);
+    inject_max = v < info->tx_attr->inject_size ? (size_t)v : info->tx_attr->inject_size;
+  }
   if (posix_memalign((void **)&sbuf, 4096, need) || posix_memalign((void **)&rbuf, 4096, need))
     die("memory", 0);
   memset(sbuf, 0, need);

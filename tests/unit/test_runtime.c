@@ -66,7 +66,7 @@ static uint8_t *va_of(asr_tensor_t *t) { return asr_tensor_va(t); }
 #define GUARD 64
 
 static size_t payload_sizes(size_t *out) {
-  static const size_t odd[] = {3, 7, 1000, 4095, 65537, 1048577, 3000001};
+  static const size_t odd[] = {3, 7, 1000, 4095, 4097, 65537, 1048577, 3000001}; /* 4096: shm's inject size */
   size_t n = 0;
   for (size_t s = 1; s <= PAYLOAD_MAX; s *= 2) out[n++] = s;
   for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) out[n++] = odd[i];
