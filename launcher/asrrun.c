@@ -397,10 +397,14 @@ static void forward_stdin(void) {
  * on this host: kill their process groups here. (A remote daemon's pids mean
  * nothing on this host; its ranks die with it.) */
 static void daemon_reaped(int h, int st) {
+  pid_t pid = daemons[h].pid;
   if (daemons[h].pid == early.pid) early.pid = 0;
   daemons[h].pid = 0;
   if (WIFSIGNALED(st) && !daemons[h].done && daemons[h].local)
     for (int i = 0; i < daemons[h].npgids; i++) kill(-daemons[h].pgids[i], SIGKILL);
+  /* A daemon killed here could not remove its PMIx directory; its pid is
+   * ours until now (just reaped), so asrd.PID.* are its. */
+  if (WIFSIGNALED(st) && daemons[h].local) asr_launch_local_cleanup(pid);
 }
 
 static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len);

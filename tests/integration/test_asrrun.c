@@ -839,7 +839,8 @@ TEST_TIMEOUT(timeout_kills_exited_ranks_children, 45) {
   teardown();
 }
 
-/* kill -9 of asrd: asrrun exits 125 and the ranks and their children die. */
+/* kill -9 of asrd: asrrun exits 125, the ranks and their children die, and
+ * asrrun removes the PMIx directory the daemon left. */
 TEST_TIMEOUT(asrd_killed, 45) {
   setup();
   const char *mark = new_marker();
@@ -858,6 +859,7 @@ TEST_TIMEOUT(asrd_killed, 45) {
   ASSERT_JOB(&j, j.ms < 10000);
   ASSERT_NO_LEFTOVERS(mark, 3000);
   ASSERT_NO_LEFTOVERS(NULL, 3000);
+  assert_tmpdir_clean(); /* asrrun removed the PMIx directory asrd could not */
   teardown();
 }
 
@@ -882,6 +884,7 @@ TEST_TIMEOUT(stuck_asrd_bounded, 55) {
   ASSERT_JOB(&j, strstr(j.err, "giving up"));
   ASSERT_NO_LEFTOVERS(mark, 3000);
   ASSERT_NO_LEFTOVERS(NULL, 3000);
+  assert_tmpdir_clean();
   teardown();
 }
 
