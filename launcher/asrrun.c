@@ -598,10 +598,11 @@ static void early_finish(void) {
   while (early.pid > 0) {
     int st;
     pid_t r = waitpid(early.pid, &st, WNOHANG);
+    if (r == early.pid && WIFSIGNALED(st)) asr_launch_local_cleanup(early.pid);
     if (r == early.pid || (r < 0 && errno != EINTR)) break;
     if (asr_time_ms() >= until) {
       kill(early.pid, SIGKILL);
-      waitpid(early.pid, &st, 0);
+      if (waitpid(early.pid, &st, 0) == early.pid) asr_launch_local_cleanup(early.pid);
       break;
     }
     struct timespec ts = {0, 200 * 1000};
