@@ -37,6 +37,16 @@ static inline void bench_pin(int r) {
  * settle. Both pingpong and ofi_raw run these, so both sides start alike. */
 #define BENCH_WARMUP_ROUNDS 1000
 
+/* Timed round trips for a latency size: iters, a tenth of it (at least 10)
+ * from 1 MiB. The warm-up is BENCH_WARMUP_ROUNDS or this, whichever is less. */
+static inline int bench_lat_rounds(size_t size, int iters) {
+  return size >= ((size_t)1 << 20) ? (iters / 10 > 10 ? iters / 10 : 10) : iters;
+}
+static inline int bench_warmup_rounds(size_t size, int iters) {
+  int n = bench_lat_rounds(size, iters);
+  return n < BENCH_WARMUP_ROUNDS ? n : BENCH_WARMUP_ROUNDS;
+}
+
 /* How many windows the bandwidth of a size is timed over: enough to move
  * 256 MiB, between 5 and 2000 windows (a few hundred milliseconds at most
  * here; a 1-byte size then still times 2000 x WINDOW messages, not the few

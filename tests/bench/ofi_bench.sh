@@ -9,10 +9,13 @@
 # `make -C BUILD_DIR <targets>` if one is missing). Needs fi_pingpong
 # (libfabric-bin) and ss (iproute2). Everything runs on 127.0.0.1.
 #
-# For each provider, REPS times (interleaving asr and raw runs, so load drifts
-# hit both alike), it measures:
+# For each provider, REPS times, one size at a time (each size's asr run next
+# to its raw runs, in an order that alternates from rep to rep, so a change
+# of the machine's state hits both alike), it measures:
 #   latency (us)    one-way, SIZE = 1 B .. 4 MiB (LAT_SIZES).
-#                   asr: tests/apps/pingpong -m all (round trip / 2).
+#                   asr: tests/apps/pingpong -m lat -s SIZE -S SIZE (round
+#                   trip / 2; pingpong and ofi_raw warm up with up to 1000
+#                   untimed round trips first).
 #                   raw: fi_pingpong -e rdm -m tagged -S SIZE -I N, one run per
 #                   size (-S all would also run the 1.5x sizes, with one -I for
 #                   all of them), N = 10*ITERS below 64 KiB, ITERS below 1 MiB,
@@ -31,7 +34,8 @@
 #                   shm, up to 4 KiB), and the ratio asr/tsend.
 #   bandwidth (MB/s) window of 64 sends in flight, then a 1-byte ack (pingpong's
 #                   bw mode). fi_pingpong has no windowed mode, so raw is
-#                   tests/bench/ofi_raw -m bw -w 64, the same loop on
+#                   tests/bench/ofi_raw -m bw -w 64 (one run per size, as
+#                   pingpong -m bw), the same loop on
 #                   fi_tsend/fi_trecv with libasr's endpoint settings. Both
 #                   time enough windows to move 256 MiB (5 to 2000 windows).
 #   rate (msgs/s)   8-byte messages, 128 in flight, 1-byte ack per window.
@@ -87,7 +91,6 @@ RATE_ITERS=${RATE_ITERS:-2000}
 P4="1 4 16 64 256 1024 4096 16384 65536 262144 1048576 4194304"
 LAT_SIZES=${LAT_SIZES:-$P4}
 BW_SIZES=${BW_SIZES:-$P4}
-MAXSZ=4194304
 PIN=${PIN:-1}
 
 # PIN=1 (default): the two ranks of every two-rank measurement run on two
@@ -273,10 +276,11 @@ run_fi_pingpong() { # provider tag size
 }
 
 # --- raw: ofi_raw (same pattern as pingpong) --------------------------------
-run_ofi_raw() { # provider tag
-  local out=$WORK/raw_$1.$RANDOM.out
-  if ! run timeout -k 5 300 "$OFI_RAW" -p "$1" -m all -S $MAXSZ -n "$ITERS" -w 64 -r 128 -N "$RATE_ITERS" >"$out" 2>&1; then
-    fail "ofi_raw ($1)" "$out"
+run_ofi_raw() { # provider tag mode(lat|bw|rate) [size]
+  local out=$WORK/raw_$1.$RANDOM.out sz=()
+  [ -n "${4:-}" ] && sz=(-s "$4" -S "$4")
+  if ! run timeout -k 5 300 "$OFI_RAW" -p "$1" -m "$3" "${sz[@]}" -n "$ITERS" -w 64 -r 128 -N "$RATE_ITERS" >"$out" 2>&1; then
+    fail "ofi_raw ($1, $3 ${4:-})" "$out"
     return
   fi
   awk -v t="$2" '$1 == "lat" { print t, "lat", $2, "tsend", $3 } $1 == "bw" { print t, "bw", $2, "raw", $3 }
@@ -284,18 +288,18 @@ run_ofi_raw() { # provider tag
 }
 
 # --- asr: pingpong (lat + bw) and asr_bench (rate, mesh) ---------------------
-run_asr_pingpong() { # provider tag
+run_asr_pingpong() { # provider tag mode(lat|bw) size
   local port out=$WORK/pp_$2.$RANDOM.out err
   port=$(free_port) || { fail "no free port"; return; }
   err=$out.r1
-  bg "${PIN1[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 1 -p 0 -r 1 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$err" 2>&1
+  bg "${PIN1[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 1 -p 0 -r 1 -m "$3" -s "$4" -S "$4" -n "$ITERS" -w 64 >"$err" 2>&1
   local r1=$BG
-  run "${PIN0[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 0 -p 1 -r 0 -m all -S $MAXSZ -n "$ITERS" -w 64 >"$out" 2>"$out.r0"
+  run "${PIN0[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 0 -p 1 -r 0 -m "$3" -s "$4" -S "$4" -n "$ITERS" -w 64 >"$out" 2>"$out.r0"
   local st0=$?
   reap "$r1"
   local st1=$?
   if [ $st0 -ne 0 ] || [ $st1 -ne 0 ]; then
-    fail "asr pingpong ($1): rank 0 $st0, rank 1 $st1" "$out.r0"
+    fail "asr pingpong ($1, $3 $4): rank 0 $st0, rank 1 $st1" "$out.r0"
     [ -s "$err" ] && tail -n 5 "$err" >&2
     return
   fi
@@ -340,17 +344,25 @@ for prov in $PROVIDERS; do
   tag=${prov//;/+}
   for rep in $(seq 1 "$REPS"); do
     echo "ofi_bench: $prov: run $rep of $REPS ($(($(date +%s) - START)) s)" >&2
-    # alternate the order so a load change does not always favour one side
+    # Each size's asr run sits next to its raw runs, in an order that
+    # alternates from run to run: this machine's small-message speed can
+    # change for minutes at a time (shm's 1 B latency between about 0.3 and
+    # 0.9 us, for raw libfabric as much as for libasr), and runs that are
+    # minutes apart would compare one state with the other.
     if [ $((rep % 2)) -eq 1 ]; then
-      for s in $LAT_SIZES; do run_fi_pingpong "$prov" "$tag" "$s"; done
-      run_ofi_raw "$prov" "$tag"
-      run_asr_pingpong "$prov" "$tag"
+      for s in $LAT_SIZES; do
+        run_fi_pingpong "$prov" "$tag" "$s"; run_ofi_raw "$prov" "$tag" lat "$s"; run_asr_pingpong "$prov" "$tag" lat "$s"
+      done
+      for s in $BW_SIZES; do run_ofi_raw "$prov" "$tag" bw "$s"; run_asr_pingpong "$prov" "$tag" bw "$s"; done
+      run_ofi_raw "$prov" "$tag" rate
       run_asr_rate "$prov" "$tag"
     else
+      for s in $LAT_SIZES; do
+        run_asr_pingpong "$prov" "$tag" lat "$s"; run_ofi_raw "$prov" "$tag" lat "$s"; run_fi_pingpong "$prov" "$tag" "$s"
+      done
+      for s in $BW_SIZES; do run_asr_pingpong "$prov" "$tag" bw "$s"; run_ofi_raw "$prov" "$tag" bw "$s"; done
       run_asr_rate "$prov" "$tag"
-      run_asr_pingpong "$prov" "$tag"
-      run_ofi_raw "$prov" "$tag"
-      for s in $LAT_SIZES; do run_fi_pingpong "$prov" "$tag" "$s"; done
+      run_ofi_raw "$prov" "$tag" rate
     fi
   done
   for rep in $(seq 1 "$MESH_REPS"); do

@@ -355,9 +355,9 @@ int main(int argc, char **argv) {
   int do_lat = !strcmp(mode, "lat") || !strcmp(mode, "all");
   int do_bw = !strcmp(mode, "bw") || !strcmp(mode, "all");
   int do_rate = !strcmp(mode, "rate") || !strcmp(mode, "all");
-  if (do_lat) run_lat(minsz, BENCH_WARMUP_ROUNDS); /* untimed (bench_util.h) */
+  if (do_lat) run_lat(minsz, bench_warmup_rounds(minsz, iters)); /* untimed (bench_util.h) */
   for (size_t sz = minsz; sz <= maxsz && do_lat; sz *= 2) {
-    int n = sz >= (1u << 20) ? (iters / 10 > 10 ? iters / 10 : 10) : iters;
+    int n = bench_lat_rounds(sz, iters);
     double us = run_lat(sz, n);
     if (rank == 0) printf("lat %zu %.3f\n", sz, us);
   }
