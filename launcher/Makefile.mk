@@ -5,7 +5,8 @@ launcher_libasrlaunch_la_SOURCES = \
 	launcher/config.c launcher/config.h launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
 	launcher/map.c launcher/map.h \
 	launcher/ctl.c launcher/ctl.h \
-	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h
+	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h \
+	launcher/asrd_dir.c launcher/asrd_dir.h
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS)
 

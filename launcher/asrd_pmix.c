@@ -15,19 +15,18 @@
 #include "config.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <pmix.h>
 #include <pmix_server.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "asr_log.h"
 #include "asr_time.h"
 #include "asrd.h"
+#include "asrd_dir.h"
 
 static asrd_t *the_daemon; /* the upcalls carry no pointer of ours */
 
@@ -184,21 +183,8 @@ static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
 int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
   the_daemon = d;
   pthread_mutex_init(&d->ev_lock, NULL);
-  /* The directory holds PMIx's shared-memory segments (its dstore), which
-   * belong on tmpfs: on a disk file system removing them at the end of a job
-   * costs milliseconds (10-15 ms on an ext4 /tmp mounted with discard). So
-   * $TMPDIR when it is set, else /dev/shm when we can write there, else /tmp. */
-  const char *base = getenv("TMPDIR");
-  if (!base || !*base) base = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
-  snprintf(d->tmpdir, sizeof d->tmpdir, "%s/asrd.%ld.XXXXXX", base, (long)getpid());
-  int made = mkdtemp(d->tmpdir) != NULL;
-  if (!made && strcmp(base, "/dev/shm") == 0) {
-    snprintf(d->tmpdir, sizeof d->tmpdir, "/tmp/asrd.%ld.XXXXXX", (long)getpid());
-    made = mkdtemp(d->tmpdir) != NULL;
-  }
-  if (!made) {
+  if (asrd_dir_make(d->tmpdir, sizeof d->tmpdir) != 0) {
     snprintf(errbuf, errlen, "cannot create a private directory for PMIx: %s", strerror(errno));
-    d->tmpdir[0] = '\0';
     return -1;
   }
   /* Lend the library a topology of ours (without I/O devices): left alone
@@ -394,15 +380,6 @@ void asrd_pmix_handle_events(asrd_t *d) {
   }
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
-/* Removes our mkdtemp directory and the PMIx rendezvous files in it. */
-static void rm_tree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
 void asrd_pmix_stop(asrd_t *d) {
   if (d->pmix_up) {
     /* Fail pending fences so no client waits on us. */
@@ -420,11 +397,11 @@ void asrd_pmix_stop(asrd_t *d) {
     /* No PMIx_server_deregister_nspace or PMIx_server_finalize: asrd exits
      * right after this, every rank is gone, and the library's teardown would
      * only free memory, stop its two threads and remove its files under our
-     * directory, which rm_tree does below. It cost about 1 ms per job (thread
+     * directory, which asrd_dir_remove does below. It cost about 1 ms per job (thread
      * round trips), deregister can wedge when a registration went wrong, and
      * finalize can crash (libpmix 4.2.2, SIGSEGV) when a client was lost
      * while a fence it belonged to was pending. */
     d->pmix_up = 0;
   }
-  if (d->tmpdir[0]) rm_tree(d->tmpdir);
+  if (d->tmpdir[0]) asrd_dir_remove(d->tmpdir);
 }

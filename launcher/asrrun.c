@@ -47,6 +47,7 @@
 #include "ctl.h"
 #include "kv_secret.h"
 #include "alloc.h"
+#include "asrd_dir.h"
 #include "launch.h"
 #include "map.h"
 
@@ -398,13 +399,13 @@ static void forward_stdin(void) {
  * nothing on this host; its ranks die with it.) */
 static void daemon_reaped(int h, int st) {
   pid_t pid = daemons[h].pid;
-  if (daemons[h].pid == early.pid) early.pid = 0;
+  if (pid == early.pid) early.pid = 0;
   daemons[h].pid = 0;
   if (WIFSIGNALED(st) && !daemons[h].done && daemons[h].local)
     for (int i = 0; i < daemons[h].npgids; i++) kill(-daemons[h].pgids[i], SIGKILL);
   /* A daemon killed here could not remove its PMIx directory; its pid is
    * ours until now (just reaped), so asrd.PID.* are its. */
-  if (WIFSIGNALED(st) && daemons[h].local) asr_launch_local_cleanup(pid);
+  if (WIFSIGNALED(st) && daemons[h].local) asrd_dir_remove_of(pid);
 }
 
 static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len);
@@ -598,11 +599,11 @@ static void early_finish(void) {
   while (early.pid > 0) {
     int st;
     pid_t r = waitpid(early.pid, &st, WNOHANG);
-    if (r == early.pid && WIFSIGNALED(st)) asr_launch_local_cleanup(early.pid);
+    if (r == early.pid && WIFSIGNALED(st)) asrd_dir_remove_of(early.pid);
     if (r == early.pid || (r < 0 && errno != EINTR)) break;
     if (asr_time_ms() >= until) {
       kill(early.pid, SIGKILL);
-      if (waitpid(early.pid, &st, 0) == early.pid) asr_launch_local_cleanup(early.pid);
+      if (waitpid(early.pid, &st, 0) == early.pid) asrd_dir_remove_of(early.pid);
       break;
     }
     struct timespec ts = {0, 200 * 1000};

@@ -44,13 +44,6 @@ int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_
  * Returns its pid, or -1 with errbuf set. */
 pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *errbuf, size_t errlen);
 
-/* launch_local.c: removes the private directories (PMIx's shared-memory
- * segments and rendezvous files) of a local asrd that was killed and could
- * not remove them itself: asrd.PID.XXXXXX (asrd_pmix.c names them so) under
- * $TMPDIR, /dev/shm and /tmp, those owned by this user. Call it only once
- * the daemon is reaped. */
-void asr_launch_local_cleanup(pid_t pid);
-
 /* launch_pick.c: which backend starts the daemon of host (local for
  * --launcher local and for this host itself, else rsh). */
 int asr_launch_host_is_local(const char *host, const char *local_hostname);

@@ -1,16 +1,12 @@
 /* launch_local.c -- start asrd on this host with posix_spawn (launch.h). */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -66,31 +62,3 @@ static pid_t local_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
 }
 
 const asr_launch_ops_t asr_launch_local = {"local", local_start};
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
-void asr_launch_local_cleanup(pid_t pid) {
-  const char *bases[] = {getenv("TMPDIR"), "/dev/shm", "/tmp"};
-  char prefix[32];
-  int plen = snprintf(prefix, sizeof prefix, "asrd.%ld.", (long)pid);
-  for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
-    if (!bases[b] || !*bases[b] || (b > 0 && bases[0] && !strcmp(bases[0], bases[b]))) continue;
-    DIR *d = opendir(bases[b]);
-    if (!d) continue;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      /* exactly asrd.PID. and mkdtemp's six characters */
-      if (strncmp(e->d_name, prefix, (size_t)plen) != 0 || strlen(e->d_name) != (size_t)plen + 6) continue;
-      char path[4096];
-      struct stat st;
-      snprintf(path, sizeof path, "%s/%s", bases[b], e->d_name);
-      if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
-      nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    }
-    closedir(d);
-  }
-}
