@@ -363,19 +363,19 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
  * before returning and writes no completion, so op completes here. */
 int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op) {
-  op_arm(op);
   ssize_t rc;
-  if (len <= o->inject_max)
+  if (len <= o->inject_max) {
+    /* libfabric never sees op: no arming, and a failed inject leaves it as
+     * it was (completed or never posted, so not the provider's) */
     rc = POST_RETRY(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)));
-  else
+    if (rc == 0) op_complete(op, len, 0);
+  } else {
+    op_arm(op);
     rc = POST_RETRY(
         fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
-  if (rc == 0) {
-    s->seq++;
-    if (len <= o->inject_max) op_complete(op, len, 0);
-  } else {
-    op_unarm(op);
+    if (rc != 0) op_unarm(op);
   }
+  if (rc == 0) s->seq++;
   return (int)rc;
 }
 
