@@ -53,7 +53,12 @@
 # stamped message per comm proves every connection (tests/bench/asr_bench -m
 # mesh).
 #
-# Every figure is the median of its runs. The payloads are verified by
+# Every figure is the median of its runs, and asr/raw the ratio of two
+# medians. Beside it, "paired (range)" is the median of the per-run ratios
+# and their smallest and largest: a run's asr and raw figures were measured
+# next to each other, in one state of the machine, so a wide range says
+# that the machine's noise, not libasr, decides that ratio (loopback TCP
+# bandwidth here moves by 2x between identical runs). The payloads are verified by
 # pingpong, ofi_raw and asr_bench (fi_pingpong runs without -c, which would
 # put its checks inside the timed loop). The script exits non-zero if any run
 # fails, times out or reports a wrong payload.
@@ -126,7 +131,7 @@ command -v fi_pingpong >/dev/null || { echo "ofi_bench: fi_pingpong not found (i
 command -v ss >/dev/null || { echo "ofi_bench: ss not found (install iproute2)" >&2; exit 2; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ofi_bench.XXXXXX") || exit 2
-DATA=$WORK/data   # lines: provider metric size tool value
+DATA=$WORK/data   # lines: provider metric size tool value rep
 : >"$DATA"
 export ASR_KV_LOCK_DIR=$WORK/kvlock
 mkdir -p "$ASR_KV_LOCK_DIR"
@@ -226,7 +231,8 @@ fail() { # message, log file
   [ -n "${2:-}" ] && [ -f "$2" ] && tail -n 15 "$2" | sed 's/^/    /' >&2
 }
 
-record() { echo "$1 $2 $3 $4 $5" >>"$DATA"; } # provider metric size tool value
+REP=0 # the run a figure belongs to (paired below)
+record() { echo "$1 $2 $3 $4 $5 $REP" >>"$DATA"; } # provider metric size tool value (REP: the run)
 
 n_for() { # iterations for a size, as pingpong picks them
   if [ "$1" -ge 1048576 ]; then
@@ -283,8 +289,8 @@ run_ofi_raw() { # provider tag mode(lat|bw|rate) [size]
     fail "ofi_raw ($1, $3 ${4:-})" "$out"
     return
   fi
-  awk -v t="$2" '$1 == "lat" { print t, "lat", $2, "tsend", $3 } $1 == "bw" { print t, "bw", $2, "raw", $3 }
-                 $1 == "rate" { print t, "rate", $2, "raw", $3 }' "$out" >>"$DATA"
+  awk -v t="$2" -v r="$REP" '$1 == "lat" { print t, "lat", $2, "tsend", $3, r } $1 == "bw" { print t, "bw", $2, "raw", $3, r }
+                 $1 == "rate" { print t, "rate", $2, "raw", $3, r }' "$out" >>"$DATA"
 }
 
 # --- asr: pingpong (lat + bw) and asr_bench (rate, mesh) ---------------------
@@ -303,7 +309,7 @@ run_asr_pingpong() { # provider tag mode(lat|bw) size
     [ -s "$err" ] && tail -n 5 "$err" >&2
     return
   fi
-  awk -v t="$2" '$1 == "lat" { print t, "lat", $2, "asr", $3 } $1 == "bw" { print t, "bw", $2, "asr", $3 }' "$out" >>"$DATA"
+  awk -v t="$2" -v r="$REP" '$1 == "lat" { print t, "lat", $2, "asr", $3, r } $1 == "bw" { print t, "bw", $2, "asr", $3, r }' "$out" >>"$DATA"
 }
 
 run_asr_rate() { # provider tag
@@ -312,7 +318,7 @@ run_asr_rate() { # provider tag
     fail "asr_bench rate ($1)" "$out"
     return
   fi
-  awk -v t="$2" '$1 == "rate" { print t, "rate", $2, "asr", $3 }' "$out" >>"$DATA"
+  awk -v t="$2" -v r="$REP" '$1 == "rate" { print t, "rate", $2, "asr", $3, r }' "$out" >>"$DATA"
 }
 
 run_asr_mesh() { # provider tag ranks
@@ -332,6 +338,18 @@ median() { # tag metric size tool -> median (empty when none)
     sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# Median of the per-run ratios A/B, with their range: each run's asr figure
+# was measured next to that run's raw one, so their ratio compares the two
+# in one state of the machine; the range shows how far the pairs spread.
+paired() { # tag metric size toolA toolB -> "median (min-max)", or "-"
+  awk -v t="$1" -v m="$2" -v s="$3" -v a="$4" -v b="$5" '$1 == t && $2 == m && $3 == s && $4 == a { A[$6] = $5 }
+    $1 == t && $2 == m && $3 == s && $4 == b { B[$6] = $5 }
+    END { for (r in A) if ((r in B) && B[r] > 0) print A[r] / B[r] }' "$DATA" |
+    sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit }
+      med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf "%.2f (%.2f-%.2f)", med, v[1], v[NR] }'
+}
+
 count() { awk -v t="$1" -v m="$2" -v s="$3" -v k="$4" '$1 == t && $2 == m && $3 == s && $4 == k' "$DATA" | wc -l; }
 
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }' || echo "-"; }
@@ -343,6 +361,7 @@ echo "ofi_bench: build $BUILD, providers: $PROVIDERS; $REPS runs per figure, $ME
 for prov in $PROVIDERS; do
   tag=${prov//;/+}
   for rep in $(seq 1 "$REPS"); do
+    REP=$rep
     echo "ofi_bench: $prov: run $rep of $REPS ($(($(date +%s) - START)) s)" >&2
     # Each size's asr run sits next to its raw runs, in an order that
     # alternates from run to run: this machine's small-message speed can
@@ -366,6 +385,7 @@ for prov in $PROVIDERS; do
     fi
   done
   for rep in $(seq 1 "$MESH_REPS"); do
+    REP=$rep
     for r in $MESH_SIZES; do
       echo "ofi_bench: $prov: mesh of $r ranks, run $rep of $MESH_REPS ($(($(date +%s) - START)) s)" >&2
       run_asr_mesh "$prov" "$tag" "$r"
@@ -374,20 +394,22 @@ for prov in $PROVIDERS; do
 done
 
 # --- the table ---------------------------------------------------------------
-printf '%-14s %-18s %-8s %-10s %-10s %-8s %-10s %-9s\n' provider metric size asr raw asr/raw tsend asr/tsend
+F='%-14s %-18s %-8s %-10s %-10s %-8s %-17s %-10s %-9s %s\n'
+printf "$F" provider metric size asr raw asr/raw "paired (range)" tsend asr/tsend "paired (range)"
 for prov in $PROVIDERS; do
   tag=${prov//;/+}
   for s in $LAT_SIZES; do
     a=$(median "$tag" lat "$s" asr) r=$(median "$tag" lat "$s" fpp) t=$(median "$tag" lat "$s" tsend)
-    printf '%-14s %-18s %-8s %-10s %-10s %-8s %-10s %-9s\n' "$prov" "latency (us)" "$s" "$(fmt "$a")" "$(fmt "$r")" \
-      "$(ratio "$a" "$r")" "$(fmt "$t")" "$(ratio "$a" "$t")"
+    printf "$F" "$prov" "latency (us)" "$s" "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" \
+      "$(paired "$tag" lat "$s" asr fpp)" "$(fmt "$t")" "$(ratio "$a" "$t")" "$(paired "$tag" lat "$s" asr tsend)"
   done
   for s in $BW_SIZES; do
     a=$(median "$tag" bw "$s" asr) r=$(median "$tag" bw "$s" raw)
-    printf '%-14s %-18s %-8s %-10s %-10s %-8s\n' "$prov" "bandwidth (MB/s)" "$s" "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")"
+    printf "$F" "$prov" "bandwidth (MB/s)" "$s" "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" \
+      "$(paired "$tag" bw "$s" asr raw)" "" "" ""
   done
   a=$(median "$tag" rate 8 asr) r=$(median "$tag" rate 8 raw)
-  printf '%-14s %-18s %-8s %-10s %-10s %-8s\n' "$prov" "rate (msgs/s)" 8 "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")"
+  printf "$F" "$prov" "rate (msgs/s)" 8 "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" "$(paired "$tag" rate 8 asr raw)" "" "" ""
   for m in $MESH_SIZES; do
     a=$(median "$tag" mesh "$m" asr) i=$(median "$tag" meshinit "$m" asr) p=$(median "$tag" meshprocs "$m" asr)
     n=$(count "$tag" mesh "$m" asr)
