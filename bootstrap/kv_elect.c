@@ -70,3 +70,47 @@ void asr_kv_elect_release(int lock_fd) {
   flock(lock_fd, LOCK_UN);
   close(lock_fd);
 }
+
+int asr_kv_presence_join(uint16_t port, const char *host, int *fd, char *errbuf, size_t errlen) {
+  char path[512];
+  if (port == 0 || !fd) return ASR_EINVAL;
+  size_t n;
+  if (asr_kv_elect_path(port, host, path, sizeof path) != 0 || (n = strlen(path)) + 7 > sizeof path) {
+    if (errbuf) snprintf(errbuf, errlen, "lock path too long (check ASR_KV_LOCK_DIR)");
+    return ASR_ETOOBIG;
+  }
+  memcpy(path + n, "_users", 7);
+  int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (f < 0) {
+    int e = errno;
+    if (errbuf) snprintf(errbuf, errlen, "cannot open %s: %s", path, strerror(e));
+    return asr_err_from_errno(e);
+  }
+  int rc;
+  do {
+    rc = flock(f, LOCK_SH); /* waits only while a leaver checks (LOCK_EX, non-blocking) */
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    int e = errno;
+    close(f);
+    if (errbuf) snprintf(errbuf, errlen, "cannot lock %s: %s", path, strerror(e));
+    return asr_err_from_errno(e);
+  }
+  *fd = f;
+  return 0;
+}
+
+int asr_kv_presence_others(int fd) {
+  if (fd < 0) return 0;
+  int rc;
+  do {
+    rc = flock(fd, LOCK_EX | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  return rc != 0 && errno == EWOULDBLOCK;
+}
+
+void asr_kv_presence_leave(int fd) {
+  if (fd < 0) return;
+  flock(fd, LOCK_UN);
+  close(fd);
+}

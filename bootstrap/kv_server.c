@@ -458,6 +458,18 @@ void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st) {
   pthread_mutex_unlock(&s->lock);
 }
 
+int asr_kv_server_copy(asr_kv_server_t *s, asr_kv_table_t *out) {
+  pthread_mutex_lock(&s->lock);
+  asr_kv_table_init(out, s->table.max_keys, s->table.max_bytes);
+  int rc = 0;
+  const asr_kv_entry_t *e;
+  for (size_t i = 0; rc == 0 && (e = asr_kv_table_at(&s->table, i)) != NULL; i++)
+    rc = asr_kv_table_set(out, e->key, e->klen, e->val, e->vlen, e->vtype);
+  pthread_mutex_unlock(&s->lock);
+  if (rc) asr_kv_table_fini(out);
+  return rc;
+}
+
 static void *server_thread(void *arg) {
   asr_kv_server_t *s = arg;
   while (!atomic_load(&s->stop)) {

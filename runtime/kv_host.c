@@ -9,6 +9,13 @@
  * that takes over when the leader exits. Every context then seeds "hostname"
  * on 127.0.0.1 (the seed's kv_store_set against 127.0.0.1), which also waits
  * until a server answers.
+ *
+ * Beyond the seed, a leader whose last context closes while other processes
+ * still take part (kv_elect.h: presence) hands its keys over: it stops
+ * serving, lets go of the lock, and SETs every key it held (but "hostname")
+ * into whichever watcher takes over. In the seed they were lost with it, so
+ * a RECV comm that had published its handle there could never be connected
+ * to. A leader that dies without closing still loses them.
  */
 #include "config.h"
 
@@ -21,6 +28,7 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
+#include "kv_client.h"
 #include "kv_elect.h"
 #include "kv_keys.h"
 #include "kv_secret.h"
@@ -33,6 +41,7 @@ static uint16_t host_port;
 static char host_name[ASR_KV_HOSTNAME_LEN];
 static asr_kv_server_t *server;
 static int lock_fd = -1;
+static int presence_fd = -1;
 static pthread_t watcher;
 static int watcher_running;
 static atomic_int watcher_stop;
@@ -76,8 +85,9 @@ static void *watch_leader(void *arg) {
         asr_kv_elect_release(lock_fd);
         lock_fd = -1;
       } else {
-        asr_warn("kvs",
-                 "the previous KV server of port %u went away; this process serves now (its keys are lost)",
+        asr_info("kvs",
+                 "the previous KV server of port %u went away; this process serves now (with the keys it "
+                 "hands over, if it closed rather than died)",
                  host_port);
       }
       pthread_mutex_unlock(&host_mutex);
@@ -103,6 +113,10 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
     const char *mode = getenv("ASR_KV_SERVER");
     if (!mode || !*mode || strcmp(mode, "auto") == 0) {
       int fd = -1;
+      char perr[256];
+      /* without it a leaving leader only keeps its keys to itself */
+      if (asr_kv_presence_join(port, host_name, &presence_fd, perr, sizeof perr) != 0)
+        asr_warn("kvs", "bootstrap port %u: %s; this process's KV keys will not be handed over", port, perr);
       rc = asr_kv_elect_try(port, host_name, &fd, errbuf, errlen);
       if (rc == 0) {
         lock_fd = fd;
@@ -120,7 +134,11 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
       snprintf(errbuf, errlen, "ASR_KV_SERVER='%s' is not 'auto' or 'external'", mode);
       rc = ASR_EINVAL;
     }
-    if (rc) users = 0;
+    if (rc) {
+      users = 0;
+      asr_kv_presence_leave(presence_fd);
+      presence_fd = -1;
+    }
   }
   pthread_mutex_unlock(&host_mutex);
   if (rc) return rc;
@@ -128,6 +146,45 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
   rc = asr_kv_seed_hostname("127.0.0.1", port, hostname, NULL, errbuf, errlen);
   if (rc) asr__kv_host_leave();
   return rc;
+}
+
+/* How long a leaving leader keeps trying to hand its keys over while other
+ * processes still take part: a watcher looks for the lock every 100 ms. */
+#define HANDOVER_MS 3000
+
+/* SETs every key of t but "hostname" (the next server seeds its own) into
+ * the server that takes port over, while anyone is left to take it over. */
+static void hand_over(const asr_kv_table_t *t, uint16_t port, int presence) {
+  size_t keys = 0, done = 0;
+  const asr_kv_entry_t *e;
+  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL; i++)
+    keys += !(e->klen == ASR_KV_HOSTNAME_KEY_LEN && !memcmp(e->key, ASR_KV_HOSTNAME_KEY, e->klen));
+  if (keys == 0 || !asr_kv_presence_others(presence)) return;
+  uint64_t until = asr_time_ms() + HANDOVER_MS;
+  char err[256] = "";
+  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL;) {
+    if (e->klen == ASR_KV_HOSTNAME_KEY_LEN && !memcmp(e->key, ASR_KV_HOSTNAME_KEY, e->klen)) {
+      i++;
+      continue;
+    }
+    /* short tries: between them, see whether anyone is still there */
+    asr_kv_opts_t o = {.timeout_ms = 100};
+    if (asr_kv_set("127.0.0.1", port, e->key, e->klen, e->val, e->vlen, e->vtype, &o, err, sizeof err) == 0) {
+      i++;
+      done++;
+      continue;
+    }
+    if (!asr_kv_presence_others(presence)) {
+      asr_debug("kvs", "port %u: the other processes left before taking the KV store over", port);
+      return;
+    }
+    if (asr_time_ms() >= until) {
+      asr_warn("kvs", "port %u: %zu of %zu KV keys could not be handed over to the next server (%s); they are lost",
+               port, keys - done, keys, err);
+      return;
+    }
+  }
+  asr_info("kvs", "port %u: handed %zu KV keys over to the next server", port, done);
 }
 
 void asr__kv_host_leave(void) {
@@ -140,12 +197,26 @@ void asr__kv_host_leave(void) {
       pthread_mutex_lock(&host_mutex);
       watcher_running = 0;
     }
+    asr_kv_table_t keys;
+    int have = 0;
     if (server) {
+      have = asr_kv_server_copy(server, &keys) == 0;
       asr_kv_server_free(server);
       server = NULL;
     }
     asr_kv_elect_release(lock_fd);
     lock_fd = -1;
+    int presence = presence_fd;
+    uint16_t port = host_port;
+    presence_fd = -1;
+    pthread_mutex_unlock(&host_mutex);
+    /* outside the mutex: another context of this process may start meanwhile */
+    if (have) {
+      hand_over(&keys, port, presence);
+      asr_kv_table_fini(&keys);
+    }
+    asr_kv_presence_leave(presence);
+    return;
   }
   pthread_mutex_unlock(&host_mutex);
 }

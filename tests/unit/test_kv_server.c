@@ -989,3 +989,36 @@ TEST(put_seeds_and_port_in_use) {
   ASSERT_EQ(asr_kv_server_port(s2), port);
   asr_kv_server_free(s2);
 }
+
+/* asr_kv_server_copy (a leaving leader's handover, runtime/kv_host.c): every
+ * key, seeded or SET by a client, in insertion order with its vtype, taken
+ * while the server's thread runs; the copy outlives the server. */
+TEST(copy_takes_every_key_in_order) {
+  asr_kv_server_t *s = srv_new((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  ASSERT_OK(asr_kv_server_put(s, "hostname", 8, "node7", 5, ASR_KV_VTYPE_TEXT));
+  ASSERT_OK(asr_kv_server_start_thread(s));
+  set_ok(port, "k1", 2, "\x00\x01\x02", 3, ASR_KV_VTYPE_BINARY);
+  set_ok(port, "k2", 2, "two", 3, ASR_KV_VTYPE_TEXT);
+  set_ok(port, "k1", 2, "one", 3, ASR_KV_VTYPE_TEXT); /* replaced */
+  asr_kv_table_t t;
+  ASSERT_OK(asr_kv_server_copy(s, &t));
+  asr_kv_server_free(s);
+  ASSERT_EQ(t.count, 3);
+  const asr_kv_entry_t *e = asr_kv_table_at(&t, 0);
+  ASSERT(e && e->klen == 8 && !memcmp(e->key, "hostname", 8) && e->vlen == 5 && !memcmp(e->val, "node7", 5));
+  ASSERT_EQ(e->vtype, ASR_KV_VTYPE_TEXT);
+  e = asr_kv_table_at(&t, 1);
+  ASSERT(e && e->klen == 2 && !memcmp(e->key, "k1", 2) && e->vlen == 3 && !memcmp(e->val, "one", 3));
+  e = asr_kv_table_at(&t, 2);
+  ASSERT(e && e->klen == 2 && !memcmp(e->key, "k2", 2) && e->vlen == 3 && !memcmp(e->val, "two", 3));
+  ASSERT(asr_kv_table_at(&t, 3) == NULL);
+  asr_kv_table_fini(&t);
+
+  /* an empty server gives an empty copy */
+  s = srv_new((asr_kv_server_opts_t){0});
+  ASSERT_OK(asr_kv_server_copy(s, &t));
+  ASSERT_EQ(t.count, 0);
+  asr_kv_table_fini(&t);
+  asr_kv_server_free(s);
+}

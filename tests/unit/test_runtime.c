@@ -1096,6 +1096,78 @@ TEST(kill_connect_pending_victim_hosts) {
   }
 }
 
+/* The KV leader's last context closes while a RECV comm's handle sits in its
+ * store: it hands its keys over to the process that takes the store over, so
+ * a sender that comes later still finds the handle. (In the seed the keys
+ * went with the leader, and that connect could only run out of time: here in
+ * ASR_KV_TIMEOUT_MS, which the assertions below would report.) Rank 0 leads
+ * (it starts first); rank 1 accepts from rank 2 and waits until its handle
+ * is published; rank 2 is up; rank 0 closes and exits; then rank 2 connects
+ * to rank 1 and sends 1 MiB, checked byte for byte. No close takes long:
+ * the handover waits only while another process is there to take over. */
+#define HANDOVER_BYTES ((size_t)1 << 20)
+static void kv_handover_proc(int rank, void *arg) {
+  (void)arg;
+  setenv("ASR_KV_TIMEOUT_MS", "8000", 1);
+  if (rank != 0) (void)rt_recv_u64(0);
+  ASSERT_OK(asr_init(rank));
+  if (rank == 0) {
+    rt_send_u64(1, 1);
+    rt_send_u64(2, 1);
+    (void)rt_recv_u64(1); /* rank 1's handle is in this process's store */
+    (void)rt_recv_u64(2); /* rank 2 takes part */
+    uint64_t t0 = asr_time_ms();
+    ASSERT_OK(asr_close(0));
+    uint64_t ms = asr_time_ms() - t0;
+    ASSERT_MSG(ms < 2000, "%s: the leader took %llu ms to close", rt_g.provider, (unsigned long long)ms);
+    rt_send_u64(2, 1);
+    return;
+  }
+  asr_tensor_t *t;
+  alloc_tensor(HANDOVER_BYTES, &t);
+  asr_request_t *q;
+  size_t n = 0;
+  if (rank == 1) {
+    asr_comm_t *rc;
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 2, &rc));
+    int st = -1;
+    uint64_t until = asr_time_ms() + 20000;
+    for (;;) {
+      ASSERT_OK(asr_comm_status(rc, &st));
+      if (st == ASR_COMM_NET_CONNECT || asr_time_ms() >= until) break;
+      asr_sleep_ms(2);
+    }
+    ASSERT_MSG(st == ASR_COMM_NET_CONNECT, "%s: RECV comm in %s", rt_g.provider, asr_comm_status_name(st));
+    rt_send_u64(0, 1);
+    ASSERT_OK(asr_comm_wait_connected(rc, 30000));
+    ASSERT_OK(asr_irecv(rc, t, 0, HANDOVER_BYTES, &q));
+    ASSERT_OK(rt_wait_req(q, &n, 30000));
+    ASSERT_EQ(n, HANDOVER_BYTES);
+    RT_ASSERT_DATA(va_of(t), HANDOVER_BYTES, 77, "%s: message after the handover", rt_g.provider);
+    ASSERT_OK(asr_comm_close(rc));
+  } else {
+    rt_send_u64(0, 1);
+    (void)rt_recv_u64(0); /* the leader has closed */
+    asr_comm_t *sc;
+    ASSERT_OK(asr_connect(2, RT_PEER_IP, 1, &sc));
+    int w = asr_comm_wait_connected(sc, 30000);
+    ASSERT_MSG(w == ASR_SUCCESS, "%s: connecting after the handover: %s", rt_g.provider, asr_strerror(w));
+    rt_fill(va_of(t), HANDOVER_BYTES, 77);
+    ASSERT_OK(asr_isend(sc, t, 0, HANDOVER_BYTES, &q));
+    ASSERT_OK(rt_wait_req(q, &n, 30000));
+    ASSERT_OK(asr_comm_close(sc));
+  }
+  uint64_t t0 = asr_time_ms();
+  ASSERT_OK(asr_close(rank));
+  uint64_t ms = asr_time_ms() - t0;
+  ASSERT_MSG(ms < 2000, "%s: rank %d took %llu ms to close", rt_g.provider, rank, (unsigned long long)ms);
+  asr_tensor_free(t);
+}
+
+TEST(kv_leader_hands_keys_over) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(3, rt_providers[p], kv_handover_proc, NULL, 60000);
+}
+
 /* =========================================================================
  * 10. API validation: every entry point's status codes
  * ========================================================================= */
