@@ -179,7 +179,8 @@ static void hand_over(const asr_kv_table_t *t, uint16_t port, int presence) {
       return;
     }
     if (asr_time_ms() >= until) {
-      asr_warn("kvs", "port %u: %zu of %zu KV keys could not be handed over to the next server (%s); they are lost",
+      asr_warn("kvs",
+               "port %u: %zu of %zu KV keys could not be handed over to the next server (%s); they are lost",
                port, keys - done, keys, err);
       return;
     }

@@ -462,7 +462,7 @@ TEST(presence_sees_other_holders) {
   ASSERT_OK(asr_kv_presence_join(4721, "h1", &b, NULL, 0));
   ASSERT(a >= 0 && b >= 0);
   ASSERT_EQ(asr_kv_presence_others(a), 1); /* b is there */
-  int c = -1; /* another port, another file: no one else there */
+  int c = -1;                              /* another port, another file: no one else there */
   ASSERT_OK(asr_kv_presence_join(4722, "h1", &c, NULL, 0));
   ASSERT_EQ(asr_kv_presence_others(c), 0);
   asr_kv_presence_leave(c);
