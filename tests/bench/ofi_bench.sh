@@ -59,8 +59,10 @@
 # next to each other, in one state of the machine, so a wide range says
 # that the machine's noise, not libasr, decides that ratio (loopback TCP
 # bandwidth here moves by 2x between identical runs). The payloads are verified by
-# pingpong, ofi_raw and asr_bench (fi_pingpong runs without -c, which would
-# put its checks inside the timed loop). The script exits non-zero if any run
+# pingpong, ofi_raw and asr_bench: every message's stamp inside the timed
+# loop, every byte of the first and of the last message (latency) or window
+# (bandwidth) outside it (fi_pingpong runs without -c, which would put its
+# checks inside the timed loop). The script exits non-zero if any run
 # fails, times out or reports a wrong payload.
 #
 # Knobs (environment): PIN (1: see below; 0: unpinned), PROVIDERS ("shm tcp;ofi_rxm"), REPS (3), MESH_REPS (3),
