@@ -152,40 +152,59 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
  * processes still take part: a watcher looks for the lock every 100 ms. */
 #define HANDOVER_MS 3000
 
-/* SETs every key of t but "hostname" (the next server seeds its own) into
- * the server that takes port over, while anyone is left to take it over. */
+static int is_hostname(const asr_kv_entry_t *e) {
+  return e->klen == ASR_KV_HOSTNAME_KEY_LEN && !memcmp(e->key, ASR_KV_HOSTNAME_KEY, e->klen);
+}
+
+static void note_key(void *arg, uint32_t index, uint32_t total, const uint8_t *key, size_t klen,
+                     const uint8_t *val, size_t vlen, int vtype) {
+  (void)index, (void)total, (void)val, (void)vlen;
+  (void)asr_kv_table_set(arg, key, klen, NULL, 0, vtype);
+}
+
+/* SETs every key of t into the server that takes port over, while anyone is
+ * left to take it over -- but none the new server already holds: its own
+ * "hostname", and any key re-published since it took over, are newer than
+ * our copy. */
 static void hand_over(const asr_kv_table_t *t, uint16_t port, int presence) {
   size_t keys = 0, done = 0;
   const asr_kv_entry_t *e;
-  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL; i++)
-    keys += !(e->klen == ASR_KV_HOSTNAME_KEY_LEN && !memcmp(e->key, ASR_KV_HOSTNAME_KEY, e->klen));
+  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL; i++) keys += !is_hostname(e);
   if (keys == 0 || !asr_kv_presence_others(presence)) return;
   uint64_t until = asr_time_ms() + HANDOVER_MS;
   char err[256] = "";
-  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL;) {
-    if (e->klen == ASR_KV_HOSTNAME_KEY_LEN && !memcmp(e->key, ASR_KV_HOSTNAME_KEY, e->klen)) {
-      i++;
-      continue;
-    }
-    /* short tries: between them, see whether anyone is still there */
-    asr_kv_opts_t o = {.timeout_ms = 100};
-    if (asr_kv_set("127.0.0.1", port, e->key, e->klen, e->val, e->vlen, e->vtype, &o, err, sizeof err) == 0) {
-      i++;
-      done++;
-      continue;
-    }
+  asr_kv_table_t have;
+  asr_kv_table_init(&have, (size_t)1 << 20, (size_t)1 << 30);
+  /* Short tries until a watcher serves; between them, see whether anyone is
+   * still there. */
+  asr_kv_opts_t o = {.timeout_ms = 100};
+  while (asr_kv_list("127.0.0.1", port, note_key, &have, &o, err, sizeof err) != 0) {
+    asr_kv_table_fini(&have);
+    asr_kv_table_init(&have, (size_t)1 << 20, (size_t)1 << 30);
     if (!asr_kv_presence_others(presence)) {
       asr_debug("kvs", "port %u: the other processes left before taking the KV store over", port);
+      asr_kv_table_fini(&have);
       return;
     }
-    if (asr_time_ms() >= until) {
-      asr_warn("kvs",
-               "port %u: %zu of %zu KV keys could not be handed over to the next server (%s); they are lost",
-               port, keys - done, keys, err);
-      return;
-    }
+    if (asr_time_ms() >= until) break;
   }
-  asr_info("kvs", "port %u: handed %zu KV keys over to the next server", port, done);
+  o.timeout_ms = 2000; /* it serves now */
+  for (size_t i = 0; asr_time_ms() < until && (e = asr_kv_table_at(t, i)) != NULL; i++) {
+    if (is_hostname(e) || asr_kv_table_get(&have, e->key, e->klen)) {
+      keys -= !is_hostname(e);
+      continue;
+    }
+    if (asr_kv_set("127.0.0.1", port, e->key, e->klen, e->val, e->vlen, e->vtype, &o, err, sizeof err) != 0)
+      break;
+    done++;
+  }
+  asr_kv_table_fini(&have);
+  if (done < keys)
+    asr_warn("kvs",
+             "port %u: %zu of %zu KV keys could not be handed over to the next server (%s); they are lost",
+             port, keys - done, keys, err[0] ? err : "out of time");
+  else
+    asr_info("kvs", "port %u: handed %zu KV keys over to the next server", port, done);
 }
 
 void asr__kv_host_leave(void) {
