@@ -28,13 +28,20 @@ int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len) {
   return n > 0 && (size_t)n < len ? 0 : ASR_ETOOBIG;
 }
 
-static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *errbuf, size_t errlen) {
+/* Opens (creating) the lock file for (port, host) plus suffix and takes
+ * op (LOCK_EX or LOCK_SH, maybe | LOCK_NB) on it: 0 and the fd, ASR_EBUSY
+ * when a non-blocking op would wait, or another ASR_E* (errbuf says why). */
+static int lock_file(uint16_t port, const char *host, const char *suffix, int op, int *out, char *errbuf,
+                     size_t errlen) {
   char path[512];
-  if (port == 0 || !lock_fd) return ASR_EINVAL;
-  if (asr_kv_elect_path(port, host, path, sizeof path) != 0) {
+  if (port == 0 || !out) return ASR_EINVAL;
+  size_t n;
+  if (asr_kv_elect_path(port, host, path, sizeof path) != 0 ||
+      (n = strlen(path)) + strlen(suffix) + 1 > sizeof path) {
     if (errbuf) snprintf(errbuf, errlen, "lock path too long (check ASR_KV_LOCK_DIR)");
     return ASR_ETOOBIG;
   }
+  memcpy(path + n, suffix, strlen(suffix) + 1);
   /* O_NOFOLLOW: the path is in a shared directory; never follow a planted link. */
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -44,7 +51,7 @@ static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *
   }
   int rc;
   do {
-    rc = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB));
+    rc = flock(fd, op);
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     int e = errno;
@@ -53,8 +60,12 @@ static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *
     if (errbuf) snprintf(errbuf, errlen, "cannot lock %s: %s", path, strerror(e));
     return asr_err_from_errno(e);
   }
-  *lock_fd = fd;
+  *out = fd;
   return 0;
+}
+
+static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *errbuf, size_t errlen) {
+  return lock_file(port, host, "", LOCK_EX | (wait ? 0 : LOCK_NB), lock_fd, errbuf, errlen);
 }
 
 int asr_kv_elect_try(uint16_t port, const char *host, int *lock_fd, char *errbuf, size_t errlen) {
@@ -72,32 +83,8 @@ void asr_kv_elect_release(int lock_fd) {
 }
 
 int asr_kv_presence_join(uint16_t port, const char *host, int *fd, char *errbuf, size_t errlen) {
-  char path[512];
-  if (port == 0 || !fd) return ASR_EINVAL;
-  size_t n;
-  if (asr_kv_elect_path(port, host, path, sizeof path) != 0 || (n = strlen(path)) + 7 > sizeof path) {
-    if (errbuf) snprintf(errbuf, errlen, "lock path too long (check ASR_KV_LOCK_DIR)");
-    return ASR_ETOOBIG;
-  }
-  memcpy(path + n, "_users", 7);
-  int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (f < 0) {
-    int e = errno;
-    if (errbuf) snprintf(errbuf, errlen, "cannot open %s: %s", path, strerror(e));
-    return asr_err_from_errno(e);
-  }
-  int rc;
-  do {
-    rc = flock(f, LOCK_SH); /* waits only while a leaver checks (LOCK_EX, non-blocking) */
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    int e = errno;
-    close(f);
-    if (errbuf) snprintf(errbuf, errlen, "cannot lock %s: %s", path, strerror(e));
-    return asr_err_from_errno(e);
-  }
-  *fd = f;
-  return 0;
+  /* a shared hold waits only while a leaver checks (LOCK_EX, non-blocking) */
+  return lock_file(port, host, "_users", LOCK_SH, fd, errbuf, errlen);
 }
 
 int asr_kv_presence_others(int fd) {
