@@ -21,6 +21,10 @@ APPS=$build/tests/apps
 base=$(mktemp -d /tmp/asrslurm.XXXXXX) # short: Slurm's socket paths must fit 107 bytes
 trap '"$cluster" stop "$base" >/dev/null 2>&1; rm -rf "$base"' EXIT
 trap 'exit 130' INT TERM
+# The direct-launch ranks elect each node's KV server with lock files: keep
+# them here (srun passes the environment on), not in /tmp.
+export ASR_KV_LOCK_DIR=$base/kvlock
+mkdir -p "$ASR_KV_LOCK_DIR"
 
 cases=(salloc_pairwise sbatch_pairwise srun_direct_pairwise salloc_failing_rank sbatch_failing_rank
   srun_direct_failing_rank srun_direct_abort)
