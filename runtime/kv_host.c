@@ -12,10 +12,11 @@
  *
  * Beyond the seed, a leader whose last context closes while other processes
  * still take part (kv_elect.h: presence) hands its keys over: it stops
- * serving, lets go of the lock, and SETs every key it held (but "hostname")
- * into whichever watcher takes over. In the seed they were lost with it, so
- * a RECV comm that had published its handle there could never be connected
- * to. A leader that dies without closing still loses them.
+ * serving, lets go of the lock, and SETs every key it held into whichever
+ * watcher takes over, but none that server already holds (hand_over). In
+ * the seed they were lost with it, so a RECV comm that had published its
+ * handle there could never be connected to. A leader that dies without
+ * closing still loses them.
  */
 #include "config.h"
 
