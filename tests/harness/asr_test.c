@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
@@ -201,8 +202,17 @@ int asr_test_wait(pid_t pid, int timeout_ms) {
   }
 }
 
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
 /* Runs one case in a child process group; returns 0 pass, 1 fail, 2 skip. */
 static int run_case(int i, uint64_t *ms) {
+  int r = 1;
+  tmpdir_path[0] = '\0';
+  const char *dir = asr_test_tmpdir(); /* the case's own, made here so that it can be removed here */
   uint64_t t0 = now_ms();
   fflush(NULL);
   pid_t pid = fork();
@@ -218,8 +228,7 @@ static int run_case(int i, uint64_t *ms) {
   int st = 0, timed_out = 0;
   uint64_t deadline = t0 + (uint64_t)tests[i].timeout_s * 1000;
   for (;;) {
-    pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) break;
+    if (waitpid(pid, &st, WNOHANG) == pid) break;
     if (now_ms() >= deadline) {
       timed_out = 1;
       kill(-pid, SIGKILL);
@@ -231,14 +240,19 @@ static int run_case(int i, uint64_t *ms) {
   }
   kill(-pid, SIGKILL); /* whatever the case left behind */
   *ms = now_ms() - t0;
-  if (timed_out) {
+  if (timed_out)
     fprintf(stderr, "TIMEOUT after %d s\n", tests[i].timeout_s);
-    return 1;
-  }
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
-  if (WIFEXITED(st) && WEXITSTATUS(st) == SKIP_CODE) return 2;
-  if (WIFSIGNALED(st)) fprintf(stderr, "killed by signal %d\n", WTERMSIG(st));
-  return 1;
+  else if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    r = 0;
+  else if (WIFEXITED(st) && WEXITSTATUS(st) == SKIP_CODE)
+    r = 2;
+  else if (WIFSIGNALED(st))
+    fprintf(stderr, "killed by signal %d\n", WTERMSIG(st));
+  if (r == 1)
+    fprintf(stderr, "(the case's directory is kept: %s)\n", dir);
+  else
+    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+  return r;
 }
 
 int main(int argc, char **argv) {

@@ -77,8 +77,10 @@ const char *asr_test_errname(int rc);
 /* The build tree's top directory (where bootstrap/asrkv lives). */
 const char *asr_test_builddir(void);
 
-/* A fresh private directory for this case (removed with the process group's
- * end is not guaranteed; it lives under $TMPDIR). */
+/* A fresh private directory for this case, under $TMPDIR (default /tmp).
+ * The runner makes it before the case starts and removes it once the case's
+ * process group is gone -- unless the case failed: then it is kept, and its
+ * path printed. */
 const char *asr_test_tmpdir(void);
 
 /* A TCP port on 127.0.0.1 that was free a moment ago. */
