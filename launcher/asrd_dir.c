@@ -2,13 +2,13 @@
 #include "config.h"
 
 #include <dirent.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "asr_fs.h"
 #include "asrd_dir.h"
 
 int asrd_dir_make(char *out, size_t outlen) {
@@ -27,13 +27,7 @@ int asrd_dir_make(char *out, size_t outlen) {
   return -1;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
-void asrd_dir_remove(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+void asrd_dir_remove(const char *dir) { asr_rm_tree(dir); }
 
 void asrd_dir_remove_of(pid_t pid) {
   const char *bases[] = {getenv("TMPDIR"), "/dev/shm", "/tmp"};

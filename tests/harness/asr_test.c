@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_fs.h"
 #include "asr_test.h"
 
 #define MAX_TESTS 256
@@ -202,12 +202,6 @@ int asr_test_wait(pid_t pid, int timeout_ms) {
   }
 }
 
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
 /* Runs one case in a child process group; returns 0 pass, 1 fail, 2 skip. */
 static int run_case(int i, uint64_t *ms) {
   int r = 1;
@@ -251,7 +245,7 @@ static int run_case(int i, uint64_t *ms) {
   if (r == 1)
     fprintf(stderr, "(the case's directory is kept: %s)\n", dir);
   else
-    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    asr_rm_tree(dir);
   return r;
 }
 

@@ -31,7 +31,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -43,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asr_fs.h"
 #include "asr_test.h"
 
 /* --- small utilities ------------------------------------------------------------ */
@@ -172,15 +172,9 @@ static void setup(void) {
   unsetenv("ASR_JOB_SECRET");
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
 /* A case that passed removes its private directory (a failed one keeps it). */
 static void teardown(void) {
-  if (W.dir) nftw(W.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (W.dir) asr_rm_tree(W.dir);
 }
 
 /* Whether environ of pid holds the exact entry tag. */
