@@ -8,6 +8,7 @@
 
 #include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,14 @@ static inline int bench_lat_rounds(size_t size, int iters) {
 static inline int bench_warmup_rounds(size_t size, int iters) {
   int n = bench_lat_rounds(size, iters);
   return n < BENCH_WARMUP_ROUNDS ? n : BENCH_WARMUP_ROUNDS;
+}
+
+/* The stamp in a message's first 8 bytes (its first byte below 8 bytes):
+ * latency round i (from -10, the warm-up) of size, and message k of
+ * bandwidth window i (from -2) of size. Every message is checked by it. */
+static inline uint64_t bench_lat_stamp(int i, size_t size) { return ((uint64_t)(i + 10) << 32) | size; }
+static inline uint64_t bench_bw_stamp(int i, int k, size_t size) {
+  return ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | size;
 }
 
 /* How many windows the bandwidth of a size is timed over: enough to move

@@ -82,7 +82,7 @@ static double run_lat(size_t size, int n) {
   for (int i = -10; i < n; i++) { /* 10 warm-up rounds */
     if (i == 0) t0 = asr_time_ns();
     int full = i == -10; /* the last round's every byte is checked once the clock has stopped */
-    uint64_t stamp = ((uint64_t)(i + 10) << 32) | size;
+    uint64_t stamp = bench_lat_stamp(i, size);
     asr_request_t *q;
     size_t got;
     if (rank == 0) {
@@ -104,7 +104,7 @@ static double run_lat(size_t size, int n) {
     }
   }
   double us = (double)(asr_time_ns() - t0) / 1e3 / n / 2.0;
-  check(r, size, ((uint64_t)(n - 1 + 10) << 32) | size, 1, size); /* the last message received */
+  check(r, size, bench_lat_stamp(n - 1, size), 1, size); /* the last message received */
   return us;
 }
 
@@ -121,7 +121,7 @@ static double run_bw(size_t size, int n, int w) {
      * to 350 ms, as long as the five windows timed at that size. */
     int full = i == -2;
     for (int k = 0; k < w; k++) {
-      uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | size;
+      uint64_t stamp = bench_bw_stamp(i, k, size);
       int st = rank == 0 ? (fill(s + (size_t)k * size, size, stamp, 0),
                             asr_isend(sc, sbuf, (size_t)k * size, size, &q[k]))
                          : asr_irecv(rc, rbuf, (size_t)k * size, size, &q[k]);
@@ -131,7 +131,7 @@ static double run_bw(size_t size, int n, int w) {
       size_t got;
       wait_req(q[k], &got);
       if (rank == 1) {
-        uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | size;
+        uint64_t stamp = bench_bw_stamp(i, k, size);
         check(r + (size_t)k * size, size, stamp, full, got);
       }
     }
@@ -143,8 +143,7 @@ static double run_bw(size_t size, int n, int w) {
   }
   double secs = (double)(asr_time_ns() - t0) / 1e9;
   if (rank == 1)
-    for (int k = 0; k < w; k++)
-      check(r + (size_t)k * size, size, ((uint64_t)(n + 1) << 40) | ((uint64_t)k << 32) | size, 1, size);
+    for (int k = 0; k < w; k++) check(r + (size_t)k * size, size, bench_bw_stamp(n - 1, k, size), 1, size);
   return secs;
 }
 

@@ -183,7 +183,7 @@ static int rate_rank(int rank, int nranks, void *arg) {
   for (int i = -2; i < n; i++) {
     if (i == 0) t0 = launch_now_ns();
     for (int k = 0; k < w; k++) {
-      uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | 8;
+      uint64_t stamp = bench_bw_stamp(i, k, 8);
       if (rank == 0) s[k] = stamp;
       st = rank == 0 ? asr_isend(sc, sbuf, (size_t)k * 8, 8, &q[k])
                      : asr_irecv(rc, rbuf, (size_t)k * 8, 8, &q[k]);
@@ -195,7 +195,7 @@ static int rate_rank(int rank, int nranks, void *arg) {
     for (int k = 0; k < w; k++) {
       size_t got;
       if (wait_req(q[k], &got)) return 1;
-      if (rank == 1 && (got != 8 || r[k] != (((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | 8))) bad++;
+      if (rank == 1 && (got != 8 || r[k] != bench_bw_stamp(i, k, 8))) bad++;
     }
     asr_request_t *a;
     st = rank == 0 ? asr_irecv(rc, rbuf, 0, 1, &a) : asr_isend(sc, sbuf, 0, 1, &a);

@@ -183,7 +183,7 @@ static double run_lat(size_t size, int n) {
   for (int i = -10; i < n; i++) {
     if (i == 0) t0 = now_ns();
     int full = i == -10; /* the last round's every byte is checked once the clock has stopped */
-    uint64_t stamp = ((uint64_t)(i + 10) << 32) | size;
+    uint64_t stamp = bench_lat_stamp(i, size);
     if (rank == 0) {
       fill(sbuf, size, stamp, full);
       post_send(0, size, &ops[0]);
@@ -201,7 +201,7 @@ static double run_lat(size_t size, int n) {
     }
   }
   double us = (double)(now_ns() - t0) / 1e3 / n / 2.0;
-  check(rbuf, size, ((uint64_t)(n - 1 + 10) << 32) | size, 1, size); /* the last message received */
+  check(rbuf, size, bench_lat_stamp(n - 1, size), 1, size); /* the last message received */
   return us;
 }
 
@@ -212,7 +212,7 @@ static double run_bw(size_t size, int n, int w) {
     if (i == 0) t0 = now_ns();
     int full = i == -2; /* the last window's every byte is checked once the clock has stopped (as pingpong) */
     for (int k = 0; k < w; k++) {
-      uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | size;
+      uint64_t stamp = bench_bw_stamp(i, k, size);
       if (rank == 0) {
         fill(sbuf + (size_t)k * size, size, stamp, 0);
         post_send((size_t)k * size, size, &ops[k]);
@@ -223,7 +223,7 @@ static double run_bw(size_t size, int n, int w) {
     for (int k = 0; k < w; k++) {
       wait_op(&ops[k]);
       if (rank == 1) {
-        uint64_t stamp = ((uint64_t)(i + 2) << 40) | ((uint64_t)k << 32) | size;
+        uint64_t stamp = bench_bw_stamp(i, k, size);
         check(rbuf + (size_t)k * size, size, stamp, full, ops[k].len);
       }
     }
@@ -236,8 +236,7 @@ static double run_bw(size_t size, int n, int w) {
   }
   double secs = (double)(now_ns() - t0) / 1e9;
   if (rank == 1)
-    for (int k = 0; k < w; k++)
-      check(rbuf + (size_t)k * size, size, ((uint64_t)(n + 1) << 40) | ((uint64_t)k << 32) | size, 1, size);
+    for (int k = 0; k < w; k++) check(rbuf + (size_t)k * size, size, bench_bw_stamp(n - 1, k, size), 1, size);
   return secs;
 }
 
