@@ -12,11 +12,11 @@
  *
  * Beyond the seed, a leader whose last context closes while other processes
  * still take part (kv_elect.h: presence) hands its keys over: it stops
- * serving, lets go of the lock, and SETs every key it held into whichever
- * watcher takes over, but none that server already holds (hand_over). In
- * the seed they were lost with it, so a RECV comm that had published its
- * handle there could never be connected to. A leader that dies without
- * closing still loses them.
+ * serving, lets go of the lock, and ADDs every key it held to whichever
+ * watcher takes over, so that none that server already holds is replaced
+ * (hand_over). In the seed they were lost with it, so a RECV comm that had
+ * published its handle there could never be connected to. A leader that dies
+ * without closing still loses them.
  */
 #include "config.h"
 
@@ -157,55 +157,49 @@ static int is_hostname(const asr_kv_entry_t *e) {
   return e->klen == ASR_KV_HOSTNAME_KEY_LEN && !memcmp(e->key, ASR_KV_HOSTNAME_KEY, e->klen);
 }
 
-static void note_key(void *arg, uint32_t index, uint32_t total, const uint8_t *key, size_t klen,
-                     const uint8_t *val, size_t vlen, int vtype) {
-  (void)index, (void)total, (void)val, (void)vlen;
-  (void)asr_kv_table_set(arg, key, klen, NULL, 0, vtype);
-}
-
-/* SETs every key of t into the server that takes port over, while anyone is
- * left to take it over -- but none the new server already holds: its own
- * "hostname", and any key re-published since it took over, are newer than
- * our copy. */
+/* ADDs every key of t into the server that takes port over, while anyone is
+ * left to take it over. ADD, not SET: the new server's own "hostname", and
+ * any key re-published there since it took over (even between two of these
+ * requests), are newer than our copy and stay. */
 static void hand_over(const asr_kv_table_t *t, uint16_t port, int presence) {
-  size_t keys = 0, done = 0;
+  size_t keys = 0, stored = 0, kept = 0;
   const asr_kv_entry_t *e;
   for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL; i++) keys += !is_hostname(e);
   if (keys == 0 || !asr_kv_presence_others(presence)) return;
   uint64_t until = asr_time_ms() + HANDOVER_MS;
   char err[256] = "";
-  asr_kv_table_t have;
-  asr_kv_table_init(&have, (size_t)1 << 20, (size_t)1 << 30);
   /* Short tries until a watcher serves; between them, see whether anyone is
-   * still there. */
+   * still there. Once it has answered, it serves: longer tries. */
   asr_kv_opts_t o = {.timeout_ms = 100};
-  while (asr_kv_list("127.0.0.1", port, note_key, &have, &o, err, sizeof err) != 0) {
-    asr_kv_table_fini(&have);
-    asr_kv_table_init(&have, (size_t)1 << 20, (size_t)1 << 30);
-    if (!asr_kv_presence_others(presence)) {
-      asr_debug("kvs", "port %u: the other processes left before taking the KV store over", port);
-      asr_kv_table_fini(&have);
-      return;
-    }
-    if (asr_time_ms() >= until) break;
-  }
-  o.timeout_ms = 2000; /* it serves now */
-  for (size_t i = 0; asr_time_ms() < until && (e = asr_kv_table_at(t, i)) != NULL; i++) {
-    if (is_hostname(e) || asr_kv_table_get(&have, e->key, e->klen)) {
-      keys -= !is_hostname(e);
+  int serving = 0;
+  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL && asr_time_ms() < until;) {
+    if (is_hostname(e)) {
+      i++;
       continue;
     }
-    if (asr_kv_set("127.0.0.1", port, e->key, e->klen, e->val, e->vlen, e->vtype, &o, err, sizeof err) != 0)
-      break;
-    done++;
+    int now_stored = 0;
+    if (asr_kv_add("127.0.0.1", port, e->key, e->klen, e->val, e->vlen, e->vtype, &now_stored, &o, err,
+                   sizeof err) == 0) {
+      serving = 1;
+      o.timeout_ms = 2000;
+      stored += now_stored;
+      kept += !now_stored;
+      i++;
+      continue;
+    }
+    if (serving) break;
+    if (!asr_kv_presence_others(presence)) {
+      asr_debug("kvs", "port %u: the other processes left before taking the KV store over", port);
+      return;
+    }
   }
-  asr_kv_table_fini(&have);
-  if (done < keys)
+  if (stored + kept < keys)
     asr_warn("kvs",
              "port %u: %zu of %zu KV keys could not be handed over to the next server (%s); they are lost",
-             port, keys - done, keys, err[0] ? err : "out of time");
+             port, keys - stored - kept, keys, err[0] ? err : "out of time");
   else
-    asr_info("kvs", "port %u: handed %zu KV keys over to the next server", port, done);
+    asr_info("kvs", "port %u: handed %zu KV keys over to the next server (%zu it held already)", port, stored,
+             kept);
 }
 
 void asr__kv_host_leave(void) {

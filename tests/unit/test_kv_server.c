@@ -1022,3 +1022,40 @@ TEST(copy_takes_every_key_in_order) {
   asr_kv_table_fini(&t);
   asr_kv_server_free(s);
 }
+
+/* ADD (beyond the seed) stores only an absent key and says which it did;
+ * the kept value is untouched and a later SET still overwrites. */
+TEST(add_stores_only_absent_keys) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  char err[700] = "";
+  asr_kv_opts_t o = copts(NULL);
+  int stored = -1;
+  ASSERT_OK(
+      asr_kv_add(IP, port, "h\0k", 3, "\x01\x02", 2, ASR_KV_VTYPE_BINARY, &stored, &o, err, sizeof err));
+  ASSERT_EQ(stored, 1);
+  get_eq(port, "h\0k", 3, "\x01\x02", 2);
+  stored = -1;
+  ASSERT_OK(asr_kv_add(IP, port, "h\0k", 3, "new", 3, ASR_KV_VTYPE_BINARY, &stored, &o, err, sizeof err));
+  ASSERT_EQ(stored, 0);
+  get_eq(port, "h\0k", 3, "\x01\x02", 2);
+  set_ok(port, "h\0k", 3, "set", 3, ASR_KV_VTYPE_BINARY);
+  get_eq(port, "h\0k", 3, "set", 3);
+
+  /* on the wire: SET_ACK with aux 1, then aux 0; the table holds one key */
+  uint8_t req[ASR_KV_FRAME_LEN], resp[ASR_KV_FRAME_LEN];
+  int fd = raw_open(port);
+  kv_raw_build(req, ASR_KV_OP_ADD, ASR_KV_VTYPE_TEXT, 0, "raw", 3, "v1", 2, NULL);
+  raw_rt(fd, req, resp, ASR_KV_OP_SET_ACK);
+  ASSERT_EQ(kv_raw_aux(resp), 1);
+  kv_raw_build(req, ASR_KV_OP_ADD, ASR_KV_VTYPE_TEXT, 0, "raw", 3, "v2", 2, NULL);
+  raw_rt(fd, req, resp, ASR_KV_OP_SET_ACK);
+  ASSERT_EQ(kv_raw_aux(resp), 0);
+  /* an empty key is refused as a SET's is */
+  kv_raw_build(req, ASR_KV_OP_ADD, ASR_KV_VTYPE_TEXT, 0, NULL, 0, "v", 1, NULL);
+  raw_rt(fd, req, resp, ASR_KV_OP_ERROR);
+  close(fd);
+  get_eq(port, "raw", 3, "v1", 2);
+  ASSERT_EQ(stats(s).keys, 2);
+  asr_kv_server_free(s);
+}
