@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_rand.h"
 #include "kv_elect.h"
 
 int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len) {
@@ -80,6 +81,27 @@ void asr_kv_elect_release(int lock_fd) {
   if (lock_fd < 0) return;
   flock(lock_fd, LOCK_UN);
   close(lock_fd);
+}
+
+int asr_kv_elect_mark(int lock_fd) {
+  char tok[64];
+  int n = snprintf(tok, sizeof tok, "%ld %016llx\n", (long)getpid(), (unsigned long long)asr_rand_u64());
+  if (ftruncate(lock_fd, 0) != 0 || pwrite(lock_fd, tok, (size_t)n, 0) != n) return asr_err_from_errno(errno);
+  return 0;
+}
+
+int asr_kv_elect_read_mark(uint16_t port, const char *host, char *buf, size_t len) {
+  char path[512];
+  if (port == 0 || !buf || len == 0) return ASR_EINVAL;
+  if (asr_kv_elect_path(port, host, path, sizeof path) != 0) return ASR_ETOOBIG;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return asr_err_from_errno(errno);
+  ssize_t n = pread(fd, buf, len - 1, 0);
+  int e = errno;
+  close(fd);
+  if (n < 0) return asr_err_from_errno(e);
+  buf[n] = '\0';
+  return 0;
 }
 
 int asr_kv_presence_join(uint16_t port, const char *host, int *fd, char *errbuf, size_t errlen) {

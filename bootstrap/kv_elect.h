@@ -33,6 +33,16 @@ int asr_kv_elect_wait(uint16_t port, const char *host, int *lock_fd, char *errbu
 /* Gives up the leadership. */
 void asr_kv_elect_release(int lock_fd);
 
+/* The leader's mark: a leader that serves writes a token of its own (pid and
+ * 64 random bits) into the lock file, so that the other processes can tell
+ * that the server changed -- a new leader took over, after a close or a
+ * death -- and publish their pending keys again (runtime/kv_host.c). _mark
+ * returns 0 or an ASR_E*; _read_mark copies the current token (possibly ""
+ * or, during a write, part of one) into buf and returns 0, or an ASR_E*
+ * when the file cannot be read. */
+int asr_kv_elect_mark(int lock_fd);
+int asr_kv_elect_read_mark(uint16_t port, const char *host, char *buf, size_t len);
+
 /* Presence: every process that takes part in the election for (host, port)
  * also holds a shared flock(2) of a second file, the lock path + "_users",
  * for as long as it takes part. A leader that leaves can then tell whether

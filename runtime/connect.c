@@ -162,6 +162,43 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
   }
 }
 
+/* Starts the SET of c's handle on this host's KV server. */
+static int start_handle_set(asr_ctx_t *ctx, struct asr_comm *c) {
+  uint8_t key[ASR_KV_HANDLE_KEY_LEN];
+  if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
+    return ASR_EINVAL;
+  c->kv_epoch = asr__kv_host_epoch();
+  return asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
+                          ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
+}
+
+/* Beyond the seed: a RECV comm waiting for its sender publishes its handle
+ * again when the host's KV server changed since it did (kv_host.c: a new
+ * leader took over, and the old one's keys may be gone with it), so that a
+ * sender that comes later still finds it. A failure here is not the comm's:
+ * a sender that has the handle can still connect. */
+static void republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
+  if (c->kv_req) {
+    int done = 0;
+    int rc = asr_kv_progress(c->kv_req, &done, made);
+    if (!done) return;
+    if (rc)
+      asr_warn("svc", "lnc %d RECV comm from %s/lnc %d: cannot publish its handle on the new KV server: %s",
+               c->lnc, c->peer_ip, c->peer_lnc, asr_kv_req_error(c->kv_req));
+    asr_kv_req_free(c->kv_req);
+    c->kv_req = NULL;
+    return;
+  }
+  if (c->kv_epoch == asr__kv_host_epoch()) return;
+  asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: the KV server changed; publishing its handle again",
+            c->lnc, c->peer_ip, c->peer_lnc);
+  int rc = start_handle_set(ctx, c);
+  if (rc)
+    asr_warn("svc", "lnc %d RECV comm from %s/lnc %d: cannot publish its handle again: %s", c->lnc,
+             c->peer_ip, c->peer_lnc, asr_strerror(rc));
+  *made = 1;
+}
+
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
   int made = 0;
   switch (atomic_load(&c->status)) {
@@ -187,11 +224,9 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       int rc = asr__ofi_listen(&ctx->ofi, &c->orecv, c->net_handle);
       if (rc) return fail(c, "libfabric listen failed: %s", fi_strerror(-rc));
       memcpy(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, &c->ordinal, 4);
-      uint8_t key[ASR_KV_HANDLE_KEY_LEN];
-      if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
+      rc = start_handle_set(ctx, c);
+      if (rc == ASR_EINVAL)
         return fail(c, "cannot build the handle key (peer host name '%s')", (const char *)c->peer_hostname);
-      rc = asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
-                            ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
       if (rc) return fail(c, "cannot start the handle SET: %s", asr_strerror(rc));
       asr__comm_set_status(c, ASR_COMM_WAIT_FOR_NET_HANDLE_SET);
       return 1;
@@ -203,12 +238,17 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     case ASR_COMM_NET_CONNECT: {
+      republish_step(ctx, c, &made);
       int ready = 0;
       int rc = asr__ofi_accept(&ctx->ofi, &c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
-      if (!ready) return wait_a_little(c);
+      if (!ready) return wait_a_little(c) || made;
       if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
         return fail(c, "the peer process exited while connecting");
+      if (c->kv_req) { /* a republish in flight: the handle is not needed any more */
+        asr_kv_req_free(c->kv_req);
+        c->kv_req = NULL;
+      }
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
       return 1;
     }

@@ -15,8 +15,14 @@
  * serving, lets go of the lock, and ADDs every key it held to whichever
  * watcher takes over, so that none that server already holds is replaced
  * (hand_over). In the seed they were lost with it, so a RECV comm that had
- * published its handle there could never be connected to. A leader that dies
- * without closing still loses them.
+ * published its handle there could never be connected to.
+ *
+ * A leader that dies cannot hand anything over: instead, every leader marks
+ * the lock file once it serves (kv_elect.h), each watcher notices a new mark
+ * within 100 ms, and this process's RECV comms that still wait for their
+ * sender publish their handles again on the new server (server_epoch;
+ * connect.c: republish_step). Those are the only keys that still matter: a
+ * host's store holds the handles of its own processes' RECV comms.
  */
 #include "config.h"
 
@@ -46,6 +52,12 @@ static int presence_fd = -1;
 static pthread_t watcher;
 static int watcher_running;
 static atomic_int watcher_stop;
+/* Moves when this process sees its host's KV server change (a new leader's
+ * mark, kv_elect.h): a RECV comm whose handle is published waits in
+ * NET_CONNECT, and publishes it again when this moved since (connect.c). */
+static atomic_uint server_epoch;
+
+unsigned asr__kv_host_epoch(void) { return atomic_load(&server_epoch); }
 
 /* Starts serving after winning the lock. Called with host_mutex held. */
 static int serve_locked(char *errbuf, size_t errlen) {
@@ -68,16 +80,35 @@ static int serve_locked(char *errbuf, size_t errlen) {
     server = NULL;
     return rc;
   }
+  /* Tells the others that the server changed (watch_leader); without the
+   * mark, a leader's death would cost them their published handles. */
+  if (asr_kv_elect_mark(lock_fd) != 0)
+    asr_warn("kvs", "cannot mark the KV lock file of port %u: other processes will not publish again",
+             host_port);
   asr_info("kvs", "elected: serving the host KV store on port %u", host_port);
   return 0;
 }
 
+/* Every 100 ms: take the lock if the leader is gone (and serve), else see
+ * whether a new leader marked the lock file since the last look: then this
+ * process's pending handles are gone with the old server, and its RECV comms
+ * publish them again (server_epoch). */
 static void *watch_leader(void *arg) {
   (void)arg;
+  char mark[64] = "", now[64];
+  int looked = 0;
   while (!atomic_load(&watcher_stop)) {
     char err[256];
     int fd = -1;
     int rc = asr_kv_elect_try(host_port, host_name, &fd, err, sizeof err);
+    if (rc != 0 && asr_kv_elect_read_mark(host_port, host_name, now, sizeof now) == 0) {
+      if (looked && strcmp(now, mark) != 0) {
+        asr_debug("kvs", "port %u: the KV server changed; pending handles are published again", host_port);
+        atomic_fetch_add(&server_epoch, 1);
+      }
+      memcpy(mark, now, sizeof mark);
+      looked = 1;
+    }
     if (rc == 0) {
       pthread_mutex_lock(&host_mutex);
       lock_fd = fd;
@@ -87,9 +118,10 @@ static void *watch_leader(void *arg) {
         lock_fd = -1;
       } else {
         asr_info("kvs",
-                 "the previous KV server of port %u went away; this process serves now (with the keys it "
-                 "hands over, if it closed rather than died)",
+                 "the previous KV server of port %u went away; this process serves now (the others "
+                 "publish their pending handles again)",
                  host_port);
+        atomic_fetch_add(&server_epoch, 1); /* our own pending handles go to our own server */
       }
       pthread_mutex_unlock(&host_mutex);
       return NULL;

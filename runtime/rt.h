@@ -85,6 +85,7 @@ struct asr_comm {
   uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on -FI_EAGAIN after this */
   int kv_ready;                 /* this tick, the comm can move (context.c: mark_ready) */
   unsigned wait_ms;             /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
+  unsigned kv_epoch;            /* RECV: asr__kv_host_epoch() when the handle was published */
 
   /* transport halves */
   asr__ofi_send_t osend;
@@ -238,5 +239,7 @@ void asr__watch_free(asr_ctx_t *ctx);
  * host and port (electing one when ASR_KV_SERVER=auto) and seeds "hostname". */
 int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t errlen);
 void asr__kv_host_leave(void);
+/* Moves each time this process sees its host's KV server change (kv_host.c). */
+unsigned asr__kv_host_epoch(void);
 
 #endif /* ASR_RT_H */

@@ -501,3 +501,34 @@ TEST(presence_sees_other_holders) {
   ASSERT_EQ(asr_kv_presence_others(-1), 0);
   asr_kv_presence_leave(-1); /* nothing */
 }
+
+/* The leader's mark: each mark is a new token that readers see whole; a
+ * port nobody has locked has no file to read. */
+TEST(mark_changes_with_each_leader) {
+  private_lock_dir();
+  char a[64] = "x", b[64] = "x", c[64];
+  ASSERT(asr_kv_elect_read_mark(4713, "h1", a, sizeof a) != 0);
+  int fd = -1;
+  ASSERT_OK(asr_kv_elect_try(4713, "h1", &fd, NULL, 0));
+  ASSERT_OK(asr_kv_elect_read_mark(4713, "h1", a, sizeof a));
+  ASSERT_STREQ(a, ""); /* locked, not marked yet */
+  ASSERT_OK(asr_kv_elect_mark(fd));
+  ASSERT_OK(asr_kv_elect_read_mark(4713, "h1", a, sizeof a));
+  char want[32];
+  snprintf(want, sizeof want, "%ld ", (long)getpid());
+  ASSERT_MSG(strncmp(a, want, strlen(want)) == 0 && strlen(a) == strlen(want) + 17, "mark '%s'", a);
+  asr_kv_elect_release(fd);
+  /* the mark outlives its leader; the next leader's differs */
+  ASSERT_OK(asr_kv_elect_read_mark(4713, "h1", b, sizeof b));
+  ASSERT_STREQ(b, a);
+  ASSERT_OK(asr_kv_elect_try(4713, "h1", &fd, NULL, 0));
+  ASSERT_OK(asr_kv_elect_mark(fd));
+  ASSERT_OK(asr_kv_elect_read_mark(4713, "h1", b, sizeof b));
+  ASSERT_MSG(strcmp(a, b) != 0, "two leaders wrote the same mark '%s'", a);
+  /* a short buffer gets a prefix, terminated */
+  ASSERT_OK(asr_kv_elect_read_mark(4713, "h1", c, 4));
+  ASSERT_EQ(strlen(c), 3);
+  ASSERT_EQ(asr_kv_elect_read_mark(0, "h1", c, sizeof c), ASR_EINVAL);
+  ASSERT_EQ(asr_kv_elect_read_mark(4713, "h1", c, 0), ASR_EINVAL);
+  asr_kv_elect_release(fd);
+}

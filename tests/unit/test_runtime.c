@@ -1168,6 +1168,80 @@ TEST(kv_leader_hands_keys_over) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(3, rt_providers[p], kv_handover_proc, NULL, 60000);
 }
 
+/* The KV leader dies (SIGKILL) while a RECV comm's handle sits in its store:
+ * the handle is gone with it, but the receiver sees the next leader's mark
+ * and publishes its handle again, so a sender that comes later still
+ * connects -- well before ASR_KV_TIMEOUT_MS (8 s), after which it would have
+ * failed with CONNECTION_ERROR, as it did before the receivers published
+ * again. Rank 0 leads and is killed by the orchestrator (rank 3) once rank 1
+ * has published its handle for rank 2 and rank 2 is up; then rank 2
+ * connects and sends 1 MiB, checked byte for byte. */
+static void kv_leader_dies_proc(int rank, void *arg) {
+  (void)arg;
+  const int orch = 3;
+  setenv("ASR_KV_TIMEOUT_MS", "8000", 1);
+  if (rank != 0) (void)rt_recv_u64(0);
+  ASSERT_OK(asr_init(rank));
+  if (rank == 0) {
+    rt_send_u64(1, 1);
+    rt_send_u64(2, 1);
+    asr_sleep_ms(60000);
+    ASSERT_MSG(0, "the KV leader was never killed");
+  }
+  asr_tensor_t *t;
+  alloc_tensor(HANDOVER_BYTES, &t);
+  asr_request_t *q;
+  size_t n = 0;
+  if (rank == 1) {
+    asr_comm_t *rc;
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 2, &rc));
+    int st = -1;
+    uint64_t until = asr_time_ms() + 20000;
+    for (;;) {
+      ASSERT_OK(asr_comm_status(rc, &st));
+      if (st == ASR_COMM_NET_CONNECT || asr_time_ms() >= until) break;
+      asr_sleep_ms(2);
+    }
+    ASSERT_MSG(st == ASR_COMM_NET_CONNECT, "%s: RECV comm in %s", rt_g.provider, asr_comm_status_name(st));
+    (void)rt_recv_u64(2); /* rank 2 takes part */
+    rt_send_u64(orch, 1);
+    (void)rt_recv_u64(orch); /* the leader is dead */
+    rt_send_u64(2, 1);
+    ASSERT_OK(asr_comm_wait_connected(rc, 30000));
+    ASSERT_OK(asr_irecv(rc, t, 0, HANDOVER_BYTES, &q));
+    ASSERT_OK(rt_wait_req(q, &n, 30000));
+    ASSERT_EQ(n, HANDOVER_BYTES);
+    RT_ASSERT_DATA(va_of(t), HANDOVER_BYTES, 78, "%s: message after the leader's death", rt_g.provider);
+    ASSERT_OK(asr_comm_close(rc));
+  } else {
+    rt_send_u64(1, 1);
+    (void)rt_recv_u64(1); /* the leader is dead */
+    uint64_t t0 = asr_time_ms();
+    asr_comm_t *sc;
+    ASSERT_OK(asr_connect(2, RT_PEER_IP, 1, &sc));
+    int w = asr_comm_wait_connected(sc, 30000);
+    uint64_t ms = asr_time_ms() - t0;
+    ASSERT_MSG(w == ASR_SUCCESS, "%s: connecting after the leader's death: %s", rt_g.provider,
+               asr_strerror(w));
+    ASSERT_MSG(ms < 5000, "%s: connecting after the leader's death took %llu ms", rt_g.provider,
+               (unsigned long long)ms);
+    rt_fill(va_of(t), HANDOVER_BYTES, 78);
+    ASSERT_OK(asr_isend(sc, t, 0, HANDOVER_BYTES, &q));
+    ASSERT_OK(rt_wait_req(q, &n, 30000));
+    ASSERT_OK(asr_comm_close(sc));
+  }
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(t);
+}
+
+TEST(kv_leader_dies_handles_published_again) {
+  for (int p = 0; p < RT_NPROV; p++) {
+    rt_group_start(3, rt_providers[p], kv_leader_dies_proc, NULL);
+    kill_on_request(1, 0);
+    rt_group_finish(60000);
+  }
+}
+
 /* =========================================================================
  * 10. API validation: every entry point's status codes
  * ========================================================================= */
