@@ -35,8 +35,7 @@
 struct asr_kv_req {
   asr_kv_req_state_t state;
   int fd;
-  uint8_t op; /* ASR_KV_OP_GET / SET / ADD / LIST */
-  int stored; /* ADD: whether the server stored the value (SET_ACK's aux) */
+  uint8_t op; /* ASR_KV_OP_GET / SET / LIST */
   uint8_t vtype;
   int retry;              /* re-send on NOT_FOUND */
   int result;             /* final ASR_E* once DONE/FAILED */
@@ -205,14 +204,13 @@ int asr_kv_get_start(const char *ip, uint16_t port, const void *key, size_t klen
   return 0;
 }
 
-/* A SET or an ADD. */
-static int store_start(int op, const char *ip, uint16_t port, const void *key, size_t klen, const void *val,
-                       size_t vlen, int vtype, const asr_kv_opts_t *opts, asr_kv_req_t **out) {
+int asr_kv_set_start(const char *ip, uint16_t port, const void *key, size_t klen, const void *val,
+                     size_t vlen, int vtype, const asr_kv_opts_t *opts, asr_kv_req_t **out) {
   if (klen == 0 || (vlen && !val) || (vtype != ASR_KV_VTYPE_TEXT && vtype != ASR_KV_VTYPE_BINARY))
     return ASR_EINVAL;
   if (vlen > ASR_KV_VAL_MAX) return ASR_ETOOBIG;
   asr_kv_req_t *r;
-  int rc = req_new(ip, port, op, key, klen, opts, &r);
+  int rc = req_new(ip, port, ASR_KV_OP_SET, key, klen, opts, &r);
   if (rc) return rc;
   r->vtype = (uint8_t)vtype;
   rc = encode_request(r, val, vlen, 0, opts);
@@ -222,11 +220,6 @@ static int store_start(int op, const char *ip, uint16_t port, const void *key, s
   }
   *out = r;
   return 0;
-}
-
-int asr_kv_set_start(const char *ip, uint16_t port, const void *key, size_t klen, const void *val,
-                     size_t vlen, int vtype, const asr_kv_opts_t *opts, asr_kv_req_t **out) {
-  return store_start(ASR_KV_OP_SET, ip, port, key, klen, val, vlen, vtype, opts, out);
 }
 
 void asr_kv_req_free(asr_kv_req_t *r) {
@@ -321,9 +314,7 @@ static void handle_response(asr_kv_req_t *r) {
   }
   switch (m.opcode) {
     case ASR_KV_OP_SET_ACK:
-      if (r->op != ASR_KV_OP_SET && r->op != ASR_KV_OP_ADD) break;
-      if (r->op == ASR_KV_OP_ADD && m.aux > 1) break;
-      r->stored = r->op == ASR_KV_OP_SET || m.aux == 1;
+      if (r->op != ASR_KV_OP_SET) break;
       r->result = 0;
       begin_closing(r);
       return;
@@ -510,20 +501,6 @@ int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, cons
     return rc;
   }
   rc = run_blocking(r, errbuf, errlen);
-  asr_kv_req_free(r);
-  return rc;
-}
-
-int asr_kv_add(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
-               int vtype, int *stored, const asr_kv_opts_t *opts, char *errbuf, size_t errlen) {
-  asr_kv_req_t *r;
-  int rc = store_start(ASR_KV_OP_ADD, ip, port, key, klen, val, vlen, vtype, opts, &r);
-  if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad ADD request: %s", asr_strerror(rc));
-    return rc;
-  }
-  rc = run_blocking(r, errbuf, errlen);
-  if (stored) *stored = rc == 0 && r->stored;
   asr_kv_req_free(r);
   return rc;
 }

@@ -90,12 +90,6 @@ void asr_kv_req_free(asr_kv_req_t *r);
 int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
                int vtype, const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
 
-/* ADD and wait (beyond the seed; kv_frame.h): stores key -> val only if the
- * server does not hold key yet. On success *stored says whether it did (1)
- * or kept the value it had (0). */
-int asr_kv_add(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
-               int vtype, int *stored, const asr_kv_opts_t *opts, char *errbuf, size_t errlen);
-
 /* GET and wait; the value is copied into val (cap bytes) and *vlen set. A
  * value longer than cap fails with ASR_ETOOBIG. */
 int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val, size_t cap,

@@ -29,20 +29,16 @@ int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len) {
   return n > 0 && (size_t)n < len ? 0 : ASR_ETOOBIG;
 }
 
-/* Opens (creating) the lock file for (port, host) plus suffix and takes
- * op (LOCK_EX or LOCK_SH, maybe | LOCK_NB) on it: 0 and the fd, ASR_EBUSY
- * when a non-blocking op would wait, or another ASR_E* (errbuf says why). */
-static int lock_file(uint16_t port, const char *host, const char *suffix, int op, int *out, char *errbuf,
-                     size_t errlen) {
+/* Opens (creating) the lock file for (port, host) and takes LOCK_EX on it
+ * (waiting, or not): 0 and the fd, ASR_EBUSY when it would wait and may
+ * not, or another ASR_E* (errbuf says why). */
+static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *errbuf, size_t errlen) {
   char path[512];
-  if (port == 0 || !out) return ASR_EINVAL;
-  size_t n;
-  if (asr_kv_elect_path(port, host, path, sizeof path) != 0 ||
-      (n = strlen(path)) + strlen(suffix) + 1 > sizeof path) {
+  if (port == 0 || !lock_fd) return ASR_EINVAL;
+  if (asr_kv_elect_path(port, host, path, sizeof path) != 0) {
     if (errbuf) snprintf(errbuf, errlen, "lock path too long (check ASR_KV_LOCK_DIR)");
     return ASR_ETOOBIG;
   }
-  memcpy(path + n, suffix, strlen(suffix) + 1);
   /* O_NOFOLLOW: the path is in a shared directory; never follow a planted link. */
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -52,7 +48,7 @@ static int lock_file(uint16_t port, const char *host, const char *suffix, int op
   }
   int rc;
   do {
-    rc = flock(fd, op);
+    rc = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB));
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     int e = errno;
@@ -61,12 +57,8 @@ static int lock_file(uint16_t port, const char *host, const char *suffix, int op
     if (errbuf) snprintf(errbuf, errlen, "cannot lock %s: %s", path, strerror(e));
     return asr_err_from_errno(e);
   }
-  *out = fd;
+  *lock_fd = fd;
   return 0;
-}
-
-static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *errbuf, size_t errlen) {
-  return lock_file(port, host, "", LOCK_EX | (wait ? 0 : LOCK_NB), lock_fd, errbuf, errlen);
 }
 
 int asr_kv_elect_try(uint16_t port, const char *host, int *lock_fd, char *errbuf, size_t errlen) {
@@ -102,24 +94,4 @@ int asr_kv_elect_read_mark(uint16_t port, const char *host, char *buf, size_t le
   if (n < 0) return asr_err_from_errno(e);
   buf[n] = '\0';
   return 0;
-}
-
-int asr_kv_presence_join(uint16_t port, const char *host, int *fd, char *errbuf, size_t errlen) {
-  /* a shared hold waits only while a leaver checks (LOCK_EX, non-blocking) */
-  return lock_file(port, host, "_users", LOCK_SH, fd, errbuf, errlen);
-}
-
-int asr_kv_presence_others(int fd) {
-  if (fd < 0) return 0;
-  int rc;
-  do {
-    rc = flock(fd, LOCK_EX | LOCK_NB);
-  } while (rc != 0 && errno == EINTR);
-  return rc != 0 && errno == EWOULDBLOCK;
-}
-
-void asr_kv_presence_leave(int fd) {
-  if (fd < 0) return;
-  flock(fd, LOCK_UN);
-  close(fd);
 }

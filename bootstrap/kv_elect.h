@@ -43,19 +43,4 @@ void asr_kv_elect_release(int lock_fd);
 int asr_kv_elect_mark(int lock_fd);
 int asr_kv_elect_read_mark(uint16_t port, const char *host, char *buf, size_t len);
 
-/* Presence: every process that takes part in the election for (host, port)
- * also holds a shared flock(2) of a second file, the lock path + "_users",
- * for as long as it takes part. A leader that leaves can then tell whether
- * anyone is left to take its keys over (kv_host.c). _join returns 0 and the
- * held fd, or an ASR_E* (errbuf says why). */
-int asr_kv_presence_join(uint16_t port, const char *host, int *fd, char *errbuf, size_t errlen);
-
-/* 1 when another process holds the presence file, 0 when none does. Only for
- * a process on its way out: a failed check can drop fd's own hold (flock
- * converts a lock by removing it first). */
-int asr_kv_presence_others(int fd);
-
-/* Lets go of the presence file (fd < 0: nothing). */
-void asr_kv_presence_leave(int fd);
-
 #endif /* ASR_KV_ELECT_H */

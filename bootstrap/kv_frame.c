@@ -21,8 +21,7 @@ static uint32_t get_le32(const uint8_t *p) {
 }
 
 int asr_kv_op_is_request(int op) {
-  return op == ASR_KV_OP_SET || op == ASR_KV_OP_GET || op == ASR_KV_OP_END || op == ASR_KV_OP_LIST ||
-         op == ASR_KV_OP_ADD;
+  return op == ASR_KV_OP_SET || op == ASR_KV_OP_GET || op == ASR_KV_OP_END || op == ASR_KV_OP_LIST;
 }
 
 int asr_kv_op_is_response(int op) {
@@ -43,7 +42,6 @@ const char *asr_kv_op_name(int op) {
     case ASR_KV_OP_GET: return "GET";
     case ASR_KV_OP_END: return "END";
     case ASR_KV_OP_LIST: return "LIST";
-    case ASR_KV_OP_ADD: return "ADD";
     default: return "UNKNOWN";
   }
 }

@@ -17,8 +17,7 @@
  *        3     1  flags     0 (reserved, must be zero)
  *        4     4  magic     "ASRK"; a frame without it is not ours
  *        8     4  aux       LIST: request = index of the entry wanted,
- *                           response = total number of keys; SET_ACK to an
- *                           ADD: 1 stored, 0 kept; else 0
+ *                           response = total number of keys; else 0
  *       12     2  key_len   0..ASR_KV_KEY_MAX (143) bytes used in key
  *       14     2  val_len   0..ASR_KV_VAL_MAX (964) bytes used in value
  *       16    32  secret    the per-job secret (zeros when the job has none);
@@ -31,7 +30,7 @@
  *
  * Opcodes. Requests start at 16 so a request can never be mistaken for a
  * response. The response numbers 1, 2, 3, 5 and 6 are the seed's; 4 is not
- * used (the seed does not show it); 7, LIST and ADD are ours.
+ * used (the seed does not show it); 7 and LIST are ours.
  *
  *   value  name          direction  meaning
  *       0  INVALID       -          never sent
@@ -52,13 +51,6 @@
  *      18  END           request    no response; the server closes
  *      19  LIST          request    beyond the seed, for `asrkv dump`: fetch the
  *                                   aux-th key in insertion order
- *      20  ADD           request    beyond the seed: store key -> value only if
- *                                   the key is absent, in one step on the
- *                                   server; answered SET_ACK, whose aux says
- *                                   which (1 stored, 0 kept). The KV handover
- *                                   (runtime/kv_host.c) adds, so that a key
- *                                   re-published on the new server is never
- *                                   overwritten by the leaver's older copy.
  */
 #ifndef ASR_KV_FRAME_H
 #define ASR_KV_FRAME_H
@@ -97,7 +89,6 @@ typedef enum {
   ASR_KV_OP_GET = 17,
   ASR_KV_OP_END = 18,
   ASR_KV_OP_LIST = 19,
-  ASR_KV_OP_ADD = 20,
 } asr_kv_op_t;
 
 enum { ASR_KV_VTYPE_TEXT = 0, ASR_KV_VTYPE_BINARY = 1 };

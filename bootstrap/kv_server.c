@@ -192,16 +192,9 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c) {
   }
   switch (m.opcode) {
     case ASR_KV_OP_END: return 1;
-    case ASR_KV_OP_SET:
-    case ASR_KV_OP_ADD: {
+    case ASR_KV_OP_SET: {
       if (m.key_len == 0) {
-        reply_error(s, c, 1, "%s with an empty key", asr_kv_op_name(m.opcode));
-        return 0;
-      }
-      /* ADD keeps a key that is there (under the server lock, so no SET
-       * can come between the look and the store) */
-      if (m.opcode == ASR_KV_OP_ADD && asr_kv_table_get(&s->table, m.key, m.key_len)) {
-        reply(c, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
+        reply_error(s, c, 1, "SET with an empty key");
         return 0;
       }
       int rc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
@@ -218,10 +211,9 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c) {
       }
       if (asr_log_enabled(ASR_LOG_DEBUG, "kvs")) {
         char k[200];
-        asr_debug("kvs", "%s %s (%u bytes)", asr_kv_op_name(m.opcode),
-                  asr_kv_key_render(m.key, m.key_len, k, sizeof k), m.val_len);
+        asr_debug("kvs", "SET %s (%u bytes)", asr_kv_key_render(m.key, m.key_len, k, sizeof k), m.val_len);
       }
-      reply(c, ASR_KV_OP_SET_ACK, m.vtype, m.opcode == ASR_KV_OP_ADD, NULL, 0, NULL, 0);
+      reply(c, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
       return 0;
     }
     case ASR_KV_OP_GET: {
@@ -464,18 +456,6 @@ void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st) {
   st->keys = s->table.count;
   st->bytes = s->table.bytes;
   pthread_mutex_unlock(&s->lock);
-}
-
-int asr_kv_server_copy(asr_kv_server_t *s, asr_kv_table_t *out) {
-  pthread_mutex_lock(&s->lock);
-  asr_kv_table_init(out, s->table.max_keys, s->table.max_bytes);
-  int rc = 0;
-  const asr_kv_entry_t *e;
-  for (size_t i = 0; rc == 0 && (e = asr_kv_table_at(&s->table, i)) != NULL; i++)
-    rc = asr_kv_table_set(out, e->key, e->klen, e->val, e->vlen, e->vtype);
-  pthread_mutex_unlock(&s->lock);
-  if (rc) asr_kv_table_fini(out);
-  return rc;
 }
 
 static void *server_thread(void *arg) {

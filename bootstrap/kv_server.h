@@ -72,11 +72,6 @@ void asr_kv_server_stop_thread(asr_kv_server_t *s);
 
 void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st);
 
-/* Copies every key and value, in insertion order, into out (initialised
- * here; the caller frees it with asr_kv_table_fini). Safe while the
- * server's thread runs. 0 or ASR_ENOMEM. */
-int asr_kv_server_copy(asr_kv_server_t *s, asr_kv_table_t *out);
-
 /* Stops the thread if running, closes every connection and frees s. */
 void asr_kv_server_free(asr_kv_server_t *s);
 

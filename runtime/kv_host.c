@@ -10,19 +10,15 @@
  * on 127.0.0.1 (the seed's kv_store_set against 127.0.0.1), which also waits
  * until a server answers.
  *
- * Beyond the seed, a leader whose last context closes while other processes
- * still take part (kv_elect.h: presence) hands its keys over: it stops
- * serving, lets go of the lock, and ADDs every key it held to whichever
- * watcher takes over, so that none that server already holds is replaced
- * (hand_over). In the seed they were lost with it, so a RECV comm that had
- * published its handle there could never be connected to.
- *
- * A leader that dies cannot hand anything over: instead, every leader marks
- * the lock file once it serves (kv_elect.h), each watcher notices a new mark
- * within 100 ms, and this process's RECV comms that still wait for their
- * sender publish their handles again on the new server (server_epoch;
- * connect.c: republish_step). Those are the only keys that still matter: a
- * host's store holds the handles of its own processes' RECV comms.
+ * Beyond the seed, the keys survive a change of leader, whether the old one
+ * closed its last context or died: every leader marks the lock file once it
+ * serves (kv_elect.h), each watcher notices a new mark within 100 ms, and
+ * this process's RECV comms that still wait for their sender publish their
+ * handles again on the new server (server_epoch; connect.c: republish_step).
+ * Those are the only keys that still matter -- a host's store holds the
+ * handles of its own processes' RECV comms, and "hostname", which every
+ * leader seeds. In the seed they were lost with the leader, so a RECV comm
+ * that had published its handle there could never be connected to.
  */
 #include "config.h"
 
@@ -48,7 +44,6 @@ static uint16_t host_port;
 static char host_name[ASR_KV_HOSTNAME_LEN];
 static asr_kv_server_t *server;
 static int lock_fd = -1;
-static int presence_fd = -1;
 static pthread_t watcher;
 static int watcher_running;
 static atomic_int watcher_stop;
@@ -146,10 +141,6 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
     const char *mode = getenv("ASR_KV_SERVER");
     if (!mode || !*mode || strcmp(mode, "auto") == 0) {
       int fd = -1;
-      char perr[256];
-      /* without it a leaving leader only keeps its keys to itself */
-      if (asr_kv_presence_join(port, host_name, &presence_fd, perr, sizeof perr) != 0)
-        asr_warn("kvs", "bootstrap port %u: %s; this process's KV keys will not be handed over", port, perr);
       rc = asr_kv_elect_try(port, host_name, &fd, errbuf, errlen);
       if (rc == 0) {
         lock_fd = fd;
@@ -167,11 +158,7 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
       snprintf(errbuf, errlen, "ASR_KV_SERVER='%s' is not 'auto' or 'external'", mode);
       rc = ASR_EINVAL;
     }
-    if (rc) {
-      users = 0;
-      asr_kv_presence_leave(presence_fd);
-      presence_fd = -1;
-    }
+    if (rc) users = 0;
   }
   pthread_mutex_unlock(&host_mutex);
   if (rc) return rc;
@@ -179,59 +166,6 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
   rc = asr_kv_seed_hostname("127.0.0.1", port, hostname, NULL, errbuf, errlen);
   if (rc) asr__kv_host_leave();
   return rc;
-}
-
-/* How long a leaving leader keeps trying to hand its keys over while other
- * processes still take part: a watcher looks for the lock every 100 ms. */
-#define HANDOVER_MS 3000
-
-static int is_hostname(const asr_kv_entry_t *e) {
-  return e->klen == ASR_KV_HOSTNAME_KEY_LEN && !memcmp(e->key, ASR_KV_HOSTNAME_KEY, e->klen);
-}
-
-/* ADDs every key of t into the server that takes port over, while anyone is
- * left to take it over. ADD, not SET: the new server's own "hostname", and
- * any key re-published there since it took over (even between two of these
- * requests), are newer than our copy and stay. */
-static void hand_over(const asr_kv_table_t *t, uint16_t port, int presence) {
-  size_t keys = 0, stored = 0, kept = 0;
-  const asr_kv_entry_t *e;
-  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL; i++) keys += !is_hostname(e);
-  if (keys == 0 || !asr_kv_presence_others(presence)) return;
-  uint64_t until = asr_time_ms() + HANDOVER_MS;
-  char err[256] = "";
-  /* Short tries until a watcher serves; between them, see whether anyone is
-   * still there. Once it has answered, it serves: longer tries. */
-  asr_kv_opts_t o = {.timeout_ms = 100};
-  int serving = 0;
-  for (size_t i = 0; (e = asr_kv_table_at(t, i)) != NULL && asr_time_ms() < until;) {
-    if (is_hostname(e)) {
-      i++;
-      continue;
-    }
-    int now_stored = 0;
-    if (asr_kv_add("127.0.0.1", port, e->key, e->klen, e->val, e->vlen, e->vtype, &now_stored, &o, err,
-                   sizeof err) == 0) {
-      serving = 1;
-      o.timeout_ms = 2000;
-      stored += now_stored;
-      kept += !now_stored;
-      i++;
-      continue;
-    }
-    if (serving) break;
-    if (!asr_kv_presence_others(presence)) {
-      asr_debug("kvs", "port %u: the other processes left before taking the KV store over", port);
-      return;
-    }
-  }
-  if (stored + kept < keys)
-    asr_warn("kvs",
-             "port %u: %zu of %zu KV keys could not be handed over to the next server (%s); they are lost",
-             port, keys - stored - kept, keys, err[0] ? err : "out of time");
-  else
-    asr_info("kvs", "port %u: handed %zu KV keys over to the next server (%zu it held already)", port, stored,
-             kept);
 }
 
 void asr__kv_host_leave(void) {
@@ -244,26 +178,12 @@ void asr__kv_host_leave(void) {
       pthread_mutex_lock(&host_mutex);
       watcher_running = 0;
     }
-    asr_kv_table_t keys;
-    int have = 0;
     if (server) {
-      have = asr_kv_server_copy(server, &keys) == 0;
       asr_kv_server_free(server);
       server = NULL;
     }
     asr_kv_elect_release(lock_fd);
     lock_fd = -1;
-    int presence = presence_fd;
-    uint16_t port = host_port;
-    presence_fd = -1;
-    pthread_mutex_unlock(&host_mutex);
-    /* outside the mutex: another context of this process may start meanwhile */
-    if (have) {
-      hand_over(&keys, port, presence);
-      asr_kv_table_fini(&keys);
-    }
-    asr_kv_presence_leave(presence);
-    return;
   }
   pthread_mutex_unlock(&host_mutex);
 }

@@ -23,8 +23,9 @@
  * address for network providers (default 127.0.0.1); ASR_JOB_SECRET is the
  * job's KV secret; ASR_KV_SERVER=auto|external says whether this process
  * takes part in electing the host's KV server (auto, the default without a
- * launcher; an elected server whose process closes its last LNC while
- * others take part hands its keys over to the next) or relies on asrd
+ * launcher; when the elected server's process closes its last LNC or dies,
+ * another takes over, and the RECV comms still waiting for their sender
+ * publish their handles there again) or relies on asrd
  * (external); ASR_INJECT_MAX caps the size of
  * the sends that go out with fi_tinject and complete at once (default: the
  * provider's inject size on shm, none on other providers; 0 turns it off).

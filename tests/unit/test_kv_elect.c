@@ -452,56 +452,6 @@ TEST(elect_serve_needs_port) {
   free(e);
 }
 
-/* Presence (kv_elect.h): a shared hold per taking-part process; a leaver
- * sees whether anyone else holds it. Two opens in one process are two
- * holders to flock, as two processes are. */
-TEST(presence_sees_other_holders) {
-  private_lock_dir();
-  int a = -1, b = -1;
-  ASSERT_OK(asr_kv_presence_join(4721, "h1", &a, NULL, 0));
-  ASSERT_OK(asr_kv_presence_join(4721, "h1", &b, NULL, 0));
-  ASSERT(a >= 0 && b >= 0);
-  ASSERT_EQ(asr_kv_presence_others(a), 1); /* b is there */
-  int c = -1;                              /* another port, another file: no one else there */
-  ASSERT_OK(asr_kv_presence_join(4722, "h1", &c, NULL, 0));
-  ASSERT_EQ(asr_kv_presence_others(c), 0);
-  asr_kv_presence_leave(c);
-  asr_kv_presence_leave(b);
-  ASSERT_EQ(asr_kv_presence_others(a), 0); /* b left */
-  asr_kv_presence_leave(a);
-
-  /* a holder in another process, then its death */
-  ASSERT_OK(asr_kv_presence_join(4721, "h1", &a, NULL, 0));
-  int pp[2];
-  ASSERT_OK(pipe(pp));
-  pid_t kid = fork();
-  ASSERT(kid >= 0);
-  if (kid == 0) {
-    int f = -1;
-    char ok = asr_kv_presence_join(4721, "h1", &f, NULL, 0) == 0 ? 'y' : 'n';
-    (void)!write(pp[1], &ok, 1);
-    pause();
-    _exit(0);
-  }
-  char ok = 0;
-  ASSERT_EQ(read(pp[0], &ok, 1), 1);
-  ASSERT_EQ(ok, 'y');
-  ASSERT_EQ(asr_kv_presence_others(a), 1);
-  kill(kid, SIGKILL);
-  waitpid(kid, NULL, 0);
-  ASSERT_EQ(asr_kv_presence_others(a), 0); /* the kernel let go of its hold */
-  asr_kv_presence_leave(a);
-  close(pp[0]);
-  close(pp[1]);
-
-  /* bad arguments */
-  char err[128] = "";
-  ASSERT_EQ(asr_kv_presence_join(0, NULL, &a, err, sizeof err), ASR_EINVAL);
-  ASSERT_EQ(asr_kv_presence_join(4721, NULL, NULL, err, sizeof err), ASR_EINVAL);
-  ASSERT_EQ(asr_kv_presence_others(-1), 0);
-  asr_kv_presence_leave(-1); /* nothing */
-}
-
 /* The leader's mark: each mark is a new token that readers see whole; a
  * port nobody has locked has no file to read. */
 TEST(mark_changes_with_each_leader) {

@@ -1097,16 +1097,16 @@ TEST(kill_connect_pending_victim_hosts) {
 }
 
 /* The KV leader's last context closes while a RECV comm's handle sits in its
- * store: it hands its keys over to the process that takes the store over, so
- * a sender that comes later still finds the handle. (In the seed the keys
- * went with the leader, and that connect could only run out of time: here in
- * ASR_KV_TIMEOUT_MS, which the assertions below would report.) Rank 0 leads
- * (it starts first); rank 1 accepts from rank 2 and waits until its handle
- * is published; rank 2 is up; rank 0 closes and exits; then rank 2 connects
- * to rank 1 and sends 1 MiB, checked byte for byte. No close takes long:
- * the handover waits only while another process is there to take over. */
-#define HANDOVER_BYTES ((size_t)1 << 20)
-static void kv_handover_proc(int rank, void *arg) {
+ * store: the store goes with it, but the receiver sees the next leader's mark
+ * and publishes its handle again, so a sender that comes later still finds
+ * it. (In the seed the keys went with the leader, and that connect could
+ * only run out of time: here in ASR_KV_TIMEOUT_MS, which the assertions below
+ * would report.) Rank 0 leads (it starts first); rank 1 accepts from rank 2
+ * and waits until its handle is published; rank 2 is up; rank 0 closes and
+ * exits; then rank 2 connects to rank 1 and sends 1 MiB, checked byte for
+ * byte. No close takes long. */
+#define LEADER_GONE_BYTES ((size_t)1 << 20)
+static void kv_leader_closes_proc(int rank, void *arg) {
   (void)arg;
   setenv("ASR_KV_TIMEOUT_MS", "8000", 1);
   if (rank != 0) (void)rt_recv_u64(0);
@@ -1124,7 +1124,7 @@ static void kv_handover_proc(int rank, void *arg) {
     return;
   }
   asr_tensor_t *t;
-  alloc_tensor(HANDOVER_BYTES, &t);
+  alloc_tensor(LEADER_GONE_BYTES, &t);
   asr_request_t *q;
   size_t n = 0;
   if (rank == 1) {
@@ -1140,10 +1140,10 @@ static void kv_handover_proc(int rank, void *arg) {
     ASSERT_MSG(st == ASR_COMM_NET_CONNECT, "%s: RECV comm in %s", rt_g.provider, asr_comm_status_name(st));
     rt_send_u64(0, 1);
     ASSERT_OK(asr_comm_wait_connected(rc, 30000));
-    ASSERT_OK(asr_irecv(rc, t, 0, HANDOVER_BYTES, &q));
+    ASSERT_OK(asr_irecv(rc, t, 0, LEADER_GONE_BYTES, &q));
     ASSERT_OK(rt_wait_req(q, &n, 30000));
-    ASSERT_EQ(n, HANDOVER_BYTES);
-    RT_ASSERT_DATA(va_of(t), HANDOVER_BYTES, 77, "%s: message after the handover", rt_g.provider);
+    ASSERT_EQ(n, LEADER_GONE_BYTES);
+    RT_ASSERT_DATA(va_of(t), LEADER_GONE_BYTES, 77, "%s: message after the leader's close", rt_g.provider);
     ASSERT_OK(asr_comm_close(rc));
   } else {
     rt_send_u64(0, 1);
@@ -1151,9 +1151,10 @@ static void kv_handover_proc(int rank, void *arg) {
     asr_comm_t *sc;
     ASSERT_OK(asr_connect(2, RT_PEER_IP, 1, &sc));
     int w = asr_comm_wait_connected(sc, 30000);
-    ASSERT_MSG(w == ASR_SUCCESS, "%s: connecting after the handover: %s", rt_g.provider, asr_strerror(w));
-    rt_fill(va_of(t), HANDOVER_BYTES, 77);
-    ASSERT_OK(asr_isend(sc, t, 0, HANDOVER_BYTES, &q));
+    ASSERT_MSG(w == ASR_SUCCESS, "%s: connecting after the leader's close: %s", rt_g.provider,
+               asr_strerror(w));
+    rt_fill(va_of(t), LEADER_GONE_BYTES, 77);
+    ASSERT_OK(asr_isend(sc, t, 0, LEADER_GONE_BYTES, &q));
     ASSERT_OK(rt_wait_req(q, &n, 30000));
     ASSERT_OK(asr_comm_close(sc));
   }
@@ -1164,8 +1165,8 @@ static void kv_handover_proc(int rank, void *arg) {
   asr_tensor_free(t);
 }
 
-TEST(kv_leader_hands_keys_over) {
-  for (int p = 0; p < RT_NPROV; p++) rt_group_run(3, rt_providers[p], kv_handover_proc, NULL, 60000);
+TEST(kv_leader_closes_handles_published_again) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(3, rt_providers[p], kv_leader_closes_proc, NULL, 60000);
 }
 
 /* The KV leader dies (SIGKILL) while a RECV comm's handle sits in its store:
@@ -1189,7 +1190,7 @@ static void kv_leader_dies_proc(int rank, void *arg) {
     ASSERT_MSG(0, "the KV leader was never killed");
   }
   asr_tensor_t *t;
-  alloc_tensor(HANDOVER_BYTES, &t);
+  alloc_tensor(LEADER_GONE_BYTES, &t);
   asr_request_t *q;
   size_t n = 0;
   if (rank == 1) {
@@ -1208,10 +1209,10 @@ static void kv_leader_dies_proc(int rank, void *arg) {
     (void)rt_recv_u64(orch); /* the leader is dead */
     rt_send_u64(2, 1);
     ASSERT_OK(asr_comm_wait_connected(rc, 30000));
-    ASSERT_OK(asr_irecv(rc, t, 0, HANDOVER_BYTES, &q));
+    ASSERT_OK(asr_irecv(rc, t, 0, LEADER_GONE_BYTES, &q));
     ASSERT_OK(rt_wait_req(q, &n, 30000));
-    ASSERT_EQ(n, HANDOVER_BYTES);
-    RT_ASSERT_DATA(va_of(t), HANDOVER_BYTES, 78, "%s: message after the leader's death", rt_g.provider);
+    ASSERT_EQ(n, LEADER_GONE_BYTES);
+    RT_ASSERT_DATA(va_of(t), LEADER_GONE_BYTES, 78, "%s: message after the leader's death", rt_g.provider);
     ASSERT_OK(asr_comm_close(rc));
   } else {
     rt_send_u64(1, 1);
@@ -1225,8 +1226,8 @@ static void kv_leader_dies_proc(int rank, void *arg) {
                asr_strerror(w));
     ASSERT_MSG(ms < 5000, "%s: connecting after the leader's death took %llu ms", rt_g.provider,
                (unsigned long long)ms);
-    rt_fill(va_of(t), HANDOVER_BYTES, 78);
-    ASSERT_OK(asr_isend(sc, t, 0, HANDOVER_BYTES, &q));
+    rt_fill(va_of(t), LEADER_GONE_BYTES, 78);
+    ASSERT_OK(asr_isend(sc, t, 0, LEADER_GONE_BYTES, &q));
     ASSERT_OK(rt_wait_req(q, &n, 30000));
     ASSERT_OK(asr_comm_close(sc));
   }
