@@ -313,9 +313,10 @@ static int connect_comms(asr_ctx_t *ctx, int dir) {
 
 static int post_sendrecv_tasks(asr_ctx_t *ctx) {
   int progressed = 0;
+  ctx->queue_full = 0;
   pthread_mutex_lock(&ctx->comms_mutex);
-  for (struct asr_comm *c = ctx->connected; c; c = c->next)
-    if (atomic_load(&c->stash_head) != atomic_load(&c->stash_tail)) progressed |= asr__drain_stash(ctx, c);
+  progressed |= asr__drain_stashes(ctx, ASR_SEND_COMM);
+  progressed |= asr__drain_stashes(ctx, ASR_RECV_COMM);
   pthread_mutex_unlock(&ctx->comms_mutex);
   return progressed;
 }
@@ -370,6 +371,7 @@ static int wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
   int np = 1, tmo = -1;
   pf[0] = (struct pollfd){.fd = ctx->wakefd, .events = POLLIN};
   if (!block) tmo = idle_pollset(ctx, pf, 1 + 256, &np);
+  if (!block && ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
   /* Up to 64 pidfds in the set; with more peers than that, look at them all
    * every 100 ms (asr__watch_tick after the sleep). */
   np += asr__watch_pollfds(ctx, pf + np, 64);

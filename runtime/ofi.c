@@ -250,11 +250,11 @@ int asr__ofi_progress(asr__ofi_t *o) {
 int asr__ofi_drain_locked(asr__ofi_t *o) { return drain(o); }
 
 /* Posts with a bounded retry on -FI_EAGAIN, draining the CQ in between
- * (under manual progress nothing moves otherwise), for up to 10 s. Called
+ * (under manual progress nothing moves otherwise), for up to 10 s: the
+ * control receive of a listen (data posts do not wait: POST_DATA). Called
  * with ep_lock held, which it drops and retakes between attempts so that
  * other posts and polls of the LNC are not held up by the wait; `call` is
- * evaluated anew each time (a data post's tag reads its comm's sequence
- * number again). */
+ * evaluated anew each time. */
 #define POST_RETRY(call)                \
   ({                                    \
     ssize_t rc_;                        \
@@ -356,6 +356,22 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   return (int)rc;
 }
 
+/* A full queue (-FI_EAGAIN, or shm's -FI_ENOMEM) gets one CQ read and one
+ * more try, then -FI_EAGAIN: the request waits, stashed, for the service
+ * thread (request.c), which tries again on its next ticks. Waiting here
+ * instead could hold up this thread's other posts, receives among them,
+ * which the peer's progress -- and so the room waited for -- may need. */
+#define POST_DATA(call)                           \
+  ({                                              \
+    ssize_t rc_ = (call);                         \
+    if (rc_ == -FI_EAGAIN || rc_ == -FI_ENOMEM) { \
+      drain(o);                                   \
+      rc_ = (call);                               \
+      if (rc_ == -FI_ENOMEM) rc_ = -FI_EAGAIN;    \
+    }                                             \
+    rc_;                                          \
+  })
+
 /* seed: async_sr_ofi_isend_locked. The sequence number is read and advanced
  * under ep_lock with the post itself, so a send that fails does not use one
  * up and the receiver's next receive still matches. A send of at most the
@@ -367,11 +383,11 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
   if (len <= o->inject_max) {
     /* libfabric never sees op: no arming, and a failed inject leaves it as
      * it was (completed or never posted, so not the provider's) */
-    rc = POST_RETRY(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)));
+    rc = POST_DATA(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)));
     if (rc == 0) op_complete(op, len, 0);
   } else {
     op_arm(op);
-    rc = POST_RETRY(
+    rc = POST_DATA(
         fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
     if (rc != 0) op_unarm(op);
   }
@@ -379,11 +395,13 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
   return (int)rc;
 }
 
-/* seed: async_sr_ofi_irecv_locked; the sequence number as in the send. */
+/* seed: async_sr_ofi_irecv_locked; the sequence number as in the send. A
+ * full receive queue (shm: 1024 posted receives per endpoint, shared by
+ * every comm of the LNC) empties only as messages arrive: POST_DATA. */
 int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op) {
   op_arm(op);
-  ssize_t rc = POST_RETRY(
+  ssize_t rc = POST_DATA(
       fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op));
   if (rc == 0)
     r->seq++;

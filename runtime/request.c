@@ -113,11 +113,16 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
       *out = r;
       return ASR_SUCCESS;
     }
-    recycle_locked(r);
-    asr__ofi_unlock(o);
-    asr_error("fab", "%s: Failed to post ofi %s request: %s", fn, want == ASR_SEND_COMM ? "send" : "recv",
-              fi_strerror(-rc));
-    return ASR_INVALID;
+    if (rc != -FI_EAGAIN) {
+      recycle_locked(r);
+      asr__ofi_unlock(o);
+      asr_error("fab", "%s: Failed to post ofi %s request: %s", fn, want == ASR_SEND_COMM ? "send" : "recv",
+                fi_strerror(-rc));
+      return ASR_INVALID;
+    }
+    /* the provider's queue is full: the service thread posts it once there
+     * is room (asr__drain_stashes), and every later post of the comm queues
+     * behind it */
   }
   asr__ofi_unlock(o);
 
@@ -133,6 +138,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   pthread_mutex_lock(&comm->stash_mutex);
   uint64_t tail = atomic_load(&comm->stash_tail);
   comm->stash[tail % ASR_RING] = r; /* cannot overflow: at most 128 requests exist */
+  comm->stash_ticket[tail % ASR_RING] = atomic_fetch_add(&ctx->stash_tickets, 1);
   atomic_store(&comm->stash_tail, tail + 1);
   pthread_mutex_unlock(&comm->stash_mutex);
   pthread_mutex_lock(&ctx->task_mutex);
@@ -150,22 +156,28 @@ int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t leng
   return post(comm, tensor, offset, length, req, ASR_RECV_COMM);
 }
 
-/* The service thread's post drain for one comm: FIFO, lazy MR registration. */
-int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
-  int posted = 0;
-  for (;;) {
-    uint64_t head = atomic_load(&c->stash_head);
-    if (head == atomic_load(&c->stash_tail)) break;
-    struct asr_request *r = c->stash[head % ASR_RING];
-    struct fid_mr *mr = NULL;
-    int rc;
-    if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR) {
-      /* the peer died (peer_watch.c): nothing stashed is posted any more */
-      atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
-      goto next;
-    }
-    rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
+/* Posts the head of c's stash (lazy MR registration). Returns 1 when it
+ * left the ring (posted, or failed as ERROR), 0 when it stays: the
+ * provider's queue is full (asr__ofi_irecv_locked) -- it stays STASHED, and
+ * a later tick tries again, soon (ctx->queue_full bounds the thread's sleep),
+ * after reading the CQ so that arriving messages make room even while the
+ * application only polls -- and -1 when the ring is empty. */
+static int drain_one(asr_ctx_t *ctx, struct asr_comm *c) {
+  uint64_t head = atomic_load(&c->stash_head);
+  if (head == atomic_load(&c->stash_tail)) return -1;
+  struct asr_request *r = c->stash[head % ASR_RING];
+  struct fid_mr *mr = NULL;
+  if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR) {
+    /* the peer died (peer_watch.c): nothing stashed is posted any more */
+    atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
+  } else {
+    int rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
     if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, 0);
+    if (rc == -FI_EAGAIN) {
+      ctx->queue_full = 1;
+      asr__ofi_progress(&ctx->ofi);
+      return 0;
+    }
     if (rc != 0) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
                 r->type == ASR_REQ_SEND ? "SEND" : "RECV",
@@ -174,12 +186,43 @@ int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c) {
     } else {
       atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
     }
-  next:
-    /* Advance only after the post: an empty ring means "everything stashed is posted". */
-    atomic_store(&c->stash_head, head + 1);
-    pthread_mutex_lock(&ctx->task_mutex);
-    ctx->task_n--;
-    pthread_mutex_unlock(&ctx->task_mutex);
+  }
+  /* Advance only after the post: an empty ring means "everything stashed is posted". */
+  atomic_store(&c->stash_head, head + 1);
+  pthread_mutex_lock(&ctx->task_mutex);
+  ctx->task_n--;
+  pthread_mutex_unlock(&ctx->task_mutex);
+  return 1;
+}
+
+/* The service thread's post drain (seed: each comm's stash, FIFO, lazy MR
+ * registration). Beyond the seed, the stashed requests of one direction,
+ * over all the LNC's comms, go out in the order the application made them
+ * (their tickets), not comm by comm, and the drain stops at the first one
+ * that has to wait for room. It matters once a provider queue is full: a
+ * receiver that posted comm by comm could fill its receive queue with one
+ * comm's receives while the messages in flight, for another comm, had
+ * nowhere to go; and a sender that sent comm by comm could do the same to
+ * its peer. In post order, a peer that posts the other side of the same
+ * exchanges in the same order always finds the receives its messages need.
+ * Sends and receives are drained apart: neither waits for room in the
+ * other's queue. Called with comms_mutex held. */
+int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
+  int posted = 0;
+  for (;;) {
+    struct asr_comm *first = NULL;
+    uint64_t first_ticket = UINT64_MAX;
+    for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+      if (c->type != type) continue;
+      uint64_t head = atomic_load(&c->stash_head);
+      if (head == atomic_load(&c->stash_tail)) continue;
+      uint64_t ticket = c->stash_ticket[head % ASR_RING];
+      if (ticket < first_ticket) {
+        first_ticket = ticket;
+        first = c;
+      }
+    }
+    if (!first || drain_one(ctx, first) != 1) break;
     posted = 1;
   }
   return posted;

@@ -104,6 +104,7 @@ struct asr_comm {
   /* stash ring (SPSC: producers serialised by stash_mutex, one consumer) */
   pthread_mutex_t stash_mutex;
   struct asr_request *stash[ASR_RING];
+  uint64_t stash_ticket[ASR_RING]; /* the context's post order (asr__drain_stashes) */
   _Atomic uint64_t stash_head, stash_tail;
 
   /* MR cache keyed by va (per comm, so (va, comm) as in the seed): a list
@@ -154,6 +155,8 @@ typedef struct asr_ctx {
   unsigned gen;               /* bumped by every asr__ctx_wake: work arrived since the tick began */
   int task_n;
   int shutdown;
+  int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
+  _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
   struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
   unsigned ring_head, ring_tail;
   struct asr_comm *closing[ASR_RING]; /* comms asr_comm_close wants detached */
@@ -198,8 +201,9 @@ void *asr__svc_main(void *arg);
 /* One step of the connect machine (connect.c). Returns 1 when it made progress. */
 int asr__connect_step(asr_ctx_t *ctx, struct asr_comm *c);
 
-/* Post drain for one connected comm (request.c). Returns 1 when it posted. */
-int asr__drain_stash(asr_ctx_t *ctx, struct asr_comm *c);
+/* Post drain of the stashed requests of one direction, in post order
+ * (request.c). Returns 1 when it posted. */
+int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type);
 
 /* Comm life cycle (comm.c). */
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc);

@@ -381,6 +381,66 @@ TEST(queue_full) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], qfull_proc, NULL, 50000);
 }
 
+/* More receives posted on one LNC than its provider's receive queue holds
+ * (shm: 1024 per endpoint, tcp;ofi_rxm: 2048, shared by all the LNC's comms):
+ * 20 RECV comms x 128 receives, all posted before the first message is sent.
+ * Every post must succeed -- the ones the provider has no room for wait,
+ * stashed, until messages arrive -- and every message must land, byte for
+ * byte, in its own receive. (The provider's "no room" used to fail the post
+ * with ASR_INVALID, or the stashed request with ERROR.) */
+#define RQ_COMMS 20
+#define RQ_LEN 64
+
+static void rxq_full_proc(int rank, void *arg) {
+  (void)arg;
+  int sender = rank == 0;
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *c[RQ_COMMS];
+  for (int k = 0; k < RQ_COMMS; k++) {
+    if (sender)
+      ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &c[k]));
+    else
+      ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c[k]));
+  }
+  for (int k = 0; k < RQ_COMMS; k++) ASSERT_OK(asr_comm_wait_connected(c[k], 60000));
+  size_t per = (size_t)ASR_MAX_REQUESTS * RQ_LEN;
+  asr_tensor_t *t;
+  alloc_tensor(RQ_COMMS * per, &t);
+  static asr_request_t *r[RQ_COMMS][ASR_MAX_REQUESTS];
+  if (!sender) {
+    memset(va_of(t), 0xee, RQ_COMMS * per);
+    for (int k = 0; k < RQ_COMMS; k++)
+      for (int i = 0; i < ASR_MAX_REQUESTS; i++)
+        ASSERT_OK(asr_irecv(c[k], t, k * per + (size_t)i * RQ_LEN, RQ_LEN, &r[k][i]));
+  }
+  rt_barrier(); /* every receive is posted (or waits for room) before any send */
+  if (sender)
+    for (int k = 0; k < RQ_COMMS; k++)
+      for (int i = 0; i < ASR_MAX_REQUESTS; i++) {
+        size_t off = k * per + (size_t)i * RQ_LEN;
+        rt_fill(va_of(t) + off, RQ_LEN, 0x9000 + (uint64_t)(k * ASR_MAX_REQUESTS + i));
+        ASSERT_OK(asr_isend(c[k], t, off, RQ_LEN, &r[k][i]));
+      }
+  for (int k = 0; k < RQ_COMMS; k++)
+    for (int i = 0; i < ASR_MAX_REQUESTS; i++) {
+      size_t got = 0;
+      ASSERT_OK(rt_wait_req(r[k][i], &got, 30000));
+      ASSERT_EQ(got, RQ_LEN);
+      if (!sender)
+        RT_ASSERT_DATA(va_of(t) + k * per + (size_t)i * RQ_LEN, RQ_LEN,
+                       0x9000 + (uint64_t)(k * ASR_MAX_REQUESTS + i), "%s: comm %d message %d", rt_g.provider,
+                       k, i);
+    }
+  rt_barrier();
+  for (int k = 0; k < RQ_COMMS; k++) ASSERT_OK(asr_comm_close(c[k]));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(t);
+}
+
+TEST(provider_receive_queue_full) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], rxq_full_proc, NULL, 90000);
+}
+
 /* =========================================================================
  * 5. Polling a STASHED request
  * ========================================================================= */
