@@ -105,6 +105,11 @@ check_PROGRAMS += tests/integration/test_asrrun
 TESTS += tests/integration/test_asrrun
 tests_integration_test_asrrun_SOURCES = tests/integration/test_asrrun.c
 tests_integration_test_asrrun_LDADD = $(TEST_LIBS)
+# The example programs ring and stress, standalone on both providers.
+check_PROGRAMS += tests/integration/test_apps
+TESTS += tests/integration/test_apps
+tests_integration_test_apps_SOURCES = tests/integration/test_apps.c
+tests_integration_test_apps_LDADD = $(TEST_LIBS)
 # A job that uses only libpmix's client API (checks asrd's PMIx server).
 noinst_PROGRAMS += tests/apps/pmix_client
 tests_apps_pmix_client_SOURCES = tests/apps/pmix_client.c
