@@ -128,7 +128,10 @@ ASR_API int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms);
  * of tensor. On ASR_SUCCESS *req is the request to poll with asr_test(). A
  * completed send means its bytes may be overwritten, not that the peer has
  * them: a send small enough to be injected (ASR_INJECT_MAX above) completes
- * at its first asr_test, its data already copied. */
+ * at its first asr_test, its data already copied. A post that finds the
+ * provider's queue full (shm holds 1024 posted receives per LNC, all comms
+ * together) still succeeds: the request waits, stashed, and the LNC's
+ * service thread posts the waiting requests in the order they were made. */
 ASR_API int asr_isend(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,
                       asr_request_t **req);
 ASR_API int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,
