@@ -356,21 +356,37 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   return (int)rc;
 }
 
-/* A full queue (-FI_EAGAIN, or shm's -FI_ENOMEM) gets one CQ read and one
- * more try, then -FI_EAGAIN: the request waits, stashed, for the service
- * thread (request.c), which tries again on its next ticks. Waiting here
- * instead could hold up this thread's other posts, receives among them,
- * which the peer's progress -- and so the room waited for -- may need. */
-#define POST_DATA(call)                           \
-  ({                                              \
-    ssize_t rc_ = (call);                         \
-    if (rc_ == -FI_EAGAIN || rc_ == -FI_ENOMEM) { \
-      drain(o);                                   \
-      rc_ = (call);                               \
-      if (rc_ == -FI_ENOMEM) rc_ = -FI_EAGAIN;    \
-    }                                             \
-    rc_;                                          \
+/* A data post that finds a queue full (-FI_EAGAIN, or shm's -FI_ENOMEM)
+ * tries again, reading the CQ in between, for at most spin_ms, then gives
+ * -FI_EAGAIN: the request waits, stashed, for the service thread
+ * (request.c), which tries again on its next ticks. A send's room comes back
+ * as soon as the peer reads its queue, usually within microseconds (a window
+ * of 128 injected 8-byte sends meets a full queue all the time), so a send
+ * spins for up to 50 ms. A receive's room comes back only as messages
+ * arrive, which may wait for this very thread's next send: one more try.
+ * Never spinning long keeps a thread from holding up, for seconds, the
+ * other posts that its peer's progress may need. ep_lock is let go between
+ * tries, and the call evaluated anew (a send's tag reads its comm's
+ * sequence number again). */
+#define POST_DATA(call, spin_ms)                         \
+  ({                                                     \
+    ssize_t rc_;                                         \
+    uint64_t until_ = 0;                                 \
+    for (;;) {                                           \
+      rc_ = (call);                                      \
+      if (rc_ != -FI_EAGAIN && rc_ != -FI_ENOMEM) break; \
+      rc_ = -FI_EAGAIN;                                  \
+      drain(o);                                          \
+      if (!until_)                                       \
+        until_ = asr_time_ms() + (spin_ms);              \
+      else if (asr_time_ms() >= until_)                  \
+        break;                                           \
+      ep_unlock(o); /* as POST_RETRY */                  \
+      ep_lock(o);                                        \
+    }                                                    \
+    rc_;                                                 \
   })
+#define SEND_SPIN_MS 50
 
 /* seed: async_sr_ofi_isend_locked. The sequence number is read and advanced
  * under ep_lock with the post itself, so a send that fails does not use one
@@ -383,12 +399,14 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
   if (len <= o->inject_max) {
     /* libfabric never sees op: no arming, and a failed inject leaves it as
      * it was (completed or never posted, so not the provider's) */
-    rc = POST_DATA(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)));
+    rc = POST_DATA(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)),
+                   SEND_SPIN_MS);
     if (rc == 0) op_complete(op, len, 0);
   } else {
     op_arm(op);
     rc = POST_DATA(
-        fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op));
+        fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op),
+        SEND_SPIN_MS);
     if (rc != 0) op_unarm(op);
   }
   if (rc == 0) s->seq++;
@@ -402,7 +420,7 @@ int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t l
                           asr__ofi_op_t *op) {
   op_arm(op);
   ssize_t rc = POST_DATA(
-      fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op));
+      fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op), 0);
   if (rc == 0)
     r->seq++;
   else
