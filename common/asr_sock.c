@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_rand.h"
 #include "asr_sock.h"
 #include "asr_time.h"
 
@@ -80,6 +81,32 @@ int asr_sock_listen(const char *ip, uint16_t port, int backlog, uint16_t *bound_
     *bound_port = ntohs(addr.sin_port);
   }
   return fd;
+}
+
+#define FREE_PORT_LOW 10000 /* below: well-known and registered services */
+
+int asr_sock_free_port(const char *ip) {
+  unsigned lo = 32768, hi = 60999;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    if (fscanf(f, "%u %u", &lo, &hi) != 2) lo = 32768;
+    fclose(f);
+  }
+  uint16_t port = 0;
+  /* Random tries below the ephemeral range; when it starts too low for that,
+   * the kernel's own pick. */
+  for (int i = 0; i < 64 && lo > FREE_PORT_LOW + 1000 && lo <= 65536; i++) {
+    uint16_t p = (uint16_t)(FREE_PORT_LOW + asr_rand_u64() % (lo - FREE_PORT_LOW));
+    int fd = asr_sock_listen(ip, p, 1, &port, NULL, 0);
+    if (fd >= 0) {
+      close(fd);
+      return port;
+    }
+  }
+  int fd = asr_sock_listen(ip, 0, 1, &port, NULL, 0);
+  if (fd < 0) return 0;
+  close(fd);
+  return port;
 }
 
 int asr_sock_connect_start(const struct sockaddr_in *addr, int *in_progress) {

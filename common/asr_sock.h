@@ -21,6 +21,13 @@ int asr_sock_parse_ipv4(const char *ip, uint16_t port, struct sockaddr_in *addr)
 int asr_sock_listen(const char *ip, uint16_t port, int backlog, uint16_t *bound_port, char *errbuf,
                     size_t errlen);
 
+/* A TCP port that nothing listens on at ip (NULL = 127.0.0.1) now, for a
+ * listener another process opens later: one below the kernel's ephemeral
+ * range (net.ipv4.ip_local_port_range) when there is room, since a port from
+ * that range can meanwhile become the local port of any process's outgoing
+ * connection. Returns the port, or 0 when none was found. */
+int asr_sock_free_port(const char *ip);
+
 /* Starts a non-blocking connect. Returns the fd; *in_progress is 1 when the
  * connect is still running (poll for POLLOUT, then asr_sock_connect_result). */
 int asr_sock_connect_start(const struct sockaddr_in *addr, int *in_progress);

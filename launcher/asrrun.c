@@ -510,12 +510,8 @@ static void asrd_path(char *out, size_t len) {
 }
 
 static int pick_port(void) {
-  uint16_t p = 0;
-  char err[128];
-  int fd = asr_sock_listen("0.0.0.0", 0, 1, &p, err, sizeof err);
-  if (fd < 0) return -1;
-  close(fd);
-  return p;
+  int p = asr_sock_free_port("0.0.0.0");
+  return p > 0 ? p : -1;
 }
 
 /* --- the early local daemon ------------------------------------------------------- */

@@ -16,6 +16,7 @@
 
 #include "asr_err.h"
 #include "asr_fs.h"
+#include "asr_sock.h"
 #include "asr_test.h"
 
 #define MAX_TESTS 256
@@ -89,14 +90,9 @@ const char *asr_test_tmpdir(void) {
 }
 
 uint16_t asr_test_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-      getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-    asr_test_fail(__FILE__, __LINE__, "cannot find a free port: %s", strerror(errno));
-  close(fd);
-  return ntohs(a.sin_port);
+  int p = asr_sock_free_port("127.0.0.1");
+  if (p <= 0) asr_test_fail(__FILE__, __LINE__, "cannot find a free port on 127.0.0.1");
+  return (uint16_t)p;
 }
 
 pid_t asr_test_spawn(char *const argv[], int *out_fd, int *err_fd) {

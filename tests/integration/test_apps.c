@@ -23,7 +23,7 @@
 static const char *const providers[] = {"shm", "tcp;ofi_rxm"};
 
 /* Runs build-relative program rel with args (NULL-terminated) under
- * provider prov, with a fresh bootstrap port and the case's own lock
+ * provider prov, with a free bootstrap port and the case's own lock
  * directory; returns its exit status (128 + signal) and its stdout in *out. */
 static int run_app(const char *rel, const char *prov, const char *const *args, int timeout_ms, char **out) {
   char path[4096];
@@ -35,7 +35,10 @@ static int run_app(const char *rel, const char *prov, const char *const *args, i
   argv[n] = NULL;
   ASSERT_OK(setenv("ASR_PROVIDER", prov, 1));
   ASSERT_OK(setenv("ASR_KV_LOCK_DIR", asr_test_tmpdir(), 1));
-  unsetenv("ASR_BOOTSTRAP_PORT"); /* the program picks a free one */
+  /* a port below the ephemeral range (the programs' own pick takes one from it) */
+  char port[16];
+  snprintf(port, sizeof port, "%u", (unsigned)asr_test_free_port());
+  ASSERT_OK(setenv("ASR_BOOTSTRAP_PORT", port, 1));
   unsetenv("ASR_KV_SERVER");
   int ofd = -1;
   pid_t pid = asr_test_spawn(argv, &ofd, NULL);

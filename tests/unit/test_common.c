@@ -100,6 +100,31 @@ TEST(sock_listen_connect_roundtrip) {
   close(lfd);
 }
 
+/* asr_sock_free_port: a port below the ephemeral range (when the range
+ * leaves room), free to listen on, and different from try to try. */
+TEST(sock_free_port_below_ephemeral_range) {
+  unsigned lo = 32768, hi = 60999;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    ASSERT_EQ(fscanf(f, "%u %u", &lo, &hi), 2);
+    fclose(f);
+  }
+  int seen[8], differ = 0;
+  for (int i = 0; i < 8; i++) {
+    int p = asr_sock_free_port("127.0.0.1");
+    ASSERT(p > 0);
+    if (lo > 11000) ASSERT_MSG(p >= 10000 && (unsigned)p < lo, "port %d, ephemeral range %u-%u", p, lo, hi);
+    char err[128];
+    int fd = asr_sock_listen("127.0.0.1", (uint16_t)p, 4, NULL, err, sizeof err);
+    ASSERT_MSG(fd >= 0, "listening on the free port %d: %s", p, err);
+    close(fd);
+    seen[i] = p;
+    differ += i > 0 && p != seen[0];
+  }
+  ASSERT(differ > 0);
+  ASSERT(asr_sock_free_port("not-an-ip") == 0);
+}
+
 TEST(sock_refused) {
   uint16_t port = asr_test_free_port();
   struct sockaddr_in a;
