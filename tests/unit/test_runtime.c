@@ -1156,33 +1156,38 @@ TEST(kill_connect_pending_victim_hosts) {
   }
 }
 
-/* The KV leader's last context closes while a RECV comm's handle sits in its
- * store: the store goes with it, but the receiver sees the next leader's mark
- * and publishes its handle again, so a sender that comes later still finds
- * it. (In the seed the keys went with the leader, and that connect could
- * only run out of time: here in ASR_KV_TIMEOUT_MS, which the assertions below
- * would report.) Rank 0 leads (it starts first); rank 1 accepts from rank 2
- * and waits until its handle is published; rank 2 is up; rank 0 closes and
- * exits; then rank 2 connects to rank 1 and sends 1 MiB, checked byte for
- * byte. No close takes long. */
+/* The KV leader goes while a RECV comm's handle sits in its store -- its
+ * last context closes (arg 0), or it is SIGKILLed (arg 1) -- and the store
+ * goes with it; the receiver sees the next leader's mark and publishes its
+ * handle again, so a sender that comes later still connects. (In the seed the
+ * keys went with the leader, and that connect could only run out of time:
+ * here ASR_KV_TIMEOUT_MS, 8 s, after which it fails with CONNECTION_ERROR.)
+ * Rank 0 leads (it starts first); rank 1 accepts from rank 2 and waits until
+ * its handle is published and rank 2 is up; then rank 0 closes and exits, or
+ * the orchestrator (rank 3) kills it; then rank 2 connects to rank 1 within
+ * 5 s and sends 1 MiB, checked byte for byte. A leader's close takes < 2 s. */
 #define LEADER_GONE_BYTES ((size_t)1 << 20)
-static void kv_leader_closes_proc(int rank, void *arg) {
-  (void)arg;
+static void kv_leader_gone_proc(int rank, void *arg) {
+  const int killed = *(const int *)arg, orch = 3;
   setenv("ASR_KV_TIMEOUT_MS", "8000", 1);
   if (rank != 0) (void)rt_recv_u64(0);
   ASSERT_OK(asr_init(rank));
   if (rank == 0) {
     rt_send_u64(1, 1);
     rt_send_u64(2, 1);
-    (void)rt_recv_u64(1); /* rank 1's handle is in this process's store */
-    (void)rt_recv_u64(2); /* rank 2 takes part */
+    if (killed) {
+      asr_sleep_ms(60000);
+      ASSERT_MSG(0, "the KV leader was never killed");
+    }
+    (void)rt_recv_u64(1); /* rank 1's handle is in this process's store; rank 2 is up */
     uint64_t t0 = asr_time_ms();
     ASSERT_OK(asr_close(0));
     uint64_t ms = asr_time_ms() - t0;
     ASSERT_MSG(ms < 2000, "%s: the leader took %llu ms to close", rt_g.provider, (unsigned long long)ms);
-    rt_send_u64(2, 1);
+    rt_send_u64(1, 1);
     return;
   }
+  const char *how = killed ? "death" : "close";
   asr_tensor_t *t;
   alloc_tensor(LEADER_GONE_BYTES, &t);
   asr_request_t *q;
@@ -1198,21 +1203,28 @@ static void kv_leader_closes_proc(int rank, void *arg) {
       asr_sleep_ms(2);
     }
     ASSERT_MSG(st == ASR_COMM_NET_CONNECT, "%s: RECV comm in %s", rt_g.provider, asr_comm_status_name(st));
-    rt_send_u64(0, 1);
+    (void)rt_recv_u64(2); /* rank 2 takes part */
+    rt_send_u64(killed ? orch : 0, 1);
+    (void)rt_recv_u64(killed ? orch : 0); /* the leader is gone */
+    rt_send_u64(2, 1);
     ASSERT_OK(asr_comm_wait_connected(rc, 30000));
     ASSERT_OK(asr_irecv(rc, t, 0, LEADER_GONE_BYTES, &q));
     ASSERT_OK(rt_wait_req(q, &n, 30000));
     ASSERT_EQ(n, LEADER_GONE_BYTES);
-    RT_ASSERT_DATA(va_of(t), LEADER_GONE_BYTES, 77, "%s: message after the leader's close", rt_g.provider);
+    RT_ASSERT_DATA(va_of(t), LEADER_GONE_BYTES, 77, "%s: message after the leader's %s", rt_g.provider, how);
     ASSERT_OK(asr_comm_close(rc));
   } else {
-    rt_send_u64(0, 1);
-    (void)rt_recv_u64(0); /* the leader has closed */
+    rt_send_u64(1, 1);
+    (void)rt_recv_u64(1); /* the leader is gone */
+    uint64_t t0 = asr_time_ms();
     asr_comm_t *sc;
     ASSERT_OK(asr_connect(2, RT_PEER_IP, 1, &sc));
     int w = asr_comm_wait_connected(sc, 30000);
-    ASSERT_MSG(w == ASR_SUCCESS, "%s: connecting after the leader's close: %s", rt_g.provider,
+    uint64_t ms = asr_time_ms() - t0;
+    ASSERT_MSG(w == ASR_SUCCESS, "%s: connecting after the leader's %s: %s", rt_g.provider, how,
                asr_strerror(w));
+    ASSERT_MSG(ms < 5000, "%s: connecting after the leader's %s took %llu ms", rt_g.provider, how,
+               (unsigned long long)ms);
     rt_fill(va_of(t), LEADER_GONE_BYTES, 77);
     ASSERT_OK(asr_isend(sc, t, 0, LEADER_GONE_BYTES, &q));
     ASSERT_OK(rt_wait_req(q, &n, 30000));
@@ -1226,78 +1238,14 @@ static void kv_leader_closes_proc(int rank, void *arg) {
 }
 
 TEST(kv_leader_closes_handles_published_again) {
-  for (int p = 0; p < RT_NPROV; p++) rt_group_run(3, rt_providers[p], kv_leader_closes_proc, NULL, 60000);
-}
-
-/* The KV leader dies (SIGKILL) while a RECV comm's handle sits in its store:
- * the handle is gone with it, but the receiver sees the next leader's mark
- * and publishes its handle again, so a sender that comes later still
- * connects -- well before ASR_KV_TIMEOUT_MS (8 s), after which it would have
- * failed with CONNECTION_ERROR, as it did before the receivers published
- * again. Rank 0 leads and is killed by the orchestrator (rank 3) once rank 1
- * has published its handle for rank 2 and rank 2 is up; then rank 2
- * connects and sends 1 MiB, checked byte for byte. */
-static void kv_leader_dies_proc(int rank, void *arg) {
-  (void)arg;
-  const int orch = 3;
-  setenv("ASR_KV_TIMEOUT_MS", "8000", 1);
-  if (rank != 0) (void)rt_recv_u64(0);
-  ASSERT_OK(asr_init(rank));
-  if (rank == 0) {
-    rt_send_u64(1, 1);
-    rt_send_u64(2, 1);
-    asr_sleep_ms(60000);
-    ASSERT_MSG(0, "the KV leader was never killed");
-  }
-  asr_tensor_t *t;
-  alloc_tensor(LEADER_GONE_BYTES, &t);
-  asr_request_t *q;
-  size_t n = 0;
-  if (rank == 1) {
-    asr_comm_t *rc;
-    ASSERT_OK(asr_accept(1, RT_PEER_IP, 2, &rc));
-    int st = -1;
-    uint64_t until = asr_time_ms() + 20000;
-    for (;;) {
-      ASSERT_OK(asr_comm_status(rc, &st));
-      if (st == ASR_COMM_NET_CONNECT || asr_time_ms() >= until) break;
-      asr_sleep_ms(2);
-    }
-    ASSERT_MSG(st == ASR_COMM_NET_CONNECT, "%s: RECV comm in %s", rt_g.provider, asr_comm_status_name(st));
-    (void)rt_recv_u64(2); /* rank 2 takes part */
-    rt_send_u64(orch, 1);
-    (void)rt_recv_u64(orch); /* the leader is dead */
-    rt_send_u64(2, 1);
-    ASSERT_OK(asr_comm_wait_connected(rc, 30000));
-    ASSERT_OK(asr_irecv(rc, t, 0, LEADER_GONE_BYTES, &q));
-    ASSERT_OK(rt_wait_req(q, &n, 30000));
-    ASSERT_EQ(n, LEADER_GONE_BYTES);
-    RT_ASSERT_DATA(va_of(t), LEADER_GONE_BYTES, 78, "%s: message after the leader's death", rt_g.provider);
-    ASSERT_OK(asr_comm_close(rc));
-  } else {
-    rt_send_u64(1, 1);
-    (void)rt_recv_u64(1); /* the leader is dead */
-    uint64_t t0 = asr_time_ms();
-    asr_comm_t *sc;
-    ASSERT_OK(asr_connect(2, RT_PEER_IP, 1, &sc));
-    int w = asr_comm_wait_connected(sc, 30000);
-    uint64_t ms = asr_time_ms() - t0;
-    ASSERT_MSG(w == ASR_SUCCESS, "%s: connecting after the leader's death: %s", rt_g.provider,
-               asr_strerror(w));
-    ASSERT_MSG(ms < 5000, "%s: connecting after the leader's death took %llu ms", rt_g.provider,
-               (unsigned long long)ms);
-    rt_fill(va_of(t), LEADER_GONE_BYTES, 78);
-    ASSERT_OK(asr_isend(sc, t, 0, LEADER_GONE_BYTES, &q));
-    ASSERT_OK(rt_wait_req(q, &n, 30000));
-    ASSERT_OK(asr_comm_close(sc));
-  }
-  ASSERT_OK(asr_close(rank));
-  asr_tensor_free(t);
+  int killed = 0;
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(3, rt_providers[p], kv_leader_gone_proc, &killed, 60000);
 }
 
 TEST(kv_leader_dies_handles_published_again) {
+  int killed = 1;
   for (int p = 0; p < RT_NPROV; p++) {
-    rt_group_start(3, rt_providers[p], kv_leader_dies_proc, NULL);
+    rt_group_start(3, rt_providers[p], kv_leader_gone_proc, &killed);
     kill_on_request(1, 0);
     rt_group_finish(60000);
   }
