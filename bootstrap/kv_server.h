@@ -21,8 +21,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kv_table.h"
-
 typedef struct asr_kv_server asr_kv_server_t;
 
 typedef struct {

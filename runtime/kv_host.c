@@ -31,7 +31,6 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
-#include "kv_client.h"
 #include "kv_elect.h"
 #include "kv_keys.h"
 #include "kv_secret.h"
