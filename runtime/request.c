@@ -159,9 +159,9 @@ int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t leng
 /* Posts the head of c's stash (lazy MR registration). Returns 1 when it
  * left the ring (posted, or failed as ERROR), 0 when it stays: the
  * provider's queue is full (asr__ofi_irecv_locked) -- it stays STASHED, and
- * a later tick tries again, soon (ctx->queue_full bounds the thread's sleep),
- * after reading the CQ so that arriving messages make room even while the
- * application only polls -- and -1 when the ring is empty. */
+ * a later tick tries again, soon (ctx->queue_full bounds the thread's sleep,
+ * and asr__drain_stashes reads the CQ so that arriving messages make room
+ * even while the application only polls) -- and -1 when the ring is empty. */
 static int drain_one(asr_ctx_t *ctx, struct asr_comm *c) {
   uint64_t head = atomic_load(&c->stash_head);
   if (head == atomic_load(&c->stash_tail)) return -1;
@@ -175,7 +175,6 @@ static int drain_one(asr_ctx_t *ctx, struct asr_comm *c) {
     if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, 0);
     if (rc == -FI_EAGAIN) {
       ctx->queue_full = 1;
-      asr__ofi_progress(&ctx->ofi);
       return 0;
     }
     if (rc != 0) {
@@ -198,22 +197,36 @@ static int drain_one(asr_ctx_t *ctx, struct asr_comm *c) {
 /* The service thread's post drain (seed: each comm's stash, FIFO, lazy MR
  * registration). Beyond the seed, the stashed requests of one direction,
  * over all the LNC's comms, go out in the order the application made them
- * (their tickets), not comm by comm, and the drain stops at the first one
- * that has to wait for room. It matters once a provider queue is full: a
- * receiver that posted comm by comm could fill its receive queue with one
- * comm's receives while the messages in flight, for another comm, had
- * nowhere to go; and a sender that sent comm by comm could do the same to
- * its peer. In post order, a peer that posts the other side of the same
- * exchanges in the same order always finds the receives its messages need.
- * Sends and receives are drained apart: neither waits for room in the
- * other's queue. Called with comms_mutex held. */
+ * (their tickets), not comm by comm; a request that has to wait for room
+ * holds back the rest of its own comm (post order within a comm) but not
+ * the other comms. Both matter once a provider queue is full:
+ * - order: a receiver that posted comm by comm could fill its receive queue
+ *   with one comm's receives while the messages in flight, for another comm,
+ *   had nowhere to go (and a sender could do the same to its peer); in post
+ *   order, a peer that posts the other side in the same order always finds
+ *   the receives its messages need;
+ * - not stopping: shm's 1024 receive entries hold both the posted receives
+ *   and the messages that arrived before their receive (unexpected), and its
+ *   command queue is one FIFO for all peers. Once the entries are gone, the
+ *   message at the head of that queue waits, and with it every message
+ *   behind it; what frees an entry is a receive that matches a message
+ *   already there (it needs no new entry). A drain that stopped at the
+ *   first receive with no room never posted those: stress with 4 processes
+ *   x 2 comms per peer and direction hung 1 run in 4 ("Error getting
+ *   rx_entry" at every shm progress).
+ * The CQ is read once after a pass that left something waiting (not in
+ * between: an entry freed mid-pass would go to a later request, ahead of
+ * the earlier one still waiting). Sends and receives are drained apart:
+ * neither waits for room in the other's queue. Called with comms_mutex
+ * held. */
 int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
-  int posted = 0;
+  int posted = 0, waiting = 0;
+  uint64_t pass = ++ctx->drain_pass; /* marks the comms held back in this pass */
   for (;;) {
     struct asr_comm *first = NULL;
     uint64_t first_ticket = UINT64_MAX;
     for (struct asr_comm *c = ctx->connected; c; c = c->next) {
-      if (c->type != type) continue;
+      if (c->type != type || c->drain_blocked == pass) continue;
       uint64_t head = atomic_load(&c->stash_head);
       if (head == atomic_load(&c->stash_tail)) continue;
       uint64_t ticket = c->stash_ticket[head % ASR_RING];
@@ -222,9 +235,15 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
         first = c;
       }
     }
-    if (!first || drain_one(ctx, first) != 1) break;
-    posted = 1;
+    if (!first) break;
+    if (drain_one(ctx, first) == 1) {
+      posted = 1;
+    } else {
+      first->drain_blocked = pass;
+      waiting = 1;
+    }
   }
+  if (waiting) asr__ofi_progress(&ctx->ofi);
   return posted;
 }
 

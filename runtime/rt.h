@@ -105,6 +105,7 @@ struct asr_comm {
   pthread_mutex_t stash_mutex;
   struct asr_request *stash[ASR_RING];
   uint64_t stash_ticket[ASR_RING]; /* the context's post order (asr__drain_stashes) */
+  uint64_t drain_blocked;          /* service thread: the drain pass in which its head had to wait */
   _Atomic uint64_t stash_head, stash_tail;
 
   /* MR cache keyed by va (per comm, so (va, comm) as in the seed): a list
@@ -157,6 +158,7 @@ typedef struct asr_ctx {
   int shutdown;
   int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
   _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
+  uint64_t drain_pass;             /* service thread: numbers asr__drain_stashes's passes */
   struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
   unsigned ring_head, ring_tail;
   struct asr_comm *closing[ASR_RING]; /* comms asr_comm_close wants detached */

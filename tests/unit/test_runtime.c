@@ -441,6 +441,111 @@ TEST(provider_receive_queue_full) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], rxq_full_proc, NULL, 90000);
 }
 
+/* Messages that arrived before their receives fill the provider: shm keeps
+ * the posted receives and those unexpected messages in one pool of 1024
+ * entries per endpoint, and its command queue is one FIFO for every peer.
+ * Comm B gets 1088 messages before any receive is posted, then comm A one,
+ * then comm C one (C's receive is posted first: polling it makes the
+ * receiver's provider take the messages in): the pool fills with B's, and
+ * A's message waits behind B's 1024th. The receiver then posts A's receive
+ * (a cold tensor: stashed, and no room for it), then B's (stashed after it).
+ * A drain that stops at A's receive never posts B's, which only match
+ * messages already there (they need no new entry), so nothing ever moves:
+ * the drain must go on to the other comms. Every byte is checked. */
+#define UX_FLOOD (1024 + 64)
+#define UX_LEN 64
+
+static void unexpected_fill_proc(int rank, void *arg) {
+  (void)arg;
+  int sender = rank == 0;
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *a, *b, *c;
+  if (sender) {
+    ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &a));
+    ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &b));
+    ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &c));
+  } else {
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &a));
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &b));
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c));
+  }
+  ASSERT_OK(asr_comm_wait_connected(a, 60000));
+  ASSERT_OK(asr_comm_wait_connected(b, 60000));
+  ASSERT_OK(asr_comm_wait_connected(c, 60000));
+  asr_tensor_t *ta, *tb, *tc;
+  alloc_tensor(UX_LEN, &ta);
+  alloc_tensor((size_t)UX_FLOOD * UX_LEN, &tb);
+  alloc_tensor(UX_LEN, &tc);
+  static asr_request_t *rb[UX_FLOOD];
+  asr_request_t *ra, *rc;
+  size_t got = 0;
+  if (sender) {
+    /* inline-sized sends complete as soon as the provider has them: post B's
+     * flood with at most 128 outstanding, then A's and C's messages */
+    int done = 0;
+    for (int i = 0; i < UX_FLOOD; i++) {
+      while (i - done >= ASR_MAX_REQUESTS) ASSERT_OK(rt_wait_req(rb[done++], &got, 30000));
+      rt_fill(va_of(tb) + (size_t)i * UX_LEN, UX_LEN, 0xB000 + (uint64_t)i);
+      ASSERT_OK(asr_isend(b, tb, (size_t)i * UX_LEN, UX_LEN, &rb[i]));
+    }
+    rt_fill(va_of(ta), UX_LEN, 0xA000);
+    ASSERT_OK(asr_isend(a, ta, 0, UX_LEN, &ra));
+    rt_fill(va_of(tc), UX_LEN, 0xC000);
+    ASSERT_OK(asr_isend(c, tc, 0, UX_LEN, &rc));
+    rt_barrier(); /* everything is posted */
+    while (done < UX_FLOOD) ASSERT_OK(rt_wait_req(rb[done++], &got, 30000));
+    ASSERT_OK(rt_wait_req(ra, &got, 30000));
+    ASSERT_OK(rt_wait_req(rc, &got, 30000));
+  } else {
+    memset(va_of(tb), 0xee, (size_t)UX_FLOOD * UX_LEN);
+    ASSERT_OK(asr_irecv(c, tc, 0, UX_LEN, &rc));
+    /* polling C's receive reads the CQ, which is what moves the provider */
+    int cdone = 0;
+    size_t cgot = 0;
+    uint64_t until = asr_time_ms() + 500;
+    while (!cdone && asr_time_ms() < until) ASSERT_OK(asr_test(rc, &cdone, &cgot));
+    rt_barrier();
+    until = asr_time_ms() + 200;
+    while (!cdone && asr_time_ms() < until) ASSERT_OK(asr_test(rc, &cdone, &cgot));
+    /* shm's FIFO holds C's message behind B's; tcp;ofi_rxm buffers the
+     * unexpected messages itself and lets it through */
+    if (!strcmp(rt_g.provider, "shm"))
+      ASSERT_MSG(!cdone, "shm: C's message arrived ahead of B's flood: the pool never filled");
+    ASSERT_OK(asr_irecv(a, ta, 0, UX_LEN, &ra)); /* cold: stashed */
+    int posted = 0, reaped = 0;
+    while (reaped < UX_FLOOD) {
+      while (posted < UX_FLOOD && posted - reaped < ASR_MAX_REQUESTS) {
+        ASSERT_OK(asr_irecv(b, tb, (size_t)posted * UX_LEN, UX_LEN, &rb[posted]));
+        posted++;
+      }
+      ASSERT_OK(rt_wait_req(rb[reaped], &got, 20000));
+      ASSERT_EQ(got, UX_LEN);
+      reaped++;
+    }
+    for (int i = 0; i < UX_FLOOD; i++)
+      RT_ASSERT_DATA(va_of(tb) + (size_t)i * UX_LEN, UX_LEN, 0xB000 + (uint64_t)i, "%s: B message %d",
+                     rt_g.provider, i);
+    ASSERT_OK(rt_wait_req(ra, &got, 20000));
+    ASSERT_EQ(got, UX_LEN);
+    RT_ASSERT_DATA(va_of(ta), UX_LEN, 0xA000, "%s: A's message", rt_g.provider);
+    if (!cdone) ASSERT_OK(rt_wait_req(rc, &cgot, 20000));
+    ASSERT_EQ(cgot, UX_LEN);
+    RT_ASSERT_DATA(va_of(tc), UX_LEN, 0xC000, "%s: C's message", rt_g.provider);
+  }
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(a));
+  ASSERT_OK(asr_comm_close(b));
+  ASSERT_OK(asr_comm_close(c));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(ta);
+  asr_tensor_free(tb);
+  asr_tensor_free(tc);
+}
+
+TEST(unexpected_messages_fill_provider) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], unexpected_fill_proc, NULL, 90000);
+}
+
 /* =========================================================================
  * 5. Polling a STASHED request
  * ========================================================================= */
