@@ -211,9 +211,9 @@ static int drain_one(asr_ctx_t *ctx, struct asr_comm *c) {
  *   message at the head of that queue waits, and with it every message
  *   behind it; what frees an entry is a receive that matches a message
  *   already there (it needs no new entry). A drain that stopped at the
- *   first receive with no room never posted those: stress with 4 processes
- *   x 2 comms per peer and direction hung 1 run in 4 ("Error getting
- *   rx_entry" at every shm progress).
+ *   first receive with no room never posted those, and hung for good
+ *   ("Error getting rx_entry" at every shm progress; test_runtime
+ *   unexpected_messages_fill_provider).
  * The CQ is read once after a pass that left something waiting (not in
  * between: an entry freed mid-pass would go to a later request, ahead of
  * the earlier one still waiting). Sends and receives are drained apart:
