@@ -94,6 +94,9 @@ static uint64_t rendezvous_timeout_ms(void) {
  * after 1, 2, 4, then every 8 ms rather than on every tick. With dozens of
  * LNCs per CPU, re-checking each waiting comm every tick kept every service
  * thread busy and starved the peers it waited for. Returns 0 (no progress). */
+/* A connect that has met a full queue this long says so (once). */
+#define CONNECT_WARN_MS 5000
+
 static int wait_a_little(struct asr_comm *c) {
   c->wait_ms = c->wait_ms ? (c->wait_ms >= 8 ? 8 : c->wait_ms * 2) : 1;
   c->retry_at_ms = asr_time_ms() + c->wait_ms;
@@ -142,10 +145,28 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
        * it makes progress, which a loaded host can delay for seconds). Retry on
        * later ticks, never blocking this thread, until the rendezvous deadline
        * (ASR_KV_TIMEOUT_MS, as for the KV requests). */
-      if (!c->connect_deadline_ms) c->connect_deadline_ms = asr_time_ms() + rendezvous_timeout_ms();
+      if (!c->connect_deadline_ms) {
+        c->connect_deadline_ms = asr_time_ms() + rendezvous_timeout_ms();
+        c->connect_warn_ms = asr_time_ms() + CONNECT_WARN_MS;
+      }
       int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
       if (rc == -FI_EAGAIN) {
-        if (asr_time_ms() < c->connect_deadline_ms) return wait_a_little(c);
+        uint64_t now = asr_time_ms();
+        if (now >= c->connect_warn_ms && now < c->connect_deadline_ms) {
+          /* Say why a connect can wait this long: with shm, the commonest
+           * cause is a peer that was sent more messages than it can hold
+           * before posting their receives (test_runtime
+           * unexpected_messages_fill_provider shows the queue that fills). */
+          asr_warn("svc",
+                   "lnc %d SEND comm to %s/lnc %d: the peer's queue has been full for %d s; still trying "
+                   "(for %llu s in all). With shm, an LNC holds at most 1024 messages that arrived before "
+                   "their receives were posted, and after that every message to it waits, the connection "
+                   "setup too: the peer must post receives for what it was already sent.",
+                   c->lnc, c->peer_ip, c->peer_lnc, CONNECT_WARN_MS / 1000,
+                   (unsigned long long)rendezvous_timeout_ms() / 1000);
+          c->connect_warn_ms = UINT64_MAX;
+        }
+        if (now < c->connect_deadline_ms) return wait_a_little(c);
         return fail(c,
                     "libfabric connect failed: the peer did not answer the connection setup within %llu ms",
                     (unsigned long long)rendezvous_timeout_ms());

@@ -83,6 +83,7 @@ struct asr_comm {
   int handle_len, hostname_len;
   uint64_t retry_at_ms;
   uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on -FI_EAGAIN after this */
+  uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about -FI_EAGAIN after this */
   int kv_ready;                 /* this tick, the comm can move (context.c: mark_ready) */
   unsigned wait_ms;             /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
   unsigned kv_epoch;            /* RECV: asr__kv_host_epoch() when the handle was published */

@@ -131,7 +131,13 @@ ASR_API int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms);
  * at its first asr_test, its data already copied. A post that finds the
  * provider's queue full (shm holds 1024 posted receives per LNC, all comms
  * together) still succeeds: the request waits, stashed, and the LNC's
- * service thread posts the waiting requests in the order they were made. */
+ * service thread posts the waiting requests in the order they were made
+ * (a request that must wait holds back only the later ones of its comm).
+ * With shm those 1024 entries also hold the messages that arrived before
+ * their receive was posted; once they are all taken, every later message to
+ * the LNC waits, from any peer, connection setups included (the connecting
+ * side warns after 5 s): post receives for what an LNC is sent rather than
+ * let a peer run more than about a thousand messages ahead of them. */
 ASR_API int asr_isend(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,
                       asr_request_t **req);
 ASR_API int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length,
