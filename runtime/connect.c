@@ -89,14 +89,14 @@ static uint64_t rendezvous_timeout_ms(void) {
   return 120000;
 }
 
+/* A connect that has met a full queue this long says so (once). */
+#define CONNECT_WARN_MS 5000
+
 /* NET_CONNECT waits on the peer (its answer to the provider's connection
  * set-up, or its connect message), which only a CQ read notices: look again
  * after 1, 2, 4, then every 8 ms rather than on every tick. With dozens of
  * LNCs per CPU, re-checking each waiting comm every tick kept every service
  * thread busy and starved the peers it waited for. Returns 0 (no progress). */
-/* A connect that has met a full queue this long says so (once). */
-#define CONNECT_WARN_MS 5000
-
 static int wait_a_little(struct asr_comm *c) {
   c->wait_ms = c->wait_ms ? (c->wait_ms >= 8 ? 8 : c->wait_ms * 2) : 1;
   c->retry_at_ms = asr_time_ms() + c->wait_ms;

@@ -362,8 +362,10 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
  * (request.c), which tries again on its next ticks. A send's room comes back
  * as soon as the peer reads its queue, usually within microseconds (a window
  * of 128 injected 8-byte sends meets a full queue all the time), so a send
- * spins for up to 50 ms. A receive's room comes back only as messages
- * arrive, which may wait for this very thread's next send: one more try.
+ * the application posts spins for up to ASR_OFI_SEND_SPIN_MS (50 ms); the
+ * service thread's drain spins once per pass (request.c). A receive's room
+ * comes back only as messages arrive, which may wait for this very thread's
+ * next send: one more try.
  * Never spinning long keeps a thread from holding up, for seconds, the
  * other posts that its peer's progress may need. ep_lock is let go between
  * tries, and the call evaluated anew (a send's tag reads its comm's
@@ -386,7 +388,6 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
     }                                                    \
     rc_;                                                 \
   })
-#define SEND_SPIN_MS 50
 
 /* seed: async_sr_ofi_isend_locked. The sequence number is read and advanced
  * under ep_lock with the post itself, so a send that fails does not use one
@@ -394,19 +395,19 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
  * provider's inject size goes out with fi_tinject: the provider copies it
  * before returning and writes no completion, so op completes here. */
 int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
-                          asr__ofi_op_t *op) {
+                          asr__ofi_op_t *op, int spin_ms) {
   ssize_t rc;
   if (len <= o->inject_max) {
     /* libfabric never sees op: no arming, and a failed inject leaves it as
      * it was (completed or never posted, so not the provider's) */
     rc = POST_DATA(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)),
-                   SEND_SPIN_MS);
+                   spin_ms);
     if (rc == 0) op_complete(op, len, 0);
   } else {
     op_arm(op);
     rc = POST_DATA(
         fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op),
-        SEND_SPIN_MS);
+        spin_ms);
     if (rc != 0) op_unarm(op);
   }
   if (rc == 0) s->seq++;
@@ -428,9 +429,10 @@ int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t l
   return (int)rc;
 }
 
-int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
+int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op,
+                   int spin_ms) {
   ep_lock(o);
-  int rc = asr__ofi_isend_locked(o, s, buf, len, desc, op);
+  int rc = asr__ofi_isend_locked(o, s, buf, len, desc, op, spin_ms);
   ep_unlock(o);
   return rc;
 }

@@ -166,9 +166,14 @@ int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready);
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s);
 
 /* Posts the next send / receive of a comm under ep_lock (the post and the
- * sequence number it takes move together), retrying on -FI_EAGAIN for up to
- * 10 s. Returns 0 or -fi_errno. */
-int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
+ * sequence number it takes move together). A queue that stays full gives
+ * -FI_EAGAIN (shm's -FI_ENOMEM included): a send after retrying for up to
+ * spin_ms (reading the CQ between tries; ASR_OFI_SEND_SPIN_MS for a post
+ * from the application), a receive after one retry (ofi.c: POST_DATA).
+ * Returns 0 or -fi_errno. */
+#define ASR_OFI_SEND_SPIN_MS 50
+int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op,
+                   int spin_ms);
 int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 
 /* The data path's lock, ep_lock, for a caller that does more under it than
@@ -180,7 +185,7 @@ static inline void asr__ofi_unlock(asr__ofi_t *o) { asr__spin_unlock(&o->ep_lock
 /* The posts above, and a CQ drain (the data path's poll), with ep_lock held
  * by the caller (a post drops and retakes it while the provider says EAGAIN). */
 int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
-                          asr__ofi_op_t *op);
+                          asr__ofi_op_t *op, int spin_ms);
 int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op);
 int asr__ofi_drain_locked(asr__ofi_t *o);

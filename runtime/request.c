@@ -33,17 +33,18 @@ void asr__req_recycle(struct asr_request *r) {
   asr__ofi_unlock(o);
 }
 
-/* Posts r to libfabric; ep_lock is held when locked, else the post takes it. */
-static inline int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr,
-                           int locked) {
+/* Posts r to libfabric; ep_lock is held when locked, else the post takes it.
+ * A send finding the queue full retries for up to spin_ms (ofi.h). */
+static inline int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr, int locked,
+                           int spin_ms) {
   asr__ofi_t *o = &c->ctx->ofi;
   asr__ofi_op_t *op = op_of(r);
   void *desc = asr__ofi_mr_desc(o, mr);
   char *buf = (char *)va + r->offset;
   int rc;
   if (c->type == ASR_SEND_COMM)
-    rc = locked ? asr__ofi_isend_locked(o, &c->osend, buf, r->length, desc, op)
-                : asr__ofi_isend(o, &c->osend, buf, r->length, desc, op);
+    rc = locked ? asr__ofi_isend_locked(o, &c->osend, buf, r->length, desc, op, spin_ms)
+                : asr__ofi_isend(o, &c->osend, buf, r->length, desc, op, spin_ms);
   else
     rc = locked ? asr__ofi_irecv_locked(o, &c->orecv, buf, r->length, desc, op)
                 : asr__ofi_irecv(o, &c->orecv, buf, r->length, desc, op);
@@ -106,7 +107,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   r->length = length;
   r->type = want == ASR_SEND_COMM ? ASR_REQ_SEND : ASR_REQ_RECV;
   if (fast) {
-    int rc = post_ofi(comm, r, va, mr, 1);
+    int rc = post_ofi(comm, r, va, mr, 1, ASR_OFI_SEND_SPIN_MS);
     if (rc == 0) {
       atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
       asr__ofi_unlock(o);
@@ -162,7 +163,7 @@ int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t leng
  * a later tick tries again, soon (ctx->queue_full bounds the thread's sleep,
  * and asr__drain_stashes reads the CQ so that arriving messages make room
  * even while the application only polls) -- and -1 when the ring is empty. */
-static int drain_one(asr_ctx_t *ctx, struct asr_comm *c) {
+static int drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms) {
   uint64_t head = atomic_load(&c->stash_head);
   if (head == atomic_load(&c->stash_tail)) return -1;
   struct asr_request *r = c->stash[head % ASR_RING];
@@ -172,7 +173,7 @@ static int drain_one(asr_ctx_t *ctx, struct asr_comm *c) {
     atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
   } else {
     int rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
-    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, 0);
+    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, 0, spin_ms);
     if (rc == -FI_EAGAIN) {
       ctx->queue_full = 1;
       return 0;
@@ -236,7 +237,9 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
       }
     }
     if (!first) break;
-    if (drain_one(ctx, first) == 1) {
+    /* a send may spin for room once per pass (ofi.h), not once per comm:
+     * the pass would otherwise hold this thread for 50 ms per blocked comm */
+    if (drain_one(ctx, first, waiting ? 0 : ASR_OFI_SEND_SPIN_MS) == 1) {
       posted = 1;
     } else {
       first->drain_blocked = pass;
