@@ -23,6 +23,7 @@
 #include <rdma/fi_errno.h>
 
 #include "asr_log.h"
+#include "ofi_kallsyms.h"
 
 #define LIBFABRIC "libfabric.so.1"
 
@@ -47,6 +48,8 @@ static void load(void) {
     asr_error("fab", "cannot load %s: %s (install libfabric1)", LIBFABRIC, load_error ? load_error : "?");
     return;
   }
+  /* before the first fi_getinfo, which initialises every provider (ofi_kallsyms.c) */
+  asr__ofi_hide_kallsyms(lib);
   p_getinfo = sym(lib, "fi_getinfo", "FABRIC_1.3");
   p_freeinfo = sym(lib, "fi_freeinfo", "FABRIC_1.3");
   p_dupinfo = sym(lib, "fi_dupinfo", "FABRIC_1.3");

@@ -26,6 +26,9 @@
  *                          a peer SIGKILLed: its comms fail within 5 s (the
  *                          peer watch); a pending connect: bounded close
  *   api_validation         the status codes of every entry point
+ *   libfabric_init_skips_kallsyms
+ *                          the first LNC's libfabric init does not read
+ *                          /proc/kallsyms (ofi_kallsyms.c), unless asked to
  * Regressions for runtime bugs these tests found:
  *   task_count_never_negative  a stashed post is counted before it can be drained
  *   connect_slow_peer      a connect waiting for a slow peer does not block the LNC
@@ -1677,4 +1680,56 @@ static void slow_peer_proc(int rank, void *arg) {
 
 TEST(connect_slow_peer) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], slow_peer_proc, NULL, 50000);
+}
+
+/* =========================================================================
+ * libfabric's first fi_getinfo does not read /proc/kallsyms (ofi_kallsyms.c)
+ * ========================================================================= */
+
+/* Bytes this process has read so far (/proc/self/io rchar), or -1. */
+static long long bytes_read(void) {
+  FILE *f = fopen("/proc/self/io", "r");
+  if (!f) return -1;
+  char line[128];
+  long long v = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "rchar: %lld", &v) == 1) break;
+  fclose(f);
+  return v;
+}
+
+/* Opens LNC 0 -- the process's first, so libasr loads libfabric and calls
+ * its first fi_getinfo -- and reports to the orchestrator what that read. */
+static void kallsyms_proc(int rank, void *arg) {
+  if (*(const int *)arg) setenv("ASR_OFI_KALLSYMS", "1", 1);
+  long long before = bytes_read();
+  ASSERT_OK(asr_init(rank));
+  long long after = bytes_read();
+  ASSERT_OK(asr_close(rank));
+  rt_send_u64(1, before < 0 || after < 0 ? UINT64_MAX : (uint64_t)(after - before));
+}
+
+/* Run once with ASR_OFI_KALLSYMS=1, the read is there to see (the premise:
+ * this libfabric's verbs provider reads the whole file, several MB, at its
+ * init); by default it is not: what asr_init reads is a small fraction of
+ * that. */
+TEST(libfabric_init_skips_kallsyms) {
+  uint64_t got[2];
+  for (int keep = 1; keep >= 0; keep--) {
+    rt_group_start(1, "shm", kallsyms_proc, &keep);
+    got[keep] = rt_recv_u64(0);
+    rt_group_finish(30000);
+  }
+  if (got[1] == UINT64_MAX) SKIP("no /proc/self/io (task I/O accounting) to count what asr_init reads");
+  if (got[1] < (1u << 20))
+    SKIP(
+        "this libfabric read only %llu bytes at its init with ASR_OFI_KALLSYMS=1: it does not scan "
+        "/proc/kallsyms, so there is nothing to spare it",
+        (unsigned long long)got[1]);
+  if (getenv("ASR_TEST_VERBOSE"))
+    printf("    asr_init read %llu bytes with ASR_OFI_KALLSYMS=1, %llu without\n", (unsigned long long)got[1],
+           (unsigned long long)got[0]);
+  ASSERT_MSG(got[0] < got[1] / 8,
+             "asr_init read %llu bytes, with ASR_OFI_KALLSYMS=1 %llu: libfabric still reads /proc/kallsyms",
+             (unsigned long long)got[0], (unsigned long long)got[1]);
 }

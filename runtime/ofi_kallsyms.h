@@ -1,0 +1,13 @@
+/*
+ * ofi_kallsyms.h -- see ofi_kallsyms.c.
+ */
+#ifndef ASR_OFI_KALLSYMS_H
+#define ASR_OFI_KALLSYMS_H
+
+/* Redirects the freshly loaded libfabric's own fopen calls so that
+ * /proc/kallsyms cannot be opened (unless ASR_OFI_KALLSYMS=1). Call before
+ * its first fi_getinfo. Returns how many table entries it redirected (0:
+ * none, or left alone), -1 when the library could not be inspected. */
+int asr__ofi_hide_kallsyms(void *lib);
+
+#endif /* ASR_OFI_KALLSYMS_H */
