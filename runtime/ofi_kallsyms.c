@@ -38,11 +38,14 @@
 #include "asr_log.h"
 #include "ofi_kallsyms.h"
 
-#if defined(__x86_64__)
+/* 64-bit x86 and Arm (the relocation macros below are the ELF64 ones) */
+#if defined(__x86_64__) && defined(__LP64__)
 #define SLOT_RELOC(t) ((t) == R_X86_64_JUMP_SLOT || (t) == R_X86_64_GLOB_DAT)
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && defined(__LP64__)
 #define SLOT_RELOC(t) ((t) == R_AARCH64_JUMP_SLOT || (t) == R_AARCH64_GLOB_DAT)
 #endif
+
+#ifdef SLOT_RELOC
 
 static const char *const KALLSYMS = "/proc/kallsyms";
 
@@ -54,12 +57,13 @@ static FILE *hidden_fopen(const char *path, const char *mode) {
   return fopen(path, mode);
 }
 
-#ifdef SLOT_RELOC
-
-/* The loaded object whose base address is want->base: its RELRO range. */
+/* The pages of the object at base that the loader made read-only after
+ * relocating it: its PT_GNU_RELRO segment with both ends rounded down to a
+ * page, as glibc's _dl_protect_relro does (a last partial page stays
+ * writable, and must stay so). */
 typedef struct {
   ElfW(Addr) base;
-  uintptr_t relro_lo, relro_hi;
+  uintptr_t ro_lo, ro_hi;
   int found;
 } relro_t;
 
@@ -68,21 +72,23 @@ static int find_relro(struct dl_phdr_info *info, size_t size, void *arg) {
   relro_t *r = arg;
   if (info->dlpi_addr != r->base) return 0;
   r->found = 1;
+  uintptr_t mask = ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
   for (int i = 0; i < info->dlpi_phnum; i++)
     if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
-      r->relro_lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-      r->relro_hi = r->relro_lo + info->dlpi_phdr[i].p_memsz;
+      uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+      r->ro_lo = lo & mask;
+      r->ro_hi = (lo + info->dlpi_phdr[i].p_memsz) & mask;
     }
   return 1;
 }
 
-/* Points one global offset table entry at hidden_fopen. An entry in the
- * RELRO range is read-only once the loader is done: it is made writable for
- * the store and read-only again. */
+/* Points one global offset table entry at hidden_fopen. An entry on a
+ * read-only RELRO page is made writable for the store and read-only again;
+ * any other is writable already. */
 static int patch_slot(void **slot, const relro_t *r) {
   long pg = sysconf(_SC_PAGESIZE);
   uintptr_t page = (uintptr_t)slot & ~(uintptr_t)(pg - 1);
-  int ro = (uintptr_t)slot >= r->relro_lo && (uintptr_t)slot < r->relro_hi;
+  int ro = page >= r->ro_lo && page < r->ro_hi;
   if (ro && mprotect((void *)page, (size_t)pg, PROT_READ | PROT_WRITE) != 0) return -1;
   __atomic_store_n(slot, (void *)hidden_fopen, __ATOMIC_RELEASE);
   if (ro) mprotect((void *)page, (size_t)pg, PROT_READ);
