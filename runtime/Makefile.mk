@@ -13,7 +13,8 @@ runtime_libasr_la_SOURCES = \
 	runtime/job_connect.c \
 	runtime/ofi.c runtime/ofi.h \
 	runtime/ofi_dl.c \
-	runtime/ofi_kallsyms.c runtime/ofi_kallsyms.h
+	runtime/ofi_kallsyms.c runtime/ofi_kallsyms.h \
+	runtime/shm_names.c
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS) $(PMIX_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # libfabric is dlopened on first use (ofi_dl.c), not linked.

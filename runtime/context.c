@@ -110,6 +110,7 @@ int asr_init(int lnc) {
     goto fail;
   }
   __atomic_store_n(&asr__ctxs[lnc], ctx, __ATOMIC_RELEASE);
+  asr__shm_name_keep(lnc, &ctx->ofi);
   asr_info("svc", "lnc %d up on host %s, bootstrap port %u, provider %s", lnc, ctx->hostname, port,
            ctx->ofi.provider);
   rc = ASR_SUCCESS;
@@ -145,6 +146,7 @@ int asr_close(int lnc) {
   pthread_mutex_unlock(&ctx->task_mutex);
   pthread_join(ctx->thread, NULL);
   __atomic_store_n(&asr__ctxs[lnc], NULL, __ATOMIC_RELEASE);
+  asr__shm_name_drop(lnc); /* closing the endpoint unlinks it */
 
   /* The thread moved every comm still connecting to the error list. Close the
    * endpoint first: after that no completion can name our memory, so every

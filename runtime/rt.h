@@ -242,6 +242,11 @@ int asr__watch_pollfds(asr_ctx_t *ctx, struct pollfd *pf, int cap);
 int asr__watch_tick(asr_ctx_t *ctx, int slept);
 void asr__watch_free(asr_ctx_t *ctx);
 
+/* The shm region of each open LNC, unlinked at exit for those never closed
+ * (shm_names.c): kept by asr_init, dropped by asr_close. */
+void asr__shm_name_keep(int lnc, const asr__ofi_t *o);
+void asr__shm_name_drop(int lnc);
+
 /* Host KV participation (kv_host.c): makes sure a KV server runs for this
  * host and port (electing one when ASR_KV_SERVER=auto) and seeds "hostname". */
 int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t errlen);

@@ -29,6 +29,8 @@
  *   libfabric_init_skips_kallsyms
  *                          the first LNC's libfabric init does not read
  *                          /proc/kallsyms (ofi_kallsyms.c), unless asked to
+ *   exit_without_close_leaves_no_shm_region
+ *                          exit() with an LNC open unlinks its shm region
  * Regressions for runtime bugs these tests found:
  *   task_count_never_negative  a stashed post is counted before it can be drained
  *   connect_slow_peer      a connect waiting for a slow peer does not block the LNC
@@ -1732,4 +1734,52 @@ TEST(libfabric_init_skips_kallsyms) {
   ASSERT_MSG(got[0] < got[1] / 8,
              "asr_init read %llu bytes, with ASR_OFI_KALLSYMS=1 %llu: libfabric still reads /proc/kallsyms",
              (unsigned long long)got[0], (unsigned long long)got[1]);
+}
+
+/* =========================================================================
+ * A process that exits with an LNC still open leaves no shm region
+ * (shm_names.c)
+ * ========================================================================= */
+
+/* Whether /dev/shm holds a region of process pid (libfabric's shm names
+ * them "<pid>:<uid>:<endpoint index>"). */
+static int has_shm_region(pid_t pid) {
+  char prefix[64];
+  int n = snprintf(prefix, sizeof prefix, "%d:%u:", (int)pid, (unsigned)getuid());
+  DIR *d = opendir("/dev/shm");
+  if (!d) return 0;
+  struct dirent *e;
+  int found = 0;
+  while (!found && (e = readdir(d)) != NULL) found = strncmp(e->d_name, prefix, (size_t)n) == 0;
+  closedir(d);
+  return found;
+}
+
+/* Opens LNC 0, says so, and on the orchestrator's word returns through
+ * exit() without asr_close. */
+static void exit_open_proc(int rank, void *arg) {
+  (void)arg;
+  ASSERT_OK(asr_init(rank));
+  rt_send_u64(1, 1);
+  rt_recv_u64(1);
+  rt_leak_check();
+  fflush(NULL);
+  exit(0); /* not rt_child_exit: its _exit would skip the exit handlers */
+}
+
+TEST(exit_without_close_leaves_no_shm_region) {
+  rt_group_start(1, "shm", exit_open_proc, NULL);
+  pid_t pid = rt_g.pid[0];
+  rt_recv_u64(0);
+  ASSERT_MSG(has_shm_region(pid), "no /dev/shm region for the open LNC of process %d (the premise)",
+             (int)pid);
+  rt_send_u64(0, 1);
+  /* wait for its exit without reaping it (rt_group_finish reaps it, and
+   * removes what a dead peer left, which would hide a leak) */
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  ASSERT(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0);
+  int leaked = has_shm_region(pid);
+  rt_group_finish(10000);
+  ASSERT_MSG(!leaked, "process %d exited with LNC 0 open and left its shm region in /dev/shm", (int)pid);
 }
