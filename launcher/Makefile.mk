@@ -20,6 +20,7 @@ launcher_asrrun_SOURCES = launcher/asrrun.c launcher/launch.h \
 launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 
-launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_pmix.c launcher/asrd_ranks.c
+launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_pmix.c launcher/asrd_ranks.c \
+	launcher/asrd_shm.c launcher/asrd_shm.h
 launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(PMIX_CFLAGS) $(HWLOC_CFLAGS)
 launcher_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)

@@ -30,6 +30,7 @@
 
 #include "asr_log.h"
 #include "asrd.h"
+#include "asrd_shm.h"
 #include "job_config.h"
 
 #define LINE_MAX_BYTES 65536 /* a longer "line" is sent in pieces */
@@ -734,6 +735,8 @@ void asrd_ranks_on_fd(asrd_t *d, int fd, uint32_t events) {
 }
 
 void asrd_ranks_reap(asrd_t *d) {
+  pid_t gone[64];
+  int ngone = 0;
   for (;;) {
     int st;
     pid_t pid = waitpid(-1, &st, WNOHANG);
@@ -741,6 +744,12 @@ void asrd_ranks_reap(asrd_t *d) {
     for (int i = 0; i < d->nlocal; i++) {
       asrd_rank_t *r = &d->ranks[i];
       if (r->pid != pid || r->exited) continue;
+      /* what libfabric's shm provider may have left of it (asrd_shm.c) */
+      if (ngone == (int)(sizeof gone / sizeof gone[0])) {
+        asrd_shm_sweep(gone, ngone);
+        ngone = 0;
+      }
+      gone[ngone++] = pid;
       r->exited = 1;
       r->status = st;
       d->nalive--;
@@ -751,6 +760,7 @@ void asrd_ranks_reap(asrd_t *d) {
       close_stream(d, &r->in_fd);
     }
   }
+  asrd_shm_sweep(gone, ngone);
   report_exits(d);
 }
 

@@ -1114,6 +1114,31 @@ TEST_TIMEOUT(pairwise_demo, 90) {
   teardown();
 }
 
+/* A rank killed with SIGKILL after opening its LNC runs no exit handler and
+ * leaves libfabric's 16 MiB shm region in /dev/shm; asrd removes it once it
+ * has reaped the rank (launcher/asrd_shm.c). Rank 1 waits, in a background
+ * shell, for its region to appear, says so (the premise), and kills itself:
+ * its pid is that of the pairwise program the shell became. */
+TEST_TIMEOUT(killed_rank_leaves_no_shm_region, 60) {
+  setup();
+  job_t j;
+  const char *script = fmt(
+      "if [ \"$ASR_RANK\" = 1 ]; then r=/dev/shm/$$:$(id -u):0; (i=0; while [ ! -e $r ] && [ $i -lt 1000 ]; "
+      "do sleep 0.02; i=$((i+1)); done; [ -e $r ] && echo \"region $r seen\"; kill -9 $$) & fi; "
+      "exec '%s' -s 4096 -n 100000000",
+      bin("tests/apps/pairwise"));
+  RUN(&j, 50000, "--timeout", "40", "-x", "ASR_PROVIDER=shm", "-n", "2", "sh", "-c", script);
+  ASSERT_CODE(&j, 137);
+  const char *seen = strstr(j.out, "[1] region /dev/shm/");
+  if (!seen) JOB_FAIL(&j, "rank 1 never saw its shm region (the premise)");
+  char path[128];
+  if (sscanf(seen, "[1] region %127s seen", path) != 1) JOB_FAIL(&j, "cannot read the region's name");
+  ASSERT_MSG(access(path, F_OK) != 0, "%s is still there after the job: the killed rank's shm region leaked",
+             path);
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  teardown();
+}
+
 TEST_TIMEOUT(pmix_only_client, 80) {
   setup();
   static const int sizes[] = {1, 4, 8};
