@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "asr.h"
 #include "rt.h"
@@ -25,16 +26,22 @@
 #define NAME_MAX_LEN 64
 
 static char names[ASR_MAX_LNC][NAME_MAX_LEN]; /* "" when the LNC has none */
+static pid_t owner;                           /* the process that opened them */
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t registered = PTHREAD_ONCE_INIT;
 
 static void unlink_all(void) {
-  pthread_mutex_lock(&names_lock);
-  for (int i = 0; i < ASR_MAX_LNC; i++)
-    if (names[i][0]) {
-      shm_unlink(names[i]);
-      names[i][0] = '\0';
-    }
+  /* Best effort: a child forked while another thread held the lock would
+   * wait for it forever. */
+  if (pthread_mutex_trylock(&names_lock) != 0) return;
+  /* A child forked by the program inherits this handler and the table: its
+   * exit must not take the names of its parent's open LNCs. */
+  if (owner == getpid())
+    for (int i = 0; i < ASR_MAX_LNC; i++)
+      if (names[i][0]) {
+        shm_unlink(names[i]);
+        names[i][0] = '\0';
+      }
   pthread_mutex_unlock(&names_lock);
 }
 
@@ -62,6 +69,10 @@ void asr__shm_name_keep(int lnc, const asr__ofi_t *o) {
   if (!name) return;
   pthread_once(&registered, register_exit);
   pthread_mutex_lock(&names_lock);
+  if (owner != getpid()) { /* the first LNC of this process (a forked child's table is its parent's) */
+    memset(names, 0, sizeof names);
+    owner = getpid();
+  }
   memcpy(names[lnc], name, strlen(name) + 1); /* fits: the address did (region_name) */
   pthread_mutex_unlock(&names_lock);
 }

@@ -1755,11 +1755,20 @@ static int has_shm_region(pid_t pid) {
   return found;
 }
 
-/* Opens LNC 0, says so, and on the orchestrator's word returns through
- * exit() without asr_close. */
+/* Opens LNC 0; checks that a child it forks, exiting through exit(), leaves
+ * its region alone (the child inherits the exit handler); says so, and on
+ * the orchestrator's word returns through exit() without asr_close. */
 static void exit_open_proc(int rank, void *arg) {
   (void)arg;
   ASSERT_OK(asr_init(rank));
+  ASSERT_MSG(has_shm_region(getpid()), "no /dev/shm region for the open LNC (the premise)");
+  fflush(NULL);
+  pid_t child = fork();
+  ASSERT(child >= 0);
+  if (child == 0) exit(0);
+  int st;
+  ASSERT(waitpid(child, &st, 0) == child && WIFEXITED(st));
+  ASSERT_MSG(has_shm_region(getpid()), "a forked child's exit() unlinked its parent's open shm region");
   rt_send_u64(1, 1);
   rt_recv_u64(1);
   rt_leak_check();
