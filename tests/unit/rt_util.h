@@ -168,6 +168,27 @@ static inline void rt_leak_check(void) {
 #endif
 }
 
+/* Counts the shm provider's regions of process pid, removing them when
+ * unlink_them is set. */
+static inline int rt_shm_regions(pid_t pid, int unlink_them) {
+  char prefix[64];
+  int n = snprintf(prefix, sizeof prefix, "%d:%u:", (int)pid, (unsigned)getuid());
+  DIR *d = opendir("/dev/shm");
+  if (!d) return 0;
+  struct dirent *e;
+  int found = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, prefix, (size_t)n) != 0) continue;
+    found++;
+    if (!unlink_them) continue;
+    char path[300];
+    snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  return found;
+}
+
 /* Removes the shm provider's regions of process pid (/dev/shm/<pid>:<uid>:<n>).
  * A process killed with SIGKILL cannot unlink them, and libfabric 1.17 creates
  * a region with O_EXCL under a name made of the pid: a later process that
@@ -176,20 +197,7 @@ static inline void rt_leak_check(void) {
  * (one that failed an ASSERT or was killed leaves its regions behind) and,
  * in each peer before its first asr_init, for the peer's own pid (any region
  * with that name is stale then). */
-static inline void rt_shm_unlink_pid(pid_t pid) {
-  char prefix[64];
-  int n = snprintf(prefix, sizeof prefix, "%d:%u:", (int)pid, (unsigned)getuid());
-  DIR *d = opendir("/dev/shm");
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, prefix, (size_t)n) != 0) continue;
-    char path[300];
-    snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
-    unlink(path);
-  }
-  closedir(d);
-}
+static inline void rt_shm_unlink_pid(pid_t pid) { rt_shm_regions(pid, 1); }
 
 /* --- a group of peer processes --------------------------------------------- */
 

@@ -1741,19 +1741,8 @@ TEST(libfabric_init_skips_kallsyms) {
  * (shm_names.c)
  * ========================================================================= */
 
-/* Whether /dev/shm holds a region of process pid (libfabric's shm names
- * them "<pid>:<uid>:<endpoint index>"). */
-static int has_shm_region(pid_t pid) {
-  char prefix[64];
-  int n = snprintf(prefix, sizeof prefix, "%d:%u:", (int)pid, (unsigned)getuid());
-  DIR *d = opendir("/dev/shm");
-  if (!d) return 0;
-  struct dirent *e;
-  int found = 0;
-  while (!found && (e = readdir(d)) != NULL) found = strncmp(e->d_name, prefix, (size_t)n) == 0;
-  closedir(d);
-  return found;
-}
+/* Whether /dev/shm holds a region of process pid (rt_util.h). */
+static int has_shm_region(pid_t pid) { return rt_shm_regions(pid, 0) > 0; }
 
 /* Opens LNC 0; checks that a child it forks, exiting through exit(), leaves
  * its region alone (the child inherits the exit handler); says so, and on
