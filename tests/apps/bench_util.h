@@ -57,12 +57,16 @@ static inline uint64_t bench_bw_stamp(int i, int k, size_t size) {
 }
 
 /* How many windows the bandwidth of a size is timed over: enough to move
- * 256 MiB, between 5 and 2000 windows (a few hundred milliseconds at most
- * here; a 1-byte size then still times 2000 x WINDOW messages, not the few
- * milliseconds that made its figure swing from run to run). */
+ * 256 MiB, between 5 and 16384 windows. Up to 256 B that is the cap, about
+ * a million messages at a window of 64 (shm: a fifth of a second here;
+ * tcp;ofi_rxm: about five seconds at 1 B). The cap was 2000 windows, 36 ms
+ * of shm traffic at 4 B, where one preemption of a rank counts. Longer runs
+ * do not remove this VM's own swings (raw libfabric's 4 B figure moved
+ * between 15 and 31 MB/s from one 30000-window run to the next): that is
+ * what ofi_bench.sh's repeated, interleaved runs and paired ratios are for. */
 static inline int bench_bw_windows(size_t size, int w) {
-  size_t per = size * (size_t)w, n = per ? ((size_t)256 << 20) / per : 2000;
-  return n < 5 ? 5 : n > 2000 ? 2000 : (int)n;
+  size_t per = size * (size_t)w, n = per ? ((size_t)256 << 20) / per : 16384;
+  return n < 5 ? 5 : n > 16384 ? 16384 : (int)n;
 }
 
 #endif /* ASR_BENCH_UTIL_H */

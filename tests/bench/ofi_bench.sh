@@ -15,7 +15,11 @@
 #   latency (us)    one-way, SIZE = 1 B .. 4 MiB (LAT_SIZES).
 #                   asr: tests/apps/pingpong -m lat -s SIZE -S SIZE (round
 #                   trip / 2; pingpong and ofi_raw warm up with up to 1000
-#                   untimed round trips first).
+#                   untimed round trips first). All three tools time the
+#                   same number of round trips per size, fi_pingpong's (below):
+#                   pingpong and ofi_raw used to time a tenth of it, 5000 round
+#                   trips, 3 ms at 1 B on shm, where one preemption of the
+#                   2-CPU VM moved a figure by a third.
 #                   raw: fi_pingpong -e rdm -m tagged -S SIZE -I N, one run per
 #                   size (-S all would also run the 1.5x sizes, with one -I for
 #                   all of them), N = 10*ITERS below 64 KiB, ITERS below 1 MiB,
@@ -37,12 +41,13 @@
 #                   tests/bench/ofi_raw -m bw -w 64 (one run per size, as
 #                   pingpong -m bw), the same loop on
 #                   fi_tsend/fi_trecv with libasr's endpoint settings. Both
-#                   time enough windows to move 256 MiB (5 to 2000 windows).
+#                   time enough windows to move 256 MiB (5 to 16384 windows:
+#                   tests/apps/bench_util.h, bench_bw_windows).
 #   rate (msgs/s)   8-byte messages, 128 in flight, 1-byte ack per window.
 #                   asr: tests/bench/asr_bench -m rate -w 128 -n RATE_ITERS
 #                   (pingpong's -w stops at 120); raw: ofi_raw -m rate -r 128
-#                   -N RATE_ITERS: RATE_ITERS windows each (default 2000, about
-#                   a quarter million messages: shm's rate swings from run to
+#                   -N RATE_ITERS: RATE_ITERS windows each (default 10000,
+#                   about 1.3 million messages: shm's rate swings from run to
 #                   run, and a short run catches one swing).
 # and MESH_REPS times the time to connect a full mesh of 16 and 64 LNC ranks
 # (MESH_SIZES), MESH_LNCS LNCs per process (default 4: 16 ranks = 4
@@ -65,9 +70,10 @@
 # checks inside the timed loop). The script exits non-zero if any run
 # fails, times out or reports a wrong payload.
 #
-# Knobs (environment): PIN (1: see below; 0: unpinned), PROVIDERS ("shm tcp;ofi_rxm"), REPS (3), MESH_REPS (3),
-# MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (5000: pingpong/ofi_raw -n, which
-# use a tenth, at least 10, from 1 MiB; fi_pingpong -I as above), RATE_ITERS (2000),
+# Knobs (environment): PIN (1: see below; 0: unpinned), PROVIDERS ("shm tcp;ofi_rxm"), REPS (5), MESH_REPS (3),
+# MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (5000: round trips per latency
+# size are 10 x ITERS below 64 KiB, ITERS below 1 MiB, a tenth of it (at least
+# 10) above, for all three tools), RATE_ITERS (10000),
 # LAT_SIZES (powers of 4 from 1 to 4 MiB), BW_SIZES (same), KEEP=1 keeps the
 # work directory (logs, per-run figures) and prints its path.
 #
@@ -89,12 +95,12 @@ if [ -z "$BUILD" ] || [ ! -d "$BUILD" ]; then
 fi
 BUILD=$(cd "$BUILD" && pwd)
 PROVIDERS=${PROVIDERS:-"shm tcp;ofi_rxm"}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 MESH_REPS=${MESH_REPS:-3}
 MESH_SIZES=${MESH_SIZES:-"16 64"}
 MESH_LNCS=${MESH_LNCS:-4}
 ITERS=${ITERS:-5000}
-RATE_ITERS=${RATE_ITERS:-2000}
+RATE_ITERS=${RATE_ITERS:-10000}
 P4="1 4 16 64 256 1024 4096 16384 65536 262144 1048576 4194304"
 LAT_SIZES=${LAT_SIZES:-$P4}
 BW_SIZES=${BW_SIZES:-$P4}
@@ -251,6 +257,10 @@ fpp_iters() { # fi_pingpong's own historic size_to_count, scaled by ITERS/1000
   if [ "$1" -lt 65536 ]; then echo $((ITERS * 10)); else n_for "$1"; fi
 }
 
+# pingpong's and ofi_raw's -n for a latency size: they take a tenth of it
+# themselves from 1 MiB (bench_lat_rounds), so they time fi_pingpong's count.
+lat_n() { if [ "$1" -lt 65536 ]; then echo $((ITERS * 10)); else echo "$ITERS"; fi; }
+
 run_fi_pingpong() { # provider tag size
   local prov=$1 tag=$2 size=$3 port n dom=() log out
   n=$(fpp_iters "$size")
@@ -287,7 +297,7 @@ run_fi_pingpong() { # provider tag size
 run_ofi_raw() { # provider tag mode(lat|bw|rate) [size]
   local out=$WORK/raw_$1.$RANDOM.out sz=()
   [ -n "${4:-}" ] && sz=(-s "$4" -S "$4")
-  if ! run timeout -k 5 300 "$OFI_RAW" -p "$1" -m "$3" "${sz[@]}" -n "$ITERS" -w 64 -r 128 -N "$RATE_ITERS" >"$out" 2>&1; then
+  if ! run timeout -k 5 300 "$OFI_RAW" -p "$1" -m "$3" "${sz[@]}" -n "$(lat_n "${4:-1}")" -w 64 -r 128 -N "$RATE_ITERS" >"$out" 2>&1; then
     fail "ofi_raw ($1, $3 ${4:-})" "$out"
     return
   fi
@@ -300,9 +310,9 @@ run_asr_pingpong() { # provider tag mode(lat|bw) size
   local port out=$WORK/pp_$2.$RANDOM.out err
   port=$(free_port) || { fail "no free port"; return; }
   err=$out.r1
-  bg "${PIN1[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 1 -p 0 -r 1 -m "$3" -s "$4" -S "$4" -n "$ITERS" -w 64 >"$err" 2>&1
+  bg "${PIN1[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 1 -p 0 -r 1 -m "$3" -s "$4" -S "$4" -n "$(lat_n "$4")" -w 64 >"$err" 2>&1
   local r1=$BG
-  run "${PIN0[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 0 -p 1 -r 0 -m "$3" -s "$4" -S "$4" -n "$ITERS" -w 64 >"$out" 2>"$out.r0"
+  run "${PIN0[@]}" env ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$port" timeout -k 5 300 "$PINGPONG" -l 0 -p 1 -r 0 -m "$3" -s "$4" -S "$4" -n "$(lat_n "$4")" -w 64 >"$out" 2>"$out.r0"
   local st0=$?
   reap "$r1"
   local st1=$?
