@@ -51,6 +51,8 @@ struct asr_kv_req {
   char server[32]; /* "ip:port" */
   asr_kv_get_cb cb;
   void *cb_arg;
+  asr_kv_fd_cb fd_cb; /* told of every socket opened and closed (asr_kv_req_watch_fd) */
+  void *fd_arg;
   uint8_t key[ASR_KV_KEY_MAX];
   size_t klen;
   uint8_t out[ASR_KV_FRAME_LEN]; /* the request frame, re-sent on retry */
@@ -77,8 +79,18 @@ static void set_state(asr_kv_req_t *r, asr_kv_req_state_t s) {
 }
 
 static void close_fd(asr_kv_req_t *r) {
-  if (r->fd >= 0) close(r->fd);
+  if (r->fd >= 0) {
+    if (r->fd_cb) r->fd_cb(r->fd_arg, r->fd, 0);
+    close(r->fd);
+  }
   r->fd = -1;
+}
+
+void asr_kv_req_watch_fd(asr_kv_req_t *r, asr_kv_fd_cb cb, void *arg) {
+  if (!r) return;
+  r->fd_cb = cb;
+  r->fd_arg = arg;
+  if (cb && r->fd >= 0) cb(arg, r->fd, 1);
 }
 
 static void fail(asr_kv_req_t *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -241,6 +253,7 @@ static void step_init(asr_kv_req_t *r, int *made) {
     return;
   }
   r->fd = fd;
+  if (r->fd_cb) r->fd_cb(r->fd_arg, fd, 1);
   r->sent = 0;
   r->received = 0;
   *made = 1;
@@ -452,7 +465,10 @@ void asr_kv_req_wait(asr_kv_req_t *r, int max_ms) {
 }
 
 int asr_kv_req_pollfd(const asr_kv_req_t *r, struct pollfd *pfd) {
-  uint64_t now = asr_time_ms();
+  return asr_kv_req_pollfd_at(r, asr_time_ms(), pfd);
+}
+
+int asr_kv_req_pollfd_at(const asr_kv_req_t *r, uint64_t now, struct pollfd *pfd) {
   pfd->fd = -1;
   pfd->events = 0;
   pfd->revents = 0;

@@ -71,6 +71,9 @@ void asr_kv_req_wait(asr_kv_req_t *r, int max_ms);
  * only; a return of 0 means progress is possible now. */
 struct pollfd;
 int asr_kv_req_pollfd(const asr_kv_req_t *r, struct pollfd *pfd);
+/* The same with the clock read by the caller (now_ms: asr_time_ms()), for a
+ * caller that asks about many requests at once. */
+int asr_kv_req_pollfd_at(const asr_kv_req_t *r, uint64_t now_ms, struct pollfd *pfd);
 
 asr_kv_req_state_t asr_kv_req_state(const asr_kv_req_t *r);
 const char *asr_kv_req_state_name(asr_kv_req_state_t s);
@@ -80,6 +83,19 @@ const char *asr_kv_req_error(const asr_kv_req_t *r);
 
 /* How many times the request went back to INIT or re-sent (for tests). */
 unsigned asr_kv_req_retries(const asr_kv_req_t *r);
+
+/* Called with the socket r has just opened (open = 1), and with the socket it
+ * is about to close (open = 0): a request opens one per attempt, and closes it
+ * when it ends, fails, retries from scratch or is freed. A caller that keeps
+ * r's sockets in an epoll set drops each one here, before its close, so that
+ * a socket number the kernel hands out again is never mistaken for it, and no
+ * registration outlives the socket (a forked child's copy of it would keep
+ * it alive in the set). */
+typedef void (*asr_kv_fd_cb)(void *arg, int fd, int open);
+
+/* Sets r's socket callback (NULL: none, the default). A socket r already has
+ * is reported at once, as opened. */
+void asr_kv_req_watch_fd(asr_kv_req_t *r, asr_kv_fd_cb cb, void *arg);
 
 /* Closes the socket (if any) and frees r. NULL is ignored. */
 void asr_kv_req_free(asr_kv_req_t *r);

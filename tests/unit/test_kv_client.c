@@ -3,6 +3,7 @@
  * and real processes. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -842,5 +843,92 @@ TEST_TIMEOUT(server_restart_mid_request, 20) {
   asr_kv_req_free(r);
   asr_kv_server_stats(b, &st);
   ASSERT_EQ(st.accepted, 2); /* the SET and the GET's new connection */
+  asr_kv_server_free(b);
+}
+
+/* --- socket reports (asr_kv_req_watch_fd) ----------------------------------- */
+
+typedef struct {
+  int n, opens, closes, bad;
+  int open_fd;   /* the socket reported open and not yet closed, or -1 */
+  char why[200]; /* the first broken rule */
+} fdlog_t;
+
+static void fdlog_cb(void *arg, int fd, int open) {
+  fdlog_t *l = arg;
+  l->n++;
+  const char *bad = NULL;
+  if (fcntl(fd, F_GETFD) < 0)
+    bad = open ? "a socket reported open is not open" : "a socket reported closing was already closed";
+  else if (open && l->open_fd >= 0)
+    bad = "a second socket reported open before the first was closed";
+  else if (!open && l->open_fd != fd)
+    bad = "a close reported for a socket that was not the open one";
+  if (bad && !l->bad++)
+    snprintf(l->why, sizeof l->why, "report %d (fd %d, %s): %s", l->n, fd, open ? "open" : "close", bad);
+  if (open) {
+    l->opens++;
+    l->open_fd = fd;
+  } else {
+    l->closes++;
+    l->open_fd = -1;
+  }
+}
+
+/* Every socket a request opens is reported once opened and once before it is
+ * closed -- across a retry from scratch (the server went away and came back)
+ * and at the end -- and a socket already open when the callback is set is
+ * reported at once. The runtime keeps these sockets in an epoll set on the
+ * strength of that (runtime/context.c, sync_kv). */
+TEST_TIMEOUT(fd_watch_reports_every_socket, 20) {
+  clean_env();
+  asr_kv_server_t *a = server_thread(0, NULL);
+  uint16_t port = asr_kv_server_port(a);
+  fdlog_t log = {.open_fd = -1};
+  capture_t cap = {0};
+  asr_kv_req_t *r;
+  ASSERT_OK(asr_kv_get_start(IP, port, "later", 5, ASR_KV_VTYPE_BINARY, 1, capture_cb, &cap, NULL, &r));
+  asr_kv_req_watch_fd(r, fdlog_cb, &log);
+  ASSERT_EQ(log.n, 0); /* nothing is opened before the first progress */
+  int done = 0, made = 0;
+  uint64_t end = asr_time_ms() + 5000;
+  while (asr_kv_req_retries(r) < 1 && asr_time_ms() < end) {
+    ASSERT_OK(asr_kv_progress(r, &done, &made));
+    if (!made) asr_kv_req_wait(r, 5);
+  }
+  ASSERT_EQ(log.opens, 1); /* NOT_FOUND is asked again on the same connection */
+  ASSERT_EQ(log.closes, 0);
+  asr_kv_server_free(a);
+  end = asr_time_ms() + 5000;
+  while (log.closes < 1 && asr_time_ms() < end) {
+    ASSERT_OK(asr_kv_progress(r, &done, &made));
+    if (!made) asr_kv_req_wait(r, 5);
+  }
+  ASSERT_MSG(log.closes >= 1, "the dropped connection's socket was never reported closed");
+  asr_kv_server_t *b = server_thread(port, NULL);
+  ASSERT_OK(asr_kv_set(IP, port, "later", 5, "v", 1, ASR_KV_VTYPE_BINARY, NULL, NULL, 0));
+  int rc = drive(r, 5000, &done);
+  ASSERT(done);
+  ASSERT_MSG(rc == 0, "%s: %s", asr_test_errname(rc), asr_kv_req_error(r));
+  ASSERT_EQ(cap.calls, 1);
+  asr_kv_req_free(r);
+  ASSERT_MSG(!log.bad, "%s", log.why);
+  ASSERT(log.opens >= 2); /* the first connection and the one to B at least */
+  ASSERT_EQ(log.opens, log.closes);
+  ASSERT_EQ(log.open_fd, -1);
+
+  /* Set on a request whose socket is already open: reported at once. */
+  fdlog_t late = {.open_fd = -1};
+  ASSERT_OK(asr_kv_get_start(IP, port, "later", 5, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, &r));
+  ASSERT_OK(asr_kv_progress(r, &done, &made)); /* INIT: the socket opens */
+  ASSERT(!done);
+  asr_kv_req_watch_fd(r, fdlog_cb, &late);
+  ASSERT_EQ(late.opens, 1);
+  ASSERT(late.open_fd >= 0);
+  rc = drive(r, 5000, &done);
+  ASSERT(done && rc == 0);
+  asr_kv_req_free(r);
+  ASSERT_MSG(!late.bad, "%s", late.why);
+  ASSERT_EQ(late.closes, 1);
   asr_kv_server_free(b);
 }
