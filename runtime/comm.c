@@ -39,6 +39,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   snprintf(c->peer_ip, sizeof c->peer_ip, "%s", peer_ip);
   atomic_init(&c->status, ASR_COMM_START_INIT);
   c->watch = -1;
+  c->kv_open_fd = c->kv_fd = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
   pthread_mutex_init(&c->mr_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */

@@ -111,6 +111,7 @@ static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   int rc = asr_kv_get_start(c->peer_ip, ctx->port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1, send_cb, c, NULL,
                             &c->kv_req);
   if (rc) return fail(c, "cannot start the handle GET: %s", asr_strerror(rc));
+  asr__comm_kv_watch(c);
   return 0;
 }
 
@@ -189,8 +190,10 @@ static int start_handle_set(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
     return ASR_EINVAL;
   c->kv_epoch = asr__kv_host_epoch();
-  return asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
-                          ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
+  int rc = asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
+                            ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
+  if (rc == 0) asr__comm_kv_watch(c);
+  return rc;
 }
 
 /* Beyond the seed: a RECV comm waiting for its sender publishes its handle
@@ -228,6 +231,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       int rc = asr_kv_get_start(c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
                                 ASR_KV_VTYPE_TEXT, 1, recv_cb, c, NULL, &c->kv_req);
       if (rc) return fail(c, "cannot start the hostname GET: %s", asr_strerror(rc));
+      asr__comm_kv_watch(c);
       asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
       return 1;
     }

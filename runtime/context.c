@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,10 +101,13 @@ int asr_init(int lnc) {
   pthread_mutex_init(&ctx->task_mutex, NULL);
   pthread_cond_init(&ctx->task_cv, NULL);
   ctx->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ctx->epfd = epoll_create1(EPOLL_CLOEXEC); /* without it every pending comm is stepped every tick */
   pthread_cond_init(&ctx->detach_cv, NULL);
   pthread_mutex_init(&ctx->comms_mutex, NULL);
   if (pthread_create(&ctx->thread, NULL, asr__svc_main, ctx) != 0) {
     asr_error("svc", "asr_init(lnc %d): cannot start the service thread", lnc);
+    if (ctx->wakefd >= 0) close(ctx->wakefd);
+    if (ctx->epfd >= 0) close(ctx->epfd);
     asr__ofi_mr_dereg(ctx->flush_mr);
     asr__ofi_close(&ctx->ofi);
     asr__kv_host_leave();
@@ -161,6 +165,7 @@ int asr_close(int lnc) {
   asr__watch_free(ctx);
   pthread_cond_destroy(&ctx->task_cv);
   if (ctx->wakefd >= 0) close(ctx->wakefd);
+  if (ctx->epfd >= 0) close(ctx->epfd);
   pthread_cond_destroy(&ctx->detach_cv);
   pthread_mutex_destroy(&ctx->task_mutex);
   pthread_mutex_destroy(&ctx->comms_mutex);
@@ -249,38 +254,82 @@ found:
     ctx->task_n -= (int)(t - h);
     pthread_mutex_unlock(&ctx->task_mutex);
     atomic_store(&c->stash_head, t);
+    atomic_fetch_sub(&ctx->stashed, (unsigned)(t - h));
   }
   atomic_store(&c->detached, 1);
 }
 
-/* Which queue heads waiting on a KV request can move now: one poll() over
- * their sockets (timeout 0) instead of a recv() per head and tick that would
- * mostly say EAGAIN -- with a 64-rank mesh (16 processes x 4 LNCs on 2 CPUs)
- * those calls kept every service thread spinning, and connecting took 38 s.
- * A head not waiting on a KV request (a connect or accept, or a retry) is
- * stepped once its retry_at_ms is due. Heads beyond the first 256 sockets
- * are stepped anyway. */
+/* The pending comms' KV sockets live in an epoll set (ctx->epfd), each
+ * registered for what its request waits on, so that neither finding the
+ * heads that can move nor sleeping until one can costs a pass of the kernel
+ * over every socket: with a 64-rank mesh (16 processes x 4 LNCs on 2 CPUs,
+ * about 126 requests in flight per LNC) the poll() calls that did both were
+ * half of every service thread's time. A socket leaves the set before its
+ * request closes it (asr__comm_kv_fd), so a socket number reused for another
+ * never inherits a registration. */
+
+static void kv_unregister(asr_ctx_t *ctx, struct asr_comm *c) {
+  if (c->kv_fd < 0) return;
+  epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, c->kv_fd, NULL);
+  c->kv_fd = -1;
+  ctx->nkv--;
+}
+
+/* kv_client's socket callback (asr_kv_req_watch_fd). */
+static void comm_kv_fd(void *arg, int fd, int open) {
+  struct asr_comm *c = arg;
+  if (open) {
+    c->kv_open_fd = fd;
+    return;
+  }
+  if (c->kv_fd == fd) kv_unregister(c->ctx, c);
+  if (c->kv_open_fd == fd) c->kv_open_fd = -1;
+}
+
+void asr__comm_kv_watch(struct asr_comm *c) { asr_kv_req_watch_fd(c->kv_req, comm_kv_fd, c); }
+
+/* Brings a queue head's registration in line with what it waits on. Returns
+ * 0 when it can move now without a socket event (no KV request and its
+ * retry_at_ms is due, a request whose timer is due, or a socket the set
+ * cannot watch), else the milliseconds until its timer, or -1 when only
+ * its socket can make it move. */
+static int sync_kv(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
+  if (!c->kv_req)
+    return c->retry_at_ms > now ? (int)(c->retry_at_ms - now < 50 ? c->retry_at_ms - now : 50) : 0;
+  struct pollfd one;
+  int t = asr_kv_req_pollfd_at(c->kv_req, now, &one);
+  if (t == 0) return 0;
+  if (one.fd < 0) { /* a backoff: its timer only */
+    kv_unregister(ctx, c);
+    return t;
+  }
+  if (ctx->epfd < 0 || one.fd != c->kv_open_fd) return 0;
+  uint32_t ev = (one.events & POLLIN ? EPOLLIN : 0) | (one.events & POLLOUT ? EPOLLOUT : 0);
+  if (c->kv_fd == one.fd && c->kv_ev == ev) return t;
+  struct epoll_event e = {.events = ev, .data.ptr = c};
+  if (c->kv_fd == one.fd) {
+    if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, one.fd, &e) != 0) return 0;
+  } else {
+    kv_unregister(ctx, c);
+    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, one.fd, &e) != 0) return 0;
+    c->kv_fd = one.fd;
+    ctx->nkv++;
+  }
+  c->kv_ev = ev;
+  return t;
+}
+
+/* Which queue heads can move this tick: those sync_kv says can, and those
+ * whose socket is ready (one epoll_wait, no timeout). */
 static void mark_ready(asr_ctx_t *ctx) {
-  struct pollfd pf[256];
-  struct asr_comm *who[256];
-  int n = 0;
   uint64_t now = asr_time_ms();
   for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
-      struct asr_comm *c = q->head;
-      if (!c) continue;
-      c->kv_ready = c->kv_req || c->retry_at_ms <= now;
-      if (!c->kv_req || n == 256) continue;
-      struct pollfd one;
-      if (asr_kv_req_pollfd(c->kv_req, &one) == 0) continue; /* due now */
-      c->kv_ready = 0;
-      if (one.fd < 0) continue; /* its timer is not due */
-      pf[n] = one;
-      who[n++] = c;
-    }
-  if (n == 0 || poll(pf, (nfds_t)n, 0) <= 0) return;
-  for (int i = 0; i < n; i++)
-    if (pf[i].revents) who[i]->kv_ready = 1;
+    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next)
+      if (q->head) q->head->kv_ready = sync_kv(ctx, q->head, now) == 0;
+  if (ctx->nkv == 0) return;
+  struct epoll_event ev[256];
+  int n = epoll_wait(ctx->epfd, ev, 256, 0);
+  for (int i = 0; i < n; i++) ((struct asr_comm *)ev[i].data.ptr)->kv_ready = 1;
 }
 
 /* async_sr_connect_comms: one step for the head of every peer queue that
@@ -316,6 +365,9 @@ static int connect_comms(asr_ctx_t *ctx, int dir) {
 static int post_sendrecv_tasks(asr_ctx_t *ctx) {
   int progressed = 0;
   ctx->queue_full = 0;
+  /* Nothing stashed (the usual case): no walk over every connected comm. A
+   * request stashed after this look wakes the thread for another tick. */
+  if (atomic_load(&ctx->stashed) == 0) return 0;
   pthread_mutex_lock(&ctx->comms_mutex);
   progressed |= asr__drain_stashes(ctx, ASR_SEND_COMM);
   progressed |= asr__drain_stashes(ctx, ASR_RECV_COMM);
@@ -330,33 +382,20 @@ void asr__ctx_wake(asr_ctx_t *ctx) {
   (void)!write(ctx->wakefd, &one, sizeof one);
 }
 
-/* How long an idle tick may sleep, and on which sockets: every pending comm
- * waiting on a KV request contributes that request's fd and timer
- * (asr_kv_req_pollfd); a comm waiting on anything else (an accept or a
- * connect, which only a CQ read completes, or a retry) bounds the sleep by
- * its retry_at_ms (connect.c: wait_a_little). Up to 256 sockets; with more,
- * the sleep is 1 ms. */
-static int idle_pollset(asr_ctx_t *ctx, struct pollfd *pf, int cap, int *np) {
+/* How long an idle tick may sleep: until the first timer of a queue head
+ * (sync_kv; at most 50 ms), or, when a head can move now, not at all. Its
+ * sockets wake the thread through the epoll set (wait_for_work). */
+static int idle_timeout(asr_ctx_t *ctx) {
   int tmo = 50;
   uint64_t now = asr_time_ms();
   for (int dir = 0; dir < 2; dir++)
     for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
-      struct asr_comm *c = q->head;
-      if (!c) continue;
-      if (!c->kv_req) {
-        int t = c->retry_at_ms > now ? (int)(c->retry_at_ms - now) : 1;
-        if (t < tmo) tmo = t;
-        continue;
-      }
-      struct pollfd one;
-      int t = asr_kv_req_pollfd(c->kv_req, &one);
+      if (!q->head) continue;
+      int t = sync_kv(ctx, q->head, now);
+      /* due now without a KV request: a retry_at_ms just reached; sleep 1 ms
+       * rather than spin (as the connect machine's waits always did) */
+      if (t == 0 && !q->head->kv_req) t = 1;
       if (t >= 0 && t < tmo) tmo = t;
-      if (one.fd >= 0) {
-        if (*np < cap)
-          pf[(*np)++] = one;
-        else
-          tmo = 1;
-      }
     }
   return tmo;
 }
@@ -369,18 +408,26 @@ static int wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
   if (ctx->shutdown || ctx->nclosing || ctx->ring_head != ctx->ring_tail || ctx->gen != seen_gen) return 0;
   int block = ctx->task_n == 0;
   if (!block && !idle_tick) return 0;
-  struct pollfd pf[1 + 256 + 64];
+  struct pollfd pf[2 + 64];
   int np = 1, tmo = -1;
   pf[0] = (struct pollfd){.fd = ctx->wakefd, .events = POLLIN};
-  if (!block) tmo = idle_pollset(ctx, pf, 1 + 256, &np);
+  if (!block) {
+    tmo = idle_timeout(ctx);
+    if (ctx->nkv > 0) pf[np++] = (struct pollfd){.fd = ctx->epfd, .events = POLLIN};
+  }
   if (!block && ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
   /* Up to 64 pidfds in the set; with more peers than that, look at them all
    * every 100 ms (asr__watch_tick after the sleep). */
+  int wfirst = np;
   np += asr__watch_pollfds(ctx, pf + np, 64);
   if (ctx->nwatch_live > 64 && (tmo < 0 || tmo > 100)) tmo = 100;
   ctx->sleeping = 1;
   pthread_mutex_unlock(&ctx->task_mutex);
-  if (tmo != 0) poll(pf, (nfds_t)np, tmo);
+  /* The pidfds were in the set: unless one of them fired (or some were left
+   * out), the check after the sleep (asr__watch_tick) has nothing to find. */
+  ctx->watch_fired = tmo == 0 || ctx->nwatch_live > 64;
+  if (tmo != 0 && poll(pf, (nfds_t)np, tmo) > 0)
+    for (int i = wfirst; i < np; i++) ctx->watch_fired |= pf[i].revents != 0;
   uint64_t v;
   (void)!read(ctx->wakefd, &v, sizeof v);
   pthread_mutex_lock(&ctx->task_mutex);
@@ -422,7 +469,7 @@ void *asr__svc_main(void *arg) {
     progressed |= connect_comms(ctx, ASR_SEND_COMM);
     progressed |= connect_comms(ctx, ASR_RECV_COMM);
     progressed |= post_sendrecv_tasks(ctx);
-    progressed |= asr__watch_tick(ctx, slept);
+    progressed |= asr__watch_tick(ctx, slept && ctx->watch_fired);
     idle = !progressed;
   }
   /* SHUTDOWN: comms still connecting go to the error list. */

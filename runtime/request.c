@@ -142,6 +142,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   comm->stash_ticket[tail % ASR_RING] = atomic_fetch_add(&ctx->stash_tickets, 1);
   atomic_store(&comm->stash_tail, tail + 1);
   pthread_mutex_unlock(&comm->stash_mutex);
+  atomic_fetch_add(&ctx->stashed, 1);
   pthread_mutex_lock(&ctx->task_mutex);
   asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task_mutex);
@@ -189,6 +190,7 @@ static int drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms) {
   }
   /* Advance only after the post: an empty ring means "everything stashed is posted". */
   atomic_store(&c->stash_head, head + 1);
+  atomic_fetch_sub(&ctx->stashed, 1);
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->task_n--;
   pthread_mutex_unlock(&ctx->task_mutex);

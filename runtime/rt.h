@@ -85,6 +85,9 @@ struct asr_comm {
   uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on -FI_EAGAIN after this */
   uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about -FI_EAGAIN after this */
   int kv_ready;                 /* this tick, the comm can move (context.c: mark_ready) */
+  int kv_open_fd;               /* kv_req's open socket, as it reported it (asr__comm_kv_fd), or -1 */
+  int kv_fd;                    /* that socket as registered in ctx->epfd, or -1 */
+  uint32_t kv_ev;               /* the events kv_fd is registered for */
   unsigned wait_ms;             /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
   unsigned kv_epoch;            /* RECV: asr__kv_host_epoch() when the handle was published */
 
@@ -158,6 +161,7 @@ typedef struct asr_ctx {
   int task_n;
   int shutdown;
   int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
+  _Atomic unsigned stashed;        /* requests stashed and not yet drained, over all comms */
   _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
   uint64_t drain_pass;             /* service thread: numbers asr__drain_stashes's passes */
   struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
@@ -168,6 +172,8 @@ typedef struct asr_ctx {
 
   /* owned by the service thread */
   asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
+  int epfd;                /* epoll set of the pending comms' KV sockets (context.c: sync_kv) */
+  int nkv;                 /* sockets registered in it */
 
   pthread_mutex_t comms_mutex; /* guards connected/error lists */
   struct asr_comm *connected;
@@ -178,6 +184,7 @@ typedef struct asr_ctx {
   asr_watch_t *watch;
   int nwatch, capwatch, nwatch_live;
   uint64_t watch_checked_ms;
+  int watch_fired; /* the last sleep's poll saw a pidfd fire, or could not tell (context.c) */
 
   asr__ofi_op_t flush_op;
   uint8_t flush_buf[4];
@@ -197,6 +204,10 @@ static inline asr_ctx_t *asr__ctx_get(int lnc) {
 
 /* Wakes the service thread; call with task_mutex held after adding work. */
 void asr__ctx_wake(asr_ctx_t *ctx);
+
+/* Watches the socket of c's new KV request (c->kv_req): every KV request a
+ * comm starts is handed to this right away (connect.c). */
+void asr__comm_kv_watch(struct asr_comm *c);
 
 /* Service thread entry (context.c). */
 void *asr__svc_main(void *arg);
