@@ -14,6 +14,15 @@
  * creation order); the RECV side writes it into its handle and the SEND side
  * accepts only the handle carrying its own ordinal, asking again otherwise.
  * Same-peer comms are also connected one after the other (peer queues, FIFO).
+ *
+ * Also beyond the seed: a peer IP's "hostname" is asked of its KV server once
+ * per context. The first RECV comm that needs it asks; others that need it
+ * meanwhile wait in START_INIT (looking again every millisecond) and then
+ * take the answer from the context (ctx->hosts), still passing through
+ * WAIT_FOR_HOSTNAME. A host's name does not change while the job runs, and
+ * in a full mesh these GETs, all started in the same tick, were a third of
+ * every KV connection made. If the asking comm fails or is closed, the next
+ * comm that needs the name asks.
  */
 #include "config.h"
 
@@ -54,6 +63,7 @@ static int fail(struct asr_comm *c, const char *fmt, ...) {
     asr_kv_req_free(c->kv_req);
     c->kv_req = NULL;
   }
+  asr__peer_host_forget(c->ctx, c);
   asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
   return 1;
 }
@@ -223,10 +233,50 @@ static void republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
   *made = 1;
 }
 
+static asr_peer_host_t *peer_host_find(asr_ctx_t *ctx, const char *ip) {
+  for (int i = 0; i < ctx->nhosts; i++)
+    if (strcmp(ctx->hosts[i].ip, ip) == 0) return &ctx->hosts[i];
+  return NULL;
+}
+
+/* ip's entry, made when missing; NULL without memory (then every comm asks). */
+static asr_peer_host_t *peer_host_get(asr_ctx_t *ctx, const char *ip) {
+  asr_peer_host_t *h = peer_host_find(ctx, ip);
+  if (h) return h;
+  if (ctx->nhosts == ctx->caphosts) {
+    int cap = ctx->caphosts ? ctx->caphosts * 2 : 8;
+    h = realloc(ctx->hosts, (size_t)cap * sizeof *h);
+    if (!h) return NULL;
+    ctx->hosts = h;
+    ctx->caphosts = cap;
+  }
+  h = &ctx->hosts[ctx->nhosts++];
+  memset(h, 0, sizeof *h);
+  snprintf(h->ip, sizeof h->ip, "%s", ip);
+  return h;
+}
+
+void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c) {
+  for (int i = 0; i < ctx->nhosts; i++)
+    if (ctx->hosts[i].owner == c) ctx->hosts[i].owner = NULL;
+}
+
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
   int made = 0;
   switch (atomic_load(&c->status)) {
     case ASR_COMM_START_INIT: {
+      asr_peer_host_t *h = peer_host_get(ctx, c->peer_ip);
+      if (h && h->known) {
+        memcpy(c->peer_hostname, h->name, ASR_KV_HOSTNAME_LEN);
+        c->hostname_len = ASR_KV_HOSTNAME_LEN;
+        asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
+        return 1;
+      }
+      if (h && h->owner && h->owner != c) { /* another comm is asking */
+        c->retry_at_ms = asr_time_ms() + 1;
+        return 0;
+      }
+      if (h) h->owner = c;
       c->hostname_len = 0;
       int rc = asr_kv_get_start(c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
                                 ASR_KV_VTYPE_TEXT, 1, recv_cb, c, NULL, &c->kv_req);
@@ -236,12 +286,20 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     case ASR_COMM_WAIT_FOR_HOSTNAME: {
-      int r = pump_kv(c, &made);
-      if (r <= 0) return made || r < 0;
+      if (c->kv_req) { /* else the name was known (START_INIT) */
+        int r = pump_kv(c, &made);
+        if (r <= 0) return made || r < 0;
+      }
       if (c->hostname_len != ASR_KV_HOSTNAME_LEN)
         return fail(c, "\"hostname\" on %s is %d bytes, expected %d", c->peer_ip, c->hostname_len,
                     ASR_KV_HOSTNAME_LEN);
       c->peer_hostname[ASR_KV_HOSTNAME_LEN - 1] = '\0';
+      asr_peer_host_t *h = peer_host_get(ctx, c->peer_ip);
+      if (h && !h->known) {
+        memcpy(h->name, c->peer_hostname, ASR_KV_HOSTNAME_LEN);
+        h->known = 1;
+        h->owner = NULL;
+      }
       asr__comm_set_status(c, ASR_COMM_LISTEN);
       return 1;
     }

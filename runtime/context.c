@@ -166,6 +166,7 @@ int asr_close(int lnc) {
   pthread_cond_destroy(&ctx->task_cv);
   if (ctx->wakefd >= 0) close(ctx->wakefd);
   if (ctx->epfd >= 0) close(ctx->epfd);
+  free(ctx->hosts);
   pthread_cond_destroy(&ctx->detach_cv);
   pthread_mutex_destroy(&ctx->task_mutex);
   pthread_mutex_destroy(&ctx->comms_mutex);
@@ -243,6 +244,7 @@ static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
   pthread_mutex_unlock(&ctx->comms_mutex);
 found:
   c->next = NULL;
+  asr__peer_host_forget(ctx, c);
   if (c->kv_req) {
     asr_kv_req_free(c->kv_req);
     c->kv_req = NULL;

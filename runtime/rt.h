@@ -136,6 +136,15 @@ typedef struct {
   int dead;
 } asr_watch_t;
 
+/* A peer IP's "hostname" (connect.c): asked by one comm (owner) at a time,
+ * then known. */
+typedef struct {
+  char ip[64];
+  uint8_t name[ASR_KV_HOSTNAME_LEN];
+  int known;
+  struct asr_comm *owner; /* the comm asking, while !known; NULL when none */
+} asr_peer_host_t;
+
 /* FIFO of comms to one (peer_ip, peer_lnc) in one direction. */
 typedef struct asr_peerq {
   char peer_ip[64];
@@ -172,8 +181,10 @@ typedef struct asr_ctx {
 
   /* owned by the service thread */
   asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
-  int epfd;                /* epoll set of the pending comms' KV sockets (context.c: sync_kv) */
-  int nkv;                 /* sockets registered in it */
+  asr_peer_host_t *hosts;  /* "hostname" of every peer IP asked so far (connect.c) */
+  int nhosts, caphosts;
+  int epfd; /* epoll set of the pending comms' KV sockets (context.c: sync_kv) */
+  int nkv;  /* sockets registered in it */
 
   pthread_mutex_t comms_mutex; /* guards connected/error lists */
   struct asr_comm *connected;
@@ -204,6 +215,10 @@ static inline asr_ctx_t *asr__ctx_get(int lnc) {
 
 /* Wakes the service thread; call with task_mutex held after adding work. */
 void asr__ctx_wake(asr_ctx_t *ctx);
+
+/* c is failing or going away: a "hostname" it was asking for is asked again
+ * by the next comm that needs it (connect.c). */
+void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c);
 
 /* Watches the socket of c's new KV request (c->kv_req): every KV request a
  * comm starts is handed to this right away (connect.c). */

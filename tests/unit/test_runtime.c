@@ -1027,6 +1027,49 @@ TEST(close_connecting) {
     for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], close_connecting_proc, &v, 30000);
 }
 
+/* A peer IP's "hostname" is asked once (connect.c): a second RECV comm to
+ * the same IP waits in START_INIT while the first asks; when the asking comm
+ * goes away (closed here) or fails (its deadline), a waiting one asks in its
+ * turn rather than waiting forever. 127.0.0.2 and .3 have no KV server (ours
+ * listens on 127.0.0.1 only), so every ask there ends at its deadline. */
+static void hostname_once_proc(int rank, void *arg) {
+  (void)rank, (void)arg;
+  setenv("ASR_KV_BIND", "127.0.0.1", 1);
+  setenv("ASR_KV_TIMEOUT_MS", "1500", 1);
+  ASSERT_OK(asr_init(0));
+  asr_comm_t *r1, *r2, *r3, *r4;
+  ASSERT_OK(asr_accept(0, "127.0.0.2", 5, &r1));
+  ASSERT_OK(asr_accept(0, "127.0.0.2", 6, &r2));
+  ASSERT_OK(asr_accept(0, "127.0.0.3", 5, &r3));
+  ASSERT_OK(asr_accept(0, "127.0.0.3", 6, &r4));
+  asr_sleep_ms(300);
+  int s1 = -1, s2 = -1;
+  ASSERT_OK(asr_comm_status(r1, &s1));
+  ASSERT_OK(asr_comm_status(r2, &s2));
+  /* which of the two asks depends on the order the thread took them in */
+  ASSERT_MSG((s1 == ASR_COMM_WAIT_FOR_HOSTNAME && s2 == ASR_COMM_START_INIT) ||
+                 (s2 == ASR_COMM_WAIT_FOR_HOSTNAME && s1 == ASR_COMM_START_INIT),
+             "one comm to 127.0.0.2 should ask (WAIT_FOR_HOSTNAME) and the other wait (START_INIT): %s, %s",
+             asr_comm_status_name(s1), asr_comm_status_name(s2));
+  asr_comm_t *asker = s1 == ASR_COMM_WAIT_FOR_HOSTNAME ? r1 : r2, *waiter = asker == r1 ? r2 : r1;
+  uint64_t t0 = asr_time_ms();
+  ASSERT_OK(asr_comm_close(asker));
+  /* the waiting one asks now, and fails at its own deadline */
+  ASSERT_EQ(asr_comm_wait_connected(waiter, 10000), ASR_CONN_ERROR);
+  uint64_t ms = asr_time_ms() - t0;
+  ASSERT_MSG(ms >= 1000 && ms < 8000, "the waiting comm failed %llu ms after the asking one was closed",
+             (unsigned long long)ms);
+  /* The asker fails at its deadline: the waiting comm then asks (and fails too). */
+  ASSERT_EQ(asr_comm_wait_connected(r3, 10000), ASR_CONN_ERROR);
+  ASSERT_EQ(asr_comm_wait_connected(r4, 10000), ASR_CONN_ERROR);
+  ASSERT_OK(asr_comm_close(waiter));
+  ASSERT_OK(asr_comm_close(r3));
+  ASSERT_OK(asr_comm_close(r4));
+  ASSERT_OK(asr_close(0));
+}
+
+TEST(hostname_asked_once_per_peer_ip) { rt_group_run(1, "shm", hostname_once_proc, NULL, 40000); }
+
 /* =========================================================================
  * 9. A peer killed (SIGKILL) mid-transfer or while a connect is pending
  * ========================================================================= */
