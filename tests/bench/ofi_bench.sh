@@ -253,13 +253,13 @@ n_for() { # iterations for a size, as pingpong picks them
 }
 
 # --- raw: fi_pingpong latency ------------------------------------------------
-fpp_iters() { # fi_pingpong's own historic size_to_count, scaled by ITERS/1000
-  if [ "$1" -lt 65536 ]; then echo $((ITERS * 10)); else n_for "$1"; fi
-}
-
 # pingpong's and ofi_raw's -n for a latency size: they take a tenth of it
 # themselves from 1 MiB (bench_lat_rounds), so they time fi_pingpong's count.
 lat_n() { if [ "$1" -lt 65536 ]; then echo $((ITERS * 10)); else echo "$ITERS"; fi; }
+
+fpp_iters() { # fi_pingpong's own historic size_to_count, scaled by ITERS/1000
+  if [ "$1" -lt 65536 ]; then lat_n "$1"; else n_for "$1"; fi
+}
 
 run_fi_pingpong() { # provider tag size
   local prov=$1 tag=$2 size=$3 port n dom=() log out
