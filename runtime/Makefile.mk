@@ -14,6 +14,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/ofi.c runtime/ofi.h \
 	runtime/ofi_dl.c \
 	runtime/ofi_kallsyms.c runtime/ofi_kallsyms.h \
+	runtime/ofi_env.c runtime/ofi_env.h \
 	runtime/shm_names.c
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS) $(PMIX_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -23,6 +23,7 @@
 #include <rdma/fi_errno.h>
 
 #include "asr_log.h"
+#include "ofi_env.h"
 #include "ofi_kallsyms.h"
 
 #define LIBFABRIC "libfabric.so.1"
@@ -48,8 +49,10 @@ static void load(void) {
     asr_error("fab", "cannot load %s: %s (install libfabric1)", LIBFABRIC, load_error ? load_error : "?");
     return;
   }
-  /* before the first fi_getinfo, which initialises every provider (ofi_kallsyms.c) */
+  /* before the first fi_getinfo, which initialises every provider (ofi_kallsyms.c,
+   * ofi_env.c) */
   asr__ofi_hide_kallsyms(lib);
+  asr__ofi_env_defaults();
   p_getinfo = sym(lib, "fi_getinfo", "FABRIC_1.3");
   p_freeinfo = sym(lib, "fi_freeinfo", "FABRIC_1.3");
   p_dupinfo = sym(lib, "fi_dupinfo", "FABRIC_1.3");

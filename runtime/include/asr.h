@@ -29,6 +29,9 @@
  * (external); ASR_INJECT_MAX caps the size of
  * the sends that go out with fi_tinject and complete at once (default: the
  * provider's inject size on shm, none on other providers; 0 turns it off).
+ * Unless the environment sets it, libasr sets FI_OFI_RXM_MSG_RX_SIZE=1024
+ * when it loads libfabric (ofi_rxm's bounce buffers per LNC; libfabric's
+ * own 4096 cost about 70 MB and 37 ms per LNC).
  */
 #ifndef ASR_H
 #define ASR_H

@@ -145,6 +145,9 @@ export ASR_KV_LOCK_DIR=$WORK/kvlock
 mkdir -p "$ASR_KV_LOCK_DIR"
 export ASR_IF_ADDR=127.0.0.1 ASR_KV_BIND=127.0.0.1
 unset FI_PROVIDER ASR_KV_SERVER ASR_BOOTSTRAP_PORT NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT
+# libasr's ofi_rxm default (runtime/ofi_env.c), for fi_pingpong too: libasr
+# and ofi_raw set it themselves when it is unset
+export FI_OFI_RXM_MSG_RX_SIZE=${FI_OFI_RXM_MSG_RX_SIZE:-1024}
 FAILS=0
 PIDS=()
 

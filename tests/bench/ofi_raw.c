@@ -13,7 +13,8 @@
  * own: RDM, FI_TAGGED, FI_CONTEXT2, FI_MR_LOCAL | FI_MR_VIRT_ADDR |
  * FI_MR_ALLOCATED | FI_MR_PROV_KEY, FI_THREAD_SAFE, send-after-send ordering,
  * one CQ (FI_CQ_FORMAT_TAGGED) bound for both directions, registered
- * buffers, one tag per message (a sequence number), and small sends with
+ * buffers, one tag per message (a sequence number), libasr's default of
+ * 1024 ofi_rxm bounce buffers (FI_OFI_RXM_MSG_RX_SIZE), and small sends with
  * fi_tinject where libasr uses it (shm, up to its inject size; ASR_INJECT_MAX
  * sets the limit for both, 0 turns it off). So asr/raw isolates what
  * libasr adds (its locks, request pool, stash and service thread), not
@@ -242,6 +243,10 @@ static double run_bw(size_t size, int n, int w) {
 
 static void setup(int sock) {
   int is_shm = strcmp(prov, "shm") == 0;
+  /* libasr's rule (runtime/ofi_env.c): 1024 ofi_rxm bounce buffers unless
+   * the environment says otherwise, set before the first fi_getinfo */
+  const char *rx = getenv("FI_OFI_RXM_MSG_RX_SIZE");
+  if (!rx || !*rx) setenv("FI_OFI_RXM_MSG_RX_SIZE", "1024", 1);
   struct fi_info *hints = fi_allocinfo();
   if (!hints) die("fi_allocinfo", -FI_ENOMEM);
   hints->ep_attr->type = FI_EP_RDM;

@@ -1780,6 +1780,72 @@ TEST(libfabric_init_skips_kallsyms) {
 }
 
 /* =========================================================================
+ * ofi_rxm gets 1024 bounce buffers per LNC unless the user says otherwise
+ * (ofi_env.c)
+ * ========================================================================= */
+
+/* This process's resident memory in KiB (/proc/self/status VmRSS), or -1. */
+static long long rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[128];
+  long long v = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %lld", &v) == 1) break;
+  fclose(f);
+  return v;
+}
+
+/* Opens LNC 0 on tcp;ofi_rxm -- the process's first, so libasr sets its
+ * default before libfabric's first fi_getinfo -- with FI_OFI_RXM_MSG_RX_SIZE
+ * set to *arg (NULL: unset); checks what the variable says afterwards and
+ * reports how much resident memory asr_init added. */
+static void rxm_rx_proc(int rank, void *arg) {
+  const char *user = arg;
+  if (user)
+    setenv("FI_OFI_RXM_MSG_RX_SIZE", user, 1);
+  else
+    unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
+  long long before = rss_kib();
+  ASSERT_OK(asr_init(rank));
+  long long after = rss_kib();
+  const char *v = getenv("FI_OFI_RXM_MSG_RX_SIZE");
+  ASSERT_MSG(v && !strcmp(v, user ? user : "1024"),
+             "FI_OFI_RXM_MSG_RX_SIZE is '%s' after asr_init, expected '%s'", v ? v : "(unset)",
+             user ? user : "1024");
+  ASSERT_OK(asr_close(rank));
+  rt_send_u64(1, before < 0 || after < 0 ? UINT64_MAX : (uint64_t)(after > before ? after - before : 0));
+}
+
+/* libfabric 1.17's own default is 4096 buffers of 16 KiB per LNC: with it
+ * (set by hand, which libasr must leave alone) asr_init adds about 70 MB;
+ * with libasr's 1024 about a quarter of that. Fails if the default is not
+ * set, or set too late (after libfabric read its environment). */
+TEST(rxm_bounce_buffers_default_1024) {
+  uint64_t got[2];
+  const char *vals[2] = {NULL, "4096"};
+  for (int i = 1; i >= 0; i--) {
+    rt_group_start(1, "tcp;ofi_rxm", rxm_rx_proc, (void *)vals[i]);
+    got[i] = rt_recv_u64(0);
+    rt_group_finish(30000);
+  }
+  if (got[1] == UINT64_MAX) SKIP("no VmRSS in /proc/self/status to measure what asr_init allocates");
+  if (got[1] < 48 * 1024)
+    SKIP(
+        "asr_init added only %llu KiB with FI_OFI_RXM_MSG_RX_SIZE=4096: this libfabric does not preallocate "
+        "its rxm bounce buffers, so there is nothing to spare",
+        (unsigned long long)got[1]);
+  if (getenv("ASR_TEST_VERBOSE"))
+    printf("    asr_init added %llu KiB with FI_OFI_RXM_MSG_RX_SIZE=4096, %llu KiB with libasr's default\n",
+           (unsigned long long)got[1], (unsigned long long)got[0]);
+  ASSERT_MSG(
+      got[0] < got[1] / 2,
+      "asr_init added %llu KiB by default, %llu KiB with FI_OFI_RXM_MSG_RX_SIZE=4096: libasr's default of "
+      "1024 did not reach libfabric",
+      (unsigned long long)got[0], (unsigned long long)got[1]);
+}
+
+/* =========================================================================
  * A process that exits with an LNC still open leaves no shm region
  * (shm_names.c)
  * ========================================================================= */

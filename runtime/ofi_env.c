@@ -1,0 +1,40 @@
+/*
+ * ofi_env.c -- provider settings libasr picks when the user has not.
+ *
+ * ofi_rxm over tcp preposts FI_OFI_RXM_MSG_RX_SIZE bounce buffers of
+ * FI_OFI_RXM_BUFFER_SIZE (16 KiB) on each endpoint's shared receive context,
+ * and libfabric 1.17 asks for 4096 of them when the variable is unset: 64 MiB
+ * that fi_enable allocates and touches for every LNC -- about 70 MB of
+ * resident memory and 37 ms per LNC here, 9 GB for a host's 128 LNCs. In a
+ * 64-rank tcp mesh on this machine (tests/bench/asr_bench -m mesh -R 64 -L 4)
+ * the init part took 3.3 to 11 s with 4096 and about 0.8 s with 1024. libasr
+ * asks for 1024: 16 MiB and about 3 ms per LNC; fewer saves no more here
+ * (128, 256 and 512 left the same 18 MB per LNC resident).
+ * Those are the buffers posted ahead: an eager message (up to 16 KiB) that
+ * arrives before its receive keeps one, and rxm posts a new one in its place,
+ * so more early messages than that still get in (test_runtime
+ * unexpected_messages_fill_provider sends 1088 on one comm, and the message
+ * of another comm behind them arrives first).
+ *
+ * rxm reads the variable once, when libfabric initialises all its providers
+ * (the process's first fi_getinfo, whichever provider it asks for), so it is
+ * set when libasr loads libfabric (ofi_dl.c), whatever the provider, and only
+ * where nobody set it: the user's value, or a libfabric the application
+ * initialised itself, wins. It stays in the environment, so the processes the
+ * application starts inherit it.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "asr_log.h"
+#include "ofi_env.h"
+
+#define RXM_MSG_RX_SIZE "1024"
+
+void asr__ofi_env_defaults(void) {
+  const char *v = getenv("FI_OFI_RXM_MSG_RX_SIZE");
+  if (v && *v) return;
+  setenv("FI_OFI_RXM_MSG_RX_SIZE", RXM_MSG_RX_SIZE, 1);
+  asr_debug("fab", "FI_OFI_RXM_MSG_RX_SIZE=%s (libasr's default; set it to override)", RXM_MSG_RX_SIZE);
+}
