@@ -18,6 +18,11 @@ for t in $(cd "$dir" && ls tests/unit/test_* tests/integration/test_* 2>/dev/nul
   record pass "$npass"; record skip "$nskip"; record fail "$nfail"
   if [ "$nfail" -gt 0 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ]; }; then
     echo "---- output of $t (exit $rc) ----"; tail -60 "$log"; echo "----"
+    # what each failing case said, wherever it is in the output (the tail
+    # above may hold only the later cases' noise)
+    echo "---- failures in $t ----"
+    grep -E 'FAILED AT |TIMEOUT after |killed by signal |case.s directory is kept' "$log" | head -40
+    echo "----"
     if [ "$nfail" -eq 0 ]; then echo "FAIL: $t exited $rc"; record fail 1; fi
   fi
   rm -f "$log"
