@@ -12,7 +12,9 @@
  * here, resolve the real ones with dlopen/dlvsym on first use, and stay
  * private to libasr (libasr.sym exports only asr_*). The symbol versions are
  * the ones the linker binds for the 1.x headers we compile against, so the
- * structures passed have the layout these headers describe.
+ * structures passed have the layout these headers describe. Loading it here
+ * still ran those constructors (200 ms) in every process's first asr_init:
+ * ofi_nopsm.c keeps them from running where they have nothing to drive.
  */
 #include "config.h"
 
@@ -25,6 +27,7 @@
 #include "asr_log.h"
 #include "ofi_env.h"
 #include "ofi_kallsyms.h"
+#include "ofi_nopsm.h"
 
 #define LIBFABRIC "libfabric.so.1"
 
@@ -43,7 +46,16 @@ static void *sym(void *lib, const char *name, const char *version) {
 }
 
 static void load(void) {
-  void *lib = dlopen(LIBFABRIC, RTLD_NOW | RTLD_GLOBAL);
+  void *lib = NULL;
+  if (asr__ofi_nopsm_load() > 0) { /* before libfabric, whose dependencies they stand in for */
+    lib = dlopen(LIBFABRIC, RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) {
+      asr_debug("fab", "%s does not load with libasr's psm stand-ins (%s); loading it as it is", LIBFABRIC,
+                dlerror());
+      asr__ofi_nopsm_unload();
+    }
+  }
+  if (!lib) lib = dlopen(LIBFABRIC, RTLD_NOW | RTLD_GLOBAL);
   if (!lib) {
     load_error = dlerror();
     asr_error("fab", "cannot load %s: %s (install libfabric1)", LIBFABRIC, load_error ? load_error : "?");

@@ -53,7 +53,7 @@ tests_bench_kv_bench_LDADD = bootstrap/libasrboot.la
 bench: tests/bench/kv_bench$(EXEEXT) bootstrap/asrkv$(EXEEXT)
 	$(top_builddir)/tests/bench/kv_bench$(EXEEXT) $(BENCH_ARGS)
 .PHONY: bench
-CLEANFILES = $(EXTRA_PROGRAMS)
+CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += tests/run-suite.sh
 
 # Example programs (the quick start runs kv_demo).

@@ -31,7 +31,10 @@
  * provider's inject size on shm, none on other providers; 0 turns it off).
  * Unless the environment sets it, libasr sets FI_OFI_RXM_MSG_RX_SIZE=1024
  * when it loads libfabric (ofi_rxm's bounce buffers per LNC; libfabric's
- * own 4096 cost about 70 MB and 37 ms per LNC).
+ * own 4096 cost about 70 MB and 37 ms per LNC). On a host without Omni-Path
+ * or InfiniPath adapters, libasr loads libfabric with stand-ins for libpsm2
+ * and libpsm_infinipath, whose constructors would sleep 200 ms in every
+ * process; ASR_OFI_PSM=1 loads the real ones.
  */
 #ifndef ASR_H
 #define ASR_H

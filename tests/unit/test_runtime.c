@@ -42,6 +42,9 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
+#include <glob.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1784,6 +1787,62 @@ TEST(libfabric_init_skips_kallsyms) {
   ASSERT_MSG(got[0] < got[1] / 8,
              "asr_init read %llu bytes, with ASR_OFI_KALLSYMS=1 %llu: libfabric still reads /proc/kallsyms",
              (unsigned long long)got[0], (unsigned long long)got[1]);
+}
+
+/* =========================================================================
+ * libfabric loads without libpsm2's and libinfinipath's sleeping
+ * constructors where they have no device (ofi_nopsm.c)
+ * ========================================================================= */
+
+/* Opens LNC 0 (the process's first: libasr loads libfabric), ASR_OFI_PSM=1
+ * when *arg; reports how long asr_init took in ms, and in the second word
+ * which libpsm2 the process got: 1 libasr's stand-in, 2 the real one, 0 none. */
+static void nopsm_proc(int rank, void *arg) {
+  if (*(const int *)arg) setenv("ASR_OFI_PSM", "1", 1);
+  uint64_t t0 = asr_time_ms();
+  ASSERT_OK(asr_init(rank));
+  uint64_t ms = asr_time_ms() - t0;
+  int which = 0;
+  void *h = dlopen("libpsm2.so.2", RTLD_NOW | RTLD_NOLOAD);
+  if (h) {
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
+      which = strstr(lm->l_name, "asr-nopsm2.so") ? 1 : 2;
+    dlclose(h);
+  }
+  ASSERT_OK(asr_close(rank));
+  rt_send_u64(1, ms);
+  rt_send_u64(1, (uint64_t)which);
+}
+
+/* With ASR_OFI_PSM=1 the real libraries load (the premise: their
+ * constructors sleep 100 ms each); by default libasr's stand-ins take their
+ * place and asr_init is far quicker. Fails if the stand-ins are not found or
+ * not taken for libfabric's dependencies. */
+TEST(libfabric_load_skips_psm_constructors) {
+  glob_t g;
+  if (glob("/dev/hfi1*", 0, NULL, &g) == 0) {
+    globfree(&g);
+    SKIP("this host has an Omni-Path device (/dev/hfi1*): the real libpsm2 is kept");
+  }
+  uint64_t ms[2], which[2];
+  for (int keep = 1; keep >= 0; keep--) {
+    rt_group_start(1, "shm", nopsm_proc, &keep);
+    ms[keep] = rt_recv_u64(0);
+    which[keep] = rt_recv_u64(0);
+    rt_group_finish(30000);
+  }
+  if (which[1] != 2) SKIP("this libfabric does not load libpsm2: there is no constructor to spare it");
+  if (getenv("ASR_TEST_VERBOSE"))
+    printf("    asr_init took %llu ms with ASR_OFI_PSM=1, %llu ms with libasr's stand-ins\n",
+           (unsigned long long)ms[1], (unsigned long long)ms[0]);
+  ASSERT_MSG(which[0] == 1, "libpsm2.so.2 in the process is %s, not libasr's stand-in",
+             which[0] == 2 ? "the real one" : "not loaded at all");
+  if (ms[1] < 150)
+    SKIP("asr_init took only %llu ms with the real libpsm2: its constructor does not sleep here",
+         (unsigned long long)ms[1]);
+  ASSERT_MSG(ms[0] * 2 < ms[1], "asr_init took %llu ms with the stand-ins, %llu ms without",
+             (unsigned long long)ms[0], (unsigned long long)ms[1]);
 }
 
 /* =========================================================================
