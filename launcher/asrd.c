@@ -23,8 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -230,6 +232,25 @@ static int start_job(asrd_t *d, char *err, size_t errlen) {
   asr_ctl_queue(&d->ctl, ASR_CTL_STARTED, &b);
   asr_buf_free(&b);
   return 0;
+}
+
+/* Before the control connection is closed: waits (until `until`) for the
+ * kernel to have delivered what was written to it, then reads what asrrun
+ * sent meanwhile. Closing a TCP socket with input unread resets the
+ * connection, and the reset throws away what asrrun had not acknowledged
+ * yet: the last output lines and DONE, when asrrun was busy writing 8000
+ * lines of output (test_asrrun tagged_output_whole_and_ordered: "lost the
+ * connection to asrd ... before the job finished", now and then). */
+static void ctl_settle(asrd_t *d, uint64_t until) {
+  if (d->ctl.fd < 0) return;
+  for (;;) {
+    int queued = 0;
+    if (ioctl(d->ctl.fd, SIOCOUTQ, &queued) != 0 || queued <= 0 || asr_time_ms() >= until) break;
+    poll(NULL, 0, 1);
+  }
+  char buf[4096];
+  while (recv(d->ctl.fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
 }
 
 static void begin_kill(asrd_t *d, int sig) {
@@ -505,6 +526,7 @@ int main(int argc, char **argv) {
     poll(&pf, 1, 100);
     if (asr_ctl_flush(&d->ctl)) break;
   }
+  if (!lost) ctl_settle(d, until);
   asrd_ranks_topology(); /* joins the loading thread if no JOB came */
   if (d->port_hold >= 0) close(d->port_hold);
   asrd_pmix_stop(d);

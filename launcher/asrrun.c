@@ -411,15 +411,29 @@ static void daemon_reaped(int h, int st) {
 static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len);
 
 /* Reads whatever a daemon that has exited left in its control socket. */
+/* Reads what a daemon whose process has ended still sent: until its DONE,
+ * the end of the connection, or DRAIN_MS without data. asr_ctl_read returns
+ * after a read shorter than its buffer, which does not mean the socket is
+ * empty (TCP hands queued data over in pieces), and one such pass could end
+ * before the DONE behind 8000 output lines (test_asrrun
+ * tagged_output_whole_and_ordered: "asrd on host vm died (status 0) before
+ * the job finished"; asrd's ctl_settle fixed the main cause). A local asrd
+ * that exited has sent everything and closed its end, so this ends at once;
+ * a remote one's launch agent may end before it, hence the bound. */
+#define DRAIN_MS 1000
 static void drain_daemon(daemon_t *d) {
-  while (!d->gone) {
+  uint64_t until = asr_time_ms() + DRAIN_MS;
+  while (!d->gone && !d->done) {
     int r = asr_ctl_read(&d->conn, on_msg, d);
     if (r) {
       d->gone = 1;
       epoll_ctl(epfd, EPOLL_CTL_DEL, d->conn.fd, NULL);
-    } else {
-      break; /* nothing more to read now */
+      break;
     }
+    uint64_t now = asr_time_ms();
+    if (d->done || d->conn.fd < 0 || now >= until) break;
+    struct pollfd pf = {.fd = d->conn.fd, .events = POLLIN};
+    if (poll(&pf, 1, (int)(until - now)) <= 0) break; /* nothing more came */
   }
 }
 
