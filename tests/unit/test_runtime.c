@@ -1741,17 +1741,21 @@ TEST(connect_slow_peer) {
  * libfabric's first fi_getinfo does not read /proc/kallsyms (ofi_kallsyms.c)
  * ========================================================================= */
 
-/* Bytes this process has read so far (/proc/self/io rchar), or -1. */
-static long long bytes_read(void) {
-  FILE *f = fopen("/proc/self/io", "r");
+/* The number on the first line of file that matches fmt (a sscanf format
+ * with one %lld), or -1. */
+static long long proc_value(const char *file, const char *fmt) {
+  FILE *f = fopen(file, "r");
   if (!f) return -1;
   char line[128];
   long long v = -1;
   while (fgets(line, sizeof line, f))
-    if (sscanf(line, "rchar: %lld", &v) == 1) break;
+    if (sscanf(line, fmt, &v) == 1) break;
   fclose(f);
   return v;
 }
+
+/* Bytes this process has read so far (/proc/self/io rchar), or -1. */
+static long long bytes_read(void) { return proc_value("/proc/self/io", "rchar: %lld"); }
 
 /* Opens LNC 0 -- the process's first, so libasr loads libfabric and calls
  * its first fi_getinfo -- and reports to the orchestrator what that read. */
@@ -1851,16 +1855,7 @@ TEST(libfabric_load_skips_psm_constructors) {
  * ========================================================================= */
 
 /* This process's resident memory in KiB (/proc/self/status VmRSS), or -1. */
-static long long rss_kib(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[128];
-  long long v = -1;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %lld", &v) == 1) break;
-  fclose(f);
-  return v;
-}
+static long long rss_kib(void) { return proc_value("/proc/self/status", "VmRSS: %lld"); }
 
 /* Opens LNC 0 on tcp;ofi_rxm -- the process's first, so libasr sets its
  * default before libfabric's first fi_getinfo -- with FI_OFI_RXM_MSG_RX_SIZE
