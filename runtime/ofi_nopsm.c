@@ -4,8 +4,8 @@
  * libfabric.so.1 (1.17, Debian) links libpsm2 and libpsm_infinipath (through
  * it libinfinipath), for Omni-Path and InfiniPath adapters. libpsm2's and
  * libinfinipath's load-time constructors each calibrate a clock by sleeping
- * for 100 ms (opa-psm2 issue #73: there is no way to turn it off), pinned to
- * CPU 0 meanwhile, so every process's first asr_init spent 200 ms in
+ * for 100 ms (opa-psm2 issue #73: there is no way to turn it off; libpsm2's
+ * pins the thread to CPU 0 meanwhile), so every process's first asr_init spent 200 ms in
  * dlopen(libfabric) (measured here: 202 ms; 1.3 ms without them) -- most of
  * the time a 4-rank job took to connect.
  *
