@@ -410,7 +410,6 @@ static void daemon_reaped(int h, int st) {
 
 static void on_msg(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *p, size_t len);
 
-/* Reads whatever a daemon that has exited left in its control socket. */
 /* Reads what a daemon whose process has ended still sent: until its DONE,
  * the end of the connection, or DRAIN_MS without data. asr_ctl_read returns
  * after a read shorter than its buffer, which does not mean the socket is
