@@ -74,7 +74,8 @@
 # MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (5000: round trips per latency
 # size are 10 x ITERS below 64 KiB, ITERS below 1 MiB, a tenth of it (at least
 # 10) above, for all three tools), RATE_ITERS (10000),
-# LAT_SIZES (powers of 4 from 1 to 4 MiB), BW_SIZES (same), KEEP=1 keeps the
+# LAT_SIZES (powers of 4 from 1 to 4 MiB; empty: no latency runs), BW_SIZES
+# (same), MESH_SIZES and MESH_REPS=0 (no mesh runs, and no mesh lines), KEEP=1 keeps the
 # work directory (logs, per-run figures) and prints its path.
 #
 # Hygiene: only 127.0.0.1 (ASR_IF_ADDR, ASR_KV_BIND; fi_pingpong -d lo for
@@ -97,14 +98,26 @@ BUILD=$(cd "$BUILD" && pwd)
 PROVIDERS=${PROVIDERS:-"shm tcp;ofi_rxm"}
 REPS=${REPS:-5}
 MESH_REPS=${MESH_REPS:-3}
-MESH_SIZES=${MESH_SIZES:-"16 64"}
+MESH_SIZES=${MESH_SIZES-"16 64"}
 MESH_LNCS=${MESH_LNCS:-4}
 ITERS=${ITERS:-5000}
 RATE_ITERS=${RATE_ITERS:-10000}
 P4="1 4 16 64 256 1024 4096 16384 65536 262144 1048576 4194304"
-LAT_SIZES=${LAT_SIZES:-$P4}
-BW_SIZES=${BW_SIZES:-$P4}
+# set but empty: none of that kind (e.g. LAT_SIZES= for bandwidth and rate alone)
+LAT_SIZES=${LAT_SIZES-$P4}
+BW_SIZES=${BW_SIZES-$P4}
 PIN=${PIN:-1}
+bad_knob() { echo "ofi_bench: $1 (see the knobs at the top of $0)" >&2; exit 2; }
+for k in REPS MESH_REPS MESH_LNCS ITERS RATE_ITERS; do
+  [[ ${!k} =~ ^[0-9]+$ ]] || bad_knob "$k must be a whole number, not '${!k}'"
+done
+[ "$REPS" -ge 1 ] || bad_knob "REPS must be at least 1"
+[ "$MESH_LNCS" -ge 1 ] && [ "$ITERS" -ge 1 ] && [ "$RATE_ITERS" -ge 1 ] ||
+  bad_knob "MESH_LNCS, ITERS and RATE_ITERS must be at least 1"
+for s in $LAT_SIZES $BW_SIZES $MESH_SIZES; do
+  [[ $s =~ ^[1-9][0-9]*$ ]] || bad_knob "a size in LAT_SIZES, BW_SIZES or MESH_SIZES is '$s', not a whole number of bytes (ranks for MESH_SIZES) above 0"
+done
+[ "$PIN" = 0 ] || [ "$PIN" = 1 ] || bad_knob "PIN must be 0 or 1, not '$PIN'"
 
 # PIN=1 (default): the two ranks of every two-rank measurement run on two
 # different CPUs, the first two this shell may use -- asr's and raw's alike
@@ -425,6 +438,7 @@ for prov in $PROVIDERS; do
   done
   a=$(median "$tag" rate 8 asr) r=$(median "$tag" rate 8 raw)
   printf "$F" "$prov" "rate (msgs/s)" 8 "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" "$(paired "$tag" rate 8 asr raw)" "" "" ""
+  [ "$MESH_REPS" -gt 0 ] || continue
   for m in $MESH_SIZES; do
     a=$(median "$tag" mesh "$m" asr) i=$(median "$tag" meshinit "$m" asr) p=$(median "$tag" meshprocs "$m" asr)
     n=$(count "$tag" mesh "$m" asr)
