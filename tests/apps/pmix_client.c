@@ -3,7 +3,7 @@
  * launcher's PMIx server is checked against the library rather than against
  * our own wrapper (bootstrap/job.c).
  *
- *   asrrun -n N pmix_client [--abort RANK:STATUS | --exit RANK:STATUS]
+ *   asrrun -n N pmix_client [--abort RANK:STATUS | --exit RANK:STATUS] [--fence-first]
  *
  * Every rank: PMIx_Init; PMIx_Get of PMIX_JOB_SIZE, PMIX_LOCAL_SIZE (job
  * level), PMIX_LOCAL_RANK and PMIX_HOSTNAME (its own); PMIx_Put of
@@ -15,7 +15,10 @@
  *
  * With --abort R:S, rank R calls PMIx_Abort(S, ...) after PMIx_Init while the
  * others wait in a fence (the launcher must kill them and exit with S). With
- * --exit R:S, rank R exits with S without PMIx_Finalize instead.
+ * --exit R:S, rank R exits with S without PMIx_Finalize instead. With
+ * --fence-first as well, every rank first meets the others in a fence, so
+ * that the abort or exit comes once the whole job is up (an application's
+ * abort mid-run) rather than while other ranks may still be starting.
  */
 #include "config.h"
 
@@ -85,8 +88,12 @@ static void agree(const char *name, long pmix_value) {
 }
 
 int main(int argc, char **argv) {
-  int abort_rank = -1, abort_status = 0, just_exit = 0;
+  int abort_rank = -1, abort_status = 0, just_exit = 0, fence_first = 0;
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--fence-first") == 0) {
+      fence_first = 1;
+      continue;
+    }
     if ((strcmp(argv[i], "--abort") == 0 || strcmp(argv[i], "--exit") == 0) && i + 1 < argc &&
         sscanf(argv[i + 1], "%d:%d", &abort_rank, &abort_status) == 2) {
       just_exit = argv[i][2] == 'e';
@@ -94,7 +101,12 @@ int main(int argc, char **argv) {
       continue;
     }
     fprintf(stderr,
-            "usage: pmix_client [--abort RANK:STATUS | --exit RANK:STATUS]  (start it with asrrun -n N)\n");
+            "usage: pmix_client [--abort RANK:STATUS | --exit RANK:STATUS] [--fence-first]  (start it with asrrun -n "
+            "N)\n");
+    return 2;
+  }
+  if (fence_first && abort_rank < 0) {
+    fprintf(stderr, "pmix_client: --fence-first goes with --abort or --exit\n");
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -126,6 +138,8 @@ int main(int argc, char **argv) {
   if (lsize < 1 || lrank < 0 || lrank >= lsize) fail("bad local rank %ld of %ld", lrank, lsize);
 
   if (abort_rank >= 0) {
+    if (fence_first && (st = PMIx_Fence(NULL, 0, NULL, 0)) != PMIX_SUCCESS)
+      fail("PMIx_Fence before the abort: %s", PMIx_Error_string(st));
     if ((int)me.rank == abort_rank && just_exit) {
       printf("pmix_client rank %u: exiting with %d without PMIx_Finalize\n", me.rank, abort_status);
       fflush(stdout);

@@ -51,7 +51,14 @@ NODE_NS=("$ASR_SLURM_N1_NS" "$ASR_SLURM_N2_NS")
 # in the controller namespace, where salloc/sbatch/srun are run
 client() { ip netns exec "$CTL" timeout -k 5 120 "$@"; }
 
-fail() { echo "FAIL: slurm/$case: $*"; tail -15 "$log" | sed 's/^/    /'; failed=1; }
+# A failure shows the case's output and what the nodes' slurmd logs said
+# about errors, PMIx and aborts (the cluster, and its logs, go at exit).
+fail() {
+  echo "FAIL: slurm/$case: $*"
+  tail -15 "$log" | sed 's/^/    /'
+  grep -h -i 'error\|pmix\|abort' "$base"/log/slurmd-*.log 2>/dev/null | tail -15 | sed 's/^/    slurmd: /'
+  failed=1
+}
 result() { [ "$failed" = 0 ] && echo "PASS: slurm/$case ($1)"; }
 
 # Nothing of the job may be left on a node: only Slurm's own daemons.
@@ -160,7 +167,15 @@ check_clean
 result "rank 3 exits 7 under srun --mpi=pmix -K: the step ends, srun exits $rc"
 
 case=srun_direct_abort failed=0 log=$base/$case.log
-client srun --mpi=pmix -N 2 -n 4 "$APPS/pmix_client" --abort 3:5 >"$log" 2>&1
+# The abort comes after a fence of all four ranks (--fence-first), i.e. once
+# the step is up. Aborting straight after PMIx_Init failed once, in a
+# clean-clone CI run (2026-12-01; not in 37 runs of the case alone, 25 of
+# them with both CPUs kept busy): Slurm cancelled the step and killed tasks
+# 0 and 2 on n1, but task 1 lived on until srun was signalled 120 s later
+# (exit 124). Most likely a race inside Slurm between cancelling a step and
+# starting its tasks; either way not what this case is about (an abort
+# straight after start-up under asrrun is tests/netns abort_remote's).
+client srun --mpi=pmix -N 2 -n 4 "$APPS/pmix_client" --abort 3:5 --fence-first >"$log" 2>&1
 rc=$?
 [ $rc = 5 ] || fail "exit $rc after PMIx_Abort(5)"
 check_clean
