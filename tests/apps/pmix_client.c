@@ -101,8 +101,8 @@ int main(int argc, char **argv) {
       continue;
     }
     fprintf(stderr,
-            "usage: pmix_client [--abort RANK:STATUS | --exit RANK:STATUS] [--fence-first]  (start it with asrrun -n "
-            "N)\n");
+            "usage: pmix_client [--abort RANK:STATUS | --exit RANK:STATUS] [--fence-first]"
+            "  (start it with asrrun -n N)\n");
     return 2;
   }
   if (fence_first && abort_rank < 0) {
