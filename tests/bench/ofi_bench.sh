@@ -70,6 +70,23 @@
 # checks inside the timed loop). The script exits non-zero if any run
 # fails, times out or reports a wrong payload.
 #
+# Windows of small messages over shm (about 64 B to 1 KiB, and the rate) are
+# decided less by the cost of a message than by how the two ranks' turns
+# fall: libfabric 1.17's shm sender injects each message under the
+# receiver's region lock, and the receiver's progress takes that lock as
+# soon as it is signalled, so a receiver polling while the window arrives
+# fights for the lock message by message, and one that is still posting
+# takes the window in one go. Measured (2026-12-01, ofi_raw, 256 B, window
+# 64, 3 runs each): 310-421 MB/s as it is; 245-281 MB/s with one
+# clock_gettime pair (about 40 ns) added before every send; 460-1010 MB/s
+# with 30 to 60 ns added before every receive post. libasr's sender spends
+# about 25 ns more per message than a bare fi_tinject (two takes of the
+# LNC's ep_lock: asr_isend's and asr_test's, DESIGN's locked request
+# freelist; a one-process loop: asr_isend 56 ns and asr_test 12 ns against
+# fi_tinject's 43), which on this side of the scale costs more than its
+# share: 256 B came out at 0.92 of raw over 11 runs while 64 B came out at
+# 1.14.
+#
 # Knobs (environment): PIN (1: see below; 0: unpinned), PROVIDERS ("shm tcp;ofi_rxm"), REPS (5), MESH_REPS (3),
 # MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (5000: round trips per latency
 # size are 10 x ITERS below 64 KiB, ITERS below 1 MiB, a tenth of it (at least
