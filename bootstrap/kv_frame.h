@@ -17,7 +17,12 @@
  *        3     1  flags     0 (reserved, must be zero)
  *        4     4  magic     "ASRK"; a frame without it is not ours
  *        8     4  aux       LIST: request = index of the entry wanted,
- *                           response = total number of keys; else 0
+ *                           response = total number of keys; GET request:
+ *                           how many ms the server may hold the GET while its
+ *                           key is missing (answering the moment a SET stores
+ *                           it, else NOT_FOUND when the time is up; the
+ *                           server caps it at 2000; 0 = answer at once);
+ *                           else 0
  *       12     2  key_len   0..ASR_KV_KEY_MAX (143) bytes used in key
  *       14     2  val_len   0..ASR_KV_VAL_MAX (964) bytes used in value
  *       16    32  secret    the per-job secret (zeros when the job has none);
@@ -37,7 +42,8 @@
  *       1  SET_ACK       response   the SET was stored
  *       2  GET_TEXT      response   GET hit, value is text (vtype 0)
  *       3  GET_BINARY    response   GET hit, value is binary (vtype 1)
- *       5  NOT_FOUND     response   GET miss (a client with retry asks again)
+ *       5  NOT_FOUND     response   GET miss, at once or when its wait (aux) is
+ *                                   over (a client with retry asks again)
  *       6  ERROR         response   the server refused the request; value holds
  *                                   a one-line reason (bad secret, bad frame,
  *                                   table full); for a request that was not a

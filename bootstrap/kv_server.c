@@ -6,6 +6,15 @@
  * "busy" (mid-frame: part of a request read, or a response not yet written)
  * and "idle" (between frames). Each list has one timeout, so the oldest entry
  * is always at its head and expiry is O(1) per dropped client.
+ *
+ * A third list holds GETs that asked to wait for a missing key (aux = how
+ * long, kv_frame.h), ordered by when their wait ends; each is also chained
+ * into a bucket of `waiters` by its key's hash, so that a SET answers the
+ * GETs waiting for its key at once, and the end of a wait answers NOT_FOUND.
+ * A client that waits this way asks again once instead of every few
+ * milliseconds (the SEND side of a rendezvous waits on the RECV side's
+ * handle: a 64-rank mesh sent about 11 frames per connection, most of them
+ * NOT_FOUND and its retry).
  */
 #include "config.h"
 
@@ -36,8 +45,10 @@
 #define FRAMES_PER_WAKEUP 16 /* fairness: one client cannot hog a wakeup */
 #define ACCEPTS_PER_WAKEUP 256
 #define MAX_EVENTS 256
+#define WAIT_BUCKETS 1024 /* power of two */
+#define HOLD_MAX_MS 2000  /* the longest a GET may wait for its key (aux) */
 
-enum { LIST_NONE = 0, LIST_IDLE, LIST_BUSY };
+enum { LIST_NONE = 0, LIST_IDLE, LIST_BUSY, LIST_HELD };
 
 typedef struct conn {
   int fd;
@@ -46,8 +57,10 @@ typedef struct conn {
   int list;
   uint32_t events; /* epoll interest now registered */
   size_t rpos, wpos;
-  uint64_t last_ms;
+  uint64_t last_ms; /* LIST_HELD: when the wait ends */
   struct conn *prev, *next;
+  uint64_t key_hash;          /* LIST_HELD: the GET's key, hashed */
+  struct conn *wprev, *wnext; /* LIST_HELD: the waiters bucket chain */
   uint8_t rbuf[ASR_KV_FRAME_LEN];
   uint8_t wbuf[ASR_KV_FRAME_LEN];
 } conn_t;
@@ -65,7 +78,8 @@ struct asr_kv_server {
   int max_clients, stall_ms, idle_ms;
   pthread_mutex_t lock; /* guards everything below against asr_kv_server_put/stats */
   asr_kv_table_t table;
-  conn_list_t idle, busy;
+  conn_list_t idle, busy, held;
+  conn_t *waiters[WAIT_BUCKETS];
   asr_kv_server_stats_t st;
   pthread_t thread;
   int thread_running;
@@ -76,8 +90,20 @@ struct asr_kv_server {
 static char listen_tag, wake_tag;
 
 static void list_remove(asr_kv_server_t *s, conn_t *c) {
-  conn_list_t *l = c->list == LIST_BUSY ? &s->busy : c->list == LIST_IDLE ? &s->idle : NULL;
+  conn_list_t *l = c->list == LIST_BUSY   ? &s->busy
+                   : c->list == LIST_IDLE ? &s->idle
+                   : c->list == LIST_HELD ? &s->held
+                                          : NULL;
   if (!l) return;
+  if (c->list == LIST_HELD) { /* out of its waiters bucket too */
+    if (c->wprev)
+      c->wprev->wnext = c->wnext;
+    else
+      s->waiters[c->key_hash & (WAIT_BUCKETS - 1)] = c->wnext;
+    if (c->wnext) c->wnext->wprev = c->wprev;
+    c->wprev = c->wnext = NULL;
+    s->st.held--;
+  }
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -170,9 +196,96 @@ static void reply_error(asr_kv_server_t *s, conn_t *c, int close_after, const ch
   s->st.errors++;
 }
 
+/* Holds c's GET (its frame in c->rbuf, already checked) until its key is
+ * set or `wait_ms` has passed: on the held list, ordered by that moment,
+ * and in its key's waiters bucket. */
+static void hold(asr_kv_server_t *s, conn_t *c, const asr_kv_msg_t *m, uint32_t wait_ms, uint64_t now) {
+  list_remove(s, c);
+  c->last_ms = now + (wait_ms < HOLD_MAX_MS ? wait_ms : HOLD_MAX_MS);
+  c->key_hash = asr_kv_key_hash(m->key, m->key_len);
+  conn_t *after = s->held.tail; /* the waits are mostly alike: found near the tail */
+  while (after && after->last_ms > c->last_ms) after = after->prev;
+  c->list = LIST_HELD;
+  c->prev = after;
+  c->next = after ? after->next : s->held.head;
+  if (c->next)
+    c->next->prev = c;
+  else
+    s->held.tail = c;
+  if (after)
+    after->next = c;
+  else
+    s->held.head = c;
+  conn_t **b = &s->waiters[c->key_hash & (WAIT_BUCKETS - 1)];
+  c->wprev = NULL;
+  c->wnext = *b;
+  if (*b) (*b)->wprev = c;
+  *b = c;
+  s->st.held++;
+}
+
+/* Answers a held GET: with e's value, or NOT_FOUND when e is NULL (its wait
+ * is over). The response goes out when the socket is writable. */
+static void answer_held(asr_kv_server_t *s, conn_t *c, const asr_kv_entry_t *e, uint64_t now) {
+  asr_kv_msg_t m;
+  const char *why = NULL;
+  list_remove(s, c);
+  (void)asr_kv_frame_decode(c->rbuf, &m, &why); /* it was a valid GET when held */
+  if (e)
+    reply(c, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0, m.key,
+          m.key_len, e->val, e->vlen);
+  else
+    reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+  touch(s, c, now);
+  want_events(s, c, EPOLLOUT);
+}
+
+/* A SET of key: answers every GET held for it. The matches are unlinked
+ * first and answered after, so nothing here reads or writes a socket. */
+static void wake_waiters(asr_kv_server_t *s, const uint8_t *key, size_t klen, uint64_t now) {
+  uint64_t h = asr_kv_key_hash(key, klen);
+  const asr_kv_entry_t *e = asr_kv_table_get(&s->table, key, klen);
+  conn_t *c = s->waiters[h & (WAIT_BUCKETS - 1)];
+  while (c) {
+    conn_t *next = c->wnext;
+    asr_kv_msg_t m;
+    const char *why = NULL;
+    if (c->key_hash == h && asr_kv_frame_decode(c->rbuf, &m, &why) == 0 && m.key_len == klen &&
+        memcmp(m.key, key, klen) == 0) {
+      answer_held(s, c, e, now);
+      s->st.woken++;
+    }
+    c = next;
+  }
+}
+
+/* Answers NOT_FOUND to the held GETs whose wait is over. */
+static void expire_held(asr_kv_server_t *s, uint64_t now) {
+  while (s->held.head && s->held.head->last_ms <= now) answer_held(s, s->held.head, NULL, now);
+}
+
+/* Input on a held connection: its client hung up (drop it) or sent a frame
+ * before its GET was answered (refuse it and close). Returns -1 when c was
+ * dropped. */
+static int held_input(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+  char b;
+  ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+  if (n <= 0) {
+    drop(s, c);
+    return -1;
+  }
+  list_remove(s, c);
+  reply_error(s, c, 1, "a request arrived before the answer to the waiting GET");
+  touch(s, c, now);
+  want_events(s, c, EPOLLOUT);
+  return 0;
+}
+
 /* Handles the complete request in c->rbuf and prepares the response.
- * Returns 0, or 1 when the connection should simply be closed (END). */
-static int handle_frame(asr_kv_server_t *s, conn_t *c) {
+ * Returns 0, 1 when the connection should simply be closed (END), or 2
+ * when the request is a GET held for its key (nothing to write yet). */
+static int handle_frame(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   asr_kv_msg_t m;
   const char *why = NULL;
   s->st.frames++;
@@ -213,12 +326,17 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c) {
         char k[200];
         asr_debug("kvs", "SET %s (%u bytes)", asr_kv_key_render(m.key, m.key_len, k, sizeof k), m.val_len);
       }
+      if (s->st.held) wake_waiters(s, m.key, m.key_len, now);
       reply(c, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
       return 0;
     }
     case ASR_KV_OP_GET: {
       const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
       if (!e) {
+        if (m.aux > 0) { /* it asked to wait for the key */
+          hold(s, c, &m, m.aux, now);
+          return 2;
+        }
         reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
         return 0;
       }
@@ -241,6 +359,7 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c) {
 
 /* Moves bytes for c; returns 0, or -1 when c was dropped. */
 static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+  if (c->list == LIST_HELD) return held_input(s, c, now);
   int frames = 0, moved = 0;
   for (;;) {
     if (c->writing) {
@@ -272,11 +391,13 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
       c->rpos += (size_t)n;
       moved = 1;
       if (c->rpos < ASR_KV_FRAME_LEN) continue;
-      if (handle_frame(s, c)) { /* END */
+      int hf = handle_frame(s, c, now);
+      if (hf == 1) { /* END */
         drop(s, c);
         return -1;
       }
-      continue; /* go write the response */
+      if (hf == 2) return 0; /* held: on the held list until its key or its time comes */
+      continue;              /* go write the response */
     }
     if (n == 0) {
       if (c->rpos > 0) {
@@ -352,6 +473,10 @@ static int next_timeout(asr_kv_server_t *s, int timeout_ms, uint64_t now) {
     int left = s->resume_accept_ms > now ? (int)(s->resume_accept_ms - now) : 0;
     if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left;
   }
+  if (s->held.head) {
+    int left = s->held.head->last_ms > now ? (int)(s->held.head->last_ms - now) : 0;
+    if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left;
+  }
   const conn_list_t *lists[2] = {&s->busy, &s->idle};
   const int tmo[2] = {s->stall_ms, s->idle_ms};
   for (int i = 0; i < 2; i++) {
@@ -392,6 +517,7 @@ int asr_kv_server_poll(asr_kv_server_t *s, int timeout_ms) {
     s->resume_accept_ms = 0;
     if ((int)s->st.clients < s->max_clients) set_accepting(s, 1);
   }
+  expire_held(s, now);
   expire(s, &s->busy, s->stall_ms, now);
   expire(s, &s->idle, s->idle_ms, now);
   pthread_mutex_unlock(&s->lock);
@@ -446,6 +572,7 @@ int asr_kv_server_put(asr_kv_server_t *s, const void *key, size_t klen, const vo
                       int vtype) {
   pthread_mutex_lock(&s->lock);
   int rc = asr_kv_table_set(&s->table, key, klen, val, vlen, vtype);
+  if (rc == 0 && s->st.held) wake_waiters(s, key, klen, asr_time_ms()); /* poll() writes the answers */
   pthread_mutex_unlock(&s->lock);
   return rc;
 }
@@ -493,6 +620,7 @@ void asr_kv_server_free(asr_kv_server_t *s) {
   asr_kv_server_stop_thread(s);
   while (s->busy.head) drop(s, s->busy.head);
   while (s->idle.head) drop(s, s->idle.head);
+  while (s->held.head) drop(s, s->held.head);
   if (s->lfd >= 0) close(s->lfd);
   if (s->epfd >= 0) close(s->epfd);
   if (s->wakefd >= 0) close(s->wakefd);

@@ -41,6 +41,8 @@ typedef struct {
   unsigned long frames;   /* request frames handled */
   unsigned long errors;   /* opcode-6 replies sent */
   unsigned long stalled;  /* clients dropped by a timeout */
+  unsigned held;          /* GETs held now, waiting for their key (kv_frame.h: aux) */
+  unsigned long woken;    /* held GETs answered by a SET of their key */
   size_t keys, bytes;
 } asr_kv_server_stats_t;
 

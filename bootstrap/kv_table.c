@@ -8,7 +8,7 @@
 #include "kv_table.h"
 
 /* FNV-1a, 64-bit: keys are short and binary; this is plenty. */
-static uint64_t hash_key(const uint8_t *key, size_t klen) {
+uint64_t asr_kv_key_hash(const uint8_t *key, size_t klen) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < klen; i++) {
     h ^= key[i];
@@ -33,7 +33,7 @@ void asr_kv_table_fini(asr_kv_table_t *t) {
 /* Returns the slot holding key, or the empty slot where it would go. */
 static size_t find_slot(const asr_kv_table_t *t, const uint8_t *key, size_t klen) {
   size_t mask = t->index_cap - 1;
-  size_t i = (size_t)hash_key(key, klen) & mask;
+  size_t i = (size_t)asr_kv_key_hash(key, klen) & mask;
   for (;;) {
     uint32_t e = t->index[i];
     if (e == 0) return i;

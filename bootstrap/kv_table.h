@@ -41,6 +41,9 @@ int asr_kv_table_set(asr_kv_table_t *t, const uint8_t *key, size_t klen, const u
                      int vtype);
 
 /* Returns the entry for key, or NULL. Valid until the next set. */
+/* FNV-1a (64-bit) of a key: the table's index, and the server's held GETs. */
+uint64_t asr_kv_key_hash(const uint8_t *key, size_t klen);
+
 const asr_kv_entry_t *asr_kv_table_get(const asr_kv_table_t *t, const uint8_t *key, size_t klen);
 
 /* Returns the idx-th entry in insertion order, or NULL past the end. */

@@ -989,3 +989,137 @@ TEST(put_seeds_and_port_in_use) {
   ASSERT_EQ(asr_kv_server_port(s2), port);
   asr_kv_server_free(s2);
 }
+
+/* --- held GETs (kv_frame.h: a GET's aux) ------------------------------------ */
+
+/* Sends a GET of key that may wait wait_ms for it; returns the socket. */
+static int held_get(uint16_t port, const char *key, uint32_t wait_ms) {
+  int fd = raw_open(port);
+  uint8_t req[ASR_KV_FRAME_LEN];
+  kv_raw_build(req, ASR_KV_OP_GET, ASR_KV_VTYPE_BINARY, wait_ms, key, strlen(key), NULL, 0, NULL);
+  ASSERT_EQ(kv_raw_send(fd, req, sizeof req), KV_RAW_OK);
+  return fd;
+}
+
+static void wait_held(asr_kv_server_t *s, unsigned n) {
+  uint64_t deadline = kv_raw_now_ms() + 3000;
+  while (stats(s).held != n && kv_raw_now_ms() < deadline) kv_raw_sleep_ms(1);
+  ASSERT_MSG(stats(s).held == n, "server holds %u GETs, expected %u", stats(s).held, n);
+}
+
+/* Reads the answer to a held GET: opcode want_op, and for a hit the value. */
+static void held_answer(int fd, int want_op, const char *val, int timeout_ms) {
+  uint8_t resp[ASR_KV_FRAME_LEN];
+  int rc = kv_raw_read_frame(fd, resp, timeout_ms);
+  ASSERT_MSG(rc == KV_RAW_OK, "no answer to the held GET within %d ms: %s", timeout_ms, kv_raw_rc_name(rc));
+  asr_kv_msg_t m;
+  const char *why = NULL;
+  ASSERT_MSG(asr_kv_frame_decode(resp, &m, &why) == 0, "answer does not decode: %s", why);
+  ASSERT_MSG(m.opcode == want_op, "answer %s, expected %s", asr_kv_op_name(m.opcode),
+             asr_kv_op_name(want_op));
+  if (val) {
+    ASSERT_EQ(m.val_len, strlen(val));
+    ASSERT_MEMEQ(m.val, val, strlen(val));
+  }
+}
+
+TEST_TIMEOUT(held_get_answered_by_set, 20) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  /* two waiting for one key, one for another, one that does not wait */
+  int a = held_get(port, "handle-x", 1500), b = held_get(port, "handle-x", 1500);
+  int other = held_get(port, "handle-y", 1500);
+  wait_held(s, 3);
+  get_missing(port, "handle-x", 8); /* aux 0: NOT_FOUND at once, as before */
+  ASSERT_EQ(stats(s).held, 3);
+  uint64_t t0 = kv_raw_now_ms();
+  set_ok(port, "handle-x", 8, "value-x", 7, ASR_KV_VTYPE_BINARY);
+  held_answer(a, ASR_KV_OP_GET_BINARY, "value-x", 1000);
+  held_answer(b, ASR_KV_OP_GET_BINARY, "value-x", 1000);
+  uint64_t took = kv_raw_now_ms() - t0;
+  ASSERT_MSG(took < 1000, "the held GETs were answered %llu ms after the SET", (unsigned long long)took);
+  ASSERT_EQ(stats(s).woken, 2);
+  ASSERT_EQ(stats(s).held, 1); /* handle-y still waits */
+  /* the answered connections take further requests as before */
+  uint8_t req[ASR_KV_FRAME_LEN], resp[ASR_KV_FRAME_LEN];
+  kv_raw_build(req, ASR_KV_OP_GET, ASR_KV_VTYPE_BINARY, 0, "handle-x", 8, NULL, 0, NULL);
+  raw_rt(a, req, resp, ASR_KV_OP_GET_BINARY);
+  /* asr_kv_server_put (asrd seeding a key) answers too */
+  ASSERT_OK(asr_kv_server_put(s, "handle-y", 8, "value-y", 7, ASR_KV_VTYPE_BINARY));
+  held_answer(other, ASR_KV_OP_GET_BINARY, "value-y", 1000);
+  ASSERT_EQ(stats(s).woken, 3);
+  ASSERT_EQ(stats(s).held, 0);
+  close(a);
+  close(b);
+  close(other);
+  asr_kv_server_free(s);
+}
+
+TEST_TIMEOUT(held_get_times_out_not_found, 20) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  uint64_t t0 = kv_raw_now_ms();
+  int fd = held_get(port, "never-set", 200);
+  int capped = held_get(port, "never-set-either", 600000); /* the server caps a wait at 2000 ms */
+  held_answer(fd, ASR_KV_OP_NOT_FOUND, NULL, 3000);
+  uint64_t took = kv_raw_now_ms() - t0;
+  ASSERT_MSG(took >= 190 && took < 1500, "NOT_FOUND after %llu ms for a 200 ms wait",
+             (unsigned long long)took);
+  held_answer(capped, ASR_KV_OP_NOT_FOUND, NULL, 4000);
+  took = kv_raw_now_ms() - t0;
+  ASSERT_MSG(took >= 1990 && took < 3500, "NOT_FOUND after %llu ms for a wait capped at 2000 ms",
+             (unsigned long long)took);
+  ASSERT_EQ(stats(s).held, 0);
+  ASSERT_EQ(stats(s).woken, 0);
+  close(fd);
+  close(capped);
+  asr_kv_server_free(s);
+}
+
+TEST_TIMEOUT(held_get_client_leaves_or_talks, 20) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  int gone = held_get(port, "k-gone", 1500), chatty = held_get(port, "k-chatty", 1500);
+  wait_held(s, 2);
+  close(gone); /* hangs up while held: dropped, nothing answered later */
+  wait_held(s, 1);
+  /* a frame before the answer: refused with an error, then closed */
+  uint8_t req[ASR_KV_FRAME_LEN];
+  kv_raw_build(req, ASR_KV_OP_GET, ASR_KV_VTYPE_BINARY, 0, "k-other", 7, NULL, 0, NULL);
+  ASSERT_EQ(kv_raw_send(chatty, req, sizeof req), KV_RAW_OK);
+  held_answer(chatty, ASR_KV_OP_ERROR, NULL, 2000);
+  ASSERT_EQ(kv_raw_wait_closed(chatty, 2000), KV_RAW_CLOSED);
+  close(chatty);
+  wait_held(s, 0);
+  wait_clients(s, 0);
+  set_ok(port, "k-gone", 6, "v", 1, ASR_KV_VTYPE_BINARY); /* no one left to answer */
+  ASSERT_EQ(stats(s).woken, 0);
+  get_eq(port, "k-gone", 6, "v", 1);
+  asr_kv_server_free(s);
+}
+
+TEST_TIMEOUT(held_gets_many_and_freed_held, 30) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  enum { N = 200 };
+  int fds[N];
+  char key[32];
+  for (int i = 0; i < N; i++) {
+    snprintf(key, sizeof key, "many-%d", i % 50); /* four waiters per key */
+    fds[i] = held_get(port, key, 2000);
+  }
+  wait_held(s, N);
+  for (int k = 0; k < 25; k++) { /* half the keys set */
+    snprintf(key, sizeof key, "many-%d", k);
+    set_ok(port, key, strlen(key), key, strlen(key), ASR_KV_VTYPE_BINARY);
+  }
+  for (int i = 0; i < N; i++)
+    if (i % 50 < 25) {
+      snprintf(key, sizeof key, "many-%d", i % 50);
+      held_answer(fds[i], ASR_KV_OP_GET_BINARY, key, 1000);
+    }
+  ASSERT_EQ(stats(s).woken, N / 2);
+  ASSERT_EQ(stats(s).held, N / 2);
+  asr_kv_server_free(s); /* frees the connections still held (ASan: no leak) */
+  for (int i = 0; i < N; i++) close(fds[i]);
+}
