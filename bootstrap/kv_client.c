@@ -31,6 +31,11 @@
 #define BACKOFF_MIN_MS 1
 #define BACKOFF_MAX_MS 64
 #define DEFAULT_TIMEOUT_MS 120000
+/* A GET with retry asks the server to hold it this long for a missing key
+ * (kv_frame.h: aux) before answering NOT_FOUND: the answer comes the moment
+ * the key is set, and the request asks again about twice a second, not
+ * every 1-64 ms. */
+#define GET_WAIT_MS 500
 
 struct asr_kv_req {
   asr_kv_req_state_t state;
@@ -44,6 +49,8 @@ struct asr_kv_req {
   size_t received;        /* bytes of in[] received */
   uint64_t deadline_ms;   /* 0 = none */
   uint64_t not_before_ms; /* backoff: no socket operation before this */
+  uint64_t sent_ms;       /* when the request frame was last sent out */
+  uint32_t wait_ms;       /* GET: how long it asked the server to hold it (0: not) */
   unsigned backoff_ms;
   unsigned retries;
   int start_errno_class; /* last retry reason (ASR_E*), for the deadline message */
@@ -207,7 +214,12 @@ int asr_kv_get_start(const char *ip, uint16_t port, const void *key, size_t klen
   r->retry = retry != 0;
   r->cb = cb;
   r->cb_arg = arg;
-  rc = encode_request(r, NULL, 0, 0, opts);
+  /* at most half the request's own time, so that the server's NOT_FOUND,
+   * and the reason a deadline names, come before the deadline */
+  uint64_t now = asr_time_ms();
+  uint64_t half = !r->deadline_ms ? GET_WAIT_MS : r->deadline_ms > now ? (r->deadline_ms - now) / 2 : 0;
+  r->wait_ms = !r->retry ? 0 : half < GET_WAIT_MS ? (uint32_t)half : GET_WAIT_MS;
+  rc = encode_request(r, NULL, 0, r->wait_ms, opts);
   if (rc) {
     free(r);
     return rc;
@@ -299,6 +311,7 @@ static void step_sending(asr_kv_req_t *r, int *made) {
   int rc = send_some(r, made);
   if (rc == 1) {
     r->received = 0;
+    r->sent_ms = asr_time_ms();
     set_state(r, ASR_KV_REQ_RECEIVING);
   } else if (rc < 0) {
     /* The server dropped us (restart, overload, idle timeout while we backed
@@ -343,8 +356,17 @@ static void handle_response(asr_kv_req_t *r) {
     case ASR_KV_OP_NOT_FOUND:
       if (r->op != ASR_KV_OP_GET) break;
       if (r->retry) {
-        /* Re-send on the same connection after a backoff. */
-        backoff(r, ASR_ENOTFOUND);
+        /* Re-send on the same connection: at once when the server held the
+         * GET (most of the wait asked for has passed), else after a backoff
+         * (a server that answers at once). */
+        if (r->wait_ms && asr_time_ms() - r->sent_ms >= r->wait_ms / 2) {
+          r->backoff_ms = 0;
+          r->not_before_ms = 0;
+          r->retries++;
+          r->start_errno_class = ASR_ENOTFOUND;
+        } else {
+          backoff(r, ASR_ENOTFOUND);
+        }
         r->sent = 0;
         set_state(r, ASR_KV_REQ_SENDING);
         return;
