@@ -240,8 +240,9 @@ static void answer_held(asr_kv_server_t *s, conn_t *c, const asr_kv_entry_t *e, 
   want_events(s, c, EPOLLOUT);
 }
 
-/* A SET of key: answers every GET held for it. The matches are unlinked
- * first and answered after, so nothing here reads or writes a socket. */
+/* A SET of key: answers every GET held for it. Each answer is only queued
+ * (answer_held: poll() sends it once the socket is writable), so no other
+ * request is handled during the walk and the bucket cannot change under it. */
 static void wake_waiters(asr_kv_server_t *s, const uint8_t *key, size_t klen, uint64_t now) {
   uint64_t h = asr_kv_key_hash(key, klen);
   const asr_kv_entry_t *e = asr_kv_table_get(&s->table, key, klen);
