@@ -168,13 +168,17 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
            * cause is a peer that was sent more messages than it can hold
            * before posting their receives (test_runtime
            * unexpected_messages_fill_provider shows the queue that fills). */
+          int shm = strcmp(ctx->ofi.provider, "shm") == 0;
           asr_warn("svc",
                    "lnc %d SEND comm to %s/lnc %d: the peer's queue has been full for %d s; still trying "
-                   "(for %llu s in all). With shm, an LNC holds at most 1024 messages that arrived before "
-                   "their receives were posted, and after that every message to it waits, the connection "
-                   "setup too: the peer must post receives for what it was already sent.",
+                   "(for %llu s in all). %s",
                    c->lnc, c->peer_ip, c->peer_lnc, CONNECT_WARN_MS / 1000,
-                   (unsigned long long)rendezvous_timeout_ms() / 1000);
+                   (unsigned long long)rendezvous_timeout_ms() / 1000,
+                   shm ? "With shm, an LNC holds at most 1024 messages that arrived before their receives "
+                         "were posted, and after that every message to it waits, the connection setup too: "
+                         "the peer must post receives for what it was already sent."
+                       : "The peer's provider answers the connection setup only while the peer makes "
+                         "progress: a loaded host, or a peer short of memory or receive buffers, delays it.");
           c->connect_warn_ms = UINT64_MAX;
         }
         if (now < c->connect_deadline_ms) return wait_a_little(c);
