@@ -338,6 +338,19 @@ static void mark_ready(asr_ctx_t *ctx) {
  * can move (mark_ready). */
 static int connect_comms(asr_ctx_t *ctx, int dir) {
   int progressed = 0;
+  /* RECV comms in NET_CONNECT wait for their sender's control message,
+   * which only a CQ read brings in: read it once here for all of them, not
+   * once per comm (asr__ofi_accept). On tcp;ofi_rxm every read polls every
+   * connection's socket; with 63 comms waiting per LNC in a 64-rank mesh,
+   * reading it per comm made poll() a fifth of the machine's time. */
+  if (dir == ASR_RECV_COMM) {
+    ctx->accept_cq_rc = 0;
+    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next)
+      if (q->head && q->head->kv_ready && atomic_load(&q->head->status) == ASR_COMM_NET_CONNECT) {
+        ctx->accept_cq_rc = asr__ofi_progress(&ctx->ofi); /* a failure fails each such comm */
+        break;
+      }
+  }
   for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
     struct asr_comm *c = q->head;
     if (!c) continue;

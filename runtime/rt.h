@@ -170,6 +170,7 @@ typedef struct asr_ctx {
   int task_n;
   int shutdown;
   int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
+  int accept_cq_rc;                /* service thread only: this tick's CQ read for accepts (connect_comms) */
   _Atomic unsigned stashed;        /* requests stashed and not yet drained, over all comms */
   _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
   uint64_t drain_pass;             /* service thread: numbers asr__drain_stashes's passes */
