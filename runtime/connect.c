@@ -328,7 +328,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       republish_step(ctx, c, &made);
       int ready = 0;
       int rc = ctx->accept_cq_rc; /* connect_comms read the CQ for this tick */
-      if (!rc) rc = asr__ofi_accept(&ctx->ofi, &c->orecv, &ready, 0);
+      if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
       if (!ready) return wait_a_little(c) || made;
       if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))

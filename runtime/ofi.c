@@ -308,16 +308,9 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   return 0;
 }
 
-int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready, int drain_cq) {
-  int rc = 0;
-  if (drain_cq) {
-    ctl_lock(o);
-    rc = drain(o);
-    ctl_unlock(o);
-  }
+int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready) {
   int done = __atomic_load_n(&r->ctrl_op.done, __ATOMIC_ACQUIRE);
   int err = done ? __atomic_load_n(&r->ctrl_op.err, __ATOMIC_RELAXED) : 0;
-  if (rc) return rc;
   if (done && err) return -err;
   if (done && get32(r->ctrl_buf) != CTRL_MAGIC) return -FI_EINVAL;
   *ready = done;

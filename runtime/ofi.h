@@ -154,10 +154,10 @@ int asr__ofi_progress(asr__ofi_t *o);
 int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN]);
 
 /* RECV side, NET_CONNECT: *ready = 1 once the sender's control message
- * arrived (seed: async_sr_ofi_accept; never blocks). It reads the CQ first
- * when drain_cq is set; the service thread reads it once per tick for all
- * its waiting comms instead (context.c, connect_comms). */
-int asr__ofi_accept(asr__ofi_t *o, asr__ofi_recv_t *r, int *ready, int drain_cq);
+ * arrived (seed: async_sr_ofi_accept; never blocks). It does not read the
+ * CQ: the service thread reads it once per tick for all its waiting comms
+ * (context.c, connect_comms). */
+int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready);
 
 /* SEND side, NET_CONNECT: resolves the handle and posts the control message;
  * returns without waiting for anything the acceptor must do, so connecting to
