@@ -2,8 +2,10 @@
 # Quick start, second command: installs what is missing, builds, and runs the
 # whole test suite: the unit/integration tests on a -Werror build, again under
 # ASan+UBSan and under TSan, the format check, the runtime's close cases under
-# valgrind, make distcheck and a benchmark smoke run. Ends with one line "N passed, N failed, N skipped" and exits
-# non-zero on any failure.
+# valgrind, make distcheck and benchmark smoke runs (the KV store's; libasr
+# against raw libfabric, one small size of each kind, payloads checked).
+# Ends with one line "N passed, N failed, N skipped" and exits non-zero on
+# any failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 counts=$(mktemp)
@@ -61,6 +63,8 @@ echo "== checks"
 step format-check "$top/scripts/check-format.sh"
 step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"
 step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
+step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
+  RATE_ITERS=100 "$top/tests/bench/ofi_bench.sh" "$top/build"
 step distcheck make -C "$top/build" -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror
 
 p=$(grep -c '^pass' "$counts"); f=$(grep -c '^fail' "$counts"); s=$(grep -c '^skip' "$counts")

@@ -72,12 +72,17 @@ noinst_PROGRAMS += tests/apps/stress
 tests_apps_stress_SOURCES = tests/apps/stress.c tests/apps/asr_launch.h tests/apps/bench_util.h
 tests_apps_stress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_stress_LDADD = runtime/libasr.la
-# Helpers of tests/bench/ofi_bench.sh: the raw libfabric baseline and the asr
-# mesh-connect / 128-in-flight message-rate side.
+# Helpers of tests/bench/ofi_bench.sh: the raw libfabric baselines (two-rank
+# patterns; mesh connect) and the asr mesh-connect / 128-in-flight
+# message-rate side.
 noinst_PROGRAMS += tests/bench/ofi_raw
 tests_bench_ofi_raw_SOURCES = tests/bench/ofi_raw.c tests/apps/bench_util.h
 tests_bench_ofi_raw_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps
 tests_bench_ofi_raw_LDADD = $(FABRIC_LIBS)
+noinst_PROGRAMS += tests/bench/ofi_raw_mesh
+tests_bench_ofi_raw_mesh_SOURCES = tests/bench/ofi_raw_mesh.c tests/apps/asr_launch.h tests/apps/bench_util.h
+tests_bench_ofi_raw_mesh_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps
+tests_bench_ofi_raw_mesh_LDADD = $(FABRIC_LIBS)
 noinst_PROGRAMS += tests/bench/asr_bench
 tests_bench_asr_bench_SOURCES = tests/bench/asr_bench.c tests/apps/asr_launch.h tests/apps/bench_util.h
 tests_bench_asr_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include -I$(top_srcdir)/tests/apps

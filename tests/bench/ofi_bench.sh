@@ -54,9 +54,19 @@
 # processes, 64 ranks = 16 processes, since the machine has 2 cores): every
 # rank connects a SEND and a RECV comm to every other rank; timed from the
 # launcher's first fork to the moment the last comm is CONNECTED (process
-# start and asr_init included; the init part is shown in the note), then one
-# stamped message per comm proves every connection (tests/bench/asr_bench -m
-# mesh).
+# start and asr_init included), then one stamped message per comm proves
+# every connection (tests/bench/asr_bench -m mesh). raw: tests/bench/
+# ofi_raw_mesh, the same processes with the same endpoints opened straight
+# on libfabric, addresses swapped through memory the launcher shares, then
+# one stamped message from every rank to every other (on an RDM endpoint the
+# first message is what connects: tcp's socket, shm's region mapping);
+# timed from the first fork to the last message's arrival. The table splits
+# each into the init part (until the last endpoint is up) and the part after
+# it (the connection set-up itself). The raw init part pays what libfabric
+# 1.17 costs every process at its first fi_getinfo here -- the verbs
+# provider reads /proc/kallsyms, about 100 ms of CPU -- which libasr avoids
+# (runtime/ofi_kallsyms.c); its part after init costs next to nothing for
+# the address exchange, where libasr's goes through the KV store.
 #
 # Every figure is the median of its runs, and asr/raw the ratio of two
 # medians. Beside it, "paired (range)" is the median of the per-run ratios
@@ -158,8 +168,9 @@ fi
 PINGPONG=$BUILD/tests/apps/pingpong
 OFI_RAW=$BUILD/tests/bench/ofi_raw
 ASR_BENCH=$BUILD/tests/bench/asr_bench
+RAW_MESH=$BUILD/tests/bench/ofi_raw_mesh
 missing=""
-for b in "$PINGPONG" "$OFI_RAW" "$ASR_BENCH"; do [ -x "$b" ] || missing="$missing ${b#"$BUILD"/}"; done
+for b in "$PINGPONG" "$OFI_RAW" "$ASR_BENCH" "$RAW_MESH"; do [ -x "$b" ] || missing="$missing ${b#"$BUILD"/}"; done
 if [ -n "$missing" ]; then
   echo "ofi_bench: building$missing" >&2
   # shellcheck disable=SC2086
@@ -366,16 +377,31 @@ run_asr_rate() { # provider tag
   awk -v t="$2" -v r="$REP" '$1 == "rate" { print t, "rate", $2, "asr", $3, r }' "$out" >>"$DATA"
 }
 
+mesh_lncs() { local l=$MESH_LNCS; [ $(($1 % l)) -ne 0 ] && l=1; echo "$l"; }
+
+# Both print: mesh RANKS PROCS init_ms connected_ms; "meshconn" is the part
+# after init (connected - init), the connection set-up itself.
+mesh_data() { # tag tool file
+  awk -v t="$1" -v k="$2" -v r="$REP" '$1 == "mesh" { print t, "mesh", $2, k, $5, r; print t, "meshinit", $2, k, $4, r;
+    print t, "meshconn", $2, k, $5 - $4, r; print t, "meshprocs", $2, k, $3, r }' "$3" >>"$DATA"
+}
+
 run_asr_mesh() { # provider tag ranks
-  local out=$WORK/mesh_$2.$3.$RANDOM.out lncs=$MESH_LNCS
-  [ $(($3 % lncs)) -ne 0 ] && lncs=1
-  if ! run env -u BENCH_PIN ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m mesh -R "$3" -L "$lncs" -t 280 >"$out" 2>&1; then
+  local out=$WORK/mesh_$2.$3.$RANDOM.out
+  if ! run env -u BENCH_PIN ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m mesh -R "$3" -L "$(mesh_lncs "$3")" -t 280 >"$out" 2>&1; then
     fail "asr_bench mesh $3 ($1)" "$out"
     return
   fi
-  # mesh RANKS PROCS init_ms connected_ms
-  awk -v t="$2" '$1 == "mesh" { print t, "mesh", $2, "asr", $5; print t, "meshinit", $2, "asr", $4;
-                                print t, "meshprocs", $2, "asr", $3 }' "$out" >>"$DATA"
+  mesh_data "$2" asr "$out"
+}
+
+run_raw_mesh() { # provider tag ranks
+  local out=$WORK/rawmesh_$2.$3.$RANDOM.out
+  if ! run env -u BENCH_PIN timeout -k 5 300 "$RAW_MESH" -p "$1" -R "$3" -L "$(mesh_lncs "$3")" -t 280 >"$out" 2>&1; then
+    fail "ofi_raw_mesh $3 ($1)" "$out"
+    return
+  fi
+  mesh_data "$2" raw "$out"
 }
 
 median() { # tag metric size tool -> median (empty when none)
@@ -433,7 +459,11 @@ for prov in $PROVIDERS; do
     REP=$rep
     for r in $MESH_SIZES; do
       echo "ofi_bench: $prov: mesh of $r ranks, run $rep of $MESH_REPS ($(($(date +%s) - START)) s)" >&2
-      run_asr_mesh "$prov" "$tag" "$r"
+      if [ $((rep % 2)) -eq 1 ]; then
+        run_raw_mesh "$prov" "$tag" "$r"; run_asr_mesh "$prov" "$tag" "$r"
+      else
+        run_asr_mesh "$prov" "$tag" "$r"; run_raw_mesh "$prov" "$tag" "$r"
+      fi
     done
   done
 done
@@ -457,10 +487,17 @@ for prov in $PROVIDERS; do
   printf "$F" "$prov" "rate (msgs/s)" 8 "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" "$(paired "$tag" rate 8 asr raw)" "" "" ""
   [ "$MESH_REPS" -gt 0 ] || continue
   for m in $MESH_SIZES; do
-    a=$(median "$tag" mesh "$m" asr) i=$(median "$tag" meshinit "$m" asr) p=$(median "$tag" meshprocs "$m" asr)
-    n=$(count "$tag" mesh "$m" asr)
-    printf '%-14s %-18s %-8s %-10s %-10s %-8s %s\n' "$prov" "mesh connect $m" - "${a:+$(fmt "$a") ms}" - - \
-      "(${p:-?} procs; init part ${i:+$(fmt "$i") ms}; median of $n)"
+    p=$(median "$tag" meshprocs "$m" asr)
+    for what in mesh meshinit meshconn; do
+      case $what in
+        mesh) label="mesh $m (ms)" ;;
+        meshinit) label="  init part" ;;
+        meshconn) label="  after init" ;;
+      esac
+      a=$(median "$tag" $what "$m" asr) r=$(median "$tag" $what "$m" raw)
+      printf "$F" "$prov" "$label" "${p:-?}p" "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" \
+        "$(paired "$tag" $what "$m" asr raw)" "" "" ""
+    done
   done
 done
 echo "ofi_bench: $REPS runs per figure (medians), $(($(date +%s) - START)) s in all, load now $(cut -d' ' -f1-3 /proc/loadavg)" >&2
