@@ -603,6 +603,7 @@ int asr_kv_server_start_thread(asr_kv_server_t *s) {
   atomic_store(&s->stop, 0);
   int e = pthread_create(&s->thread, NULL, server_thread, s);
   if (e) return asr_err_from_errno(e);
+  (void)pthread_setname_np(s->thread, "asr-kv-server"); /* for top -H, perf and gdb */
   s->thread_running = 1;
   return 0;
 }

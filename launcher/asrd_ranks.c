@@ -110,6 +110,7 @@ void asrd_ranks_topology_start(void) {
   }
   /* if it cannot start, asrd_ranks_topology loads on the caller's thread */
   topo_thread_running = pthread_create(&topo_thread, &attr, topo_thread_main, NULL) == 0;
+  if (topo_thread_running) (void)pthread_setname_np(topo_thread, "asrd-topology");
   pthread_attr_destroy(&attr);
 }
 

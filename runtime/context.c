@@ -113,6 +113,9 @@ int asr_init(int lnc) {
     asr__kv_host_leave();
     goto fail;
   }
+  char name[16]; /* for top -H, perf and gdb */
+  snprintf(name, sizeof name, "asr-svc-%d", lnc);
+  (void)pthread_setname_np(ctx->thread, name);
   __atomic_store_n(&asr__ctxs[lnc], ctx, __ATOMIC_RELEASE);
   asr__shm_name_keep(lnc, &ctx->ofi);
   asr_info("svc", "lnc %d up on host %s, bootstrap port %u, provider %s", lnc, ctx->hostname, port,

@@ -151,6 +151,7 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
       } else if (rc == ASR_EBUSY) {
         atomic_store(&watcher_stop, 0);
         watcher_running = pthread_create(&watcher, NULL, watch_leader, NULL) == 0;
+        if (watcher_running) (void)pthread_setname_np(watcher, "asr-kv-watch");
         rc = 0;
       }
     } else if (strcmp(mode, "external") != 0) {

@@ -42,6 +42,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <glob.h>
 #include <link.h>
@@ -786,11 +787,35 @@ static void wait_all(asr_request_t **reqs, size_t *sizes, int n, int timeout_ms)
   free(done);
 }
 
+/* How many of this process's threads are named name (/proc/self/task/<tid>/comm). */
+static int threads_named(const char *name) {
+  DIR *d = opendir("/proc/self/task");
+  ASSERT_MSG(d != NULL, "opendir /proc/self/task");
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* the thread just ended */
+    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+    fclose(f);
+    n += strcmp(comm, name) == 0;
+  }
+  closedir(d);
+  return n;
+}
+
 static void eight_proc(int rank, void *arg) {
   (void)rank;
   (void)arg;
   asr_comm_t *S[E8][E8], *R[E8][E8]; /* S[i][j]: i sends to j; R[j][i]: j receives from i */
-  for (int l = 0; l < E8; l++) ASSERT_OK(asr_init(l));
+  char name[16];
+  for (int l = 0; l < E8; l++) {
+    ASSERT_OK(asr_init(l));
+    snprintf(name, sizeof name, "asr-svc-%d", l); /* one named service thread per LNC */
+    ASSERT_MSG(threads_named(name) == 1, "%d threads named %s", threads_named(name), name);
+  }
   for (int i = 0; i < E8; i++)
     for (int j = 0; j < E8; j++) {
       ASSERT_OK(asr_connect(i, RT_PEER_IP, j, &S[i][j])); /* j == i: connect to self */
@@ -827,7 +852,11 @@ static void eight_proc(int rank, void *arg) {
       ASSERT_OK(asr_comm_close(S[i][j]));
       ASSERT_OK(asr_comm_close(R[j][i]));
     }
-  for (int l = 0; l < E8; l++) ASSERT_OK(asr_close(l));
+  for (int l = 0; l < E8; l++) {
+    ASSERT_OK(asr_close(l));
+    snprintf(name, sizeof name, "asr-svc-%d", l); /* asr_close joined it */
+    ASSERT_MSG(threads_named(name) == 0, "%d threads named %s after asr_close", threads_named(name), name);
+  }
   asr_tensor_free(st);
   asr_tensor_free(rt);
 }
