@@ -425,7 +425,7 @@ count() { awk -v t="$1" -v m="$2" -v s="$3" -v k="$4" '$1 == t && $2 == m && $3 
 
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }' || echo "-"; }
 
-fmt() { [ -z "$1" ] && { echo "-"; return; }; awk -v v="$1" 'BEGIN { if (v >= 1000) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v }'; }
+fmt() { [ -z "$1" ] && { echo "-"; return; }; awk -v v="$1" 'BEGIN { if (v >= 1000) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else if (v >= 1) printf "%.2f", v; else printf "%.3f", v }'; }
 
 START=$(date +%s)
 echo "ofi_bench: build $BUILD, providers: $PROVIDERS; $REPS runs per figure, $MESH_REPS per mesh; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); two-rank runs $PINNED" >&2

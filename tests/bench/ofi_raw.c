@@ -374,7 +374,7 @@ int main(int argc, char **argv) {
   for (size_t sz = minsz; sz <= maxsz && do_bw; sz *= 2) {
     int n = bench_bw_windows(sz, window);
     double secs = run_bw(sz, n, window);
-    if (rank == 0) printf("bw %zu %.1f\n", sz, (double)sz * window * n / secs / 1e6);
+    if (rank == 0) printf("bw %zu %.3f\n", sz, (double)sz * window * n / secs / 1e6);
   }
   if (do_rate) {
     int n = rate_iters > 0 ? rate_iters : iters / 10 > 10 ? iters / 10 : 10;
