@@ -76,11 +76,11 @@ tests_apps_stress_LDADD = runtime/libasr.la
 # patterns; mesh connect) and the asr mesh-connect / 128-in-flight
 # message-rate side.
 noinst_PROGRAMS += tests/bench/ofi_raw
-tests_bench_ofi_raw_SOURCES = tests/bench/ofi_raw.c tests/apps/bench_util.h
+tests_bench_ofi_raw_SOURCES = tests/bench/ofi_raw.c tests/bench/raw_ofi.h tests/apps/bench_util.h
 tests_bench_ofi_raw_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps
 tests_bench_ofi_raw_LDADD = $(FABRIC_LIBS)
 noinst_PROGRAMS += tests/bench/ofi_raw_mesh
-tests_bench_ofi_raw_mesh_SOURCES = tests/bench/ofi_raw_mesh.c tests/apps/asr_launch.h tests/apps/bench_util.h
+tests_bench_ofi_raw_mesh_SOURCES = tests/bench/ofi_raw_mesh.c tests/bench/raw_ofi.h tests/apps/asr_launch.h tests/apps/bench_util.h
 tests_bench_ofi_raw_mesh_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps
 tests_bench_ofi_raw_mesh_LDADD = $(FABRIC_LIBS)
 noinst_PROGRAMS += tests/bench/asr_bench

@@ -160,6 +160,21 @@ static void launch_rm_shm(pid_t pid) {
 }
 
 /* Runs fn on n forked ranks. Returns 0 when every rank exited 0. */
+/* In the launcher, after launch_run: the largest of each of the first k
+ * values the n ranks reported last (0 where none did) into max[0..k-1];
+ * returns how many ranks reported. */
+static inline int launch_report_max(int n, int k, double *max) {
+  int reported = 0;
+  for (int i = 0; i < k; i++) max[i] = 0;
+  for (int r = 0; r < n && r < LAUNCH_MAX; r++)
+    if (launch_nreports[r]) {
+      reported++;
+      for (int i = 0; i < k && i < LAUNCH_NVAL; i++)
+        if (launch_reports[r][i] > max[i]) max[i] = launch_reports[r][i];
+    }
+  return reported;
+}
+
 static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char *prog) {
   if (n < 1 || n > LAUNCH_MAX) return 2;
   char tmpdir[64] = "";

@@ -246,20 +246,14 @@ int main(int argc, char **argv) {
     int procs = o.ranks / o.per_proc;
     o.t0 = launch_now_ns();
     int rc = launch_run(procs, mesh_proc, &o, timeout_s, "asr_bench");
-    double init = 0, conn = 0;
-    int reported = 0;
-    for (int p = 0; p < procs; p++)
-      if (launch_nreports[p]) {
-        reported++;
-        if (launch_reports[p][0] > init) init = launch_reports[p][0];
-        if (launch_reports[p][1] > conn) conn = launch_reports[p][1];
-      }
+    double ms[2]; /* init, connected */
+    int reported = launch_report_max(procs, 2, ms);
     if (rc || reported != procs) {
       fprintf(stderr, "asr_bench: mesh of %d ranks failed (%d of %d processes connected)\n", o.ranks,
               reported, procs);
       return 1;
     }
-    printf("mesh %d %d %.1f %.1f\n", o.ranks, procs, init, conn);
+    printf("mesh %d %d %.1f %.1f\n", o.ranks, procs, ms[0], ms[1]);
     return 0;
   }
   if (mode && !strcmp(mode, "rate")) {

@@ -56,6 +56,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "bench_util.h"
+#include "raw_ofi.h"
 
 #define MAXW 128
 
@@ -242,24 +243,8 @@ static double run_bw(size_t size, int n, int w) {
 }
 
 static void setup(int sock) {
-  int is_shm = strcmp(prov, "shm") == 0;
-  /* libasr's rule (runtime/ofi_env.c): 1024 ofi_rxm bounce buffers unless
-   * the environment says otherwise, set before the first fi_getinfo */
-  const char *rx = getenv("FI_OFI_RXM_MSG_RX_SIZE");
-  if (!rx || !*rx) setenv("FI_OFI_RXM_MSG_RX_SIZE", "1024", 1);
-  struct fi_info *hints = fi_allocinfo();
-  if (!hints) die("fi_allocinfo", -FI_ENOMEM);
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | (is_shm ? 0 : FI_LOCAL_COMM | FI_REMOTE_COMM);
-  hints->mode = FI_CONTEXT | FI_CONTEXT2;
-  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = thread_domain ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
-  hints->tx_attr->msg_order = FI_ORDER_SAS;
-  hints->rx_attr->msg_order = FI_ORDER_SAS;
-  hints->fabric_attr->prov_name = strdup(prov);
-  int rc =
-      fi_getinfo(FI_VERSION(1, 11), is_shm ? NULL : "127.0.0.1", NULL, is_shm ? 0 : FI_SOURCE, hints, &info);
-  fi_freeinfo(hints);
+  raw_ofi_env_defaults();
+  int rc = raw_ofi_getinfo(prov, thread_domain ? FI_THREAD_DOMAIN : FI_THREAD_SAFE, &info);
   if (rc) die("fi_getinfo", rc);
   if ((rc = fi_fabric(info->fabric_attr, &fabric, NULL))) die("fi_fabric", rc);
   if ((rc = fi_domain(fabric, info, &domain, NULL))) die("fi_domain", rc);
@@ -283,14 +268,7 @@ static void setup(int sock) {
 
 static void reg(size_t need) {
   int need_desc = (info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
-  /* libasr's rule (runtime/ofi.c): shm injects up to its inject size, other
-   * providers not at all; ASR_INJECT_MAX sets the limit for any provider. */
-  inject_max = strcmp(prov, "shm") == 0 ? info->tx_attr->inject_size : 0;
-  const char *im = getenv("ASR_INJECT_MAX");
-  if (im && *im) {
-    unsigned long long v = strtoull(im, NULL, 10);
-    inject_max = v < info->tx_attr->inject_size ? (size_t)v : info->tx_attr->inject_size;
-  }
+  inject_max = raw_ofi_inject_max(prov, info);
   if (posix_memalign((void **)&sbuf, 4096, need) || posix_memalign((void **)&rbuf, 4096, need))
     die("memory", 0);
   memset(sbuf, 0, need);

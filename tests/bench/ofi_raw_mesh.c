@@ -44,6 +44,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "asr_launch.h"
+#include "raw_ofi.h"
 
 #define ADDR_MAX 256
 
@@ -87,21 +88,8 @@ static int fail(int rank, const char *what, long rc) {
 }
 
 static struct fi_info *get_info(const char *prov) {
-  int is_shm = strcmp(prov, "shm") == 0;
-  struct fi_info *hints = fi_allocinfo(), *info = NULL;
-  if (!hints) return NULL;
-  /* libasr's hints (runtime/ofi.c, asr__ofi_open) */
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | (is_shm ? 0 : FI_LOCAL_COMM | FI_REMOTE_COMM);
-  hints->mode = FI_CONTEXT | FI_CONTEXT2;
-  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = FI_THREAD_SAFE;
-  hints->tx_attr->msg_order = FI_ORDER_SAS;
-  hints->rx_attr->msg_order = FI_ORDER_SAS;
-  hints->fabric_attr->prov_name = strdup(prov);
-  int rc =
-      fi_getinfo(FI_VERSION(1, 11), is_shm ? NULL : "127.0.0.1", NULL, is_shm ? 0 : FI_SOURCE, hints, &info);
-  fi_freeinfo(hints);
+  struct fi_info *info = NULL;
+  int rc = raw_ofi_getinfo(prov, FI_THREAD_SAFE, &info);
   if (rc) fprintf(stderr, "ofi_raw_mesh: fi_getinfo(%s): %s\n", prov, fi_strerror(-rc));
   return rc ? NULL : info;
 }
@@ -202,7 +190,7 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
   (void)nprocs;
   struct fi_info *info = get_info(o->prov);
   if (!info) return 1;
-  size_t inject_max = strcmp(o->prov, "shm") == 0 ? info->tx_attr->inject_size : 0;
+  size_t inject_max = raw_ofi_inject_max(o->prov, info);
   rank_ep_t *eps = calloc((size_t)L, sizeof *eps);
   if (!eps) return 1;
   int bad = 0;
@@ -285,11 +273,7 @@ int main(int argc, char **argv) {
         return 2;
     }
   }
-  /* libasr's rule (runtime/ofi_env.c), set before the first fi_getinfo:
-   * 1024 ofi_rxm bounce buffers per endpoint unless the environment says
-   * otherwise (libfabric's 4096 cost 64 MiB and tens of ms per endpoint) */
-  const char *rx = getenv("FI_OFI_RXM_MSG_RX_SIZE");
-  if (!rx || !*rx) setenv("FI_OFI_RXM_MSG_RX_SIZE", "1024", 1);
+  raw_ofi_env_defaults();
   if (o.ranks < 2 || o.ranks > LAUNCH_MAX || o.per_proc < 1 || o.ranks % o.per_proc || timeout_s < 1) {
     fprintf(stderr, "ofi_raw_mesh: needs 2 <= -R <= %d, -L dividing -R, -t >= 1\n", LAUNCH_MAX);
     return 2;
@@ -302,20 +286,14 @@ int main(int argc, char **argv) {
   int procs = o.ranks / o.per_proc;
   o.t0 = launch_now_ns();
   int rc = launch_run(procs, mesh_proc, &o, timeout_s, "ofi_raw_mesh");
-  double init = 0, conn = 0;
-  int reported = 0;
-  for (int p = 0; p < procs; p++)
-    if (launch_nreports[p]) {
-      reported++;
-      if (launch_reports[p][0] > init) init = launch_reports[p][0];
-      if (launch_reports[p][1] > conn) conn = launch_reports[p][1];
-    }
+  double ms[2]; /* init, connected */
+  int reported = launch_report_max(procs, 2, ms);
   munmap(o.table, sizeof *o.table);
   if (rc || reported != procs) {
     fprintf(stderr, "ofi_raw_mesh: mesh of %d ranks failed (%d of %d processes done)\n", o.ranks, reported,
             procs);
     return 1;
   }
-  printf("mesh %d %d %.1f %.1f\n", o.ranks, procs, init, conn);
+  printf("mesh %d %d %.1f %.1f\n", o.ranks, procs, ms[0], ms[1]);
   return 0;
 }
