@@ -62,7 +62,8 @@
 # first message is what connects: tcp's socket, shm's region mapping);
 # timed from the first fork to the last message's arrival. The table splits
 # each into the init part (until the last endpoint is up) and the part after
-# it (the connection set-up itself). The raw init part pays what libfabric
+# it (the connection set-up itself); their size column is the number of
+# processes ("16p"). The raw init part pays what libfabric
 # 1.17 costs every process at its first fi_getinfo here -- the verbs
 # provider reads /proc/kallsyms, about 100 ms of CPU -- which libasr avoids
 # (runtime/ofi_kallsyms.c); its part after init costs next to nothing for
@@ -421,7 +422,6 @@ paired() { # tag metric size toolA toolB -> "median (min-max)", or "-"
       printf "%.2f (%.2f-%.2f)", med, v[1], v[NR] }'
 }
 
-count() { awk -v t="$1" -v m="$2" -v s="$3" -v k="$4" '$1 == t && $2 == m && $3 == s && $4 == k' "$DATA" | wc -l; }
 
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }' || echo "-"; }
 
