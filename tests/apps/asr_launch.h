@@ -1,6 +1,6 @@
 /*
  * asr_launch.h -- a tiny fork launcher for the multi-rank test programs
- * (ring, stress, the asr side of tests/bench). Header only: every function is
+ * (ring, stress, the mesh and rate programs of tests/bench). Header only: every function is
  * static, so each program gets its own copy.
  *
  *   launch_run(n, fn, arg, timeout_s)
@@ -11,7 +11,8 @@
  *                          so no rank tears its endpoint down while a peer
  *                          still needs it);
  *   launch_report(v, k)    sends up to LAUNCH_NVAL doubles to the parent, which
- *                          keeps the last report of each rank (launch_reports).
+ *                          keeps the last report of each rank (launch_reports;
+ *                          launch_report_max gives each value's largest).
  * Before forking, the parent makes the environment self-contained: with no
  * ASR_BOOTSTRAP_PORT it picks a free TCP port on 127.0.0.1, and with no
  * ASR_KV_LOCK_DIR it makes a private temporary directory for the KV election
@@ -159,7 +160,6 @@ static void launch_rm_shm(pid_t pid) {
   closedir(d);
 }
 
-/* Runs fn on n forked ranks. Returns 0 when every rank exited 0. */
 /* In the launcher, after launch_run: the largest of each of the first k
  * values the n ranks reported last (0 where none did) into max[0..k-1];
  * returns how many ranks reported. */
@@ -175,6 +175,7 @@ static inline int launch_report_max(int n, int k, double *max) {
   return reported;
 }
 
+/* Runs fn on n forked ranks. Returns 0 when every rank exited 0. */
 static int launch_run(int n, launch_fn fn, void *arg, int timeout_s, const char *prog) {
   if (n < 1 || n > LAUNCH_MAX) return 2;
   char tmpdir[64] = "";
