@@ -1,9 +1,10 @@
-# common/: errors, logging, sockets, time, randomness, file-system helpers (no dependencies).
+# common/: errors, logging, the event loop, sockets, time, randomness, file-system helpers (no dependencies).
 noinst_LTLIBRARIES += common/libasrcommon.la
 common_libasrcommon_la_SOURCES = \
 	common/asr_err.c common/asr_err.h \
 	common/asr_fs.c common/asr_fs.h \
 	common/asr_log.c common/asr_log.h \
+	common/asr_loop.c common/asr_loop.h \
 	common/asr_rand.c common/asr_rand.h \
 	common/asr_netif.c common/asr_netif.h \
 	common/asr_sock.c common/asr_sock.h \
