@@ -19,12 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_loop.h"
 #include "asr_time.h"
 #include "kv_client.h"
 #include "kv_elect.h"
@@ -89,6 +88,42 @@ static int load_secret(uint8_t secret[ASR_KV_SECRET_LEN]) {
   return 0;
 }
 
+/* asrkv serve's loop: the server, the two signals that end it, and the
+ * timer that retries the leader lock while another process holds it. */
+typedef struct {
+  asr_loop_t *loop;
+  asr_loop_signal_t sigint, sigterm;
+  asr_loop_timer_t retry;
+  int signalled;
+  int lock_fd;
+  uint16_t port;
+  int elect_rc;
+} serve_state_t;
+
+static void on_stop_signal(asr_loop_t *loop, asr_loop_signal_t *s, int signo, pid_t from) {
+  (void)signo, (void)from;
+  ((serve_state_t *)s->arg)->signalled = 1;
+  asr_loop_stop(loop);
+}
+
+static void on_elect_retry(asr_loop_t *loop, asr_loop_timer_t *t) {
+  serve_state_t *st = t->arg;
+  char err[256];
+  st->elect_rc = asr_kv_elect_try(st->port, NULL, &st->lock_fd, err, sizeof err);
+  if (st->elect_rc == ASR_EBUSY)
+    asr_loop_timer_start(loop, t, 200, on_elect_retry, st);
+  else
+    asr_loop_stop(loop);
+}
+
+/* Undoes what cmd_serve set up, in reverse. */
+static void serve_end(serve_state_t *st) {
+  asr_kv_elect_release(st->lock_fd);
+  asr_loop_signal_stop(st->loop, &st->sigterm);
+  asr_loop_signal_stop(st->loop, &st->sigint);
+  asr_loop_free(st->loop);
+}
+
 static int cmd_serve(int argc, char **argv) {
   asr_kv_server_opts_t o = {0};
   long port = 0;
@@ -149,44 +184,50 @@ static int cmd_serve(int argc, char **argv) {
   o.secret = secret;
   o.port = (uint16_t)port;
 
-  /* SIGINT/SIGTERM end the server cleanly through a signalfd. */
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  /* SIGINT/SIGTERM end the server cleanly: they stop the loop. */
+  serve_state_t st = {0};
+  int rc = asr_loop_new(&st.loop);
+  if (rc) {
+    fprintf(stderr, "asrkv: cannot make an event loop: %s\n", asr_strerror(rc));
+    return 1;
+  }
+  asr_loop_signal_start(st.loop, &st.sigint, SIGINT, on_stop_signal, &st);
+  asr_loop_signal_start(st.loop, &st.sigterm, SIGTERM, on_stop_signal, &st);
 
   char err[256];
-  int lock_fd = -1;
+  st.lock_fd = -1;
+  st.port = (uint16_t)port;
   if (elect) {
-    int rc = asr_kv_elect_try((uint16_t)port, NULL, &lock_fd, err, sizeof err);
+    rc = asr_kv_elect_try(st.port, NULL, &st.lock_fd, err, sizeof err);
     if (rc == ASR_EBUSY) {
       printf("WAITING leader lock for port %ld is held by another process\n", port);
       fflush(stdout);
-      /* Block in a child-free way: poll the lock twice a second so a signal still ends us. */
-      for (;;) {
-        struct pollfd p = {.fd = sfd, .events = POLLIN};
-        if (poll(&p, 1, 200) > 0) return 0;
-        rc = asr_kv_elect_try((uint16_t)port, NULL, &lock_fd, err, sizeof err);
-        if (rc != ASR_EBUSY) break;
-      }
+      /* Try the lock twice a second; a signal still ends us meanwhile. */
+      asr_loop_timer_start(st.loop, &st.retry, 200, on_elect_retry, &st);
+      asr_loop_run(st.loop);
+      asr_loop_timer_stop(st.loop, &st.retry);
+      rc = st.elect_rc;
+    }
+    if (st.signalled) {
+      serve_end(&st);
+      return 0;
     }
     if (rc) {
       fprintf(stderr, "asrkv: leader election failed: %s\n", err);
+      serve_end(&st);
       return 1;
     }
   }
   asr_kv_server_t *s = NULL;
+  o.loop = st.loop;
   /* A new leader may race the old one's socket teardown: retry the bind briefly. */
   uint64_t until = asr_time_ms() + 3000;
-  int rc;
   while ((rc = asr_kv_server_new(&o, &s, err, sizeof err)) == ASR_EADDRINUSE && elect &&
          asr_time_ms() < until)
     asr_sleep_ms(20);
   if (rc) {
     fprintf(stderr, "asrkv: cannot start the KV server: %s\n", err);
-    asr_kv_elect_release(lock_fd);
+    serve_end(&st);
     return 1;
   }
   if (hostname) {
@@ -196,21 +237,14 @@ static int cmd_serve(int argc, char **argv) {
   }
   printf("READY port=%u pid=%ld\n", asr_kv_server_port(s), (long)getpid());
   fflush(stdout);
-  for (;;) {
-    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = asr_kv_server_fd(s), .events = POLLIN}};
-    int n = poll(p, 2, 1000);
-    if (n > 0 && (p[0].revents & POLLIN)) break;
-    if ((rc = asr_kv_server_poll(s, 0)) != 0) {
-      fprintf(stderr, "asrkv: server loop failed: %s\n", asr_strerror(rc));
-      break;
-    }
-  }
-  asr_kv_server_stats_t st;
-  asr_kv_server_stats(s, &st);
-  printf("STOPPED accepted=%lu frames=%lu errors=%lu dropped=%lu keys=%zu bytes=%zu\n", st.accepted,
-         st.frames, st.errors, st.stalled, st.keys, st.bytes);
+  rc = asr_loop_run(st.loop);
+  if (rc) fprintf(stderr, "asrkv: server loop failed: %s\n", asr_strerror(rc));
+  asr_kv_server_stats_t kst;
+  asr_kv_server_stats(s, &kst);
+  printf("STOPPED accepted=%lu frames=%lu errors=%lu dropped=%lu keys=%zu bytes=%zu\n", kst.accepted,
+         kst.frames, kst.errors, kst.stalled, kst.keys, kst.bytes);
   asr_kv_server_free(s);
-  asr_kv_elect_release(lock_fd);
+  serve_end(&st);
   return rc ? 1 : 0;
 }
 

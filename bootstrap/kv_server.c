@@ -15,25 +15,32 @@
  * milliseconds (the SEND side of a rendezvous waits on the RECV side's
  * handle: a 64-rank mesh sent about 11 frames per connection, most of them
  * NOT_FOUND and its retry).
+ *
+ * The server lives on an asr_loop (asr_loop.h): the listener and every
+ * connection are ios with their own callbacks, and one timer is armed for
+ * the earliest of the lists' deadlines (arm). Every callback runs under
+ * s->lock, which asr_kv_server_put and _stats take from other threads; a
+ * put from another thread than the loop's leaves the waking of held GETs to
+ * the loop's thread (an async), since only that thread may change what the
+ * loop watches.
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_loop.h"
 #include "asr_sock.h"
 #include "asr_time.h"
 #include "kv_frame.h"
@@ -44,18 +51,18 @@
 
 #define FRAMES_PER_WAKEUP 16 /* fairness: one client cannot hog a wakeup */
 #define ACCEPTS_PER_WAKEUP 256
-#define MAX_EVENTS 256
 #define WAIT_BUCKETS 1024 /* power of two */
 #define HOLD_MAX_MS 2000  /* the longest a GET may wait for its key (aux) */
 
 enum { LIST_NONE = 0, LIST_IDLE, LIST_BUSY, LIST_HELD };
 
 typedef struct conn {
+  asr_loop_io_t io; /* its socket, and what the loop watches it for */
+  struct asr_kv_server *server;
   int fd;
   int writing;     /* a response is being written */
   int close_after; /* drop once the response is out */
   int list;
-  uint32_t events; /* epoll interest now registered */
   size_t rpos, wpos;
   uint64_t last_ms; /* LIST_HELD: when the wait ends */
   struct conn *prev, *next;
@@ -70,7 +77,12 @@ typedef struct {
 } conn_list_t;
 
 struct asr_kv_server {
-  int epfd, lfd, wakefd;
+  asr_loop_t *loop;
+  int own_loop; /* made here (no loop in the options): freed with the server */
+  asr_loop_io_t lio;
+  asr_loop_timer_t timer;   /* the earliest deadline of the lists (arm) */
+  asr_loop_async_t recheck; /* a put from another thread: wake its held GETs */
+  int lfd;
   int accepting;
   uint64_t resume_accept_ms; /* paused for lack of fds: try again then */
   uint16_t port;
@@ -83,11 +95,7 @@ struct asr_kv_server {
   asr_kv_server_stats_t st;
   pthread_t thread;
   int thread_running;
-  atomic_int stop;
 };
-
-/* Sentinels for epoll data: the listener and the wake eventfd. */
-static char listen_tag, wake_tag;
 
 static void list_remove(asr_kv_server_t *s, conn_t *c) {
   conn_list_t *l = c->list == LIST_BUSY   ? &s->busy
@@ -137,17 +145,13 @@ static void touch(asr_kv_server_t *s, conn_t *c, uint64_t now) {
 
 static void set_accepting(asr_kv_server_t *s, int on) {
   if (s->accepting == on) return;
-  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listen_tag};
-  if (on)
-    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
-  else
-    epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+  (void)asr_loop_io_set(s->loop, &s->lio, on ? ASR_LOOP_READ : 0);
   s->accepting = on;
 }
 
 static void drop(asr_kv_server_t *s, conn_t *c) {
   list_remove(s, c);
-  epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  asr_loop_io_stop(s->loop, &c->io);
   /* Discard unread input first: closing a socket with unread data sends a
    * reset, which could destroy an error reply still in flight. */
   char sink[4096];
@@ -159,11 +163,8 @@ static void drop(asr_kv_server_t *s, conn_t *c) {
   if (!s->accepting && (int)s->st.clients < s->max_clients && !s->resume_accept_ms) set_accepting(s, 1);
 }
 
-static void want_events(asr_kv_server_t *s, conn_t *c, uint32_t events) {
-  if (c->events == events) return;
-  c->events = events;
-  struct epoll_event ev = {.events = events, .data.ptr = c};
-  epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+static void want_events(asr_kv_server_t *s, conn_t *c, unsigned events) {
+  (void)asr_loop_io_set(s->loop, &c->io, events);
 }
 
 static void reply(conn_t *c, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key, size_t klen,
@@ -237,7 +238,7 @@ static void answer_held(asr_kv_server_t *s, conn_t *c, const asr_kv_entry_t *e, 
   else
     reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
   touch(s, c, now);
-  want_events(s, c, EPOLLOUT);
+  want_events(s, c, ASR_LOOP_WRITE);
 }
 
 /* A SET of key: answers every GET held for it. Each answer is only queued
@@ -279,7 +280,7 @@ static int held_input(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   list_remove(s, c);
   reply_error(s, c, 1, "a request arrived before the answer to the waiting GET");
   touch(s, c, now);
-  want_events(s, c, EPOLLOUT);
+  want_events(s, c, ASR_LOOP_WRITE);
   return 0;
 }
 
@@ -375,12 +376,12 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
           return -1;
         }
         c->rpos = 0;
-        want_events(s, c, EPOLLIN);
+        want_events(s, c, ASR_LOOP_READ);
         if (++frames >= FRAMES_PER_WAKEUP) break;
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        want_events(s, c, EPOLLOUT);
+        want_events(s, c, ASR_LOOP_WRITE);
         break;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -419,6 +420,8 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   return 0;
 }
 
+static void on_conn(asr_loop_t *loop, asr_loop_io_t *io, unsigned events);
+
 static void accept_clients(asr_kv_server_t *s, uint64_t now) {
   for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
     if ((int)s->st.clients >= s->max_clients) {
@@ -431,7 +434,7 @@ static void accept_clients(asr_kv_server_t *s, uint64_t now) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE) {
         /* Pause instead of spinning on a listener that stays readable; a
-         * dropped client or the timer below resumes it. */
+         * dropped client or the timer (arm) resumes it. */
         asr_warn("kvs", "out of file descriptors at %u clients; pausing accept for 100 ms", s->st.clients);
         set_accepting(s, 0);
         s->resume_accept_ms = now + 100;
@@ -445,10 +448,9 @@ static void accept_clients(asr_kv_server_t *s, uint64_t now) {
     }
     memset(c, 0, offsetof(conn_t, rbuf));
     c->fd = fd;
-    c->events = EPOLLIN;
+    c->server = s;
     asr_sock_nodelay(fd);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (asr_loop_io_start(s->loop, &c->io, fd, ASR_LOOP_READ, on_conn, c) != 0) {
       close(fd);
       free(c);
       continue;
@@ -469,7 +471,10 @@ static void expire(asr_kv_server_t *s, conn_list_t *l, int timeout_ms, uint64_t 
   }
 }
 
-static int next_timeout(asr_kv_server_t *s, int timeout_ms, uint64_t now) {
+/* Milliseconds until the earliest deadline (an accept pause, a held GET's
+ * wait, the oldest busy or idle client's timeout), or -1 when none. */
+static int next_timeout(asr_kv_server_t *s, uint64_t now) {
+  int timeout_ms = -1;
   if (s->resume_accept_ms) {
     int left = s->resume_accept_ms > now ? (int)(s->resume_accept_ms - now) : 0;
     if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left;
@@ -489,31 +494,24 @@ static int next_timeout(asr_kv_server_t *s, int timeout_ms, uint64_t now) {
   return timeout_ms;
 }
 
-int asr_kv_server_poll(asr_kv_server_t *s, int timeout_ms) {
-  struct epoll_event evs[MAX_EVENTS];
-  pthread_mutex_lock(&s->lock);
-  timeout_ms = next_timeout(s, timeout_ms, asr_time_ms());
-  pthread_mutex_unlock(&s->lock);
-  int n = epoll_wait(s->epfd, evs, MAX_EVENTS, timeout_ms);
-  if (n < 0) return errno == EINTR ? 0 : asr_err_from_errno(errno);
-  pthread_mutex_lock(&s->lock);
-  uint64_t now = asr_time_ms();
-  for (int i = 0; i < n; i++) {
-    void *p = evs[i].data.ptr;
-    if (p == &listen_tag) {
-      accept_clients(s, now);
-    } else if (p == &wake_tag) {
-      uint64_t v;
-      (void)!read(s->wakefd, &v, sizeof v);
-    } else {
-      conn_t *c = p;
-      if (evs[i].events & (EPOLLERR) && !(evs[i].events & EPOLLIN)) {
-        drop(s, c);
-        continue;
-      }
-      conn_io(s, c, now);
-    }
+/* The one timer follows the earliest deadline. Every list is ordered by
+ * its deadline, so that is one look at each head. Called with the lock. */
+static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t);
+static void arm(asr_kv_server_t *s) {
+  int left = next_timeout(s, asr_loop_now(s->loop));
+  if (left < 0) {
+    asr_loop_timer_stop(s->loop, &s->timer);
+    return;
   }
+  uint64_t due = asr_loop_now(s->loop) + (uint64_t)left;
+  if (!asr_loop_timer_active(&s->timer) || s->timer.due_ms != due)
+    asr_loop_timer_start(s->loop, &s->timer, (uint64_t)left, on_timer, s);
+}
+
+static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
+  asr_kv_server_t *s = t->arg;
+  pthread_mutex_lock(&s->lock);
+  uint64_t now = asr_loop_now(loop);
   if (s->resume_accept_ms && now >= s->resume_accept_ms) {
     s->resume_accept_ms = 0;
     if ((int)s->st.clients < s->max_clients) set_accepting(s, 1);
@@ -521,8 +519,46 @@ int asr_kv_server_poll(asr_kv_server_t *s, int timeout_ms) {
   expire_held(s, now);
   expire(s, &s->busy, s->stall_ms, now);
   expire(s, &s->idle, s->idle_ms, now);
+  arm(s);
   pthread_mutex_unlock(&s->lock);
-  return 0;
+}
+
+static void on_listen(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
+  (void)events;
+  asr_kv_server_t *s = io->arg;
+  pthread_mutex_lock(&s->lock);
+  accept_clients(s, asr_loop_now(loop));
+  arm(s);
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void on_conn(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
+  conn_t *c = io->arg;
+  asr_kv_server_t *s = c->server;
+  pthread_mutex_lock(&s->lock);
+  (void)events; /* a hang-up or error shows in the next recv or send */
+  conn_io(s, c, asr_loop_now(loop));
+  arm(s);
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* A put from another thread stored keys that held GETs may wait for. */
+static void on_recheck(asr_loop_t *loop, asr_loop_async_t *a) {
+  asr_kv_server_t *s = a->arg;
+  pthread_mutex_lock(&s->lock);
+  uint64_t now = asr_loop_now(loop);
+  for (conn_t *c = s->held.head, *next; c; c = next) {
+    next = c->next; /* answering takes c off the held list */
+    asr_kv_msg_t m;
+    const char *why = NULL;
+    if (asr_kv_frame_decode(c->rbuf, &m, &why) != 0) continue;
+    const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
+    if (!e) continue;
+    answer_held(s, c, e, now);
+    s->st.woken++;
+  }
+  arm(s);
+  pthread_mutex_unlock(&s->lock);
 }
 
 int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, char *errbuf, size_t errlen) {
@@ -530,7 +566,7 @@ int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, c
   if (!out) return ASR_EINVAL;
   asr_kv_server_t *s = calloc(1, sizeof *s);
   if (!s) return ASR_ENOMEM;
-  s->epfd = s->lfd = s->wakefd = -1;
+  int rc;
   pthread_mutex_init(&s->lock, NULL);
   if (o.secret) memcpy(s->secret, o.secret, ASR_KV_SECRET_LEN);
   s->max_clients = o.max_clients > 0 ? o.max_clients : 16384;
@@ -541,39 +577,57 @@ int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, c
   s->stall_ms = o.stall_timeout_ms > 0 ? o.stall_timeout_ms : 5000;
   s->idle_ms = o.idle_timeout_ms > 0 ? o.idle_timeout_ms : 60000;
   asr_kv_table_init(&s->table, o.max_keys ? o.max_keys : 65536, o.max_bytes ? o.max_bytes : 64u << 20);
-  int rc;
+  s->loop = o.loop;
+  if (!s->loop) {
+    rc = asr_loop_new(&s->loop);
+    if (rc) {
+      if (errbuf) snprintf(errbuf, errlen, "cannot make the server's event loop: %s", asr_strerror(rc));
+      goto err_table;
+    }
+    s->own_loop = 1;
+  }
   s->lfd = asr_sock_listen(o.bind_ip ? o.bind_ip : "0.0.0.0", o.port, o.backlog > 0 ? o.backlog : 4096,
                            &s->port, errbuf, errlen);
   if (s->lfd < 0) {
     rc = s->lfd;
-    goto fail;
+    goto err_loop;
   }
-  s->epfd = epoll_create1(EPOLL_CLOEXEC);
-  s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (s->epfd < 0 || s->wakefd < 0) {
-    rc = asr_err_from_errno(errno);
-    if (errbuf) snprintf(errbuf, errlen, "epoll/eventfd: %s", strerror(errno));
-    goto fail;
+  rc = asr_loop_io_start(s->loop, &s->lio, s->lfd, ASR_LOOP_READ, on_listen, s);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "cannot watch the listening socket: %s", asr_strerror(rc));
+    goto err_listen;
   }
-  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &wake_tag};
-  epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wakefd, &ev);
-  set_accepting(s, 1);
+  s->accepting = 1;
+  asr_loop_async_start(s->loop, &s->recheck, on_recheck, s);
   asr_info("kvs", "KV server listening on %s:%u", o.bind_ip ? o.bind_ip : "0.0.0.0", s->port);
   *out = s;
   return 0;
-fail:
-  asr_kv_server_free(s);
+err_listen:
+  close(s->lfd);
+err_loop:
+  if (s->own_loop) asr_loop_free(s->loop);
+err_table:
+  asr_kv_table_fini(&s->table);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
   return rc;
 }
 
 uint16_t asr_kv_server_port(const asr_kv_server_t *s) { return s->port; }
-int asr_kv_server_fd(const asr_kv_server_t *s) { return s->epfd; }
 
 int asr_kv_server_put(asr_kv_server_t *s, const void *key, size_t klen, const void *val, size_t vlen,
                       int vtype) {
   pthread_mutex_lock(&s->lock);
   int rc = asr_kv_table_set(&s->table, key, klen, val, vlen, vtype);
-  if (rc == 0 && s->st.held) wake_waiters(s, key, klen, asr_time_ms()); /* poll() writes the answers */
+  int foreign = s->thread_running && !pthread_equal(pthread_self(), s->thread);
+  if (rc == 0 && s->st.held) {
+    if (foreign) {
+      asr_loop_async_send(&s->recheck); /* the loop's thread answers them (on_recheck) */
+    } else {
+      wake_waiters(s, key, klen, asr_loop_now(s->loop)); /* the loop writes the answers */
+      arm(s);
+    }
+  }
   pthread_mutex_unlock(&s->lock);
   return rc;
 }
@@ -588,19 +642,13 @@ void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st) {
 
 static void *server_thread(void *arg) {
   asr_kv_server_t *s = arg;
-  while (!atomic_load(&s->stop)) {
-    int rc = asr_kv_server_poll(s, 1000);
-    if (rc) {
-      asr_error("kvs", "KV server loop failed: %s", asr_strerror(rc));
-      break;
-    }
-  }
+  int rc = asr_loop_run(s->loop);
+  if (rc) asr_error("kvs", "KV server loop failed: %s", asr_strerror(rc));
   return NULL;
 }
 
 int asr_kv_server_start_thread(asr_kv_server_t *s) {
-  if (s->thread_running) return ASR_ESTATE;
-  atomic_store(&s->stop, 0);
+  if (s->thread_running || !s->own_loop) return ASR_ESTATE;
   int e = pthread_create(&s->thread, NULL, server_thread, s);
   if (e) return asr_err_from_errno(e);
   (void)pthread_setname_np(s->thread, "asr-kv-server"); /* for top -H, perf and gdb */
@@ -610,9 +658,7 @@ int asr_kv_server_start_thread(asr_kv_server_t *s) {
 
 void asr_kv_server_stop_thread(asr_kv_server_t *s) {
   if (!s->thread_running) return;
-  atomic_store(&s->stop, 1);
-  uint64_t one = 1;
-  (void)!write(s->wakefd, &one, sizeof one);
+  asr_loop_stop(s->loop);
   pthread_join(s->thread, NULL);
   s->thread_running = 0;
 }
@@ -623,9 +669,12 @@ void asr_kv_server_free(asr_kv_server_t *s) {
   while (s->busy.head) drop(s, s->busy.head);
   while (s->idle.head) drop(s, s->idle.head);
   while (s->held.head) drop(s, s->held.head);
-  if (s->lfd >= 0) close(s->lfd);
-  if (s->epfd >= 0) close(s->epfd);
-  if (s->wakefd >= 0) close(s->wakefd);
+  assert(s->st.clients == 0); /* every connection was on one of the lists */
+  asr_loop_timer_stop(s->loop, &s->timer);
+  asr_loop_async_stop(s->loop, &s->recheck);
+  asr_loop_io_stop(s->loop, &s->lio);
+  close(s->lfd);
+  if (s->own_loop) asr_loop_free(s->loop);
   asr_kv_table_fini(&s->table);
   pthread_mutex_destroy(&s->lock);
   free(s);

@@ -1,9 +1,9 @@
 /*
  * kv_server.h -- the rendezvous KV server: one per (host, bootstrap port).
  *
- * Event-driven (epoll, level-triggered, every fd non-blocking), single
- * threaded: it can be embedded in another loop through asr_kv_server_fd() and
- * asr_kv_server_poll(), or run on a thread of its own. Memory is bounded: at
+ * Event-driven (an asr_loop, every fd non-blocking), single threaded: it
+ * runs on the caller's loop (opts.loop: asrd's), or on a loop of its own on
+ * a thread of its own (asr_kv_server_start_thread). Memory is bounded: at
  * most max_clients connections (beyond that it stops accepting, and the kernel
  * backlog holds the rest), max_keys keys and max_bytes of keys plus values.
  *
@@ -21,9 +21,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "asr_loop.h"
+
 typedef struct asr_kv_server asr_kv_server_t;
 
 typedef struct {
+  asr_loop_t *loop;      /* the loop to run on (its thread only); NULL = one of its own, for start_thread */
   const char *bind_ip;   /* NULL = 0.0.0.0 (peers on other hosts must reach it) */
   uint16_t port;         /* 0 = choose a free port (see asr_kv_server_port) */
   const uint8_t *secret; /* 32 bytes; NULL = all zeros (no job secret) */
@@ -53,26 +56,22 @@ int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, c
 /* The TCP port it listens on. */
 uint16_t asr_kv_server_port(const asr_kv_server_t *s);
 
-/* An fd that becomes readable when asr_kv_server_poll() has work (its epoll fd). */
-int asr_kv_server_fd(const asr_kv_server_t *s);
-
-/* Waits up to timeout_ms for events and handles them, then drops timed-out
- * clients. Returns 0 or a negative ASR_E* on a fatal error. Not for use while
- * the server's own thread runs. */
-int asr_kv_server_poll(asr_kv_server_t *s, int timeout_ms);
-
-/* Stores a key directly (seeding "hostname" before clients arrive). Only from
- * the thread that polls, or before asr_kv_server_start_thread(). */
+/* Stores a key directly (seeding "hostname" before clients arrive), and
+ * answers the GETs held for it. From the loop's thread, or from any thread
+ * while the server runs on its own (start_thread). */
 int asr_kv_server_put(asr_kv_server_t *s, const void *key, size_t klen, const void *val, size_t vlen,
                       int vtype);
 
-/* Runs the poll loop on a new thread until asr_kv_server_stop_thread(). */
+/* Runs the server's own loop on a new thread until
+ * asr_kv_server_stop_thread(). ASR_ESTATE when it runs already, or on the
+ * caller's loop. */
 int asr_kv_server_start_thread(asr_kv_server_t *s);
 void asr_kv_server_stop_thread(asr_kv_server_t *s);
 
 void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st);
 
-/* Stops the thread if running, closes every connection and frees s. */
+/* Stops the thread if running, closes every connection, takes everything
+ * off the loop and frees s (from the loop's thread, for the caller's loop). */
 void asr_kv_server_free(asr_kv_server_t *s);
 
 #endif /* ASR_KV_SERVER_H */

@@ -482,6 +482,8 @@ void asr_loop_free(asr_loop_t *l) {
 
 uint64_t asr_loop_now(const asr_loop_t *l) { return l->now; }
 
+int asr_loop_backend_fd(const asr_loop_t *l) { return l->epfd; }
+
 uint64_t asr_loop_update_now(asr_loop_t *l) { return l->now = asr_time_ms(); }
 
 void asr_loop_set_hooks(asr_loop_t *l, asr_loop_before_sleep_cb before, asr_loop_after_sleep_cb after,

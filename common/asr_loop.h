@@ -136,6 +136,10 @@ uint64_t asr_loop_now(const asr_loop_t *loop);
 /* Reads the clock again (after long work in a callback). */
 uint64_t asr_loop_update_now(asr_loop_t *loop);
 
+/* The epoll fd: readable while some watched fd is ready, for running this
+ * loop from another one's poll (libuv's uv_backend_fd). */
+int asr_loop_backend_fd(const asr_loop_t *loop);
+
 /* Cuts the current or next sleep short. Any thread; cheap when the loop is
  * awake (an atomic store, no system call). */
 void asr_loop_wake(asr_loop_t *loop);

@@ -207,14 +207,20 @@ static int start_job(asrd_t *d, char *err, size_t errlen) {
    * bound it (here). */
   if (d->port_hold >= 0) close(d->port_hold);
   d->port_hold = -1;
-  asr_kv_server_opts_t o = {
-      .bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL, .port = (uint16_t)d->port, .secret = d->secret};
+  if (asr_loop_new(&d->kvloop) != 0) {
+    snprintf(err, errlen, "cannot make the KV server's event loop");
+    return -1;
+  }
+  asr_kv_server_opts_t o = {.loop = d->kvloop,
+                            .bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL,
+                            .port = (uint16_t)d->port,
+                            .secret = d->secret};
   if (asr_kv_server_new(&o, &d->kv, err, errlen) != 0) return -1;
   uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
   memcpy(val, d->hostname, strnlen(d->hostname, ASR_KV_HOSTNAME_LEN - 1));
   /* "hostname" is in the store before any rank exists. */
   asr_kv_server_put(d->kv, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
-  asrd_watch(d, asr_kv_server_fd(d->kv), EPOLLIN);
+  asrd_watch(d, asr_loop_backend_fd(d->kvloop), EPOLLIN);
   if (!d->pmix_up && asrd_pmix_init(d, asrd_ranks_topology(), err, errlen) != 0) return -1;
   /* PMIx registers the job on its own thread while this one waits for the
    * topology and prepares the ranks; they start once both are done. */
@@ -469,8 +475,8 @@ int main(int argc, char **argv) {
         }
       } else if (fd == d->evfd) {
         asrd_pmix_handle_events(d);
-      } else if (d->kv && fd == asr_kv_server_fd(d->kv)) {
-        asr_kv_server_poll(d->kv, 0);
+      } else if (d->kv && fd == asr_loop_backend_fd(d->kvloop)) {
+        asr_loop_run_once(d->kvloop, 0);
       } else {
         asrd_ranks_on_fd(d, fd, evs[i].events);
       }
@@ -495,7 +501,7 @@ int main(int argc, char **argv) {
       asrd_ranks_signal(d, SIGKILL);
       kill_deadline = 0;
     }
-    if (d->kv) asr_kv_server_poll(d->kv, 0); /* expire stalled KV clients */
+    if (d->kv) asr_loop_run_once(d->kvloop, 0); /* expire stalled KV clients */
     if (d->started && !d->done_sent && asrd_ranks_all_done(d)) {
       asr_ctl_queue(&d->ctl, ASR_CTL_DONE, NULL);
       d->done_sent = 1;
@@ -531,6 +537,7 @@ int main(int argc, char **argv) {
   if (d->port_hold >= 0) close(d->port_hold);
   asrd_pmix_stop(d);
   if (d->kv) asr_kv_server_free(d->kv);
+  if (d->kvloop) asr_loop_free(d->kvloop);
   asr_ctl_close(&d->ctl);
   return lost ? 1 : 0;
 }

@@ -72,6 +72,7 @@ typedef struct asrd {
   int nlocal, nalive;
   int started, done_sent;
   asr_kv_server_t *kv;
+  asr_loop_t *kvloop;
 
   /* PMIx */
   int pmix_up;

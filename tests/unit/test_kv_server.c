@@ -3,8 +3,8 @@
  * real client (kv_client.h) and through raw frames (kv_raw.h).
  *
  * Every server here binds 127.0.0.1 on port 0 and runs either on its own
- * thread (asr_kv_server_start_thread) or, for the embedded case, from the
- * test's own loop (asr_kv_server_poll). Clients always pass the all-zero
+ * thread (asr_kv_server_start_thread) or, for the embedded case, on the
+ * test's own loop (opts.loop). Clients always pass the all-zero
  * secret explicitly so an ASR_JOB_SECRET in the environment cannot matter.
  */
 #include "config.h"
@@ -875,48 +875,45 @@ static void get_into(void *arg, const uint8_t *val, size_t len) {
   out[len < 63 ? len : 63] = '\0';
 }
 
-TEST(embedded_poll_without_thread) {
-  asr_kv_server_t *s = srv_new((asr_kv_server_opts_t){.idle_timeout_ms = 300});
+TEST(embedded_in_callers_loop) {
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_server_t *s = srv_new((asr_kv_server_opts_t){.loop = loop, .idle_timeout_ms = 300});
   uint16_t port = asr_kv_server_port(s);
-  int efd = asr_kv_server_fd(s);
-  ASSERT(efd >= 0);
+  ASSERT_EQ(asr_kv_server_start_thread(s), ASR_ESTATE); /* it runs on the caller's loop */
   ASSERT_OK(asr_kv_server_put(s, "hostname", 8, "embedded", 8, ASR_KV_VTYPE_TEXT));
-  ASSERT(!fd_readable(efd, 50)); /* nothing to do yet */
+  ASSERT_EQ(asr_loop_run_once(loop, 50), 0); /* nothing to do yet */
 
-  /* a new connection makes the fd readable; poll() accepts it */
+  /* a new connection: one iteration of the caller's loop accepts it */
   int fd = raw_open(port); /* completes in the kernel backlog */
-  ASSERT(fd_readable(efd, 2000));
   ASSERT_EQ(stats(s).accepted, 0);
-  ASSERT_OK(asr_kv_server_poll(s, 0));
+  ASSERT_EQ(asr_loop_run_once(loop, 2000), 1);
   asr_kv_server_stats_t st = stats(s);
   ASSERT_EQ(st.accepted, 1);
   ASSERT_EQ(st.clients, 1);
-  ASSERT(!fd_readable(efd, 0));
 
-  /* a request: readable again, and one poll answers it */
+  /* a request: nobody answers until the caller's loop runs, then it does */
   uint8_t req[ASR_KV_FRAME_LEN], resp[ASR_KV_FRAME_LEN];
   kv_raw_build(req, ASR_KV_OP_GET, ASR_KV_VTYPE_TEXT, 0, "hostname", 8, NULL, 0, NULL);
   ASSERT_EQ(kv_raw_send(fd, req, sizeof req), KV_RAW_OK);
-  ASSERT(fd_readable(efd, 2000));
-  ASSERT(!fd_readable(fd, 0)); /* nobody answers without a poll */
-  for (int i = 0; i < 50 && !fd_readable(fd, 0); i++) ASSERT_OK(asr_kv_server_poll(s, 20));
+  ASSERT(!fd_readable(fd, 50));
+  for (int i = 0; i < 50 && !fd_readable(fd, 0); i++) ASSERT(asr_loop_run_once(loop, 20) >= 0);
   ASSERT_EQ(kv_raw_read_frame(fd, resp, 100), KV_RAW_OK);
   ASSERT_EQ(kv_raw_op(resp), ASR_KV_OP_GET_TEXT);
   ASSERT_MEMEQ(resp + ASR_KV_OFF_VAL, "embedded", 8);
 
-  /* the idle timeout is honoured by poll's own wait: a poll with a long
-   * timeout returns once the client is due, and drops it */
+  /* the idle timeout is the server's timer on that loop: a wait with a long
+   * bound returns once the client is due, and drops it */
   uint64_t t0 = kv_raw_now_ms();
-  while (stats(s).clients > 0 && kv_raw_now_ms() - t0 < 3000) ASSERT_OK(asr_kv_server_poll(s, 5000));
+  while (stats(s).clients > 0 && kv_raw_now_ms() - t0 < 3000) ASSERT(asr_loop_run_once(loop, 5000) >= 0);
   uint64_t took = kv_raw_now_ms() - t0;
-  ASSERT_MSG(took < 1500, "poll(5000) took %llu ms to drop a client idle for 300 ms",
-             (unsigned long long)took);
+  ASSERT_MSG(took < 1500, "the loop took %llu ms to drop a client idle for 300 ms", (unsigned long long)took);
   ASSERT_EQ(stats(s).clients, 0);
   ASSERT_EQ(stats(s).stalled, 1);
   ASSERT_EQ(kv_raw_wait_closed(fd, 1000), KV_RAW_CLOSED);
   close(fd);
 
-  /* the non-blocking client, pumped in the same loop as the server */
+  /* the non-blocking client, pumped beside the server on the same thread */
   asr_kv_opts_t o = copts(NULL);
   asr_kv_req_t *r = NULL;
   char got[64] = "";
@@ -925,13 +922,14 @@ TEST(embedded_poll_without_thread) {
   t0 = kv_raw_now_ms();
   while (!done && kv_raw_now_ms() - t0 < 3000) {
     rc = asr_kv_progress(r, &done, &made);
-    ASSERT_OK(asr_kv_server_poll(s, made ? 0 : 5));
+    ASSERT(asr_loop_run_once(loop, made ? 0 : 5) >= 0);
   }
   ASSERT_MSG(done && rc == 0, "embedded GET: done=%d rc=%s: %s", done, asr_test_errname(rc),
              asr_kv_req_error(r));
   ASSERT_STREQ(got, "embedded");
   asr_kv_req_free(r);
   asr_kv_server_free(s);
+  asr_loop_free(loop); /* the server took all of its sources off it */
 }
 
 /* --- 9. seeding and bind errors --------------------------------------------------------- */
