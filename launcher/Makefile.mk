@@ -4,7 +4,7 @@ noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
 	launcher/config.c launcher/config.h launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
 	launcher/map.c launcher/map.h \
-	launcher/ctl.c launcher/ctl.h \
+	launcher/ctl.c launcher/ctl.h launcher/ctl_msg.c launcher/ctl_msg.h \
 	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h \
 	launcher/asrd_dir.c launcher/asrd_dir.h
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
@@ -15,12 +15,14 @@ dist_sysconf_asr_DATA = conf/asrrun.yaml
 EXTRA_DIST += conf/job-example.yaml
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
-launcher_asrrun_SOURCES = launcher/asrrun.c launcher/launch.h \
+launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c \
+	launcher/asrrun_output.c launcher/asrrun_stdin.c launcher/asrrun_early.c launcher/launch.h \
 	launcher/launch_local.c launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c launcher/launch_pick.c
 launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 
-launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_pmix.c launcher/asrd_ranks.c \
+launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_job.c \
+	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c \
 	launcher/asrd_shm.c launcher/asrd_shm.h
 launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(PMIX_CFLAGS) $(HWLOC_CFLAGS)
 launcher_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)

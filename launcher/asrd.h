@@ -1,8 +1,16 @@
 /*
- * asrd.h -- the host daemon's state, shared by its files:
- *   asrd.c        main, the event loop, the control channel to asrrun
+ * asrd.h -- the host daemon's state, shared by its files, each one job:
+ *   asrd.c        main and the daemon's lifecycle (one state machine)
+ *   asrd_up.c     the control connection up to asrrun: HELLO, heartbeats, sending
+ *   asrd_job.c    taking the JOB and starting it: KV server, PMIx registration, ranks
  *   asrd_pmix.c   the PMIx server (libpmix server API) and its upcalls
- *   asrd_ranks.c  starting, binding and watching the local ranks, their output
+ *   asrd_ranks.c  the local ranks: start, exit, signals, what is still running
+ *   asrd_spawn.c  the environment every rank gets, and the clone() that starts one
+ *   asrd_topo.c   the hwloc topology and each rank's binding
+ *   asrd_stdio.c  the ranks' output (whole lines) and rank 0's stdin
+ * The files below asrd.c never call up into it: what it must hear (a message
+ * from asrrun, a rank's exit, the registration done) comes through the
+ * callbacks it sets in asrd_t.
  *
  * One asrd runs per host of a job. It connects back to asrrun, receives the
  * job, runs the host's KV server on the bootstrap port (seeding "hostname"
@@ -15,115 +23,217 @@
 #define ASR_ASRD_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "asr_buf.h"
+#include "asr_loop.h"
 #include "ctl.h"
 #include "kv_frame.h"
 #include "kv_server.h"
 
+/* The daemon's lifecycle (asrd.c: asrd_set_state makes every transition).
+ *   CONNECTING   calling asrrun back
+ *   WAITING_JOB  HELLO sent (the PMIx server may start meanwhile)
+ *   STARTING     the JOB came: KV server, PMIx registration, then the ranks
+ *   RUNNING      ranks, or output of theirs, are still alive
+ *   IDLE         every rank is done and DONE was sent; waiting for SHUTDOWN
+ *                (a job of several hosts: other hosts' ranks may still ask
+ *                this host's KV server)
+ *   TERMINATING  ranks were signalled (asrrun's KILL, a signal, asrrun lost);
+ *                waits for every rank to die; after a grace time: KILLED
+ *   KILLED       SIGKILL sent; waits (bounded) for every rank to die
+ *   FINISHING    the control connection is closed cleanly (ctl.h: finish)
+ *   DONE         the loop stops; main cleans up and exits */
+typedef enum {
+  ASRD_CONNECTING = 0,
+  ASRD_WAITING_JOB,
+  ASRD_STARTING,
+  ASRD_RUNNING,
+  ASRD_IDLE,
+  ASRD_TERMINATING,
+  ASRD_KILLED,
+  ASRD_FINISHING,
+  ASRD_DONE,
+} asrd_state_t;
+
+typedef struct asrd asrd_t;
+typedef struct asrd_rank asrd_rank_t;
+
+/* One output stream of a rank (asrd_stdio.c). */
 typedef struct {
+  asrd_rank_t *rank;
+  int stream;       /* 1 stdout, 2 stderr */
+  int fd;           /* the pipe's read end; -1 once it reached EOF */
+  asr_loop_io_t io; /* while fd >= 0 */
+  asr_buf_t part;   /* a partial line */
+} asrd_stream_t;
+
+struct asrd_rank {
+  asrd_t *d;
   int rank, lnc, local;
-  pid_t pid;
-  int out_fd, err_fd, in_fd;    /* pipes; -1 when closed */
-  asr_buf_t out_part, err_part; /* partial lines */
-  asr_buf_t in_queue;           /* stdin bytes not yet written (rank 0) */
-  int in_eof;                   /* close in_fd once in_queue drains */
+  pid_t pid;                 /* 0 until started */
+  asr_loop_pid_t exit_watch; /* its exit, reaped by the loop */
+  asrd_stream_t out, err;
+  int in_fd; /* rank 0's stdin pipe; -1 when closed */
+  asr_loop_io_t in_io;
+  asr_buf_t in_queue; /* stdin bytes not yet written */
+  int in_eof;         /* close in_fd once in_queue drains */
   int exited, status;
   int exit_sent;
-} asrd_rank_t;
+};
 
-/* Events from PMIx's own thread, handed to the main loop through a queue. */
-typedef enum { ASRD_EV_FENCE = 1, ASRD_EV_ABORT, ASRD_EV_LOG } asrd_ev_type_t;
+/* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
+typedef enum { ASRD_EV_FENCE = 1, ASRD_EV_ABORT, ASRD_EV_LOG, ASRD_EV_REGISTERED } asrd_ev_type_t;
 typedef struct asrd_ev {
   asrd_ev_type_t type;
   int rank, status;
   char *msg;
   uint8_t *data;
   size_t ndata;
-  void *cbfunc, *cbdata; /* PMIx callback to complete from the main loop */
+  void *cbfunc, *cbdata; /* PMIx callback to complete from the loop */
   struct asrd_ev *next;
 } asrd_ev_t;
 
-typedef struct asrd {
-  int epfd, sigfd, evfd;
-  asr_ctl_conn_t ctl;
-  int host_index;
+struct asrd {
+  asr_loop_t *loop;
+  asrd_state_t state;
+  int exit_code;
+  asr_loop_signal_t sig_term, sig_int, sig_hup;
+  asr_loop_timer_t state_timer; /* the current state's deadline (asrd.c) */
+
+  /* the control connection (asrd_up.c) */
+  asr_ctl_conn_t up;
+  int up_open; /* up carries messages (connected, not closed) */
+  asr_loop_io_t connect_io;
+  int connect_fd;
+  asr_loop_timer_t heartbeat;
+  uint64_t heartbeat_timeout_ms; /* asrrun silent this long is lost (the JOB says) */
+  /* set by asrd.c: a message from asrrun; the connection connected / ended */
+  void (*on_up_msg)(asrd_t *d, asr_ctl_msg_t *m);
+  void (*on_up_ready)(asrd_t *d);
+  void (*on_up_lost)(asrd_t *d, const char *why, int quiet);
+
+  int host_index; /* -1 until known (a daemon started ahead of the job) */
   char hostname[128];
   char secret_hex[2 * ASR_KV_SECRET_LEN + 1];
   uint8_t secret[ASR_KV_SECRET_LEN];
-
-  /* the job */
-  int nranks, nhosts;
-  char **host_names;
-  int *host_of_rank, *lnc_of_rank;
-  char *program;
-  char **args;
-  int nargs;
-  char **env_names, **env_values;
-  int nenv;
-  int bind_to, report_bindings;
-  int port;
   int port_hold; /* a socket bound to the bootstrap port (--port) until the KV server takes it, or -1 */
-  char *provider, *nspace, *if_addr;
-  uint64_t heartbeat_timeout_ms; /* asrrun silent this long: it is lost */
+
+  /* the job (asrd_job.c): the JOB as decoded, owned here */
+  asr_ctl_job_t job;
+  int have_job;
+  int nranks, nhosts, port;
+  char *if_addr; /* the address this host's ranks publish (resolved --if-include) */
 
   asrd_rank_t *ranks;
   int nlocal, nalive;
-  int started, done_sent;
   asr_kv_server_t *kv;
-  asr_loop_t *kvloop;
+  /* set by asrd.c: the ranks are started / a rank's exit was reported, or
+   * its output ended (the job may be over) */
+  void (*on_started)(asrd_t *d, int ok, const char *err);
+  void (*on_rank_done)(asrd_t *d);
+  /* set by asrd_job.c: PMIx finished (ok) or failed the registration */
+  void (*on_registered)(asrd_t *d, int ok, const char *err);
+  /* set by asrd_ranks.c: both output pipes of r reached EOF */
+  void (*on_output_closed)(asrd_rank_t *r);
 
-  /* PMIx */
+  /* PMIx (asrd_pmix.c) */
   int pmix_up;
   char pmix_err[512]; /* why PMIx_server_init failed before the JOB came */
   char tmpdir[256];
+  asr_loop_async_t pmix_async;
   pthread_mutex_t ev_lock;
   asrd_ev_t *ev_head, *ev_tail;
   asrd_ev_t *fence_pending; /* waiting for FENCE_DONE */
   uint32_t fence_seq;
-} asrd_t;
+};
+
+const char *asrd_state_name(asrd_state_t s);
+
+/* asrd_up.c */
+/* Starts calling asrrun back at HOST:PORT; on_up_ready or on_up_lost follows. */
+int asrd_up_connect(asrd_t *d, const char *hostport, char *errbuf, size_t errlen);
+/* Sends m to asrrun (dropped once the connection is gone). */
+void asrd_up_send(asrd_t *d, const asr_ctl_msg_t *m);
+void asrd_up_output(asrd_t *d, int rank, int stream, const char *line, size_t len);
+void asrd_up_error(asrd_t *d, const char *msg);
+/* Ends the connection cleanly (on_up_lost with quiet = 1 once it is closed). */
+void asrd_up_finish(asrd_t *d);
+void asrd_up_close(asrd_t *d);
+
+/* asrd_job.c */
+/* Takes the JOB (moves m's job into d) and checks it against this daemon. */
+int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen);
+/* Starts the job: KV server, PMIx registration; on_started follows. */
+int asrd_job_start(asrd_t *d, char *err, size_t errlen);
+/* After the registration: the ranks themselves, and STARTED to asrrun. */
+int asrd_job_start_ranks(asrd_t *d, char *err, size_t errlen);
+void asrd_job_stop(asrd_t *d);
 
 /* asrd_pmix.c */
 /* Starts the PMIx server: its directory, PMIx_server_init, lent topo (an
  * hwloc_topology_t of ours that outlives the server, or NULL). */
 int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen);
 /* Registers the job's namespace and every local rank (the library does it on
- * its thread); _wait waits for both. */
+ * its thread); d->on_registered follows on the loop. */
 int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen);
-int asrd_pmix_register_wait(asrd_t *d, char *errbuf, size_t errlen);
 /* Appends rank r's PMIx variables to env (malloc'd, NULL-terminated). */
 int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env);
-void asrd_pmix_handle_events(asrd_t *d);
 void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len);
 void asrd_pmix_stop(asrd_t *d);
 
-/* asrd_ranks.c */
+/* asrd_topo.c */
 /* Starts loading this host's hwloc topology on a thread of its own (call it
  * while asrd has no other thread). */
-void asrd_ranks_topology_start(void);
+void asrd_topo_start(void);
 /* The topology: waits for that load, or loads it on the first call (NULL if
  * it cannot be loaded). Called first before PMIx's threads exist. */
-void *asrd_ranks_topology(void);
+void *asrd_topo(void);
 /* The machine and its processors only (hwloc's OS-independent discovery, a
  * tenth of a millisecond), for a PMIx server that starts before the full
  * topology is loaded; kept for the life of asrd (NULL if it cannot be made).
  * Called first before PMIx's threads exist. */
-void *asrd_ranks_generic_topology(void);
-/* What every rank's start needs (environment, stacks, /dev/null); then the
- * ranks themselves. */
-int asrd_ranks_prepare(asrd_t *d, char *errbuf, size_t errlen);
-int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen);
-void asrd_ranks_on_fd(asrd_t *d, int fd, uint32_t events);
-void asrd_ranks_reap(asrd_t *d);
-void asrd_ranks_signal(asrd_t *d, int sig);
-void asrd_ranks_stdin(asrd_t *d, const uint8_t *p, size_t n);
-int asrd_ranks_all_done(asrd_t *d);
+void *asrd_topo_generic(void);
+/* Whether asrd set HWLOC_PLUGINS_BLACKLIST itself (the ranks do not get it). */
+int asrd_topo_env_set(void);
+/* The CPUs local rank `local` is bound to (glibc's set), its object's index
+ * and a printable list; 0 when bound, 1 when not (bind none, or no topology). */
+int asrd_topo_binding(int bind_to, int local, cpu_set_t *cpus, int *obj_index, char *list, size_t listlen);
+const char *asrd_topo_bind_name(int bind_to);
 
-/* asrd.c */
-void asrd_send_output(asrd_t *d, int rank, int stream, const char *line, size_t len);
-void asrd_watch(asrd_t *d, int fd, uint32_t events);
-void asrd_watch_new(asrd_t *d, int fd, uint32_t events); /* an fd not yet watched */
-void asrd_unwatch(asrd_t *d, int fd);
+/* asrd_spawn.c */
+/* Once per job, before the first start: the environment common to every rank,
+ * the program's path, the child stacks. */
+int asrd_spawn_prepare(asrd_t *d, char *errbuf, size_t errlen);
+/* Starts rank r: stdout/stderr on pipes (*out_fd, *err_fd), stdin from
+ * in_fd (-1: /dev/null), bound to cpus when bind; returns its pid or a
+ * negative ASR_E* with errbuf set. */
+pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, const cpu_set_t *cpus,
+                      int bind, char *errbuf, size_t errlen);
+/* After the last start: waits until every child is past its execve, writes
+ * their exec errors to their stderr, frees what prepare made. */
+void asrd_spawn_done(void);
+
+/* asrd_stdio.c */
+/* Watches a started rank's output pipes (read ends) and, for rank 0, stdin. */
+int asrd_stdio_start(asrd_t *d, asrd_rank_t *r, int out_fd, int err_fd, int in_fd);
+/* Reads what a rank's pipes hold now (its process ended). */
+void asrd_stdio_drain(asrd_rank_t *r);
+/* Bytes from asrrun for rank 0's stdin; n == 0 is EOF. */
+void asrd_stdio_input(asrd_t *d, const uint8_t *p, size_t n);
+/* Whether both output pipes reached EOF. */
+int asrd_stdio_closed(const asrd_rank_t *r);
+void asrd_stdio_stop(asrd_rank_t *r);
+
+/* asrd_ranks.c */
+/* Starts every local rank (spawn, stdio, exit watch). */
+int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen);
+/* Signals every local rank and its process group. */
+void asrd_ranks_signal(asrd_t *d, int sig);
+/* Every rank's exit was reported and its output ended. */
+int asrd_ranks_all_done(const asrd_t *d);
+void asrd_ranks_stop(asrd_t *d);
 
 #endif /* ASR_ASRD_H */

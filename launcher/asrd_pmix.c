@@ -10,7 +10,9 @@
  * from the main loop (completing the log callback inside the upcall hangs
  * Open MPI). A fence with several daemons goes to asrrun, which answers with
  * every daemon's blob in host order (an allgather); with one daemon the
- * library completes fences itself.
+ * library completes fences itself. The registration of the job is also
+ * completed on the loop: its last callback queues an event, and
+ * d->on_registered learns the outcome.
  */
 #include "config.h"
 
@@ -39,8 +41,7 @@ static void queue_event(asrd_ev_t *ev) {
     d->ev_head = ev;
   d->ev_tail = ev;
   pthread_mutex_unlock(&d->ev_lock);
-  uint64_t one = 1;
-  (void)!write(d->evfd, &one, sizeof one);
+  asr_loop_async_send(&d->pmix_async);
 }
 
 static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cb, void *cbdata) {
@@ -133,18 +134,27 @@ typedef struct {
   pthread_cond_t c;
   int pending;
   pmix_status_t st; /* the first failure */
+  int notify;       /* the last completion queues ASRD_EV_REGISTERED */
 } op_wait_t;
 
 #define OP_WAIT_INIT \
-  { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, PMIX_SUCCESS }
+  { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, PMIX_SUCCESS, 0 }
 
 static void op_done(pmix_status_t st, void *cbdata) {
   op_wait_t *w = cbdata;
   pthread_mutex_lock(&w->m);
   if (st != PMIX_SUCCESS && w->st == PMIX_SUCCESS) w->st = st;
-  w->pending--;
+  int last = --w->pending == 0 && w->notify;
+  if (last) w->notify = 0;
+  pmix_status_t outcome = w->st;
   pthread_cond_signal(&w->c);
   pthread_mutex_unlock(&w->m);
+  if (!last) return;
+  asrd_ev_t *ev = calloc(1, sizeof *ev);
+  if (!ev) abort(); /* without it the job never starts: no quiet way on */
+  ev->type = ASRD_EV_REGISTERED;
+  ev->status = outcome;
+  queue_event(ev);
 }
 
 /* Counts an operation in before it is started (its callback may run at once). */
@@ -180,9 +190,11 @@ static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
   return st;
 }
 
+static void handle_events(asr_loop_t *loop, asr_loop_async_t *a);
+
 int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
   the_daemon = d;
-  pthread_mutex_init(&d->ev_lock, NULL);
+  asr_loop_async_start(d->loop, &d->pmix_async, handle_events, d);
   if (asrd_dir_make(d->tmpdir, sizeof d->tmpdir) != 0) {
     snprintf(errbuf, errlen, "cannot create a private directory for PMIx: %s", strerror(errno));
     return -1;
@@ -240,11 +252,11 @@ int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen) {
   asr_buf_t nodes = {0}, ppn = {0};
   for (int h = 0; h < d->nhosts; h++) {
     if (h) asr_buf_put(&nodes, ",", 1);
-    asr_buf_put(&nodes, d->host_names[h], strlen(d->host_names[h]));
+    asr_buf_put(&nodes, d->job.host_names[h], strlen(d->job.host_names[h]));
     if (h) asr_buf_put(&ppn, ";", 1);
     int first = 1;
     for (int r = 0; r < d->nranks; r++) {
-      if (d->host_of_rank[r] != h) continue;
+      if (d->job.host_of[r] != (uint32_t)h) continue;
       char num[16];
       int n = snprintf(num, sizeof num, "%s%d", first ? "" : ",", r);
       asr_buf_put(&ppn, num, (size_t)n);
@@ -270,37 +282,42 @@ int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen) {
   free(ppn_regex);
   /* The namespace and then every client, all at once: the library handles
    * them in order on its thread, and one wait for all of them replaces a
-   * thread round trip per rank. (The info must live until the callback.) */
+   * thread round trip per rank. (The info must live until the callback.)
+   * One count more is held while they are started, so that the callbacks
+   * of the first ones cannot report the whole registration done. */
   op_expect(&reg_wait);
-  op_started(&reg_wait, PMIx_server_register_nspace(d->nspace, d->nlocal, reg_job, 2, op_done, &reg_wait));
+  reg_wait.notify = 1;
+  op_expect(&reg_wait);
+  op_started(&reg_wait,
+             PMIx_server_register_nspace(d->job.nspace, d->nlocal, reg_job, 2, op_done, &reg_wait));
   for (int i = 0; i < d->nlocal; i++) {
     pmix_proc_t proc;
-    PMIX_LOAD_PROCID(&proc, d->nspace, (pmix_rank_t)d->ranks[i].rank);
+    PMIX_LOAD_PROCID(&proc, d->job.nspace, (pmix_rank_t)d->ranks[i].rank);
     op_expect(&reg_wait);
     op_started(&reg_wait,
                PMIx_server_register_client(&proc, getuid(), getgid(), &d->ranks[i], op_done, &reg_wait));
   }
+  op_done(PMIX_SUCCESS, &reg_wait); /* the count held meanwhile */
   return 0;
 }
 
-int asrd_pmix_register_wait(asrd_t *d, char *errbuf, size_t errlen) {
-  (void)d;
-  pmix_status_t st = op_wait(&reg_wait, 10000);
-  if (st == PMIX_SUCCESS && reg_job_set) {
+/* The registration is over (every callback came): its info is freed, and
+ * the daemon told. */
+static void registered(asrd_t *d, pmix_status_t st) {
+  if (reg_job_set) {
     PMIX_INFO_DESTRUCT(&reg_job[0]);
     PMIX_INFO_DESTRUCT(&reg_job[1]);
     reg_job_set = 0;
   }
-  if (st != PMIX_SUCCESS) {
-    snprintf(errbuf, errlen, "registering the job with PMIx failed: %s", PMIx_Error_string(st));
-    return -1;
-  }
-  return 0;
+  char err[256] = "";
+  if (st != PMIX_SUCCESS)
+    snprintf(err, sizeof err, "registering the job with PMIx failed: %s", PMIx_Error_string(st));
+  if (d->on_registered) d->on_registered(d, st == PMIX_SUCCESS, err);
 }
 
 int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env) {
   pmix_proc_t proc;
-  PMIX_LOAD_PROCID(&proc, d->nspace, (pmix_rank_t)r->rank);
+  PMIX_LOAD_PROCID(&proc, d->job.nspace, (pmix_rank_t)r->rank);
   /* env is a malloc'd NULL-terminated array; the library appends to it. */
   pmix_status_t st = PMIx_server_setup_fork(&proc, env);
   if (st != PMIX_SUCCESS) {
@@ -330,9 +347,9 @@ void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
   free(ev);
 }
 
-void asrd_pmix_handle_events(asrd_t *d) {
-  uint64_t v;
-  (void)!read(d->evfd, &v, sizeof v);
+static void handle_events(asr_loop_t *loop, asr_loop_async_t *a) {
+  (void)loop;
+  asrd_t *d = a->arg;
   pthread_mutex_lock(&d->ev_lock);
   asrd_ev_t *ev = d->ev_head;
   d->ev_head = d->ev_tail = NULL;
@@ -340,12 +357,12 @@ void asrd_pmix_handle_events(asrd_t *d) {
   while (ev) {
     asrd_ev_t *next = ev->next;
     ev->next = NULL;
-    asr_buf_t b = {0};
     switch (ev->type) {
+      case ASRD_EV_REGISTERED: registered(d, ev->status); break;
       case ASRD_EV_FENCE: {
-        asr_buf_put_u32(&b, d->fence_seq++);
-        asr_buf_put_bytes(&b, ev->data, ev->ndata);
-        asr_ctl_send(&d->ctl, ASR_CTL_FENCE, &b);
+        asr_ctl_msg_t m = {.type = ASR_CTL_FENCE,
+                           .u.fence = {.id = d->fence_seq++, .data = ev->data, .len = ev->ndata}};
+        asrd_up_send(d, &m);
         /* keep it (FIFO) until asrrun answers */
         asrd_ev_t **pp = &d->fence_pending;
         while (*pp) pp = &(*pp)->next;
@@ -353,24 +370,24 @@ void asrd_pmix_handle_events(asrd_t *d) {
         ev = NULL;
         break;
       }
-      case ASRD_EV_ABORT:
-        asr_buf_put_u32(&b, (uint32_t)ev->rank);
-        asr_buf_put_u32(&b, (uint32_t)ev->status);
-        asr_buf_put_str(&b, ev->msg);
-        asr_ctl_send(&d->ctl, ASR_CTL_ABORT, &b);
+      case ASRD_EV_ABORT: {
+        asr_ctl_msg_t m = {
+            .type = ASR_CTL_ABORT,
+            .u.abort = {.rank = (uint32_t)ev->rank, .status = (uint32_t)ev->status, .msg = ev->msg}};
+        asrd_up_send(d, &m);
         break;
+      }
       case ASRD_EV_LOG: {
         char line[1200];
         int n = snprintf(line, sizeof line, "asrrun: PMIx log from rank %d: %s", ev->rank,
                          ev->msg ? ev->msg : "");
         if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
-        asrd_send_output(d, ev->rank >= 0 ? ev->rank : 0, 2, line, (size_t)n);
+        asrd_up_output(d, ev->rank >= 0 ? ev->rank : 0, 2, line, (size_t)n);
         pmix_op_cbfunc_t cb = (pmix_op_cbfunc_t)ev->cbfunc;
         if (cb) cb(PMIX_SUCCESS, ev->cbdata); /* from our thread, never inside the upcall */
         break;
       }
     }
-    asr_buf_free(&b);
     if (ev) {
       free(ev->msg);
       free(ev->data);
@@ -403,5 +420,18 @@ void asrd_pmix_stop(asrd_t *d) {
      * while a fence it belonged to was pending. */
     d->pmix_up = 0;
   }
+  /* What the library queued and the loop did not take is dropped: every
+   * client is gone. (Its thread lives on until asrd exits; what it queues
+   * from now on stays queued.) */
+  asr_loop_async_stop(d->loop, &d->pmix_async);
+  pthread_mutex_lock(&d->ev_lock);
+  for (asrd_ev_t *ev = d->ev_head, *next; ev; ev = next) {
+    next = ev->next;
+    free(ev->msg);
+    free(ev->data);
+    free(ev);
+  }
+  d->ev_head = d->ev_tail = NULL;
+  pthread_mutex_unlock(&d->ev_lock);
   if (d->tmpdir[0]) asrd_dir_remove(d->tmpdir);
 }

@@ -1,201 +1,243 @@
-/* ctl.c -- framing for the asrrun <-> asrd control channel (see ctl.h). */
+/* ctl.c -- the control channel's framing and connections (see ctl.h). */
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <stdlib.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "asr_err.h"
-#include "asr_time.h"
 #include "ctl.h"
 
-static const char *const type_names[] = {"INVALID", "HELLO", "JOB",        "STARTED",  "OUTPUT",
-                                         "EXIT",    "FENCE", "FENCE_DONE", "ABORT",    "KILL",
-                                         "STDIN",   "ERROR", "DONE",       "SHUTDOWN", "HEARTBEAT"};
+#define READS_PER_WAKEUP 4 /* 4 x 64 KiB: one busy peer cannot hold a wakeup */
 
-const char *asr_ctl_type_name(int type) {
-  return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t get32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-void asr_buf_free(asr_buf_t *b) {
-  free(b->data);
-  memset(b, 0, sizeof *b);
-}
-
-int asr_buf_put(asr_buf_t *b, const void *p, size_t n) {
-  if (b->off && b->off == b->len) b->off = b->len = 0;
-  if (b->len + n > b->cap) {
-    if (b->off) { /* compact before growing */
-      memmove(b->data, b->data + b->off, b->len - b->off);
-      b->len -= b->off;
-      b->off = 0;
-    }
-    size_t ncap = b->cap ? b->cap : 256;
-    while (ncap < b->len + n) ncap *= 2;
-    uint8_t *d = realloc(b->data, ncap);
-    if (!d) return ASR_ENOMEM;
-    b->data = d;
-    b->cap = ncap;
+int asr_ctl_header_parse(const uint8_t hdr[ASR_CTL_HDR], int *type, uint32_t *len, char *why, size_t whylen) {
+  uint32_t m = get32(hdr), l = get32(hdr + 8);
+  uint16_t v = get16(hdr + 4), t = get16(hdr + 6);
+  const char *what = NULL;
+  if (m != ASR_CTL_MAGIC)
+    what = "not a control message (bad magic)";
+  else if (v != ASR_CTL_VERSION)
+    what = "a control message of another asr version";
+  else if (t == ASR_CTL_INVALID || t >= ASR_CTL__COUNT)
+    what = "an unknown message type";
+  else if (l > ASR_CTL_MAX_PAYLOAD)
+    what = "a message longer than the limit";
+  if (what) {
+    if (why)
+      snprintf(why, whylen, "%s (magic %08x, version %u, type %u, length %u; this is version %d)", what, m, v,
+               t, l, ASR_CTL_VERSION);
+    return ASR_EPROTO;
   }
-  if (n) memcpy(b->data + b->len, p, n);
-  b->len += n;
+  *type = t;
+  *len = l;
   return 0;
 }
 
-void asr_buf_put_u32(asr_buf_t *b, uint32_t v) {
-  uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-  asr_buf_put(b, le, 4);
-}
-
-void asr_buf_put_bytes(asr_buf_t *b, const void *p, size_t n) {
-  asr_buf_put_u32(b, (uint32_t)n);
-  asr_buf_put(b, p, n);
-}
-
-void asr_buf_put_str(asr_buf_t *b, const char *s) { asr_buf_put_bytes(b, s ? s : "", s ? strlen(s) : 0); }
-
-void asr_rd_init(asr_rd_t *r, const void *p, size_t len) {
-  r->p = p;
-  r->len = len;
-  r->pos = 0;
-  r->bad = 0;
-}
-
-uint32_t asr_rd_u32(asr_rd_t *r) {
-  if (r->bad || r->len - r->pos < 4) {
-    r->bad = 1;
-    return 0;
+int asr_ctl_frame(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  uint8_t hdr[ASR_CTL_HDR] = {0};
+  size_t keep = asr_buf_pending(b);
+  int rc = asr_buf_put(b, hdr, sizeof hdr);
+  if (rc) return rc;
+  rc = asr_ctl_msg_encode(m, b);
+  size_t len = asr_buf_pending(b) - keep - ASR_CTL_HDR;
+  if (rc == 0 && len > ASR_CTL_MAX_PAYLOAD) rc = ASR_ETOOBIG;
+  if (rc) {
+    b->len = b->off + keep;
+    return rc;
   }
-  const uint8_t *q = r->p + r->pos;
-  r->pos += 4;
-  return (uint32_t)q[0] | ((uint32_t)q[1] << 8) | ((uint32_t)q[2] << 16) | ((uint32_t)q[3] << 24);
+  size_t at = b->off + keep; /* where the header went (a put may have compacted b) */
+  put32(b->data + at, ASR_CTL_MAGIC);
+  put16(b->data + at + 4, ASR_CTL_VERSION);
+  put16(b->data + at + 6, (uint16_t)m->type);
+  put32(b->data + at + 8, (uint32_t)len);
+  return 0;
 }
 
-const uint8_t *asr_rd_bytes(asr_rd_t *r, size_t *n) {
-  uint32_t len = asr_rd_u32(r);
-  if (r->bad || r->len - r->pos < len) {
-    r->bad = 1;
-    *n = 0;
-    return NULL;
-  }
-  const uint8_t *q = r->p + r->pos;
-  r->pos += len;
-  *n = len;
-  return q;
+/* --- the connection ----------------------------------------------------------- */
+
+static void watch(asr_ctl_conn_t *c) {
+  if (c->fd < 0) return;
+  unsigned ev = ASR_LOOP_READ | (asr_ctl_pending(c) > 0 ? ASR_LOOP_WRITE : 0);
+  (void)asr_loop_io_set(c->loop, &c->io, ev);
 }
 
-char *asr_rd_str(asr_rd_t *r) {
-  size_t n;
-  const uint8_t *q = asr_rd_bytes(r, &n);
-  if (!q) return NULL;
-  char *s = malloc(n + 1);
-  if (!s) {
-    r->bad = 1;
-    return NULL;
-  }
-  memcpy(s, q, n);
-  s[n] = '\0';
-  return s;
+void asr_ctl_close(asr_ctl_conn_t *c) {
+  if (c->fd < 0) return;
+  asr_loop_io_stop(c->loop, &c->io);
+  asr_loop_timer_stop(c->loop, &c->flush_timer);
+  asr_loop_timer_stop(c->loop, &c->finish_timer);
+  close(c->fd);
+  c->fd = -1;
+  asr_buf_free(&c->in);
+  asr_buf_free(&c->out);
 }
 
-int asr_ctl_flush(asr_ctl_conn_t *c) {
-  while (c->out.len > c->out.off) {
-    ssize_t n = send(c->fd, c->out.data + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+/* Closes c and tells its owner why; the owner may free c then, so nothing
+ * touches c after this. */
+static void end(asr_ctl_conn_t *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void end(asr_ctl_conn_t *c, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->why, sizeof c->why, fmt, ap);
+  va_end(ap);
+  asr_ctl_close(c);
+  if (c->on_close) c->on_close(c, err, c->why, c->arg);
+}
+
+/* Returns 0, or -1 when c ended. */
+static int write_out(asr_ctl_conn_t *c) {
+  while (asr_ctl_pending(c) > 0) {
+    ssize_t n = send(c->fd, c->out.data + c->out.off, asr_ctl_pending(c), MSG_NOSIGNAL);
     if (n > 0) {
       c->out.off += (size_t)n;
       continue;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n < 0 && errno == EINTR) continue;
-    c->closed = 1;
-    return ASR_ECONNRESET;
+    end(c, ASR_ECONNRESET, "the connection broke while writing: %s", n < 0 ? strerror(errno) : "closed");
+    return -1;
   }
-  c->out.off = c->out.len = 0;
+  if (asr_ctl_pending(c) == 0) {
+    c->out.off = c->out.len = 0;
+    if (c->finishing && !c->shut) {
+      shutdown(c->fd, SHUT_WR); /* the peer reads our EOF after the last message */
+      c->shut = 1;
+    }
+  }
+  watch(c);
   return 0;
 }
 
-int asr_ctl_queue(asr_ctl_conn_t *c, int type, const asr_buf_t *payload) {
-  if (c->closed) return ASR_ECONNRESET;
-  size_t len = payload ? payload->len - payload->off : 0;
-  if (len > ASR_CTL_MAX_PAYLOAD) return ASR_ETOOBIG;
-  uint8_t hdr[ASR_CTL_HDR];
-  uint32_t m = ASR_CTL_MAGIC, l = (uint32_t)len;
-  uint16_t v = ASR_CTL_VERSION, t = (uint16_t)type;
-  memcpy(hdr, &m, 4);
-  memcpy(hdr + 4, &v, 2);
-  memcpy(hdr + 6, &t, 2);
-  memcpy(hdr + 8, &l, 4);
-  if (asr_buf_put(&c->out, hdr, sizeof hdr) ||
-      (len && asr_buf_put(&c->out, payload->data + payload->off, len)))
-    return ASR_ENOMEM;
+void asr_ctl_flush(asr_ctl_conn_t *c) {
+  if (c->fd >= 0) (void)write_out(c);
+}
+
+static void on_flush_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  asr_ctl_flush(t->arg);
+}
+
+static void on_finish_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  asr_ctl_conn_t *c = t->arg;
+  end(c, ASR_ETIMEDOUT, "the peer did not close the connection in time (%zu bytes unsent)",
+      asr_ctl_pending(c));
+}
+
+/* Hands every whole message in c->in to the owner. Returns 0, or -1 when c
+ * ended (closed by the owner, or a protocol error). */
+static int deliver(asr_ctl_conn_t *c) {
+  while (asr_buf_pending(&c->in) >= ASR_CTL_HDR) {
+    const uint8_t *h = c->in.data + c->in.off;
+    int type;
+    uint32_t len;
+    char why[200];
+    if (asr_ctl_header_parse(h, &type, &len, why, sizeof why) != 0) {
+      end(c, ASR_EPROTO, "%s", why);
+      return -1;
+    }
+    if (asr_buf_pending(&c->in) - ASR_CTL_HDR < len) break;
+    asr_ctl_msg_t m;
+    if (asr_ctl_msg_decode(type, h + ASR_CTL_HDR, len, &m, why, sizeof why) != 0) {
+      end(c, ASR_EPROTO, "malformed %s message: %s", asr_ctl_type_name(type), why);
+      return -1;
+    }
+    /* consumed before the call; its bytes stay put until the next read */
+    c->in.off += ASR_CTL_HDR + len;
+    if (c->on_msg) c->on_msg(c, &m, c->arg);
+    asr_ctl_msg_free(&m);
+    if (c->fd < 0) return -1; /* the owner closed it */
+  }
+  if (c->in.off == c->in.len) c->in.off = c->in.len = 0;
   return 0;
 }
 
-int asr_ctl_send(asr_ctl_conn_t *c, int type, const asr_buf_t *payload) {
-  int rc = asr_ctl_queue(c, type, payload);
-  return rc ? rc : asr_ctl_flush(c);
-}
-
-int asr_ctl_read(asr_ctl_conn_t *c, asr_ctl_msg_fn on_msg, void *arg) {
-  for (;;) {
+static void on_io(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
+  asr_ctl_conn_t *c = io->arg;
+  if ((events & ASR_LOOP_WRITE) && write_out(c) != 0) return;
+  if (!(events & ASR_LOOP_READ)) return;
+  for (int i = 0; i < READS_PER_WAKEUP; i++) {
     uint8_t tmp[65536];
     ssize_t n = recv(c->fd, tmp, sizeof tmp, 0);
     if (n > 0) {
-      if (asr_buf_put(&c->in, tmp, (size_t)n)) return ASR_ENOMEM;
+      c->last_rx_ms = asr_loop_now(loop);
+      if (asr_buf_put(&c->in, tmp, (size_t)n) != 0) {
+        end(c, ASR_ENOMEM, "out of memory for %zd bytes of input", n);
+        return;
+      }
+      if (deliver(c) != 0) return;
       if ((size_t)n < sizeof tmp) break;
       continue;
     }
-    if (n == 0) {
-      c->closed = 1;
-      break;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    if (errno == EINTR) continue;
-    c->closed = 1;
-    break;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0 && errno == EINTR) continue;
+    size_t partial = asr_buf_pending(&c->in);
+    if (n == 0 && partial)
+      end(c, ASR_EPROTO, "the connection ended in the middle of a message (%zu bytes of it)", partial);
+    else if (n == 0 && c->finishing)
+      end(c, 0, "closed after the last message");
+    else if (n == 0)
+      end(c, ASR_ECONNRESET, "the peer closed the connection");
+    else
+      end(c, ASR_ECONNRESET, "the connection broke: %s", strerror(errno));
+    return;
   }
-  /* Deliver every whole message. */
-  while (c->in.len - c->in.off >= ASR_CTL_HDR) {
-    const uint8_t *h = c->in.data + c->in.off;
-    uint32_t m, l;
-    uint16_t v, t;
-    memcpy(&m, h, 4);
-    memcpy(&v, h + 4, 2);
-    memcpy(&t, h + 6, 2);
-    memcpy(&l, h + 8, 4);
-    if (m != ASR_CTL_MAGIC || v != ASR_CTL_VERSION || t == ASR_CTL_INVALID || t >= ASR_CTL__COUNT ||
-        l > ASR_CTL_MAX_PAYLOAD) {
-      c->closed = 1;
-      return ASR_EPROTO;
-    }
-    if (c->in.len - c->in.off < ASR_CTL_HDR + l) break;
-    c->in.off += ASR_CTL_HDR + l;
-    on_msg(arg, c, t, h + ASR_CTL_HDR, l);
-    if (c->fd < 0) return ASR_ECONNRESET; /* the handler closed us */
-  }
-  if (c->in.off == c->in.len) c->in.off = c->in.len = 0;
-  return c->closed ? ASR_ECONNRESET : 0;
 }
 
-int asr_ctl_send_sync(asr_ctl_conn_t *c, int type, const asr_buf_t *payload, int timeout_ms) {
-  int rc = asr_ctl_send(c, type, payload);
-  uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
-  while (rc == 0 && c->out.len > c->out.off) {
-    if (asr_time_ms() >= until) return ASR_ETIMEDOUT;
-    struct pollfd p = {.fd = c->fd, .events = POLLOUT};
-    poll(&p, 1, 100);
-    rc = asr_ctl_flush(c);
-  }
+int asr_ctl_start(asr_loop_t *loop, asr_ctl_conn_t *c, int fd, asr_ctl_msg_cb on_msg,
+                  asr_ctl_close_cb on_close, void *arg) {
+  memset(c, 0, sizeof *c);
+  c->loop = loop;
+  c->fd = fd;
+  c->on_msg = on_msg;
+  c->on_close = on_close;
+  c->arg = arg;
+  c->last_rx_ms = asr_loop_now(loop);
+  int rc = asr_loop_io_start(loop, &c->io, fd, ASR_LOOP_READ, on_io, c);
+  if (rc) c->fd = -1;
   return rc;
 }
 
-void asr_ctl_close(asr_ctl_conn_t *c) {
-  if (c->fd >= 0) close(c->fd);
-  c->fd = -1;
-  c->closed = 1;
-  asr_buf_free(&c->in);
-  asr_buf_free(&c->out);
+void asr_ctl_set_owner(asr_ctl_conn_t *c, asr_ctl_msg_cb on_msg, asr_ctl_close_cb on_close, void *arg) {
+  c->on_msg = on_msg;
+  c->on_close = on_close;
+  c->arg = arg;
+}
+
+int asr_ctl_send(asr_ctl_conn_t *c, const asr_ctl_msg_t *m) {
+  if (c->fd < 0 || c->finishing) return ASR_ENOTCONN;
+  int rc = asr_ctl_frame(m, &c->out);
+  if (rc) return rc;
+  if (!asr_loop_timer_active(&c->flush_timer))
+    asr_loop_timer_start(c->loop, &c->flush_timer, 0, on_flush_timer, c);
+  return 0;
+}
+
+int asr_ctl_send_empty(asr_ctl_conn_t *c, asr_ctl_type_t type) {
+  asr_ctl_msg_t m = {.type = type};
+  return asr_ctl_send(c, &m);
+}
+
+void asr_ctl_finish(asr_ctl_conn_t *c, int timeout_ms) {
+  if (c->fd < 0 || c->finishing) return;
+  c->finishing = 1;
+  asr_loop_timer_stop(c->loop, &c->flush_timer);
+  asr_loop_timer_start(c->loop, &c->finish_timer, (uint64_t)(timeout_ms > 0 ? timeout_ms : 0),
+                       on_finish_timer, c);
+  (void)write_out(c); /* may end c */
 }

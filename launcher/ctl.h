@@ -1,15 +1,25 @@
 /*
- * ctl.h -- the control channel between asrrun and each asrd (TCP).
+ * ctl.h -- the control channel between asrrun and each asrd: a TCP
+ * connection on an asr_loop carrying the messages of ctl_msg.h.
  *
- * Every message is a 12-byte header followed by a payload:
+ * Every message is a 12-byte header followed by its payload:
  *   offset size field
  *        0    4 magic   "ASRL" (0x4c525341 little-endian)
  *        4    2 version ASR_CTL_VERSION
  *        6    2 type    asr_ctl_type_t (starts at INVALID = 0, the Hydra habit)
  *        8    4 length  payload bytes, at most ASR_CTL_MAX_PAYLOAD
- * Payloads are sequences of little-endian u32 and length-prefixed byte
- * strings written with asr_wire_*. A header with a wrong magic, version,
- * type or length is a protocol error: the receiver drops the connection.
+ * A header with a wrong magic, version, type or length, or a payload that
+ * does not decode, is a protocol error: the connection is closed, and its
+ * owner told why.
+ *
+ * A connection reads whatever arrives and hands each whole message, decoded,
+ * to its owner's on_msg; messages sent during one loop iteration leave
+ * together at the start of the next (one write for a burst of output lines).
+ * Ending it cleanly (asr_ctl_finish) means: everything queued is written,
+ * then the write side is shut, and the connection waits for the peer to
+ * close its end -- so that closing never resets a connection whose last
+ * messages the peer has not read yet (a close with unread input sends a
+ * reset, which discards what the peer had not acknowledged).
  */
 #ifndef ASR_CTL_H
 #define ASR_CTL_H
@@ -17,90 +27,75 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "asr_buf.h"
+#include "asr_loop.h"
+#include "ctl_msg.h"
+
 #define ASR_CTL_MAGIC 0x4c525341u
-#define ASR_CTL_VERSION 3
+#define ASR_CTL_VERSION 4
 #define ASR_CTL_HDR 12
 #define ASR_CTL_MAX_PAYLOAD (16u << 20)
 
-typedef enum {
-  ASR_CTL_INVALID = 0,
-  ASR_CTL_HELLO,      /* asrd -> asrrun: host index (or ASR_CTL_INDEX_AHEAD), host name, pid, secret check */
-  ASR_CTL_JOB,        /* asrrun -> asrd: the job (see asrd.c for the layout) */
-  ASR_CTL_STARTED,    /* asrd -> asrrun: every local rank forked; count, their pids (= process groups) */
-  ASR_CTL_OUTPUT,     /* asrd -> asrrun: rank, stream (1/2), one whole line */
-  ASR_CTL_EXIT,       /* asrd -> asrrun: rank, wait status */
-  ASR_CTL_FENCE,      /* asrd -> asrrun: fence id, this host's data blob */
-  ASR_CTL_FENCE_DONE, /* asrrun -> asrd: fence id, every host's blob in host order */
-  ASR_CTL_ABORT,      /* asrd -> asrrun: rank, status, message (PMIx_Abort) */
-  ASR_CTL_KILL,       /* asrrun -> asrd: signal every local rank */
-  ASR_CTL_STDIN,      /* asrrun -> asrd: bytes for rank 0's stdin; empty = EOF */
-  ASR_CTL_ERROR,      /* either way: a fatal error message */
-  ASR_CTL_DONE,       /* asrd -> asrrun: all local ranks exited, output flushed (one host: it exits) */
-  ASR_CTL_SHUTDOWN,   /* asrrun -> asrd: exit now */
-  ASR_CTL_HEARTBEAT,  /* either way, every second: "still here" (empty) */
-  ASR_CTL__COUNT
-} asr_ctl_type_t;
+/* Checks a header; 0 with *type and *len, or ASR_EPROTO with why. */
+int asr_ctl_header_parse(const uint8_t hdr[ASR_CTL_HDR], int *type, uint32_t *len, char *why, size_t whylen);
 
-/* The host index in the HELLO of a daemon started ahead of the job, before
- * asrrun knew its host's index (asrrun's early local daemon); the JOB tells
- * it its index. */
-#define ASR_CTL_INDEX_AHEAD 0xffffffffu
+/* Appends m framed (header + payload) to b. 0, ASR_EINVAL, ASR_ETOOBIG or ASR_ENOMEM. */
+int asr_ctl_frame(const asr_ctl_msg_t *m, asr_buf_t *b);
 
-const char *asr_ctl_type_name(int type);
+typedef struct asr_ctl_conn asr_ctl_conn_t;
 
-/* A growable byte buffer for building payloads / queuing output. */
-typedef struct {
-  uint8_t *data;
-  size_t len, cap, off; /* off: bytes already consumed from the front */
-} asr_buf_t;
+/* A decoded message; it and what it points to live until on_msg returns,
+ * unless the callback takes what m owns (zeroing those fields: they are
+ * freed after it returns). The callback may send, finish or close the
+ * connection, but not free it. */
+typedef void (*asr_ctl_msg_cb)(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg);
 
-void asr_buf_free(asr_buf_t *b);
-int asr_buf_put(asr_buf_t *b, const void *p, size_t n);
-void asr_buf_put_u32(asr_buf_t *b, uint32_t v);
-void asr_buf_put_str(asr_buf_t *b, const char *s); /* u32 length + bytes (no NUL) */
-void asr_buf_put_bytes(asr_buf_t *b, const void *p, size_t n);
+/* The connection ended: err 0 when the peer closed it after a finish or
+ * cleanly, ASR_ECONNRESET when it went away, ASR_EPROTO when it sent
+ * something malformed (why says what), ASR_ETIMEDOUT when a finish waited
+ * too long. The connection is closed by then: the owner may free it. */
+typedef void (*asr_ctl_close_cb)(asr_ctl_conn_t *c, int err, const char *why, void *arg);
 
-/* A cursor over a received payload; every getter fails (returns -1) once the
- * payload is exhausted or malformed, and keeps failing. */
-typedef struct {
-  const uint8_t *p;
-  size_t len, pos;
-  int bad;
-} asr_rd_t;
-
-void asr_rd_init(asr_rd_t *r, const void *p, size_t len);
-uint32_t asr_rd_u32(asr_rd_t *r);
-/* Returns a malloc'd NUL-terminated copy (NULL on error). */
-char *asr_rd_str(asr_rd_t *r);
-/* Points into the payload; *n gets the length. */
-const uint8_t *asr_rd_bytes(asr_rd_t *r, size_t *n);
-
-/* One end of a control connection: non-blocking fd, input and output buffers. */
-typedef struct {
-  int fd;
+struct asr_ctl_conn {
+  asr_loop_t *loop;
+  asr_loop_io_t io;
+  asr_loop_timer_t flush_timer; /* what was queued leaves at the next iteration's start */
+  asr_loop_timer_t finish_timer;
+  int fd; /* -1 once closed */
   asr_buf_t in, out;
-  int closed;
-} asr_ctl_conn_t;
+  int finishing; /* asr_ctl_finish: write the rest, shut the write side, wait for the peer */
+  int shut;      /* the write side is shut */
+  asr_ctl_msg_cb on_msg;
+  asr_ctl_close_cb on_close;
+  void *arg;
+  uint64_t last_rx_ms; /* when bytes last arrived (the loop's clock) */
+  char why[256];
+};
 
-/* Queues a message (header + payload) on c->out and tries to write it. */
-int asr_ctl_send(asr_ctl_conn_t *c, int type, const asr_buf_t *payload);
+/* Takes fd (a connected, non-blocking socket) onto loop. */
+int asr_ctl_start(asr_loop_t *loop, asr_ctl_conn_t *c, int fd, asr_ctl_msg_cb on_msg,
+                  asr_ctl_close_cb on_close, void *arg);
 
-/* Only queues it: the caller flushes (asr_ctl_flush) once it has queued a
- * batch, so many small messages (one per output line or rank exit) leave in
- * one write. */
-int asr_ctl_queue(asr_ctl_conn_t *c, int type, const asr_buf_t *payload);
+/* Hands the connection to another owner (the same connection, new callbacks). */
+void asr_ctl_set_owner(asr_ctl_conn_t *c, asr_ctl_msg_cb on_msg, asr_ctl_close_cb on_close, void *arg);
 
-/* Writes as much of c->out as the socket takes. Returns 0, or ASR_ECONNRESET. */
-int asr_ctl_flush(asr_ctl_conn_t *c);
+/* Queues m. 0, or the encoder's error, or ASR_ENOTCONN once finishing or closed. */
+int asr_ctl_send(asr_ctl_conn_t *c, const asr_ctl_msg_t *m);
 
-/* Reads what is available and calls on_msg for every whole message. Returns
- * 0, ASR_ECONNRESET when the peer closed, or ASR_EPROTO on a bad header. */
-typedef void (*asr_ctl_msg_fn)(void *arg, asr_ctl_conn_t *c, int type, const uint8_t *payload, size_t len);
-int asr_ctl_read(asr_ctl_conn_t *c, asr_ctl_msg_fn on_msg, void *arg);
+/* Shorthand for a message with no fields (DONE, SHUTDOWN, HEARTBEAT). */
+int asr_ctl_send_empty(asr_ctl_conn_t *c, asr_ctl_type_t type);
 
-/* Blocking helpers for the handshake: send everything / wait for one message. */
-int asr_ctl_send_sync(asr_ctl_conn_t *c, int type, const asr_buf_t *payload, int timeout_ms);
+/* Writes what is queued now, as far as the socket takes it. */
+void asr_ctl_flush(asr_ctl_conn_t *c);
 
+/* Bytes queued and not yet written. */
+static inline size_t asr_ctl_pending(const asr_ctl_conn_t *c) { return asr_buf_pending(&c->out); }
+
+/* Ends the connection cleanly (see above), within timeout_ms; on_close
+ * reports how it ended. Messages that arrive meanwhile still reach on_msg. */
+void asr_ctl_finish(asr_ctl_conn_t *c, int timeout_ms);
+
+/* Closes at once, dropping what is queued; on_close is not called. */
 void asr_ctl_close(asr_ctl_conn_t *c);
 
 #endif /* ASR_CTL_H */

@@ -9,6 +9,7 @@ UNIT_TESTS = \
 	tests/unit/test_hostlist \
 	tests/unit/test_common \
 	tests/unit/test_loop \
+	tests/unit/test_ctl \
 	tests/unit/test_kv_frame \
 	tests/unit/test_kv_client \
 	tests/unit/test_kv_server \
@@ -32,6 +33,9 @@ tests_unit_test_common_SOURCES = tests/unit/test_common.c
 tests_unit_test_common_LDADD = $(TEST_LIBS)
 tests_unit_test_loop_SOURCES = tests/unit/test_loop.c
 tests_unit_test_loop_LDADD = $(TEST_LIBS)
+tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
+tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
+tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_client_SOURCES = tests/unit/test_kv_client.c

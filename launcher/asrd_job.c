@@ -1,0 +1,153 @@
+/*
+ * asrd_job.c -- taking the JOB and starting it (asrd.h): the host's KV
+ * server on the bootstrap port with "hostname" seeded, the PMIx
+ * registration (on PMIx's thread, finished on the loop), then the ranks.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_netif.h"
+#include "asrd.h"
+#include "kv_keys.h"
+
+int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
+  asr_ctl_job_t *j = &m->u.job;
+  if (d->host_index >= 0 && (uint32_t)d->host_index != j->index) {
+    snprintf(err, errlen, "started for host index %d but got the job of host index %u", d->host_index,
+             j->index);
+    return ASR_EINVAL;
+  }
+  if (d->pmix_up && strcmp(d->hostname, j->host_names[j->index]) != 0) {
+    /* its PMIx server already serves the name it was started with */
+    snprintf(err, errlen, "started for host '%s' but got the job of host '%s'", d->hostname,
+             j->host_names[j->index]);
+    return ASR_EINVAL;
+  }
+  /* the job is ours from here: the message's copy is emptied */
+  d->job = *j;
+  memset(j, 0, sizeof *j);
+  d->have_job = 1;
+  d->nranks = (int)d->job.nranks;
+  d->nhosts = (int)d->job.nhosts;
+  d->port = (int)d->job.port;
+  d->heartbeat_timeout_ms = (uint64_t)d->job.heartbeat_s * 1000;
+  if (d->host_index < 0) {
+    d->host_index = (int)d->job.index; /* started ahead of the job (no --index) */
+    asr_log_set_role("asrd", d->host_index);
+  }
+  snprintf(d->hostname, sizeof d->hostname, "%s", d->job.host_names[d->host_index]);
+  asr_log_set_host(d->hostname);
+  if (d->job.if_spec[0]) {
+    char ip[ASR_NETIF_ADDRLEN], why[400];
+    if (asr_netif_resolve(d->job.if_spec, ip, why, sizeof why) != 0) {
+      snprintf(err, errlen, "--if-include: %s", why);
+      return ASR_EINVAL;
+    }
+    d->if_addr = strdup(ip);
+  } else {
+    /* The address this host reaches asrrun from is one its peers can reach. */
+    struct sockaddr_in me;
+    socklen_t sl = sizeof me;
+    char ip[64];
+    if (getsockname(d->up.fd, (struct sockaddr *)&me, &sl) == 0 &&
+        inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip))
+      d->if_addr = strdup(ip);
+  }
+  int nlocal = 0;
+  for (int i = 0; i < d->nranks; i++)
+    if (d->job.host_of[i] == (uint32_t)d->host_index) nlocal++;
+  d->ranks = calloc((size_t)(nlocal ? nlocal : 1), sizeof *d->ranks);
+  if (!d->ranks) {
+    snprintf(err, errlen, "out of memory");
+    return ASR_ENOMEM;
+  }
+  int k = 0;
+  for (int i = 0; i < d->nranks; i++) {
+    if (d->job.host_of[i] != (uint32_t)d->host_index) continue;
+    asrd_rank_t *r = &d->ranks[k];
+    r->d = d;
+    r->rank = i;
+    r->lnc = (int)d->job.lnc_of[i];
+    r->local = k++;
+    r->out.fd = r->err.fd = r->in_fd = -1;
+  }
+  d->nlocal = nlocal;
+  return 0;
+}
+
+static void on_registered(asrd_t *d, int ok, const char *err) {
+  if (d->on_started && !ok) d->on_started(d, 0, err);
+  if (!ok) return;
+  char why[512];
+  int rc = asrd_job_start_ranks(d, why, sizeof why);
+  if (d->on_started) d->on_started(d, rc == 0, why);
+}
+
+int asrd_job_start(asrd_t *d, char *err, size_t errlen) {
+  if (d->pmix_err[0]) { /* the PMIx server started before the JOB failed */
+    snprintf(err, errlen, "%s", d->pmix_err);
+    return ASR_EIO;
+  }
+  /* A one-host job keeps its KV traffic on loopback; otherwise peers on other
+   * hosts must reach this server. The PMIx server's listener takes an
+   * ephemeral port, which could be the bootstrap port (asrrun only found it
+   * free; it does not hold it): so the PMIx server starts either while asrd
+   * holds that port (--port, before the JOB) or after the KV server has
+   * bound it (here). */
+  if (d->port_hold >= 0) close(d->port_hold);
+  d->port_hold = -1;
+  asr_kv_server_opts_t o = {.loop = d->loop,
+                            .bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL,
+                            .port = (uint16_t)d->port,
+                            .secret = d->secret};
+  int rc = asr_kv_server_new(&o, &d->kv, err, errlen);
+  if (rc) return rc;
+  uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
+  memcpy(val, d->hostname, strnlen(d->hostname, ASR_KV_HOSTNAME_LEN - 1));
+  /* "hostname" is in the store before any rank exists. */
+  asr_kv_server_put(d->kv, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
+  if (!d->pmix_up && (rc = asrd_pmix_init(d, asrd_topo(), err, errlen)) != 0) return rc;
+  /* PMIx registers the job on its own thread while this one waits for the
+   * topology; the ranks start once the registration is done (on_registered). */
+  d->on_registered = on_registered;
+  if ((rc = asrd_pmix_register_start(d, err, errlen)) != 0) return rc;
+  asrd_topo();
+  return 0;
+}
+
+int asrd_job_start_ranks(asrd_t *d, char *err, size_t errlen) {
+  int rc = asrd_ranks_start(d, err, errlen);
+  /* The ranks' process groups: if this daemon is SIGKILLed, asrrun (when it
+   * runs on this host) kills them, so the ranks' own children die too. */
+  uint32_t *pids = calloc((size_t)(d->nlocal ? d->nlocal : 1), sizeof *pids);
+  uint32_t n = 0;
+  for (int i = 0; pids && i < d->nlocal; i++)
+    if (d->ranks[i].pid > 0) pids[n++] = (uint32_t)d->ranks[i].pid;
+  asr_ctl_msg_t m = {.type = ASR_CTL_STARTED, .u.started = {.n = n, .pids = pids}};
+  if (pids) asrd_up_send(d, &m);
+  free(pids);
+  return rc;
+}
+
+void asrd_job_stop(asrd_t *d) {
+  asrd_ranks_stop(d);
+  asrd_pmix_stop(d);
+  if (d->kv) asr_kv_server_free(d->kv);
+  d->kv = NULL;
+  if (d->port_hold >= 0) close(d->port_hold);
+  d->port_hold = -1;
+  free(d->ranks);
+  d->ranks = NULL;
+  d->nlocal = 0;
+  free(d->if_addr);
+  d->if_addr = NULL;
+  asr_ctl_job_free(&d->job);
+}

@@ -1,0 +1,175 @@
+/*
+ * asrd_up.c -- the control connection up to asrrun (asrd.h): the
+ * non-blocking connect, HELLO, heartbeats both ways, sending.
+ *
+ * What asrrun says goes to d->on_up_msg; the connection's end (or asrrun's
+ * silence past the heartbeat timeout) to d->on_up_lost. Heartbeats: one
+ * every second; asrrun is lost after half as long again as it waits for us
+ * (heartbeat_timeout_ms * 3/2): when the network is cut, asrrun, which can
+ * tell the user, names the lost host first.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_sock.h"
+#include "asrd.h"
+
+#define HEARTBEAT_MS 1000
+#define CONNECT_TIMEOUT_MS 10000
+
+static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
+  (void)c;
+  asrd_t *d = arg;
+  if (m->type == ASR_CTL_HEARTBEAT) return; /* its bytes already counted as a sign of life */
+  d->on_up_msg(d, m);
+}
+
+static void lost(asrd_t *d, const char *why, int quiet) {
+  asr_loop_timer_stop(d->loop, &d->heartbeat);
+  d->up_open = 0;
+  d->on_up_lost(d, why, quiet);
+}
+
+static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
+  (void)c;
+  asrd_t *d = arg;
+  asr_debug("asrd", "control connection ended: %s (%s)", why, asr_err_name(err));
+  lost(d, why, err == 0);
+}
+
+static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
+  asrd_t *d = t->arg;
+  uint64_t now = asr_loop_now(loop);
+  if (now - d->up.last_rx_ms > d->heartbeat_timeout_ms * 3 / 2) {
+    /* asrrun's host is cut off or frozen: TCP would not notice for minutes */
+    char why[128];
+    snprintf(why, sizeof why, "nothing heard from asrrun for %llu s",
+             (unsigned long long)(d->heartbeat_timeout_ms * 3 / 2000));
+    asr_ctl_close(&d->up);
+    lost(d, why, 0);
+    return;
+  }
+  (void)asr_ctl_send_empty(&d->up, ASR_CTL_HEARTBEAT);
+  asr_loop_timer_start(loop, t, HEARTBEAT_MS, on_heartbeat, d);
+}
+
+static void connect_stop(asrd_t *d) {
+  asr_loop_io_stop(d->loop, &d->connect_io);
+  asr_loop_timer_stop(d->loop, &d->heartbeat);
+}
+
+/* The connect finished (or failed): HELLO, then the heartbeats. */
+static void on_connected(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
+  (void)events;
+  asrd_t *d = io->arg;
+  int fd = d->connect_fd;
+  connect_stop(d);
+  d->connect_fd = -1;
+  int rc = asr_sock_connect_result(fd);
+  if (rc == 0) rc = asr_ctl_start(loop, &d->up, fd, on_msg, on_close, d);
+  if (rc) {
+    close(fd);
+    char why[160];
+    snprintf(why, sizeof why, "cannot reach asrrun: %s", asr_strerror(rc));
+    d->on_up_lost(d, why, 0);
+    return;
+  }
+  d->up_open = 1;
+  asr_ctl_msg_t hello = {
+      .type = ASR_CTL_HELLO,
+      .u.hello = {.index = d->host_index < 0 ? ASR_CTL_INDEX_AHEAD : (uint32_t)d->host_index,
+                  .pid = (uint32_t)getpid(),
+                  .host = d->hostname,
+                  .secret_hex = d->secret_hex}}; /* proves asrrun started us */
+  asrd_up_send(d, &hello);
+  asr_ctl_flush(&d->up);
+  asr_loop_timer_start(loop, &d->heartbeat, HEARTBEAT_MS, on_heartbeat, d);
+  d->on_up_ready(d);
+}
+
+static void on_connect_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  asrd_t *d = t->arg;
+  connect_stop(d);
+  close(d->connect_fd);
+  d->connect_fd = -1;
+  d->on_up_lost(d, "cannot reach asrrun: the connect timed out", 0);
+}
+
+int asrd_up_connect(asrd_t *d, const char *hostport, char *err, size_t errlen) {
+  char ip[64];
+  const char *colon = strrchr(hostport, ':');
+  if (!colon || (size_t)(colon - hostport) >= sizeof ip) {
+    snprintf(err, errlen, "--ctl wants HOST:PORT, not '%s'", hostport);
+    return ASR_EINVAL;
+  }
+  memcpy(ip, hostport, (size_t)(colon - hostport));
+  ip[colon - hostport] = '\0';
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  struct sockaddr_in a;
+  if (*end || port <= 0 || port > 65535 || asr_sock_parse_ipv4(ip, (uint16_t)port, &a) != 0) {
+    snprintf(err, errlen, "--ctl: '%s' is not an IPv4 address and port", hostport);
+    return ASR_EINVAL;
+  }
+  int inprog;
+  int fd = asr_sock_connect_start(&a, &inprog);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot reach asrrun at %s: %s", hostport, asr_strerror(fd));
+    return fd;
+  }
+  d->connect_fd = fd;
+  int rc = asr_loop_io_start(d->loop, &d->connect_io, fd, ASR_LOOP_WRITE, on_connected, d);
+  if (rc) {
+    close(fd);
+    d->connect_fd = -1;
+    snprintf(err, errlen, "cannot watch the connection to asrrun: %s", asr_strerror(rc));
+    return rc;
+  }
+  asr_loop_timer_start(d->loop, &d->heartbeat, CONNECT_TIMEOUT_MS, on_connect_timeout, d);
+  return 0;
+}
+
+void asrd_up_send(asrd_t *d, const asr_ctl_msg_t *m) {
+  if (!d->up_open) return;
+  int rc = asr_ctl_send(&d->up, m);
+  if (rc && rc != ASR_ENOTCONN)
+    asr_error("asrd", "cannot send %s to asrrun: %s", asr_ctl_type_name(m->type), asr_strerror(rc));
+}
+
+void asrd_up_output(asrd_t *d, int rank, int stream, const char *line, size_t len) {
+  asr_ctl_msg_t m = {
+      .type = ASR_CTL_OUTPUT,
+      .u.output = {
+          .rank = (uint32_t)rank, .stream = (uint32_t)stream, .line = (const uint8_t *)line, .len = len}};
+  asrd_up_send(d, &m);
+}
+
+void asrd_up_error(asrd_t *d, const char *msg) {
+  asr_ctl_msg_t m = {.type = ASR_CTL_ERROR, .u.error.msg = (char *)msg};
+  asrd_up_send(d, &m);
+}
+
+void asrd_up_finish(asrd_t *d) {
+  if (!d->up_open) return;
+  asr_loop_timer_stop(d->loop, &d->heartbeat);
+  asr_ctl_finish(&d->up, 2000);
+}
+
+void asrd_up_close(asrd_t *d) {
+  if (d->connect_fd >= 0) {
+    connect_stop(d);
+    close(d->connect_fd);
+    d->connect_fd = -1;
+  }
+  asr_loop_timer_stop(d->loop, &d->heartbeat);
+  asr_ctl_close(&d->up);
+  d->up_open = 0;
+}

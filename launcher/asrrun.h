@@ -1,0 +1,170 @@
+/*
+ * asrrun.h -- the launcher's front end, shared by its files, each one job:
+ *   asrrun.c          main: configuration, map, launch, the job's lifecycle, exit code
+ *   asrrun_daemons.c  the daemons: launching, their call back (HELLO), what they
+ *                     say (output, exits, fences, aborts), heartbeats, KILL
+ *   asrrun_output.c   printing the ranks' lines, and --output-dir files
+ *   asrrun_stdin.c    asrrun's stdin to rank 0
+ *   asrrun_early.c    this host's asrd started before the configuration is read
+ * Files below asrrun.c never call up into it: a failure of the job or a
+ * daemon's change goes through the callbacks in asrrun_t.
+ */
+#ifndef ASR_ASRRUN_H
+#define ASR_ASRRUN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "asr_loop.h"
+#include "ctl.h"
+#include "job_config.h"
+#include "kv_secret.h"
+#include "map.h"
+
+/* Exit codes (asrrun --help and the README say the same). */
+#define ASRRUN_EXIT_USAGE 2
+#define ASRRUN_EXIT_TIMEOUT 124
+#define ASRRUN_EXIT_LAUNCH 125
+#define ASRRUN_EXIT_NOTFOUND 127
+
+#define ASRRUN_GRACE_MS 3000 /* SIGTERM, then SIGKILL after this; then give up after as long again */
+
+/* A daemon as asrrun sees it (asrrun_daemons.c: daemon_set_state):
+ *   LAUNCHING  started (forked here, or through the agent or srun), not called back yet
+ *   JOINED     its HELLO was right; the JOB went to it
+ *   RUNNING    it started its ranks (STARTED)
+ *   DONE       its ranks are done and their output delivered (DONE)
+ *   CLOSING    SHUTDOWN sent; its connection is being closed
+ *   FINISHED   its connection ended after DONE: it did its part
+ *   LOST       it ended, or went silent, before DONE */
+typedef enum {
+  DAEMON_LAUNCHING = 0,
+  DAEMON_JOINED,
+  DAEMON_RUNNING,
+  DAEMON_DONE,
+  DAEMON_CLOSING,
+  DAEMON_FINISHED,
+  DAEMON_LOST,
+} daemon_state_t;
+
+typedef struct asrrun asrrun_t;
+
+typedef struct daemon {
+  asrrun_t *run;
+  int index;
+  daemon_state_t state;
+  asr_ctl_conn_t *conn; /* from its HELLO until its connection ends */
+  pid_t pid;            /* the local process that represents it (asrd, or its agent); 0 once reaped */
+  asr_loop_pid_t exit_watch;
+  int reaped_status; /* the wait status of pid, once reaped */
+  int reaped;
+  int nlocal;
+  int local;                    /* forked on this host (else started through the rsh agent or srun) */
+  asr_loop_timer_t drain_timer; /* reaped before DONE: what it still sent is read first */
+  uint8_t *fence_blob;
+  size_t fence_len;
+  int fence_in;
+  pid_t *pgids; /* its ranks' process groups (from STARTED) */
+  int npgids;
+} daemon_t;
+
+typedef struct {
+  int exited;
+  int status;
+  int out_fd[3]; /* --output-dir files (stdout, stderr) */
+} rank_t;
+
+/* The job as asrrun runs it (asrrun.c: run_set_state):
+ *   LAUNCHING  starting the daemons
+ *   RUNNING    the daemons run the job
+ *   ABORTING   KILL(SIGTERM, or a forwarded signal) sent to every daemon
+ *   KILLING    KILL(SIGKILL) sent; after the grace time asrrun gives up on them
+ *   CLOSING    every daemon is done (or gone): SHUTDOWN, connections closed, local
+ *              daemons reaped (bounded)
+ *   DONE       the loop stops; the exit code is decided */
+typedef enum { RUN_LAUNCHING = 0, RUN_RUNNING, RUN_ABORTING, RUN_KILLING, RUN_CLOSING, RUN_DONE } run_state_t;
+
+/* The early local daemon (asrrun_early.c). */
+typedef struct {
+  pid_t pid;      /* > 0: started and not reaped yet (once adopted, also daemons[index].pid) */
+  int lfd;        /* the listener it calls back to (127.0.0.1), -1 once closed or taken over */
+  uint16_t port;  /* that listener's port */
+  int bport;      /* the bootstrap port it holds while it starts (the job's unless one is configured) */
+  char host[128]; /* the host name it was given: this host's */
+  int index;      /* the host it serves once adopted, else -1 */
+} asrrun_early_t;
+
+struct asrrun {
+  asr_loop_t *loop;
+  asr_config_t cfg;
+  asr_map_t map;
+  daemon_t *daemons;
+  rank_t *ranks;
+  char secret_hex[ASR_KV_SECRET_HEX_LEN + 1];
+  char nspace[64];
+  int port;
+  run_state_t state;
+  int exit_code; /* decided by the first failure; -1 until then */
+  int interrupts;
+  int ranks_exited;
+
+  /* control listeners (asrrun_daemons.c) */
+  int lfd;
+  asr_loop_io_t lio, early_lio;
+  asr_loop_timer_t heartbeat, hello_deadline;
+
+  asrrun_early_t early;
+
+  /* stdin (asrrun_stdin.c) */
+  int stdin_state; /* 0 closed, 1 waiting for rank 0's daemon, 2 a file (read at once), 3 watched */
+  asr_loop_io_t stdin_io;
+
+  /* set by asrrun.c: the job must end (the first caller decides the exit
+   * code and prints why); a daemon changed state */
+  void (*fail)(asrrun_t *run, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+  void (*daemon_changed)(asrrun_t *run, daemon_t *d);
+};
+
+const char *asrrun_daemon_state_name(daemon_state_t s);
+
+/* asrrun_daemons.c */
+/* Watches the control listener(s) and starts every daemon not started yet. */
+int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asrd_remote,
+                          const char *ctl_local, const char *ctl_remote);
+/* KILL(sig) to every daemon that can still hear it; SIGKILL also kills the
+ * local processes of daemons that never called back. */
+void asrrun_daemons_kill(asrrun_t *run, int sig);
+/* SHUTDOWN to every daemon still connected, and their connections closed. */
+void asrrun_daemons_shutdown(asrrun_t *run);
+/* Whether every daemon is done (DONE or beyond) or gone; whether every local
+ * daemon process is reaped and every connection closed. */
+int asrrun_daemons_all_done(const asrrun_t *run);
+int asrrun_daemons_all_ended(const asrrun_t *run);
+/* Sends STDIN bytes (n == 0: EOF) to rank 0's daemon. */
+void asrrun_daemons_stdin(asrrun_t *run, const uint8_t *p, size_t n);
+/* Whether rank 0's daemon has started its ranks. */
+int asrrun_daemons_rank0_started(const asrrun_t *run);
+/* Stops every source of theirs on the loop, kills and frees what is left. */
+void asrrun_daemons_stop(asrrun_t *run);
+
+/* asrrun_output.c */
+/* One whole line of a rank, written with one write() so lines never mix. */
+void asrrun_output_line(asrrun_t *run, int rank, int stream, const uint8_t *s, size_t n);
+void asrrun_output_close(asrrun_t *run);
+
+/* asrrun_stdin.c */
+/* Forwards asrrun's stdin once rank 0's daemon has started its ranks. */
+void asrrun_stdin_poll(asrrun_t *run);
+void asrrun_stdin_stop(asrrun_t *run);
+
+/* asrrun_early.c */
+void asrrun_early_start(asrrun_t *run, int argc, char **argv);
+void asrrun_early_adopt(asrrun_t *run, const int *is_local);
+void asrrun_early_dismiss(asrrun_t *run);
+/* Reaps a dismissed early daemon (bounded), on the loop. */
+void asrrun_early_finish(asrrun_t *run);
+/* The path of asrd next to this asrrun (or ASR_ASRD); a free port, or -1. */
+void asrrun_asrd_path(char *out, size_t len);
+int asrrun_pick_port(void);
+
+#endif /* ASR_ASRRUN_H */

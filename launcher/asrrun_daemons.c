@@ -1,0 +1,561 @@
+/*
+ * asrrun_daemons.c -- the daemons as asrrun sees them (asrrun.h): their
+ * launch, their call back, what they say, their heartbeats, their ends.
+ *
+ * A new control connection must open with a HELLO carrying the job's
+ * secret (and a host index that has no connection yet) within HELLO_MS;
+ * then it is that daemon's, the JOB goes to it, and everything it says
+ * arrives in on_msg. Every daemon process (asrd forked here, or the agent
+ * or srun that runs it elsewhere) is our child, watched through a pid
+ * source; a daemon is over when its connection has ended: FINISHED after
+ * its DONE, LOST before (daemon_set_state).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asrd_dir.h"
+#include "asrrun.h"
+#include "launch.h"
+
+#define HEARTBEAT_MS 1000
+#define HELLO_MS 5000     /* a new connection's HELLO */
+#define CALLBACK_MS 30000 /* every daemon calls back within this */
+#define DRAIN_MS 1000     /* a daemon reaped before DONE: its last messages */
+#define CLOSE_MS 2000     /* SHUTDOWN: the connection closes within this */
+
+/* A control connection, before and after its HELLO. */
+typedef struct {
+  asr_ctl_conn_t c; /* first: a daemon's conn pointer is its link */
+  asr_loop_timer_t hello_timer;
+  asrrun_t *run;
+  int rejected; /* freed by its timer */
+} link_t;
+
+static const char *const daemon_state_names[] = {"LAUNCHING", "JOINED",   "RUNNING", "DONE",
+                                                 "CLOSING",   "FINISHED", "LOST"};
+
+const char *asrrun_daemon_state_name(daemon_state_t s) {
+  return s <= DAEMON_LOST ? daemon_state_names[s] : "UNKNOWN";
+}
+
+static const char *host_of(const daemon_t *d) { return d->run->map.host_names[d->index]; }
+
+/* The one place a daemon's state changes. */
+static void daemon_set_state(daemon_t *d, daemon_state_t s) {
+  if (d->state == s) return;
+  asr_debug("asrrun", "asrd on host %s: %s -> %s", host_of(d), asrrun_daemon_state_name(d->state),
+            asrrun_daemon_state_name(s));
+  d->state = s;
+  d->run->daemon_changed(d->run, d);
+}
+
+static int over(const daemon_t *d) { return d->state == DAEMON_FINISHED || d->state == DAEMON_LOST; }
+
+/* It said DONE: its ranks are done and their output delivered. */
+static int did_its_part(const daemon_t *d) { return d->state >= DAEMON_DONE && d->state != DAEMON_LOST; }
+
+/* A daemon process of ours ended (status st). One killed before its ranks
+ * ended could not kill them; its ranks die with it (PDEATHSIG), but not
+ * what they started. A daemon forked here runs on this host: kill their
+ * process groups here. (A remote daemon's pids mean nothing on this host;
+ * its ranks die with it.) A daemon killed here could not remove its PMIx
+ * directory either; its pid is ours until now (just reaped), so asrd.PID.*
+ * are its. */
+static void reaped(daemon_t *d, pid_t pid, int st) {
+  asrrun_t *run = d->run;
+  if (pid == run->early.pid) run->early.pid = 0;
+  d->pid = 0;
+  d->reaped = 1;
+  d->reaped_status = st;
+  if (WIFSIGNALED(st) && !did_its_part(d) && d->local)
+    for (int i = 0; i < d->npgids; i++) kill(-d->pgids[i], SIGKILL);
+  if (WIFSIGNALED(st) && d->local) asrd_dir_remove_of(pid);
+}
+
+static void link_free(asr_loop_t *loop, link_t *l) {
+  asr_loop_timer_stop(loop, &l->hello_timer);
+  asr_ctl_close(&l->c);
+  free(l);
+}
+
+/* The daemon's connection is gone (closed here or by its end). */
+static void drop_conn(daemon_t *d) {
+  if (!d->conn) return;
+  link_free(d->run->loop, (link_t *)d->conn);
+  d->conn = NULL;
+  asr_loop_timer_stop(d->run->loop, &d->drain_timer);
+}
+
+/* Its connection ended: the daemon is over. How it ended before its DONE
+ * says what to tell the user. */
+static void daemon_over(daemon_t *d, const char *why) {
+  asrrun_t *run = d->run;
+  drop_conn(d);
+  if (d->state >= DAEMON_DONE && d->state <= DAEMON_CLOSING) {
+    daemon_set_state(d, DAEMON_FINISHED);
+    return;
+  }
+  if (over(d)) return;
+  int st = d->reaped_status;
+  if (why)
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", why);
+  else if (d->reaped)
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished", host_of(d),
+              WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  else
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "lost the connection to asrd on host %s before the job finished",
+              host_of(d));
+  daemon_set_state(d, DAEMON_LOST);
+}
+
+/* --- fences ----------------------------------------------------------------- */
+
+/* Once every daemon with ranks has sent its blob, every blob goes to each of
+ * them in host order (an allgather). */
+static void fence_check(asrrun_t *run) {
+  for (int h = 0; h < run->map.nhosts; h++)
+    if (run->daemons[h].nlocal > 0 && !run->daemons[h].fence_in) return;
+  asr_buf_t all = {0};
+  for (int h = 0; h < run->map.nhosts; h++)
+    if (run->daemons[h].fence_in &&
+        asr_buf_put(&all, run->daemons[h].fence_blob, run->daemons[h].fence_len)) {
+      run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory gathering a fence");
+      break;
+    }
+  asr_ctl_msg_t m = {.type = ASR_CTL_FENCE_DONE, .u.fence = {.id = 0, .data = all.data, .len = all.len}};
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (!d->fence_in) continue;
+    if (d->conn) (void)asr_ctl_send(d->conn, &m);
+    free(d->fence_blob);
+    d->fence_blob = NULL;
+    d->fence_len = 0;
+    d->fence_in = 0;
+  }
+  asr_buf_free(&all);
+}
+
+/* --- what a daemon says ------------------------------------------------------------ */
+
+static int rank_failed_code(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 1;
+}
+
+static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status) {
+  asrrun_t *run = d->run;
+  if (rank >= (uint32_t)run->map.nranks || run->ranks[rank].exited) return;
+  int st = (int)status;
+  run->ranks[rank].exited = 1;
+  run->ranks[rank].status = st;
+  run->ranks_exited++;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return;
+  if (run->state >= RUN_ABORTING) return; /* a consequence of the abort, not its cause */
+  int code = rank_failed_code(st);
+  if (WIFSIGNALED(st))
+    run->fail(run, code, "rank %u on host %s was killed by signal %d (%s); aborting the job", rank,
+              host_of(d), WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else if (WEXITSTATUS(st) == 127)
+    run->fail(run, ASRRUN_EXIT_NOTFOUND,
+              "rank %u on host %s: program '%s' could not be executed; aborting the job", rank, host_of(d),
+              run->cfg.program);
+  else
+    run->fail(run, code, "rank %u on host %s exited with status %d; aborting the job", rank, host_of(d),
+              WEXITSTATUS(st));
+}
+
+static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
+  (void)c;
+  daemon_t *d = arg;
+  asrrun_t *run = d->run;
+  switch (m->type) {
+    case ASR_CTL_HEARTBEAT: break;
+    case ASR_CTL_STARTED:
+      if (m->u.started.n > (uint32_t)d->nlocal || d->pgids) break;
+      d->pgids = calloc(m->u.started.n ? m->u.started.n : 1, sizeof *d->pgids);
+      for (uint32_t i = 0; d->pgids && i < m->u.started.n; i++)
+        d->pgids[d->npgids++] = (pid_t)m->u.started.pids[i];
+      if (d->state == DAEMON_JOINED) daemon_set_state(d, DAEMON_RUNNING);
+      break;
+    case ASR_CTL_OUTPUT:
+      asrrun_output_line(run, (int)m->u.output.rank, (int)m->u.output.stream, m->u.output.line,
+                         m->u.output.len);
+      break;
+    case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status); break;
+    case ASR_CTL_ABORT: {
+      int status = (int)m->u.abort.status;
+      const char *msg = m->u.abort.msg;
+      run->fail(run, status > 0 && status < 124 ? status : 1,
+                "rank %u on host %s called abort with status %d%s%s", m->u.abort.rank, host_of(d), status,
+                msg[0] ? ": " : "", msg);
+      break;
+    }
+    case ASR_CTL_FENCE:
+      if (d->fence_in) {
+        run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent a second fence before the first was done",
+                  host_of(d));
+        break;
+      }
+      d->fence_blob = malloc(m->u.fence.len ? m->u.fence.len : 1);
+      if (!d->fence_blob) {
+        run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for a fence of %zu bytes", m->u.fence.len);
+        break;
+      }
+      if (m->u.fence.len) memcpy(d->fence_blob, m->u.fence.data, m->u.fence.len);
+      d->fence_len = m->u.fence.len;
+      d->fence_in = 1;
+      fence_check(run);
+      break;
+    case ASR_CTL_ERROR: run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", m->u.error.msg); break;
+    case ASR_CTL_DONE:
+      if (d->state < DAEMON_DONE) daemon_set_state(d, DAEMON_DONE);
+      break;
+    default:
+      run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", host_of(d),
+                asr_ctl_type_name(m->type));
+  }
+}
+
+static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
+  (void)c;
+  daemon_t *d = arg;
+  char msg[400];
+  const char *say = NULL;
+  if (err == ASR_EPROTO) { /* garbage from a daemon is worth naming */
+    snprintf(msg, sizeof msg, "asrd on host %s: %s", host_of(d), why);
+    say = msg;
+  }
+  daemon_over(d, say);
+}
+
+/* --- the JOB ------------------------------------------------------------------ */
+
+static void send_job(daemon_t *d) {
+  asrrun_t *run = d->run;
+  const asr_config_t *cfg = &run->cfg;
+  const asr_map_t *map = &run->map;
+  uint32_t *host_of_rank = calloc((size_t)map->nranks, sizeof *host_of_rank);
+  uint32_t *lnc_of_rank = calloc((size_t)map->nranks, sizeof *lnc_of_rank);
+  char **hosts = calloc((size_t)map->nhosts, sizeof *hosts);
+  char **env_n = calloc((size_t)cfg->nenv + 1, sizeof *env_n),
+       **env_v = calloc((size_t)cfg->nenv + 1, sizeof *env_v);
+  if (!host_of_rank || !lnc_of_rank || !hosts || !env_n || !env_v) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory describing the job");
+    goto out;
+  }
+  for (int h = 0; h < map->nhosts; h++) hosts[h] = (char *)map->host_names[h];
+  for (int r = 0; r < map->nranks; r++) {
+    host_of_rank[r] = (uint32_t)map->ranks[r].host;
+    lnc_of_rank[r] = (uint32_t)map->ranks[r].lnc;
+  }
+  uint32_t nenv = 0;
+  for (int i = 0; i < cfg->nenv; i++) {
+    const char *v = cfg->env[i].has_value ? cfg->env[i].value : getenv(cfg->env[i].name);
+    if (!v) continue; /* -x VAR of a variable asrrun does not have */
+    env_n[nenv] = (char *)cfg->env[i].name;
+    env_v[nenv++] = (char *)v;
+  }
+  asr_ctl_msg_t m = {.type = ASR_CTL_JOB};
+  m.u.job = (asr_ctl_job_t){
+      .nranks = (uint32_t)map->nranks,
+      .nhosts = (uint32_t)map->nhosts,
+      .index = (uint32_t)d->index,
+      .host_names = hosts,
+      .host_of = host_of_rank,
+      .lnc_of = lnc_of_rank,
+      .program = (char *)cfg->program,
+      .nargs = (uint32_t)cfg->nargs,
+      .args = (char **)cfg->args,
+      .nenv = nenv,
+      .env_names = env_n,
+      .env_values = env_v,
+      .bind_to = (uint32_t)cfg->bind_to,
+      .report_bindings = (uint32_t)cfg->report_bindings,
+      .port = (uint32_t)run->port,
+      .provider = (char *)(cfg->provider[0]  ? cfg->provider
+                           : map->nhosts > 1 ? "tcp;ofi_rxm"
+                                             : "shm"),
+      .nspace = run->nspace,
+      /* the spec each asrd resolves on its host ("" = the address it reached us from) */
+      .if_spec = (char *)(map->nhosts == 1 && !cfg->if_include[0] ? "127.0.0.1" : cfg->if_include),
+      .heartbeat_s = (uint32_t)cfg->heartbeat_timeout_s,
+  };
+  int rc = asr_ctl_send(d->conn, &m);
+  if (rc)
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot send the job to host %s: %s", host_of(d), asr_strerror(rc));
+out:
+  free(host_of_rank);
+  free(lnc_of_rank);
+  free(hosts);
+  free(env_n);
+  free(env_v);
+}
+
+/* --- call back -------------------------------------------------------------------- */
+
+static void on_hello_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
+  link_t *l = t->arg;
+  if (!l->rejected)
+    asr_warn("asrrun", "a control connection sent no HELLO within %d s; closed", HELLO_MS / 1000);
+  link_free(loop, l);
+}
+
+/* Closed now, freed at the next iteration (we may be inside its callback). */
+static void link_discard(link_t *l) {
+  asr_ctl_close(&l->c);
+  l->rejected = 1;
+  asr_loop_timer_start(l->run->loop, &l->hello_timer, 0, on_hello_timeout, l);
+}
+
+static void on_hello_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
+  (void)c, (void)err, (void)why;
+  link_discard(arg);
+}
+
+static void reject(link_t *l) {
+  asr_warn("asrrun",
+           "refused a control connection that did not identify itself as one of this job's daemons");
+  link_discard(l);
+}
+
+static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
+  link_t *l = arg;
+  asrrun_t *run = l->run;
+  if (m->type != ASR_CTL_HELLO) {
+    reject(l);
+    return;
+  }
+  uint32_t in = m->u.hello.index;
+  /* the early local daemon learns its index from the JOB (asrrun_early.c) */
+  int index = in == ASR_CTL_INDEX_AHEAD ? run->early.index : in < (uint32_t)run->map.nhosts ? (int)in : -1;
+  if (index < 0 || strcmp(m->u.hello.secret_hex, run->secret_hex) != 0 || run->daemons[index].conn ||
+      run->daemons[index].state != DAEMON_LAUNCHING) {
+    reject(l);
+    return;
+  }
+  daemon_t *d = &run->daemons[index];
+  asr_loop_timer_stop(run->loop, &l->hello_timer);
+  asr_ctl_set_owner(c, on_msg, on_close, d);
+  d->conn = &l->c;
+  daemon_set_state(d, DAEMON_JOINED);
+  if (run->state >= RUN_ABORTING) {
+    /* it called back while the job is ending: it ends too */
+    asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
+    (void)asr_ctl_send(d->conn, &k);
+    return;
+  }
+  send_job(d);
+}
+
+static void on_listener(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
+  (void)events;
+  asrrun_t *run = io->arg;
+  for (int i = 0; i < 64; i++) {
+    int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    link_t *l = calloc(1, sizeof *l);
+    if (!l || asr_ctl_start(loop, &l->c, fd, on_hello, on_hello_close, l) != 0) {
+      close(fd);
+      free(l);
+      continue;
+    }
+    l->run = run;
+    asr_loop_timer_start(loop, &l->hello_timer, HELLO_MS, on_hello_timeout, l);
+  }
+}
+
+/* --- the processes ---------------------------------------------------------- */
+
+static void on_drain_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  daemon_over(t->arg, NULL); /* it died: what it had sent came, DONE did not */
+}
+
+static void on_daemon_exit(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int st) {
+  daemon_t *d = p->arg;
+  asrrun_t *run = d->run;
+  if (!have_status) st = 0;
+  reaped(d, d->pid, st);
+  if (over(d) || d->state >= DAEMON_DONE) {
+    run->daemon_changed(run, d);
+    return;
+  }
+  if (d->conn) {
+    /* Its last messages (DONE among them) may still sit in its socket: the
+     * connection ends, or a bounded wait does. */
+    asr_loop_timer_start(loop, &d->drain_timer, DRAIN_MS, on_drain_timeout, d);
+    return;
+  }
+  char msg[3072];
+  int sig = WIFSIGNALED(st), code = sig ? WTERMSIG(st) : WEXITSTATUS(st);
+  if (!d->local && run->cfg.launcher == ASR_LAUNCHER_SLURM)
+    snprintf(
+        msg, sizeof msg,
+        "the srun step for node %s ended with %s %d before asrd called back; check that 'srun -N 1 -w %s "
+        "true' works in this allocation and that asrd is installed there (--prefix)",
+        host_of(d), sig ? "signal" : "status", code, host_of(d));
+  else if (!d->local)
+    snprintf(msg, sizeof msg,
+             "the launch agent for host %s (%s) ended with %s %d before asrd called back; check that '%s %s "
+             "true' works and that asrd is installed there (--prefix)",
+             host_of(d), run->cfg.launch_agent, sig ? "signal" : "status", code, run->cfg.launch_agent,
+             host_of(d));
+  else
+    snprintf(msg, sizeof msg, "asrd on host %s died (%s %d) before the job finished", host_of(d),
+             sig ? "signal" : "status", code);
+  daemon_over(d, msg);
+}
+
+static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
+  asrrun_t *run = t->arg;
+  uint64_t now = asr_loop_now(loop), silence_ms = (uint64_t)run->cfg.heartbeat_timeout_s * 1000;
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (!d->conn || over(d)) continue;
+    /* a daemon that is done still hears from us: with several hosts it
+     * serves its KV store until SHUTDOWN, and takes silence for our end */
+    (void)asr_ctl_send_empty(d->conn, ASR_CTL_HEARTBEAT);
+    if (d->state < DAEMON_DONE && now - d->conn->last_rx_ms > silence_ms) {
+      /* A host cut off or frozen: TCP would not notice for many minutes. */
+      char msg[300];
+      snprintf(
+          msg, sizeof msg,
+          "lost contact with asrd on host %s: nothing heard for %d s (host down or network cut?); aborting "
+          "the job",
+          host_of(d), run->cfg.heartbeat_timeout_s);
+      daemon_over(d, msg);
+    }
+  }
+  asr_loop_timer_start(loop, t, HEARTBEAT_MS, on_heartbeat, run);
+}
+
+static void on_callback_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  asrrun_t *run = t->arg;
+  for (int h = 0; h < run->map.nhosts; h++)
+    if (run->daemons[h].state == DAEMON_LAUNCHING)
+      run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s did not call back within %d s",
+                host_of(&run->daemons[h]), CALLBACK_MS / 1000);
+}
+
+int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asrd_remote,
+                          const char *ctl_local, const char *ctl_remote) {
+  int rc = asr_loop_io_start(run->loop, &run->lio, run->lfd, ASR_LOOP_READ, on_listener, run);
+  if (rc == 0 && run->early.lfd >= 0)
+    rc = asr_loop_io_start(run->loop, &run->early_lio, run->early.lfd, ASR_LOOP_READ, on_listener, run);
+  if (rc) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch the control port: %s", asr_strerror(rc));
+    return rc;
+  }
+  int slurm = run->cfg.launcher == ASR_LAUNCHER_SLURM;
+  char err[1024];
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (d->pid <= 0) {
+      const asr_launch_ops_t *ops = d->local ? &asr_launch_local
+                                    : slurm  ? &asr_launch_slurm
+                                             : &asr_launch_rsh;
+      asr_launch_args_t a = {.asrd_path = d->local ? asrd_local : asrd_remote,
+                             .ctl_addr = d->local ? ctl_local : ctl_remote,
+                             .secret_hex = run->secret_hex,
+                             .host = run->map.host_names[h],
+                             .agent = run->cfg.launch_agent,
+                             .index = h,
+                             .port = run->port,
+                             .verbose = run->cfg.verbose};
+      d->pid = ops->start(&a, err, sizeof err);
+      if (d->pid < 0) {
+        d->pid = 0;
+        run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot start asrd for host %s: %s", host_of(d), err);
+        daemon_set_state(d, DAEMON_LOST);
+        continue;
+      }
+    }
+    rc = asr_loop_pid_start(run->loop, &d->exit_watch, d->pid, 1, on_daemon_exit, d);
+    if (rc)
+      run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch asrd for host %s: %s", host_of(d), asr_strerror(rc));
+  }
+  asr_loop_timer_start(run->loop, &run->heartbeat, HEARTBEAT_MS, on_heartbeat, run);
+  asr_loop_timer_start(run->loop, &run->hello_deadline, CALLBACK_MS, on_callback_deadline, run);
+  return 0;
+}
+
+void asrrun_daemons_kill(asrrun_t *run, int sig) {
+  asr_ctl_msg_t m = {.type = ASR_CTL_KILL, .u.kill.sig = (uint32_t)sig};
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (d->conn && !over(d)) (void)asr_ctl_send(d->conn, &m);
+    /* a daemon that never called back cannot be told: after SIGKILL its
+     * local process is killed directly */
+    if (sig == SIGKILL && d->state == DAEMON_LAUNCHING && d->pid > 0) kill(d->pid, SIGKILL);
+  }
+}
+
+void asrrun_daemons_shutdown(asrrun_t *run) {
+  asr_loop_timer_stop(run->loop, &run->heartbeat);
+  asr_loop_timer_stop(run->loop, &run->hello_deadline);
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (!d->conn) continue;
+    (void)asr_ctl_send_empty(d->conn, ASR_CTL_SHUTDOWN);
+    asr_ctl_finish(d->conn, CLOSE_MS);
+    if (d->state == DAEMON_DONE) daemon_set_state(d, DAEMON_CLOSING);
+  }
+}
+
+int asrrun_daemons_all_done(const asrrun_t *run) {
+  for (int h = 0; h < run->map.nhosts; h++)
+    if (run->daemons[h].state < DAEMON_DONE) return 0;
+  return 1;
+}
+
+int asrrun_daemons_all_ended(const asrrun_t *run) {
+  for (int h = 0; h < run->map.nhosts; h++)
+    if (run->daemons[h].conn || run->daemons[h].pid > 0) return 0;
+  return 1;
+}
+
+void asrrun_daemons_stdin(asrrun_t *run, const uint8_t *p, size_t n) {
+  daemon_t *d = &run->daemons[run->map.ranks[0].host];
+  asr_ctl_msg_t m = {.type = ASR_CTL_STDIN, .u.input = {.data = p, .len = n}};
+  if (d->conn) (void)asr_ctl_send(d->conn, &m);
+}
+
+int asrrun_daemons_rank0_started(const asrrun_t *run) {
+  return run->daemons[run->map.ranks[0].host].state >= DAEMON_RUNNING;
+}
+
+void asrrun_daemons_stop(asrrun_t *run) {
+  asr_loop_timer_stop(run->loop, &run->heartbeat);
+  asr_loop_timer_stop(run->loop, &run->hello_deadline);
+  asr_loop_io_stop(run->loop, &run->lio);
+  asr_loop_io_stop(run->loop, &run->early_lio);
+  for (int h = 0; run->daemons && h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    drop_conn(d);
+    asr_loop_pid_stop(run->loop, &d->exit_watch);
+    if (d->pid > 0) {
+      /* bounded waits are over: what is left is killed and reaped */
+      pid_t pid = d->pid;
+      kill(pid, SIGKILL);
+      int st = 0;
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      reaped(d, pid, st);
+    }
+    free(d->fence_blob);
+    free(d->pgids);
+  }
+}

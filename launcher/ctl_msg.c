@@ -1,0 +1,366 @@
+/*
+ * ctl_msg.c -- each control message's encoder beside its decoder (the table
+ * is ctl_msg.h's). A decoder reads every field through an asr_rd_t, which
+ * turns bad once anything is short, then checks the values and that nothing
+ * is left over.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr_err.h"
+#include "ctl_msg.h"
+
+static const char *const type_names[ASR_CTL__COUNT] = {
+    "INVALID", "HELLO", "JOB",   "STARTED", "OUTPUT", "EXIT",     "FENCE",    "FENCE_DONE",
+    "ABORT",   "KILL",  "STDIN", "ERROR",   "DONE",   "SHUTDOWN", "HEARTBEAT"};
+
+const char *asr_ctl_type_name(int type) {
+  return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
+}
+
+static int bad(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *why, size_t whylen, const char *fmt, ...) {
+  if (why && whylen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+  }
+  return ASR_EPROTO;
+}
+
+/* Strings an encoder writes must decode: no longer than max, no NUL inside
+ * (a C string has none). */
+static int str_ok(const char *s, size_t max) { return !s || strlen(s) <= max; }
+
+/* --- HELLO ------------------------------------------------------------------ */
+
+static int enc_hello(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (!str_ok(m->u.hello.host, ASR_CTL_MAX_HOSTNAME) || !m->u.hello.secret_hex ||
+      strlen(m->u.hello.secret_hex) != ASR_CTL_SECRET_HEX)
+    return ASR_EINVAL;
+  return !!asr_buf_put_u32(b, m->u.hello.index) | !!asr_buf_put_str(b, m->u.hello.host) |
+         !!asr_buf_put_u32(b, m->u.hello.pid) | !!asr_buf_put_str(b, m->u.hello.secret_hex);
+}
+
+static int dec_hello(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.hello.index = asr_rd_u32(r);
+  m->u.hello.host = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
+  m->u.hello.pid = asr_rd_u32(r);
+  m->u.hello.secret_hex = asr_rd_str(r, ASR_CTL_SECRET_HEX);
+  if (r->bad) return bad(why, wl, "HELLO is truncated or a string is too long");
+  if (!m->u.hello.host[0]) return bad(why, wl, "HELLO names no host");
+  if (strlen(m->u.hello.secret_hex) != ASR_CTL_SECRET_HEX)
+    return bad(why, wl, "HELLO's secret is %zu characters, not %d", strlen(m->u.hello.secret_hex),
+               ASR_CTL_SECRET_HEX);
+  return 0;
+}
+
+/* --- JOB -------------------------------------------------------------------- */
+
+static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  const asr_ctl_job_t *j = &m->u.job;
+  if (j->nranks == 0 || j->nranks > ASR_CTL_MAX_RANKS || j->nhosts == 0 || j->nhosts > ASR_CTL_MAX_HOSTS ||
+      j->index >= j->nhosts || j->nargs > ASR_CTL_MAX_ARGS || j->nenv > ASR_CTL_MAX_ARGS || !j->program ||
+      !j->program[0] || j->port == 0 || j->port > 65535 || j->heartbeat_s < 1 || j->heartbeat_s > 3600)
+    return ASR_EINVAL;
+  int rc = !!asr_buf_put_u32(b, j->nranks) | !!asr_buf_put_u32(b, j->nhosts) | !!asr_buf_put_u32(b, j->index);
+  for (uint32_t h = 0; h < j->nhosts; h++) {
+    if (!j->host_names[h] || !j->host_names[h][0] || !str_ok(j->host_names[h], ASR_CTL_MAX_HOSTNAME))
+      return ASR_EINVAL;
+    rc |= !!asr_buf_put_str(b, j->host_names[h]);
+  }
+  for (uint32_t i = 0; i < j->nranks; i++) {
+    if (j->host_of[i] >= j->nhosts || j->lnc_of[i] >= ASR_CTL_MAX_LNC) return ASR_EINVAL;
+    rc |= !!asr_buf_put_u32(b, j->host_of[i]) | !!asr_buf_put_u32(b, j->lnc_of[i]);
+  }
+  rc |= !!asr_buf_put_str(b, j->program) | !!asr_buf_put_u32(b, j->nargs);
+  for (uint32_t i = 0; i < j->nargs; i++) rc |= !!asr_buf_put_str(b, j->args[i]);
+  rc |= !!asr_buf_put_u32(b, j->nenv);
+  for (uint32_t i = 0; i < j->nenv; i++) {
+    if (!j->env_names[i] || !j->env_names[i][0] || strchr(j->env_names[i], '=')) return ASR_EINVAL;
+    rc |= !!asr_buf_put_str(b, j->env_names[i]) | !!asr_buf_put_str(b, j->env_values[i]);
+  }
+  rc |= !!asr_buf_put_u32(b, j->bind_to) | !!asr_buf_put_u32(b, j->report_bindings) |
+        !!asr_buf_put_u32(b, j->port) | !!asr_buf_put_str(b, j->provider) | !!asr_buf_put_str(b, j->nspace) |
+        !!asr_buf_put_str(b, j->if_spec) | !!asr_buf_put_u32(b, j->heartbeat_s);
+  return rc ? ASR_ENOMEM : 0;
+}
+
+/* Reads n strings into a malloc'd, NULL-terminated array (the caller frees
+ * it through asr_ctl_job_free, also when it fails half way). */
+static char **rd_strs(asr_rd_t *r, uint32_t n, size_t max, int nonempty) {
+  char **v = calloc((size_t)n + 1, sizeof *v);
+  if (!v) {
+    r->bad = 1;
+    return NULL;
+  }
+  for (uint32_t i = 0; i < n && !r->bad; i++) {
+    v[i] = asr_rd_str(r, max);
+    if (v[i] && nonempty && !v[i][0]) r->bad = 1;
+  }
+  return v;
+}
+
+static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  asr_ctl_job_t *j = &m->u.job;
+  j->nranks = asr_rd_u32(r);
+  j->nhosts = asr_rd_u32(r);
+  j->index = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "JOB is truncated");
+  if (j->nranks == 0 || j->nranks > ASR_CTL_MAX_RANKS || j->nhosts == 0 || j->nhosts > ASR_CTL_MAX_HOSTS)
+    return bad(why, wl, "JOB has %u ranks on %u hosts (1..%u ranks, 1..%u hosts)", j->nranks, j->nhosts,
+               ASR_CTL_MAX_RANKS, ASR_CTL_MAX_HOSTS);
+  if (j->index >= j->nhosts) return bad(why, wl, "JOB is for host %u of %u", j->index, j->nhosts);
+  /* every count is checked against the bytes left before anything that
+   * size is allocated: a short message cannot make us allocate much */
+  size_t left = r->len - r->pos;
+  if ((size_t)j->nhosts * 4 > left || (size_t)j->nranks * 8 > left) return bad(why, wl, "JOB is truncated");
+  j->host_names = rd_strs(r, j->nhosts, ASR_CTL_MAX_HOSTNAME, 1);
+  if (r->bad) return bad(why, wl, "JOB's host names are truncated, empty or too long");
+  j->host_of = calloc(j->nranks, sizeof *j->host_of);
+  j->lnc_of = calloc(j->nranks, sizeof *j->lnc_of);
+  if (!j->host_of || !j->lnc_of) return bad(why, wl, "out of memory for a JOB of %u ranks", j->nranks);
+  for (uint32_t i = 0; i < j->nranks; i++) {
+    j->host_of[i] = asr_rd_u32(r);
+    j->lnc_of[i] = asr_rd_u32(r);
+    if (!r->bad && (j->host_of[i] >= j->nhosts || j->lnc_of[i] >= ASR_CTL_MAX_LNC))
+      return bad(why, wl, "JOB puts rank %u on host %u, LNC %u (%u hosts, LNCs 0..%d)", i, j->host_of[i],
+                 j->lnc_of[i], j->nhosts, ASR_CTL_MAX_LNC - 1);
+  }
+  j->program = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  j->nargs = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "JOB is truncated before its arguments");
+  if (!j->program[0]) return bad(why, wl, "JOB names no program");
+  if (j->nargs > ASR_CTL_MAX_ARGS || (size_t)j->nargs * 4 > r->len - r->pos)
+    return bad(why, wl, "JOB has %u arguments", j->nargs);
+  j->args = rd_strs(r, j->nargs, ASR_CTL_MAX_TEXT, 0);
+  j->nenv = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "JOB's arguments are truncated or too long");
+  if (j->nenv > ASR_CTL_MAX_ARGS || (size_t)j->nenv * 8 > r->len - r->pos)
+    return bad(why, wl, "JOB has %u environment variables", j->nenv);
+  j->env_names = calloc((size_t)j->nenv + 1, sizeof *j->env_names);
+  j->env_values = calloc((size_t)j->nenv + 1, sizeof *j->env_values);
+  if (!j->env_names || !j->env_values) return bad(why, wl, "out of memory for the JOB's environment");
+  for (uint32_t i = 0; i < j->nenv && !r->bad; i++) {
+    j->env_names[i] = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+    j->env_values[i] = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+    if (!r->bad && (!j->env_names[i][0] || strchr(j->env_names[i], '=')))
+      return bad(why, wl, "JOB's environment variable %u has the name '%s'", i, j->env_names[i]);
+  }
+  j->bind_to = asr_rd_u32(r);
+  j->report_bindings = asr_rd_u32(r);
+  j->port = asr_rd_u32(r);
+  j->provider = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  j->nspace = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  j->if_spec = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  j->heartbeat_s = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "JOB is truncated or a string in it is too long");
+  if (j->bind_to > 3 || j->report_bindings > 1)
+    return bad(why, wl, "JOB has binding %u and report %u", j->bind_to, j->report_bindings);
+  if (j->port == 0 || j->port > 65535) return bad(why, wl, "JOB's bootstrap port is %u", j->port);
+  if (j->heartbeat_s < 1 || j->heartbeat_s > 3600)
+    return bad(why, wl, "JOB's heartbeat timeout is %u s (1..3600)", j->heartbeat_s);
+  return 0;
+}
+
+void asr_ctl_job_free(asr_ctl_job_t *j) {
+  for (uint32_t h = 0; j->host_names && h < j->nhosts; h++) free(j->host_names[h]);
+  for (uint32_t i = 0; j->args && i < j->nargs; i++) free(j->args[i]);
+  for (uint32_t i = 0; j->env_names && i < j->nenv; i++) free(j->env_names[i]);
+  for (uint32_t i = 0; j->env_values && i < j->nenv; i++) free(j->env_values[i]);
+  free(j->host_names);
+  free(j->host_of);
+  free(j->lnc_of);
+  free(j->program);
+  free(j->args);
+  free(j->env_names);
+  free(j->env_values);
+  free(j->provider);
+  free(j->nspace);
+  free(j->if_spec);
+  memset(j, 0, sizeof *j);
+}
+
+/* --- STARTED ------------------------------------------------------------------ */
+
+static int pid_ok(uint32_t pid) { return pid > 1 && pid <= 0x7fffffffu; }
+
+static int enc_started(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.started.n > ASR_CTL_MAX_RANKS) return ASR_EINVAL;
+  int rc = !!asr_buf_put_u32(b, m->u.started.n);
+  for (uint32_t i = 0; i < m->u.started.n; i++) {
+    if (!pid_ok(m->u.started.pids[i])) return ASR_EINVAL;
+    rc |= !!asr_buf_put_u32(b, m->u.started.pids[i]);
+  }
+  return rc;
+}
+
+static int dec_started(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  uint32_t n = asr_rd_u32(r);
+  if (r->bad || n > ASR_CTL_MAX_RANKS || (size_t)n * 4 > r->len - r->pos)
+    return bad(why, wl, "STARTED announces %u ranks in %zu bytes", n, r->len);
+  m->u.started.n = n;
+  m->u.started.pids = calloc(n ? n : 1, sizeof *m->u.started.pids);
+  if (!m->u.started.pids) return bad(why, wl, "out of memory for STARTED");
+  for (uint32_t i = 0; i < n; i++) {
+    m->u.started.pids[i] = asr_rd_u32(r);
+    if (!pid_ok(m->u.started.pids[i])) return bad(why, wl, "STARTED names pid %u", m->u.started.pids[i]);
+  }
+  return 0;
+}
+
+/* --- OUTPUT, EXIT, FENCE, FENCE_DONE, ABORT, KILL, STDIN, ERROR ------------------ */
+
+static int enc_output(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.output.stream != 1 && m->u.output.stream != 2) return ASR_EINVAL;
+  return !!asr_buf_put_u32(b, m->u.output.rank) | !!asr_buf_put_u32(b, m->u.output.stream) |
+         !!asr_buf_put_bytes(b, m->u.output.line, m->u.output.len);
+}
+
+static int dec_output(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.output.rank = asr_rd_u32(r);
+  m->u.output.stream = asr_rd_u32(r);
+  m->u.output.line = asr_rd_bytes(r, &m->u.output.len);
+  if (r->bad) return bad(why, wl, "OUTPUT is truncated");
+  if (m->u.output.stream != 1 && m->u.output.stream != 2)
+    return bad(why, wl, "OUTPUT names stream %u (1 or 2)", m->u.output.stream);
+  return 0;
+}
+
+static int enc_exit(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  return !!asr_buf_put_u32(b, m->u.exit.rank) | !!asr_buf_put_u32(b, m->u.exit.status);
+}
+
+static int dec_exit(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.exit.rank = asr_rd_u32(r);
+  m->u.exit.status = asr_rd_u32(r);
+  return r->bad ? bad(why, wl, "EXIT is truncated") : 0;
+}
+
+static int enc_fence(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  return !!asr_buf_put_u32(b, m->u.fence.id) | !!asr_buf_put_bytes(b, m->u.fence.data, m->u.fence.len);
+}
+
+static int dec_fence(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.fence.id = asr_rd_u32(r);
+  m->u.fence.data = asr_rd_bytes(r, &m->u.fence.len);
+  return r->bad ? bad(why, wl, "%s is truncated", type_names[m->type]) : 0;
+}
+
+static int enc_abort(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (!str_ok(m->u.abort.msg, ASR_CTL_MAX_TEXT)) return ASR_EINVAL;
+  return !!asr_buf_put_u32(b, m->u.abort.rank) | !!asr_buf_put_u32(b, m->u.abort.status) |
+         !!asr_buf_put_str(b, m->u.abort.msg);
+}
+
+static int dec_abort(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.abort.rank = asr_rd_u32(r);
+  m->u.abort.status = asr_rd_u32(r);
+  m->u.abort.msg = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  return r->bad ? bad(why, wl, "ABORT is truncated or its message too long") : 0;
+}
+
+static int enc_kill(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.kill.sig < 1 || m->u.kill.sig > 64) return ASR_EINVAL;
+  return !!asr_buf_put_u32(b, m->u.kill.sig);
+}
+
+static int dec_kill(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.kill.sig = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "KILL is truncated");
+  if (m->u.kill.sig < 1 || m->u.kill.sig > 64) return bad(why, wl, "KILL names signal %u", m->u.kill.sig);
+  return 0;
+}
+
+static int enc_stdin(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  return !!asr_buf_put_bytes(b, m->u.input.data, m->u.input.len);
+}
+
+static int dec_stdin(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.input.data = asr_rd_bytes(r, &m->u.input.len);
+  return r->bad ? bad(why, wl, "STDIN is truncated") : 0;
+}
+
+static int enc_error(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (!str_ok(m->u.error.msg, ASR_CTL_MAX_TEXT)) return ASR_EINVAL;
+  return !!asr_buf_put_str(b, m->u.error.msg);
+}
+
+static int dec_error(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.error.msg = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  return r->bad ? bad(why, wl, "ERROR is truncated or its message too long") : 0;
+}
+
+/* DONE, SHUTDOWN, HEARTBEAT carry nothing. */
+static int enc_empty(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  (void)m, (void)b;
+  return 0;
+}
+
+static int dec_empty(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  (void)r, (void)m, (void)why, (void)wl;
+  return 0;
+}
+
+/* --- the table ------------------------------------------------------------------ */
+
+typedef struct {
+  int (*enc)(const asr_ctl_msg_t *m, asr_buf_t *b);
+  int (*dec)(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t whylen);
+} codec_t;
+
+static const codec_t codecs[ASR_CTL__COUNT] = {
+    [ASR_CTL_HELLO] = {enc_hello, dec_hello},       [ASR_CTL_JOB] = {enc_job, dec_job},
+    [ASR_CTL_STARTED] = {enc_started, dec_started}, [ASR_CTL_OUTPUT] = {enc_output, dec_output},
+    [ASR_CTL_EXIT] = {enc_exit, dec_exit},          [ASR_CTL_FENCE] = {enc_fence, dec_fence},
+    [ASR_CTL_FENCE_DONE] = {enc_fence, dec_fence},  [ASR_CTL_ABORT] = {enc_abort, dec_abort},
+    [ASR_CTL_KILL] = {enc_kill, dec_kill},          [ASR_CTL_STDIN] = {enc_stdin, dec_stdin},
+    [ASR_CTL_ERROR] = {enc_error, dec_error},       [ASR_CTL_DONE] = {enc_empty, dec_empty},
+    [ASR_CTL_SHUTDOWN] = {enc_empty, dec_empty},    [ASR_CTL_HEARTBEAT] = {enc_empty, dec_empty},
+};
+
+int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->type <= ASR_CTL_INVALID || m->type >= ASR_CTL__COUNT) return ASR_EINVAL;
+  size_t keep = asr_buf_pending(b); /* a put may compact b: count from its front */
+  int rc = codecs[m->type].enc(m, b);
+  if (rc) b->len = b->off + keep;  /* nothing half written */
+  return rc > 0 ? ASR_ENOMEM : rc; /* the encoders give 1 for a failed put */
+}
+
+int asr_ctl_msg_decode(int type, const uint8_t *p, size_t len, asr_ctl_msg_t *m, char *why, size_t whylen) {
+  memset(m, 0, sizeof *m);
+  if (type <= ASR_CTL_INVALID || type >= ASR_CTL__COUNT)
+    return bad(why, whylen, "unknown message type %d", type);
+  m->type = (asr_ctl_type_t)type;
+  asr_rd_t r;
+  asr_rd_init(&r, p, len);
+  int rc = codecs[type].dec(&r, m, why, whylen);
+  if (rc == 0 && !asr_rd_done(&r))
+    rc = bad(why, whylen, "%s: %zu bytes after its last field", type_names[type], r.len - r.pos);
+  if (rc) {
+    asr_ctl_msg_free(m);
+    m->type = (asr_ctl_type_t)type;
+  }
+  return rc;
+}
+
+void asr_ctl_msg_free(asr_ctl_msg_t *m) {
+  switch (m->type) {
+    case ASR_CTL_HELLO:
+      free(m->u.hello.host);
+      free(m->u.hello.secret_hex);
+      break;
+    case ASR_CTL_JOB: asr_ctl_job_free(&m->u.job); break;
+    case ASR_CTL_STARTED: free(m->u.started.pids); break;
+    case ASR_CTL_ABORT: free(m->u.abort.msg); break;
+    case ASR_CTL_ERROR: free(m->u.error.msg); break;
+    default: break; /* nothing owned */
+  }
+  memset(&m->u, 0, sizeof m->u);
+}

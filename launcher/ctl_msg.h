@@ -1,0 +1,158 @@
+/*
+ * ctl_msg.h -- the control messages between asrrun and each asrd: the one
+ * table of what each carries, with its encoder and decoder side by side in
+ * ctl_msg.c. The framing (a 12-byte header before each payload) is ctl.h's.
+ *
+ * Payloads are made of little-endian u32s and u32-length-prefixed byte
+ * strings (asr_buf.h), in this order, and nothing after the last field:
+ *
+ *   type        from -> to       fields
+ *   HELLO       asrd -> asrrun   u32 host index (ASR_CTL_INDEX_AHEAD: not known yet),
+ *                                str host name, u32 pid, str job secret (64 hex: proves
+ *                                the daemon was started by this asrrun)
+ *   JOB         asrrun -> asrd   asr_ctl_job_t, below
+ *   STARTED     asrd -> asrrun   u32 n, n x u32 pid (= process group) of each local rank
+ *   OUTPUT      asrd -> asrrun   u32 rank, u32 stream (1 stdout, 2 stderr), bytes line
+ *                                (one whole line without its newline)
+ *   EXIT        asrd -> asrrun   u32 rank, u32 wait status
+ *   FENCE       asrd -> asrrun   u32 fence id, bytes this host's blob
+ *   FENCE_DONE  asrrun -> asrd   u32 fence id, bytes every host's blob in host order
+ *   ABORT       asrd -> asrrun   u32 rank, u32 status, str message (PMIx_Abort)
+ *   KILL        asrrun -> asrd   u32 signal (1..64) for every local rank
+ *   STDIN       asrrun -> asrd   bytes for rank 0's stdin; empty = EOF
+ *   ERROR       either way       str message: the sender cannot go on
+ *   DONE        asrd -> asrrun   (none) every local rank exited, its output sent
+ *   SHUTDOWN    asrrun -> asrd   (none) the job is over: exit
+ *   HEARTBEAT   either way       (none) every second: "still here"
+ *
+ * Decoding checks every field (counts, ranges, string lengths, no NUL inside
+ * a string, nothing left over): a message that fails is a protocol error
+ * with a one-line reason, and its connection is dropped (ctl.h).
+ */
+#ifndef ASR_CTL_MSG_H
+#define ASR_CTL_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "asr_buf.h"
+
+typedef enum {
+  ASR_CTL_INVALID = 0, /* never sent (the Hydra habit: a zeroed header is no message) */
+  ASR_CTL_HELLO,
+  ASR_CTL_JOB,
+  ASR_CTL_STARTED,
+  ASR_CTL_OUTPUT,
+  ASR_CTL_EXIT,
+  ASR_CTL_FENCE,
+  ASR_CTL_FENCE_DONE,
+  ASR_CTL_ABORT,
+  ASR_CTL_KILL,
+  ASR_CTL_STDIN,
+  ASR_CTL_ERROR,
+  ASR_CTL_DONE,
+  ASR_CTL_SHUTDOWN,
+  ASR_CTL_HEARTBEAT,
+  ASR_CTL__COUNT
+} asr_ctl_type_t;
+
+/* The host index in the HELLO of a daemon started ahead of the job, before
+ * asrrun knew its host's index (asrrun's early local daemon); the JOB tells
+ * it its index. */
+#define ASR_CTL_INDEX_AHEAD 0xffffffffu
+
+/* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
+#define ASR_CTL_MAX_RANKS (1u << 20)
+#define ASR_CTL_MAX_HOSTS (1u << 16)
+#define ASR_CTL_MAX_LNC 128 /* LNCs per host: 0..127 (DESIGN §2) */
+#define ASR_CTL_MAX_ARGS 65536u
+#define ASR_CTL_MAX_HOSTNAME 127 /* the KV store's 128-byte hostname field, with its NUL */
+#define ASR_CTL_MAX_TEXT 65536   /* messages, names, values, arguments, paths */
+#define ASR_CTL_SECRET_HEX 64
+
+/* The job, as asrrun hands it to each daemon. Decoded, every pointer is
+ * malloc'd and the job's (asr_ctl_job_free); encoded, it is only read. */
+typedef struct {
+  uint32_t nranks, nhosts;
+  uint32_t index;    /* the receiving daemon's host */
+  char **host_names; /* [nhosts] */
+  uint32_t *host_of; /* [nranks]: each rank's host */
+  uint32_t *lnc_of;  /* [nranks]: each rank's LNC on its host */
+  char *program;     /* as the user named it (asrd searches PATH) */
+  uint32_t nargs;    /* argv[1..] */
+  char **args;       /* [nargs] (decoded: NULL-terminated) */
+  uint32_t nenv;     /* -x list */
+  char **env_names;  /* [nenv] */
+  char **env_values; /* [nenv] */
+  uint32_t bind_to;  /* asr_bind_to_t */
+  uint32_t report_bindings;
+  uint32_t port;        /* the bootstrap port, 1..65535 */
+  char *provider;       /* "" = libasr's default */
+  char *nspace;         /* the PMIx namespace */
+  char *if_spec;        /* --if-include, resolved on each host ("" = the address asrrun is reached from) */
+  uint32_t heartbeat_s; /* asrrun silent this long is lost: 1..3600 */
+} asr_ctl_job_t;
+
+/* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE and STDIN point
+ * into the payload they were decoded from (valid while it is); every other
+ * string and array is malloc'd (asr_ctl_msg_free). */
+typedef struct {
+  asr_ctl_type_t type;
+  union {
+    struct {
+      uint32_t index, pid;
+      char *host, *secret_hex;
+    } hello;
+    asr_ctl_job_t job;
+    struct {
+      uint32_t n;
+      uint32_t *pids;
+    } started;
+    struct {
+      uint32_t rank, stream;
+      const uint8_t *line;
+      size_t len;
+    } output;
+    struct {
+      uint32_t rank, status;
+    } exit;
+    struct {
+      uint32_t id;
+      const uint8_t *data;
+      size_t len;
+    } fence; /* FENCE and FENCE_DONE */
+    struct {
+      uint32_t rank, status;
+      char *msg;
+    } abort;
+    struct {
+      uint32_t sig;
+    } kill;
+    struct {
+      const uint8_t *data;
+      size_t len;
+    } input; /* STDIN */
+    struct {
+      char *msg;
+    } error;
+  } u;
+} asr_ctl_msg_t;
+
+/* "HELLO", ..., or "UNKNOWN". */
+const char *asr_ctl_type_name(int type);
+
+/* Appends m's payload (not the header) to b. 0, ASR_EINVAL for a message
+ * that would not decode (a field out of range), or ASR_ENOMEM. */
+int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b);
+
+/* Decodes a payload of the given type into *m. 0, or ASR_EPROTO with a
+ * one-line reason in why; on failure nothing is left to free. */
+int asr_ctl_msg_decode(int type, const uint8_t *p, size_t len, asr_ctl_msg_t *m, char *why, size_t whylen);
+
+/* Frees what a decoded message owns (not what its pointers point into). */
+void asr_ctl_msg_free(asr_ctl_msg_t *m);
+
+/* Frees a decoded job's arrays and strings; *job is zeroed. */
+void asr_ctl_job_free(asr_ctl_job_t *job);
+
+#endif /* ASR_CTL_MSG_H */

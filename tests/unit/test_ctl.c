@@ -1,0 +1,410 @@
+/* test_ctl.c -- the control messages (ctl_msg.h) and connections (ctl.h):
+ * every message round-trips; truncated, oversized, wrong-version and
+ * out-of-range ones are refused with a reason; a connection on the loop
+ * delivers bursts in order, ends cleanly, and reports a peer's garbage. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "asr_err.h"
+#include "asr_loop.h"
+#include "asr_test.h"
+#include "asr_time.h"
+#include "ctl.h"
+
+static char *secret64(void) {
+  static char s[65];
+  for (int i = 0; i < 64; i++) s[i] = "0123456789abcdef"[i % 16];
+  return s;
+}
+
+/* One valid example of every message type. */
+static char *hosts[] = {"alpha", "beta"};
+static uint32_t host_of[] = {0, 0, 1};
+static uint32_t lnc_of[] = {0, 1, 0};
+static char *args[] = {"--x", "", "two words"};
+static char *env_n[] = {"FOO", "EMPTY"};
+static char *env_v[] = {"bar=baz", ""};
+static uint32_t pids[] = {4242, 4243, 99999};
+static const uint8_t blob[] = {0, 1, 2, 0xff, 0};
+
+static asr_ctl_msg_t example(int type) {
+  asr_ctl_msg_t m = {.type = (asr_ctl_type_t)type};
+  switch (type) {
+    case ASR_CTL_HELLO:
+      m.u.hello.index = 3;
+      m.u.hello.host = "node-3";
+      m.u.hello.pid = 1234;
+      m.u.hello.secret_hex = secret64();
+      break;
+    case ASR_CTL_JOB:
+      m.u.job = (asr_ctl_job_t){.nranks = 3,
+                                .nhosts = 2,
+                                .index = 1,
+                                .host_names = hosts,
+                                .host_of = host_of,
+                                .lnc_of = lnc_of,
+                                .program = "/bin/prog",
+                                .nargs = 3,
+                                .args = args,
+                                .nenv = 2,
+                                .env_names = env_n,
+                                .env_values = env_v,
+                                .bind_to = 1,
+                                .report_bindings = 1,
+                                .port = 7777,
+                                .provider = "shm",
+                                .nspace = "asr.1.x",
+                                .if_spec = "",
+                                .heartbeat_s = 10};
+      break;
+    case ASR_CTL_STARTED:
+      m.u.started.n = 3;
+      m.u.started.pids = pids;
+      break;
+    case ASR_CTL_OUTPUT:
+      m.u.output.rank = 2;
+      m.u.output.stream = 2;
+      m.u.output.line = (const uint8_t *)"a line\twith tab";
+      m.u.output.len = 15;
+      break;
+    case ASR_CTL_EXIT:
+      m.u.exit.rank = 1;
+      m.u.exit.status = 0x0900;
+      break;
+    case ASR_CTL_FENCE:
+    case ASR_CTL_FENCE_DONE:
+      m.u.fence.id = 5;
+      m.u.fence.data = blob;
+      m.u.fence.len = sizeof blob;
+      break;
+    case ASR_CTL_ABORT:
+      m.u.abort.rank = 7;
+      m.u.abort.status = 3;
+      m.u.abort.msg = "giving up";
+      break;
+    case ASR_CTL_KILL: m.u.kill.sig = 15; break;
+    case ASR_CTL_STDIN:
+      m.u.input.data = (const uint8_t *)"input\n";
+      m.u.input.len = 6;
+      break;
+    case ASR_CTL_ERROR: m.u.error.msg = "asrd on x: broken"; break;
+    default: break;
+  }
+  return m;
+}
+
+static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
+  ASSERT_EQ(a->type, b->type);
+  switch (a->type) {
+    case ASR_CTL_HELLO:
+      ASSERT_EQ(a->u.hello.index, b->u.hello.index);
+      ASSERT_STREQ(a->u.hello.host, b->u.hello.host);
+      ASSERT_EQ(a->u.hello.pid, b->u.hello.pid);
+      ASSERT_STREQ(a->u.hello.secret_hex, b->u.hello.secret_hex);
+      break;
+    case ASR_CTL_JOB: {
+      const asr_ctl_job_t *x = &a->u.job, *y = &b->u.job;
+      ASSERT_EQ(x->nranks, y->nranks);
+      ASSERT_EQ(x->nhosts, y->nhosts);
+      ASSERT_EQ(x->index, y->index);
+      for (uint32_t i = 0; i < x->nhosts; i++) ASSERT_STREQ(x->host_names[i], y->host_names[i]);
+      for (uint32_t i = 0; i < x->nranks; i++) {
+        ASSERT_EQ(x->host_of[i], y->host_of[i]);
+        ASSERT_EQ(x->lnc_of[i], y->lnc_of[i]);
+      }
+      ASSERT_STREQ(x->program, y->program);
+      ASSERT_EQ(x->nargs, y->nargs);
+      for (uint32_t i = 0; i < x->nargs; i++) ASSERT_STREQ(x->args[i], y->args[i]);
+      ASSERT(y->args[y->nargs] == NULL);
+      ASSERT_EQ(x->nenv, y->nenv);
+      for (uint32_t i = 0; i < x->nenv; i++) {
+        ASSERT_STREQ(x->env_names[i], y->env_names[i]);
+        ASSERT_STREQ(x->env_values[i], y->env_values[i]);
+      }
+      ASSERT_EQ(x->bind_to, y->bind_to);
+      ASSERT_EQ(x->report_bindings, y->report_bindings);
+      ASSERT_EQ(x->port, y->port);
+      ASSERT_STREQ(x->provider, y->provider);
+      ASSERT_STREQ(x->nspace, y->nspace);
+      ASSERT_STREQ(x->if_spec, y->if_spec);
+      ASSERT_EQ(x->heartbeat_s, y->heartbeat_s);
+      break;
+    }
+    case ASR_CTL_STARTED:
+      ASSERT_EQ(a->u.started.n, b->u.started.n);
+      for (uint32_t i = 0; i < a->u.started.n; i++) ASSERT_EQ(a->u.started.pids[i], b->u.started.pids[i]);
+      break;
+    case ASR_CTL_OUTPUT:
+      ASSERT_EQ(a->u.output.rank, b->u.output.rank);
+      ASSERT_EQ(a->u.output.stream, b->u.output.stream);
+      ASSERT_EQ(a->u.output.len, b->u.output.len);
+      ASSERT_MEMEQ(a->u.output.line, b->u.output.line, a->u.output.len);
+      break;
+    case ASR_CTL_EXIT:
+      ASSERT_EQ(a->u.exit.rank, b->u.exit.rank);
+      ASSERT_EQ(a->u.exit.status, b->u.exit.status);
+      break;
+    case ASR_CTL_FENCE:
+    case ASR_CTL_FENCE_DONE:
+      ASSERT_EQ(a->u.fence.id, b->u.fence.id);
+      ASSERT_EQ(a->u.fence.len, b->u.fence.len);
+      ASSERT_MEMEQ(a->u.fence.data, b->u.fence.data, a->u.fence.len);
+      break;
+    case ASR_CTL_ABORT:
+      ASSERT_EQ(a->u.abort.rank, b->u.abort.rank);
+      ASSERT_EQ(a->u.abort.status, b->u.abort.status);
+      ASSERT_STREQ(a->u.abort.msg, b->u.abort.msg);
+      break;
+    case ASR_CTL_KILL: ASSERT_EQ(a->u.kill.sig, b->u.kill.sig); break;
+    case ASR_CTL_STDIN:
+      ASSERT_EQ(a->u.input.len, b->u.input.len);
+      ASSERT_MEMEQ(a->u.input.data, b->u.input.data, a->u.input.len);
+      break;
+    case ASR_CTL_ERROR: ASSERT_STREQ(a->u.error.msg, b->u.error.msg); break;
+    default: break;
+  }
+}
+
+/* Every message type: encode, frame, parse the header, decode, compare. */
+TEST(roundtrip_every_message) {
+  for (int t = ASR_CTL_INVALID + 1; t < ASR_CTL__COUNT; t++) {
+    asr_ctl_msg_t m = example(t);
+    asr_buf_t b = {0};
+    ASSERT_OK(asr_ctl_frame(&m, &b));
+    ASSERT(b.len >= ASR_CTL_HDR);
+    int type;
+    uint32_t len;
+    char why[256];
+    ASSERT_OK(asr_ctl_header_parse(b.data, &type, &len, why, sizeof why));
+    ASSERT_EQ(type, t);
+    ASSERT_EQ(len, b.len - ASR_CTL_HDR);
+    asr_ctl_msg_t d;
+    int rc = asr_ctl_msg_decode(type, b.data + ASR_CTL_HDR, len, &d, why, sizeof why);
+    ASSERT_MSG(rc == 0, "%s: %s", asr_ctl_type_name(t), why);
+    check_same(&m, &d);
+    asr_ctl_msg_free(&d);
+    asr_buf_free(&b);
+  }
+  ASSERT_STREQ(asr_ctl_type_name(ASR_CTL_FENCE_DONE), "FENCE_DONE");
+  ASSERT_STREQ(asr_ctl_type_name(99), "UNKNOWN");
+}
+
+/* Every strict prefix of every non-empty payload is refused, and so is the
+ * payload with one byte more. */
+TEST(truncated_and_trailing_refused) {
+  for (int t = ASR_CTL_INVALID + 1; t < ASR_CTL__COUNT; t++) {
+    asr_ctl_msg_t m = example(t);
+    asr_buf_t b = {0};
+    ASSERT_OK(asr_ctl_msg_encode(&m, &b));
+    for (size_t n = 0; n < b.len; n++) {
+      asr_ctl_msg_t d;
+      char why[256] = "";
+      int rc = asr_ctl_msg_decode(t, b.data, n, &d, why, sizeof why);
+      ASSERT_MSG(rc == ASR_EPROTO, "%s decoded from %zu of %zu bytes", asr_ctl_type_name(t), n, b.len);
+      ASSERT(why[0] != '\0');
+    }
+    asr_buf_put(&b, "x", 1);
+    asr_ctl_msg_t d;
+    char why[256] = "";
+    ASSERT_EQ(asr_ctl_msg_decode(t, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+    ASSERT_CONTAINS(why, "after its last field");
+    asr_buf_free(&b);
+  }
+}
+
+/* Headers: wrong magic, wrong version, type 0 or past the end, length over
+ * the limit, each refused with words that say which. */
+TEST(bad_headers_refused) {
+  asr_ctl_msg_t m = example(ASR_CTL_HEARTBEAT);
+  asr_buf_t b = {0};
+  ASSERT_OK(asr_ctl_frame(&m, &b));
+  uint8_t h[ASR_CTL_HDR];
+  int type;
+  uint32_t len;
+  char why[256];
+  struct {
+    int off;
+    uint8_t val;
+    const char *words;
+  } cases[] = {{0, 'X', "bad magic"},
+               {4, ASR_CTL_VERSION + 1, "another asr version"},
+               {6, 0, "unknown message type"},
+               {6, ASR_CTL__COUNT, "unknown message type"},
+               {11, 0x7f, "longer than the limit"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    memcpy(h, b.data, sizeof h);
+    h[cases[i].off] = cases[i].val;
+    why[0] = '\0';
+    ASSERT_EQ(asr_ctl_header_parse(h, &type, &len, why, sizeof why), ASR_EPROTO);
+    ASSERT_CONTAINS(why, cases[i].words);
+  }
+  asr_buf_free(&b);
+}
+
+/* Values out of range: the encoder refuses to write them, the decoder to
+ * read them. */
+TEST(out_of_range_fields_refused) {
+  asr_buf_t b = {0};
+  char why[256];
+  asr_ctl_msg_t d;
+  /* KILL 0 and 65 */
+  asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = 65};
+  ASSERT_EQ(asr_ctl_msg_encode(&k, &b), ASR_EINVAL);
+  ASSERT_EQ(b.len, 0u);
+  asr_buf_put_u32(&b, 0);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_KILL, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "signal 0");
+  asr_buf_free(&b);
+  /* OUTPUT on stream 3 */
+  asr_ctl_msg_t o = example(ASR_CTL_OUTPUT);
+  o.u.output.stream = 3;
+  ASSERT_EQ(asr_ctl_msg_encode(&o, &b), ASR_EINVAL);
+  asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, 3), asr_buf_put_bytes(&b, "x", 1);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_OUTPUT, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "stream 3");
+  asr_buf_free(&b);
+  /* a JOB whose rank sits on a host that does not exist, or LNC 128 */
+  asr_ctl_msg_t j = example(ASR_CTL_JOB);
+  uint32_t bad_host[] = {0, 0, 2};
+  j.u.job.host_of = bad_host;
+  ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
+  j = example(ASR_CTL_JOB);
+  uint32_t bad_lnc[] = {0, 128, 0};
+  j.u.job.lnc_of = bad_lnc;
+  ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
+  /* hand-made: a JOB announcing a million ranks in a few bytes */
+  asr_buf_put_u32(&b, ASR_CTL_MAX_RANKS), asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 0);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOB, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "truncated");
+  asr_buf_free(&b);
+  /* a string with a NUL inside, and a host name of 128 bytes */
+  asr_buf_put_u32(&b, 0), asr_buf_put_bytes(&b, "a\0b", 3), asr_buf_put_u32(&b, 1);
+  asr_buf_put_str(&b, secret64());
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_HELLO, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  asr_buf_free(&b);
+  char longname[129];
+  memset(longname, 'h', 128);
+  longname[128] = '\0';
+  asr_ctl_msg_t h = example(ASR_CTL_HELLO);
+  h.u.hello.host = longname;
+  ASSERT_EQ(asr_ctl_msg_encode(&h, &b), ASR_EINVAL);
+  /* a message with no fields that carries some */
+  asr_buf_put_u32(&b, 1);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_DONE, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_INVALID, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  asr_buf_free(&b);
+}
+
+/* --- connections --------------------------------------------------------------- */
+
+typedef struct {
+  asr_ctl_conn_t c;
+  int got, bad_order, closed, close_err;
+  char close_why[256];
+  int finish_on_done;
+} peer_t;
+
+static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
+  peer_t *p = arg;
+  if (m->type == ASR_CTL_EXIT) {
+    if (m->u.exit.rank != (uint32_t)p->got) p->bad_order = 1;
+    p->got++;
+  }
+  if (m->type == ASR_CTL_DONE && p->finish_on_done) asr_ctl_finish(c, 2000);
+}
+
+static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
+  (void)c;
+  peer_t *p = arg;
+  p->closed++;
+  p->close_err = err;
+  snprintf(p->close_why, sizeof p->close_why, "%s", why);
+}
+
+static void pair(asr_loop_t *l, peer_t *a, peer_t *b) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_OK(asr_ctl_start(l, &a->c, sv[0], on_msg, on_close, a));
+  ASSERT_OK(asr_ctl_start(l, &b->c, sv[1], on_msg, on_close, b));
+}
+
+/* 20000 messages sent in one go arrive whole and in order; then a clean
+ * finish: the sender shuts its side after the last one, the receiver
+ * finishes on DONE, both see 0 and nothing is left in flight. */
+TEST(conn_burst_in_order_and_clean_finish) {
+  asr_loop_t *l;
+  ASSERT_OK(asr_loop_new(&l));
+  peer_t a = {0}, b = {0};
+  pair(l, &a, &b);
+  b.finish_on_done = 1;
+  for (int i = 0; i < 20000; i++) {
+    asr_ctl_msg_t m = {.type = ASR_CTL_EXIT, .u.exit = {.rank = (uint32_t)i, .status = 0}};
+    ASSERT_OK(asr_ctl_send(&a.c, &m));
+  }
+  ASSERT_OK(asr_ctl_send_empty(&a.c, ASR_CTL_DONE));
+  asr_ctl_finish(&a.c, 5000);
+  ASSERT_EQ(asr_ctl_send_empty(&a.c, ASR_CTL_HEARTBEAT), ASR_ENOTCONN); /* finishing: no more */
+  uint64_t t0 = asr_time_ms();
+  while ((a.closed == 0 || b.closed == 0) && asr_time_ms() - t0 < 5000) asr_loop_run_once(l, 100);
+  ASSERT_EQ(b.got, 20000);
+  ASSERT(!b.bad_order);
+  ASSERT_EQ(a.closed, 1);
+  ASSERT_EQ(b.closed, 1);
+  ASSERT_MSG(a.close_err == 0, "sender: %s", a.close_why);
+  ASSERT_MSG(b.close_err == 0, "receiver: %s", b.close_why);
+  asr_loop_free(l);
+}
+
+/* Garbage from the peer: the connection ends with ASR_EPROTO and a reason;
+ * a peer that vanishes: ASR_ECONNRESET; a finish the peer never answers:
+ * ASR_ETIMEDOUT. */
+TEST(conn_errors_reported) {
+  asr_loop_t *l;
+  ASSERT_OK(asr_loop_new(&l));
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  peer_t a = {0};
+  ASSERT_OK(asr_ctl_start(l, &a.c, sv[0], on_msg, on_close, &a));
+  ASSERT_EQ(write(sv[1], "GET / HTTP/1.0\r\n\r\n", 18), 18);
+  for (int i = 0; i < 20 && !a.closed; i++) asr_loop_run_once(l, 100);
+  ASSERT_EQ(a.closed, 1);
+  ASSERT_EQ(a.close_err, ASR_EPROTO);
+  ASSERT_CONTAINS(a.close_why, "bad magic");
+  close(sv[1]);
+
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  peer_t b = {0};
+  ASSERT_OK(asr_ctl_start(l, &b.c, sv[0], on_msg, on_close, &b));
+  /* half a message, then the peer goes */
+  asr_buf_t f = {0};
+  asr_ctl_msg_t m = example(ASR_CTL_ERROR);
+  ASSERT_OK(asr_ctl_frame(&m, &f));
+  ASSERT_EQ(write(sv[1], f.data, f.len - 3), (ssize_t)f.len - 3);
+  close(sv[1]);
+  for (int i = 0; i < 20 && !b.closed; i++) asr_loop_run_once(l, 100);
+  ASSERT_EQ(b.close_err, ASR_EPROTO);
+  ASSERT_CONTAINS(b.close_why, "middle of a message");
+  asr_buf_free(&f);
+
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  peer_t c = {0};
+  ASSERT_OK(asr_ctl_start(l, &c.c, sv[0], on_msg, on_close, &c));
+  close(sv[1]);
+  for (int i = 0; i < 20 && !c.closed; i++) asr_loop_run_once(l, 100);
+  ASSERT_EQ(c.close_err, ASR_ECONNRESET);
+
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  peer_t d = {0};
+  ASSERT_OK(asr_ctl_start(l, &d.c, sv[0], on_msg, on_close, &d));
+  asr_ctl_finish(&d.c, 100); /* the peer (sv[1]) never closes */
+  uint64_t t0 = asr_time_ms();
+  while (!d.closed && asr_time_ms() - t0 < 3000) asr_loop_run_once(l, 500);
+  ASSERT_EQ(d.close_err, ASR_ETIMEDOUT);
+  ASSERT(asr_time_ms() - t0 < 1500);
+  close(sv[1]);
+  asr_loop_free(l);
+}
