@@ -2,7 +2,7 @@
  * alloc.c -- hosts from a Slurm or PBS/Torque allocation. See alloc.h for
  * the rules.
  */
-#include <config.h> /* autoconf's; see config.c for why not "config.h" */
+#include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>

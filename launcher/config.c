@@ -4,12 +4,8 @@
  * (DESIGN §4). The YAML layer is in config_yaml.c; both check values through
  * the one key table below, so a setting fails with the same words wherever it
  * was written.
- *
- * The autoconf header is included as <config.h>: a quoted "config.h" would
- * find launcher/config.h first, because a quoted include looks in the
- * including file's directory before the -I path.
  */
-#include <config.h>
+#include "config.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * config_int.h -- what config.c, config_yaml.c and map.c share; not part of
- * the interface asrrun uses (that is config.h).
+ * the interface asrrun uses (that is job_config.h).
  *
  * Every scalar setting is described once, in asr__cfg_keys[] (config.c): its
  * YAML key, its ASRRUN_* variable and how its value is checked. The YAML, env
@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "config.h" /* launcher/config.h: a quoted include looks in this directory first */
+#include "job_config.h"
 
 #define ASR_CFG_MAX_SLOTS 128 /* ranks per host: one per LNC, and an LNC is 0..127 */
 

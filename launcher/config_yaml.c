@@ -11,7 +11,7 @@
  * asr__config_set (config.c), the same code as the ASRRUN_* variables and
  * the flags; hosts, hostfile, env, program and args are handled here.
  */
-#include <config.h> /* autoconf's; see config.c for why not "config.h" */
+#include "config.h"
 
 #include <errno.h>
 #include <stdarg.h>

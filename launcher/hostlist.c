@@ -8,7 +8,7 @@
  * the names, recursing once per bracket group so that the first group varies
  * slowest, as in Slurm.
  */
-#include <config.h> /* autoconf's; see config.c for why not "config.h" */
+#include "config.h"
 
 #include <ctype.h>
 #include <errno.h>

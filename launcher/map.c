@@ -2,7 +2,7 @@
  * map.c -- rank placement for asrrun (--map-by slot|node) and its --dry-run
  * printout. See map.h for the rules.
  */
-#include <config.h> /* autoconf's; see config.c for why not "config.h" */
+#include "config.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "config.h" /* launcher/config.h (a quoted include looks here first) */
+#include "job_config.h"
 
 typedef struct {
   int rank; /* 0..nranks-1 */

@@ -1,6 +1,6 @@
 /* test_hostlist.c -- Slurm host lists and tasks-per-node strings, PBS node
  * files, and asrrun's allocation detection (launcher/hostlist.c, alloc.c). */
-#include "config.h" /* autoconf's: tests/unit has no config.h of its own */
+#include "config.h"
 
 #include <limits.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include "alloc.h"
 #include "asr_err.h"
 #include "asr_test.h"
-#include "config_int.h" /* launcher/: found by -I; it brings launcher/config.h (asr_config_t) */
+#include "config_int.h" /* launcher/: found by -I; it brings job_config.h (asr_config_t) */
 #include "hostlist.h"
 
 #if defined(__SANITIZE_ADDRESS__)

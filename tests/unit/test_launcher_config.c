@@ -1,6 +1,6 @@
 /* test_launcher_config.c -- asrrun's settings (defaults, system/user/job YAML,
  * ASRRUN_* variables, command line), hostfiles, -H lists and rank mapping. */
-#include "config.h" /* autoconf's: tests/unit has no config.h of its own */
+#include "config.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 
 #include "asr_err.h"
 #include "asr_test.h"
-#include "config_int.h" /* launcher/: found by -I; it brings launcher/config.h (asr_config_t) */
+#include "config_int.h" /* launcher/: found by -I; it brings job_config.h (asr_config_t) */
 #include "map.h"
 
 #if defined(__SANITIZE_ADDRESS__)
