@@ -13,30 +13,30 @@ runtime_libasr_la_SOURCES = \
 	runtime/job_connect.c \
 	runtime/ofi.c runtime/ofi.h \
 	runtime/ofi_dl.c \
-	runtime/ofi_kallsyms.c runtime/ofi_kallsyms.h \
+	runtime/platform/ofi_kallsyms.c runtime/platform/ofi_kallsyms.h \
 	runtime/ofi_env.c runtime/ofi_env.h \
-	runtime/ofi_nopsm.c runtime/ofi_nopsm.h \
+	runtime/platform/ofi_nopsm.c runtime/platform/ofi_nopsm.h \
 	runtime/shm_names.c
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS) $(PMIX_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # libfabric is dlopened on first use (ofi_dl.c), not linked.
 runtime_libasr_la_LIBADD = bootstrap/libasrjob.la bootstrap/libasrboot.la $(PMIX_LIBS) -ldl
 
-# Stand-ins for libpsm2 and libpsm_infinipath (runtime/ofi_nopsm.c), found
+# Stand-ins for libpsm2 and libpsm_infinipath (runtime/platform/ofi_nopsm.c), found
 # beside libasr (runtime/.libs here) or in its asr/ subdirectory once
 # installed ($(pkglibdir)). They carry the SONAMEs of the libraries they
 # stand in for, which libtool would replace with its own: plain rules.
 nopsmdir = $(pkglibdir)
 nopsm_DATA = runtime/.libs/asr-nopsm2.so runtime/.libs/asr-nopsm.so
 CLEANFILES += $(nopsm_DATA)
-EXTRA_DIST += runtime/nopsm/nopsm2.c runtime/nopsm/nopsm2.map runtime/nopsm/nopsm.c
-runtime/.libs/asr-nopsm2.so: $(srcdir)/runtime/nopsm/nopsm2.c $(srcdir)/runtime/nopsm/nopsm2.map
+EXTRA_DIST += runtime/platform/nopsm/nopsm2.c runtime/platform/nopsm/nopsm2.map runtime/platform/nopsm/nopsm.c
+runtime/.libs/asr-nopsm2.so: $(srcdir)/runtime/platform/nopsm/nopsm2.c $(srcdir)/runtime/platform/nopsm/nopsm2.map
 	@$(MKDIR_P) runtime/.libs
-	$(AM_V_CC)$(CC) $(CFLAGS) -Wall -Wextra -Werror -fPIC -shared -o $@ $(srcdir)/runtime/nopsm/nopsm2.c \
-	  -Wl,-soname,libpsm2.so.2 -Wl,--version-script=$(srcdir)/runtime/nopsm/nopsm2.map
-runtime/.libs/asr-nopsm.so: $(srcdir)/runtime/nopsm/nopsm.c
+	$(AM_V_CC)$(CC) $(CFLAGS) -Wall -Wextra -Werror -fPIC -shared -o $@ $(srcdir)/runtime/platform/nopsm/nopsm2.c \
+	  -Wl,-soname,libpsm2.so.2 -Wl,--version-script=$(srcdir)/runtime/platform/nopsm/nopsm2.map
+runtime/.libs/asr-nopsm.so: $(srcdir)/runtime/platform/nopsm/nopsm.c
 	@$(MKDIR_P) runtime/.libs
-	$(AM_V_CC)$(CC) $(CFLAGS) -Wall -Wextra -Werror -fPIC -shared -o $@ $(srcdir)/runtime/nopsm/nopsm.c \
+	$(AM_V_CC)$(CC) $(CFLAGS) -Wall -Wextra -Werror -fPIC -shared -o $@ $(srcdir)/runtime/platform/nopsm/nopsm.c \
 	  -Wl,-soname,libpsm_infinipath.so.1
 # Export the API of asr.h only (common/ and bootstrap/ are linked in privately).
 runtime_libasr_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols $(srcdir)/runtime/libasr.sym

@@ -14,7 +14,7 @@
  * the ones the linker binds for the 1.x headers we compile against, so the
  * structures passed have the layout these headers describe. Loading it here
  * still ran those constructors (200 ms) in every process's first asr_init:
- * ofi_nopsm.c keeps them from running where they have nothing to drive.
+ * platform/ofi_nopsm.c keeps them from running where they have nothing to drive.
  */
 #include "config.h"
 
@@ -26,8 +26,8 @@
 
 #include "asr_log.h"
 #include "ofi_env.h"
-#include "ofi_kallsyms.h"
-#include "ofi_nopsm.h"
+#include "platform/ofi_kallsyms.h"
+#include "platform/ofi_nopsm.h"
 
 #define LIBFABRIC "libfabric.so.1"
 
@@ -61,7 +61,7 @@ static void load(void) {
     asr_error("fab", "cannot load %s: %s (install libfabric1)", LIBFABRIC, load_error ? load_error : "?");
     return;
   }
-  /* before the first fi_getinfo, which initialises every provider (ofi_kallsyms.c,
+  /* before the first fi_getinfo, which initialises every provider (platform/ofi_kallsyms.c,
    * ofi_env.c) */
   asr__ofi_hide_kallsyms(lib);
   asr__ofi_env_defaults();

@@ -66,7 +66,7 @@
 # processes ("16p"). The raw init part pays what libfabric
 # 1.17 costs every process at its first fi_getinfo here -- the verbs
 # provider reads /proc/kallsyms, about 100 ms of CPU -- which libasr avoids
-# (runtime/ofi_kallsyms.c); its part after init costs next to nothing for
+# (runtime/platform/ofi_kallsyms.c); its part after init costs next to nothing for
 # the address exchange, where libasr's goes through the KV store.
 #
 # Every figure is the median of its runs, and asr/raw the ratio of two

@@ -28,7 +28,7 @@
  *   api_validation         the status codes of every entry point
  *   libfabric_init_skips_kallsyms
  *                          the first LNC's libfabric init does not read
- *                          /proc/kallsyms (ofi_kallsyms.c), unless asked to
+ *                          /proc/kallsyms (platform/ofi_kallsyms.c), unless asked to
  *   exit_without_close_leaves_no_shm_region
  *                          exit() with an LNC open unlinks its shm region
  * Regressions for runtime bugs these tests found:
@@ -1767,7 +1767,7 @@ TEST(connect_slow_peer) {
 }
 
 /* =========================================================================
- * libfabric's first fi_getinfo does not read /proc/kallsyms (ofi_kallsyms.c)
+ * libfabric's first fi_getinfo does not read /proc/kallsyms (platform/ofi_kallsyms.c)
  * ========================================================================= */
 
 /* The number on the first line of file that matches fmt (a sscanf format
@@ -1824,7 +1824,7 @@ TEST(libfabric_init_skips_kallsyms) {
 
 /* =========================================================================
  * libfabric loads without libpsm2's and libinfinipath's sleeping
- * constructors where they have no device (ofi_nopsm.c)
+ * constructors where they have no device (platform/ofi_nopsm.c)
  * ========================================================================= */
 
 /* Opens LNC 0 (the process's first: libasr loads libfabric), ASR_OFI_PSM=1

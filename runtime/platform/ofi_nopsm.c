@@ -11,7 +11,7 @@
  *
  * On a host without those adapters (no /dev/hfi1* or /dev/ipath*) neither
  * library can do anything, so libasr first loads stand-ins with the same
- * SONAMEs (runtime/nopsm/: every function libfabric imports from them, each
+ * SONAMEs (runtime/platform/nopsm/: every function libfabric imports from them, each
  * failing); the dynamic linker then takes them for libfabric's dependencies
  * and the real ones are never loaded. Not when the adapter's device file
  * exists, when the process has already loaded the real library, or when
