@@ -62,6 +62,9 @@ bench: tests/bench/kv_bench$(EXEEXT) bootstrap/asrkv$(EXEEXT)
 .PHONY: bench
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += tests/run-suite.sh
+# The module graph check (tests/check-layering.sh BUILD_DIR); not part of the
+# suite yet: it fails until the circles it reports are broken.
+EXTRA_DIST += tests/check-layering.sh
 
 # Example programs (the quick start runs kv_demo).
 noinst_PROGRAMS += tests/apps/kv_demo
