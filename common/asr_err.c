@@ -40,11 +40,14 @@ int asr_err_from_errno(int err) {
     case ETIMEDOUT: return ASR_ETIMEDOUT;
     case ECONNREFUSED: return ASR_ECONNREFUSED;
     case ECONNRESET:
+    case ECONNABORTED:
     case EPIPE: return ASR_ECONNRESET;
     case EAGAIN:
     case EINPROGRESS: return ASR_EAGAIN;
     case EADDRINUSE: return ASR_EADDRINUSE;
     case ENETUNREACH:
+    case ENETDOWN:
+    case EHOSTDOWN:
     case EHOSTUNREACH: return ASR_EUNREACH;
     case ENOTCONN: return ASR_ENOTCONN;
     case ENOENT: return ASR_ENOENT;
@@ -53,6 +56,13 @@ int asr_err_from_errno(int err) {
     case EMFILE:
     case ENFILE:
     case ENOSPC: return ASR_ENOSPACE;
+    case EBUSY: return ASR_EBUSY;
+    case ECANCELED: return ASR_ECANCELED;
+    case EMSGSIZE:
+    case E2BIG:
+    case EOVERFLOW: return ASR_ETOOBIG;
+    case ENOSYS:
+    case EOPNOTSUPP: return ASR_ENOSYS;
     default: return ASR_EIO;
   }
 }

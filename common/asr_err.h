@@ -31,7 +31,8 @@
   X(CANCELED, 20, "operation canceled")                              \
   X(CONFIG, 21, "bad configuration")                                 \
   X(NOENT, 22, "no such file or directory")                          \
-  X(PERM, 23, "permission denied")
+  X(PERM, 23, "permission denied")                                   \
+  X(TRUNC, 24, "message truncated (larger than the receive buffer)")
 
 typedef enum {
   ASR_OK = 0,
@@ -56,7 +57,10 @@ __attribute__((visibility("default"))) const char *asr_strerror(int code);
 /* Returns the code's symbolic name ("ASR_ETIMEDOUT"), or "ASR_EUNKNOWN". */
 const char *asr_err_name(int code);
 
-/* Maps a positive errno value onto the closest ASR_E* code. */
+/* Maps a positive errno value onto the closest ASR_E* code (ASR_EIO when
+ * none is close). Foreign codes are mapped where they enter: errno values
+ * here, libfabric's -FI_E* in runtime/ofi.c (whose codes below 256 are
+ * errno values and come through here too). */
 int asr_err_from_errno(int err);
 
 #endif /* ASR_ERR_H */

@@ -28,6 +28,11 @@ TEST(err_strings) {
 #undef CHECK
   ASSERT_EQ(asr_err_from_errno(ECONNREFUSED), ASR_ECONNREFUSED);
   ASSERT_EQ(asr_err_from_errno(EPIPE), ASR_ECONNRESET);
+  ASSERT_EQ(asr_err_from_errno(ECANCELED), ASR_ECANCELED);
+  ASSERT_EQ(asr_err_from_errno(EMSGSIZE), ASR_ETOOBIG);
+  ASSERT_EQ(asr_err_from_errno(EOPNOTSUPP), ASR_ENOSYS);
+  ASSERT_EQ(asr_err_from_errno(EBUSY), ASR_EBUSY);
+  ASSERT_EQ(asr_err_from_errno(ENOTTY), ASR_EIO); /* nothing close: a plain I/O error */
 }
 
 TEST(log_one_line_prefixed) {
