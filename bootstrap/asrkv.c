@@ -9,6 +9,9 @@
  *
  * The job secret comes from ASR_JOB_SECRET (64 hex digits) for every command.
  * KEY is text with \xNN escapes, or handle:SEND:RECV:HOST for a handle key.
+ *
+ * main and the cmd_* functions return the process's exit status (below),
+ * the helpers 0 or a negative ASR_E* code.
  */
 #include "config.h"
 
@@ -32,6 +35,10 @@
 #include "kv_secret.h"
 #include "kv_server.h"
 
+/* Exit statuses (test_asrkv_cli.c checks them). */
+#define EXIT_USAGE 2     /* a bad command line */
+#define EXIT_NOT_FOUND 3 /* get: the key is not in the store */
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: asrkv serve [--port P] [--bind IP] [--elect] [--hostname NAME]\n"
@@ -52,40 +59,41 @@ static int die_usage(const char *fmt, const char *arg) {
   fprintf(stderr, "asrkv: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\nRun 'asrkv --help' for usage.\n");
-  return 2;
+  return EXIT_USAGE;
 }
 
-/* Parses a non-negative integer option value; -1 on error. */
-static long parse_num(const char *s, long max) {
-  if (!s || !*s) return -1;
+/* Parses a decimal option value in 0..max into *out: 0, or ASR_EINVAL
+ * (*out untouched) for anything else. */
+static int parse_num(const char *s, long max, long *out) {
+  if (!s || !*s) return ASR_EINVAL;
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (errno || *end || v < 0 || v > max) return -1;
-  return v;
+  if (errno || *end || v < 0 || v > max) return ASR_EINVAL;
+  *out = v;
+  return 0;
 }
 
 static int parse_hostport(const char *s, char *ip, size_t iplen, uint16_t *port) {
   const char *colon = s ? strrchr(s, ':') : NULL;
-  if (!colon || colon == s || (size_t)(colon - s) >= iplen) return -1;
-  long p = parse_num(colon + 1, 65535);
-  if (p <= 0) return -1;
+  if (!colon || colon == s || (size_t)(colon - s) >= iplen) return ASR_EINVAL;
+  long p;
+  if (parse_num(colon + 1, 65535, &p) != 0 || p == 0) return ASR_EINVAL;
   memcpy(ip, s, (size_t)(colon - s));
   ip[colon - s] = '\0';
   if (strcmp(ip, "localhost") == 0) snprintf(ip, iplen, "127.0.0.1");
   struct in_addr a;
-  if (inet_pton(AF_INET, ip, &a) != 1) return -1; /* names other than localhost are not resolved */
+  if (inet_pton(AF_INET, ip, &a) != 1) return ASR_EINVAL; /* names other than localhost are not resolved */
   *port = (uint16_t)p;
   return 0;
 }
 
+/* The job secret from ASR_JOB_SECRET (kv_secret.h); says why on stderr. */
 static int load_secret(uint8_t secret[ASR_KV_SECRET_LEN]) {
   char err[256];
-  if (asr_kv_secret_from_env(secret, err, sizeof err) != 0) {
-    fprintf(stderr, "asrkv: %s\n", err);
-    return -1;
-  }
-  return 0;
+  int rc = asr_kv_secret_from_env(secret, err, sizeof err);
+  if (rc) fprintf(stderr, "asrkv: %s\n", err);
+  return rc;
 }
 
 /* asrkv serve's loop: the server, the two signals that end it, and the
@@ -132,7 +140,7 @@ static int cmd_serve(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    long n;
+    long n = 0;
     if (strcmp(a, "--elect") == 0) {
       elect = 1;
       continue;
@@ -147,7 +155,7 @@ static int cmd_serve(int argc, char **argv) {
     if (!v) return die_usage("option '%s' needs a value", a);
     i++;
     if (strcmp(a, "--port") == 0) {
-      if ((port = parse_num(v, 65535)) < 0) return die_usage("--port wants 0..65535, not '%s'", v);
+      if (parse_num(v, 65535, &port) != 0) return die_usage("--port wants 0..65535, not '%s'", v);
     } else if (strcmp(a, "--bind") == 0) {
       o.bind_ip = v;
     } else if (strcmp(a, "--hostname") == 0) {
@@ -155,23 +163,23 @@ static int cmd_serve(int argc, char **argv) {
         return die_usage("--hostname wants 1..127 bytes, not '%s'", v);
       hostname = v;
     } else if (strcmp(a, "--max-keys") == 0) {
-      if ((n = parse_num(v, 1L << 30)) <= 0)
+      if (parse_num(v, 1L << 30, &n) != 0 || n == 0)
         return die_usage("--max-keys wants a positive number, not '%s'", v);
       o.max_keys = (size_t)n;
     } else if (strcmp(a, "--max-bytes") == 0) {
-      if ((n = parse_num(v, 1L << 40)) <= 0)
+      if (parse_num(v, 1L << 40, &n) != 0 || n == 0)
         return die_usage("--max-bytes wants a positive number, not '%s'", v);
       o.max_bytes = (size_t)n;
     } else if (strcmp(a, "--max-clients") == 0) {
-      if ((n = parse_num(v, 1 << 20)) <= 0)
+      if (parse_num(v, 1 << 20, &n) != 0 || n == 0)
         return die_usage("--max-clients wants a positive number, not '%s'", v);
       o.max_clients = (int)n;
     } else if (strcmp(a, "--stall-timeout") == 0) {
-      if ((n = parse_num(v, 86400000)) <= 0)
+      if (parse_num(v, 86400000, &n) != 0 || n == 0)
         return die_usage("--stall-timeout wants milliseconds > 0, not '%s'", v);
       o.stall_timeout_ms = (int)n;
     } else if (strcmp(a, "--idle-timeout") == 0) {
-      if ((n = parse_num(v, 86400000)) <= 0)
+      if (parse_num(v, 86400000, &n) != 0 || n == 0)
         return die_usage("--idle-timeout wants milliseconds > 0, not '%s'", v);
       o.idle_timeout_ms = (int)n;
     } else {
@@ -180,7 +188,7 @@ static int cmd_serve(int argc, char **argv) {
   }
   if (elect && port == 0) return die_usage("%s", "--elect needs an explicit --port");
   uint8_t secret[ASR_KV_SECRET_LEN];
-  if (load_secret(secret)) return 1;
+  if (load_secret(secret)) return EXIT_FAILURE;
   o.secret = secret;
   o.port = (uint16_t)port;
 
@@ -215,7 +223,7 @@ static int cmd_serve(int argc, char **argv) {
     if (rc) {
       fprintf(stderr, "asrkv: leader election failed: %s\n", err);
       serve_end(&st);
-      return 1;
+      return EXIT_FAILURE;
     }
   }
   asr_kv_server_t *s = NULL;
@@ -228,7 +236,7 @@ static int cmd_serve(int argc, char **argv) {
   if (rc) {
     fprintf(stderr, "asrkv: cannot start the KV server: %s\n", err);
     serve_end(&st);
-    return 1;
+    return EXIT_FAILURE;
   }
   if (hostname) {
     uint8_t val[ASR_KV_HOSTNAME_LEN] = {0};
@@ -245,7 +253,7 @@ static int cmd_serve(int argc, char **argv) {
          kst.frames, kst.errors, kst.stalled, kst.keys, kst.bytes);
   asr_kv_server_free(s);
   serve_end(&st);
-  return rc ? 1 : 0;
+  return rc ? EXIT_FAILURE : 0;
 }
 
 /* Common parsing for set/get/dump: HOST:PORT first, then positional args and
@@ -270,8 +278,8 @@ static int parse_client(int argc, char **argv, int want_pos, client_args_t *a, c
     else if (strcmp(argv[i], "--wait") == 0)
       a->wait = 1;
     else if (strcmp(argv[i], "--timeout") == 0) {
-      long v = i + 1 < argc ? parse_num(argv[i + 1], 86400000) : -1;
-      if (v <= 0)
+      long v = 0;
+      if (i + 1 >= argc || parse_num(argv[i + 1], 86400000, &v) != 0 || v == 0)
         return die_usage("--timeout wants milliseconds > 0, not '%s'", i + 1 < argc ? argv[i + 1] : "");
       a->opts.timeout_ms = (int)v;
       i++;
@@ -284,7 +292,7 @@ static int parse_client(int argc, char **argv, int want_pos, client_args_t *a, c
     }
   }
   if (a->npos != want_pos) return die_usage("'%s' is missing arguments", cmd);
-  if (load_secret(a->secret)) return 1;
+  if (load_secret(a->secret)) return EXIT_FAILURE;
   a->opts.secret = a->secret;
   if (!a->opts.timeout_ms) a->opts.timeout_ms = a->wait ? 0 : 5000;
   return 0;
@@ -299,17 +307,21 @@ static int parse_key(const char *text, uint8_t *key) {
   return n;
 }
 
-static int hexdecode(const char *s, uint8_t *out, size_t cap) {
+/* Decodes the hex digits of s into out (at most cap bytes) and their count
+ * into *len: 0, or ASR_EINVAL (an odd count or a non-digit), ASR_ETOOBIG. */
+static int hexdecode(const char *s, uint8_t *out, size_t cap, size_t *len) {
   size_t n = strlen(s);
-  if (n % 2 || n / 2 > cap) return -1;
+  if (n % 2) return ASR_EINVAL;
+  if (n / 2 > cap) return ASR_ETOOBIG;
   for (size_t i = 0; i < n / 2; i++) {
     unsigned v;
     /* sscanf alone would take signs, blanks and "0x" as digits */
-    if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1])) return -1;
-    if (sscanf(s + 2 * i, "%2x", &v) != 1) return -1;
+    if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1])) return ASR_EINVAL;
+    if (sscanf(s + 2 * i, "%2x", &v) != 1) return ASR_EINVAL;
     out[i] = (uint8_t)v;
   }
-  return (int)(n / 2);
+  *len = n / 2;
+  return 0;
 }
 
 static int cmd_set(int argc, char **argv) {
@@ -318,24 +330,23 @@ static int cmd_set(int argc, char **argv) {
   if (rc) return rc;
   uint8_t key[ASR_KV_KEY_MAX], val[ASR_KV_VAL_MAX];
   int klen = parse_key(a.pos[0], key);
-  if (klen < 0) return 2;
-  int vlen;
+  if (klen < 0) return EXIT_USAGE;
+  size_t vlen = 0;
   if (a.hex) {
-    vlen = hexdecode(a.pos[1], val, sizeof val);
-    if (vlen < 0)
+    if (hexdecode(a.pos[1], val, sizeof val, &vlen) != 0)
       return die_usage("--hex VALUE must be an even number of hex digits, at most 964 bytes: '%s'", a.pos[1]);
   } else {
     if (strlen(a.pos[1]) > ASR_KV_VAL_MAX)
       return die_usage("value longer than 964 bytes: '%.40s...'", a.pos[1]);
-    vlen = (int)strlen(a.pos[1]);
-    memcpy(val, a.pos[1], (size_t)vlen);
+    vlen = strlen(a.pos[1]);
+    memcpy(val, a.pos[1], vlen);
   }
   char err[400];
-  rc = asr_kv_set(a.ip, a.port, key, (size_t)klen, val, (size_t)vlen,
-                  a.hex ? ASR_KV_VTYPE_BINARY : ASR_KV_VTYPE_TEXT, &a.opts, err, sizeof err);
+  rc = asr_kv_set(a.ip, a.port, key, (size_t)klen, val, vlen, a.hex ? ASR_KV_VTYPE_BINARY : ASR_KV_VTYPE_TEXT,
+                  &a.opts, err, sizeof err);
   if (rc) {
     fprintf(stderr, "asrkv: %s\n", err);
-    return 1;
+    return EXIT_FAILURE;
   }
   return 0;
 }
@@ -346,18 +357,18 @@ static int cmd_get(int argc, char **argv) {
   if (rc) return rc;
   uint8_t key[ASR_KV_KEY_MAX], val[ASR_KV_VAL_MAX];
   int klen = parse_key(a.pos[0], key);
-  if (klen < 0) return 2;
+  if (klen < 0) return EXIT_USAGE;
   size_t vlen = 0;
   char err[400];
   rc = asr_kv_get(a.ip, a.port, key, (size_t)klen, a.wait, val, sizeof val, &vlen, &a.opts, err, sizeof err);
   if (rc == ASR_ENOTFOUND) {
     fprintf(stderr, "asrkv: key '%s' not found on %s:%u (use --wait to wait for it)\n", a.pos[0], a.ip,
             a.port);
-    return 3;
+    return EXIT_NOT_FOUND;
   }
   if (rc) {
     fprintf(stderr, "asrkv: %s\n", err);
-    return 1;
+    return EXIT_FAILURE;
   }
   char out[4 * ASR_KV_VAL_MAX];
   printf("%s\n", asr_kv_value_render(val, vlen, out, sizeof out));
@@ -382,7 +393,7 @@ static int cmd_dump(int argc, char **argv) {
   rc = asr_kv_list(a.ip, a.port, dump_one, &seen, &a.opts, err, sizeof err);
   if (rc) {
     fprintf(stderr, "asrkv: %s\n", err);
-    return 1;
+    return EXIT_FAILURE;
   }
   if (seen == 0) printf("# 0 keys\n"); /* dump_one never ran: keep the header promise */
   return 0;
@@ -392,7 +403,7 @@ int main(int argc, char **argv) {
   asr_log_set_role("asrkv", -1);
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+    return argc < 2 ? EXIT_USAGE : 0;
   }
   if (strcmp(argv[1], "--version") == 0) {
     printf("asrkv (asr) %s\n", PACKAGE_VERSION);
@@ -405,7 +416,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "secret") == 0) {
     uint8_t s[ASR_KV_SECRET_LEN];
     char hex[ASR_KV_SECRET_HEX_LEN + 1];
-    if (asr_kv_secret_generate(s) != 0) return 1;
+    if (asr_kv_secret_generate(s) != 0) return EXIT_FAILURE;
     asr_kv_secret_to_hex(s, hex);
     printf("%s\n", hex);
     return 0;

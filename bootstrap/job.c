@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "job.h"
 
@@ -45,16 +46,27 @@ static pmix_status_t get_value(pmix_rank_t rank, const char *key, pmix_value_t *
   return PMIx_Get(&p, key, NULL, 0, val);
 }
 
-static long value_as_long(const pmix_value_t *v) {
-  switch (v->type) {
-    case PMIX_UINT32: return v->data.uint32;
-    case PMIX_INT32: return v->data.int32;
-    case PMIX_UINT16: return v->data.uint16;
-    case PMIX_INT: return v->data.integer;
-    case PMIX_UINT: return v->data.uint;
-    case PMIX_PROC_RANK: return v->data.rank;
-    default: return -1;
+/* Reads an integer key of proc into *out: 0, ASR_ENOTFOUND when the server
+ * has no such key, or ASR_EPROTO when its value is not an integer (*out is
+ * written only on success: a caller keeps its default otherwise). */
+static int get_long(pmix_rank_t rank, const char *key, long *out) {
+  pmix_value_t *v = NULL;
+  if (get_value(rank, key, &v) != PMIX_SUCCESS) {
+    if (v) PMIX_VALUE_RELEASE(v);
+    return ASR_ENOTFOUND;
   }
+  int rc = 0;
+  switch (v->type) {
+    case PMIX_UINT32: *out = v->data.uint32; break;
+    case PMIX_INT32: *out = v->data.int32; break;
+    case PMIX_UINT16: *out = v->data.uint16; break;
+    case PMIX_INT: *out = v->data.integer; break;
+    case PMIX_UINT: *out = v->data.uint; break;
+    case PMIX_PROC_RANK: *out = v->data.rank; break;
+    default: rc = ASR_EPROTO; break;
+  }
+  PMIX_VALUE_RELEASE(v);
+  return rc;
 }
 
 int asr_job_init(asr_job_info_t *out) {
@@ -80,19 +92,13 @@ int asr_job_init(asr_job_info_t *out) {
   memset(&info, 0, sizeof info);
   info.rank = (int)me.rank;
   pmix_value_t *v = NULL;
-  if (get_value(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &v) == PMIX_SUCCESS) {
-    info.size = (int)value_as_long(v);
-    PMIX_VALUE_RELEASE(v);
-  }
-  if (get_value(me.rank, PMIX_LOCAL_RANK, &v) == PMIX_SUCCESS) {
-    info.local_rank = (int)value_as_long(v);
-    PMIX_VALUE_RELEASE(v);
-  }
+  long n;
+  /* A key the server lacks, or gives as something other than an integer,
+   * leaves the default: a size of 0 fails the check below. */
+  if (get_long(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &n) == 0) info.size = (int)n;
+  if (get_long(me.rank, PMIX_LOCAL_RANK, &n) == 0) info.local_rank = (int)n;
   info.local_size = env_int("ASR_LOCAL_SIZE", 0);
-  if (!info.local_size && get_value(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &v) == PMIX_SUCCESS) {
-    info.local_size = (int)value_as_long(v);
-    PMIX_VALUE_RELEASE(v);
-  }
+  if (!info.local_size && get_long(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &n) == 0) info.local_size = (int)n;
   info.lnc = env_int("ASR_LNC", info.local_rank);
   info.bootstrap_port = env_int("ASR_BOOTSTRAP_PORT", 0);
   const char *h = getenv("ASR_HOSTNAME");
@@ -108,10 +114,7 @@ int asr_job_init(asr_job_info_t *out) {
   direct = !(kvmode && strcmp(kvmode, "external") == 0);
   if (direct) {
     int nnodes = 1;
-    if (get_value(PMIX_RANK_WILDCARD, PMIX_NUM_NODES, &v) == PMIX_SUCCESS) {
-      nnodes = (int)value_as_long(v);
-      PMIX_VALUE_RELEASE(v);
-    }
+    if (get_long(PMIX_RANK_WILDCARD, PMIX_NUM_NODES, &n) == 0) nnodes = (int)n;
     if (asr__job_direct_prepare(me.nspace, info.rank, info.hostname, nnodes) != 0) {
       PMIx_Finalize(NULL, 0);
       return ASR_INVALID;
@@ -170,23 +173,28 @@ int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc) {
   }
   snprintf(addr, addrlen, "%s", v->data.string);
   PMIX_VALUE_RELEASE(v);
-  if (get_value((pmix_rank_t)rank, KEY_LNC, &v) != PMIX_SUCCESS) {
+  long n;
+  if (get_long((pmix_rank_t)rank, KEY_LNC, &n) != 0) {
     asr_error("job", "rank %d published no LNC", rank);
     return ASR_INVALID;
   }
-  *lnc = (int)value_as_long(v);
-  PMIX_VALUE_RELEASE(v);
+  *lnc = (int)n;
   return ASR_SUCCESS;
+}
+
+/* A fence of every rank without data: 0, or ASR_EIO (logged). */
+static int fence(void) {
+  pmix_status_t st = PMIx_Fence(NULL, 0, NULL, 0);
+  if (st != PMIX_SUCCESS) {
+    asr_error("job", "barrier failed: %s", PMIx_Error_string(st));
+    return ASR_EIO;
+  }
+  return 0;
 }
 
 int asr_job_barrier(void) {
   if (!active) return ASR_INVALID;
-  pmix_status_t st = PMIx_Fence(NULL, 0, NULL, 0);
-  if (st != PMIX_SUCCESS) {
-    asr_error("job", "barrier failed: %s", PMIx_Error_string(st));
-    return ASR_INVALID;
-  }
-  return ASR_SUCCESS;
+  return fence() == 0 ? ASR_SUCCESS : ASR_INVALID;
 }
 
 int asr_job_abort(int status, const char *msg) {
@@ -198,12 +206,12 @@ int asr_job_abort(int status, const char *msg) {
 int asr__job_finalize_fence(void) {
   /* Without asrd one rank of each node serves the node's KV store: nobody
    * closes (and maybe takes the server away) before every rank is done. */
-  if (!active || !direct) return ASR_SUCCESS;
-  return asr_job_barrier();
+  if (!active || !direct) return 0;
+  return fence();
 }
 
 int asr__job_finalize_pmix(void) {
-  if (!active) return ASR_INVALID;
+  if (!active) return ASR_ESTATE;
   active = 0;
-  return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? ASR_SUCCESS : ASR_INVALID;
+  return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? 0 : ASR_EIO;
 }

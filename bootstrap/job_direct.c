@@ -25,11 +25,13 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pmix.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "asr_netif.h"
 #include "job.h"
@@ -37,10 +39,12 @@
 
 #define KEY_SECRET "asr.secret"
 
+/* Sets name=value unless the environment has name already: 0, or the
+ * ASR_E* of setenv's errno. */
 static int setenv_if_unset(const char *name, const char *value) {
   const char *v = getenv(name);
   if (v && *v) return 0;
-  return setenv(name, value, 1);
+  return setenv(name, value, 1) == 0 ? 0 : asr_err_from_errno(errno);
 }
 
 static unsigned long env_ulong(const char *name, int *ok) {
@@ -107,7 +111,7 @@ int asr__job_direct_prepare(const char *nspace, int rank, const char *hostname, 
   PMIX_VALUE_DESTRUCT(&v);
   if (st != PMIX_SUCCESS) {
     asr_error("job", "cannot publish the job secret: %s", PMIx_Error_string(st));
-    return ASR_INVALID;
+    return ASR_EIO;
   }
   return 0;
 }
@@ -121,7 +125,7 @@ int asr__job_direct_secret(const char *nspace) {
   if (PMIx_Get(&p, KEY_SECRET, NULL, 0, &v) != PMIX_SUCCESS || v->type != PMIX_STRING) {
     if (v) PMIX_VALUE_RELEASE(v);
     asr_error("job", "rank 0 published no job secret (is every rank of this job using asr_job_init?)");
-    return ASR_INVALID;
+    return ASR_ENOTFOUND;
   }
   setenv("ASR_JOB_SECRET", v->data.string, 1);
   PMIX_VALUE_RELEASE(v);

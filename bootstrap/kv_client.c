@@ -295,7 +295,8 @@ static void step_connecting(asr_kv_req_t *r, int *made) {
 }
 
 /* SENDING / CLOSING: push the rest of out[] with one send(). Returns 1 when
- * the whole frame is out. */
+ * the whole frame is out, 0 when some is left for the next call, or a
+ * negative ASR_E* when the socket failed. */
 static int send_some(asr_kv_req_t *r, int *made) {
   ssize_t n = send(r->fd, r->out + r->sent, ASR_KV_FRAME_LEN - r->sent, MSG_NOSIGNAL);
   if (n > 0) {
@@ -304,7 +305,7 @@ static int send_some(asr_kv_req_t *r, int *made) {
     return r->sent == ASR_KV_FRAME_LEN;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
-  return -1;
+  return n < 0 ? asr_err_from_errno(errno) : ASR_ECONNRESET;
 }
 
 static void step_sending(asr_kv_req_t *r, int *made) {

@@ -90,11 +90,17 @@ char *asr_kv_value_render(const uint8_t *val, size_t len, char *out, size_t outl
   return out;
 }
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+/* The value of hex digit c into *v: 0, or ASR_EINVAL when c is none. */
+static int hexval(int c, int *v) {
+  if (c >= '0' && c <= '9')
+    *v = c - '0';
+  else if (c >= 'a' && c <= 'f')
+    *v = c - 'a' + 10;
+  else if (c >= 'A' && c <= 'F')
+    *v = c - 'A' + 10;
+  else
+    return ASR_EINVAL;
+  return 0;
 }
 
 int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
@@ -114,8 +120,9 @@ int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
     if (c == '\\' && p[1] == '\\') {
       p++;
     } else if (c == '\\' && p[1] == 'x') {
-      int hi = hexval(p[2]), lo = hi >= 0 ? hexval(p[3]) : -1;
-      if (hi < 0 || lo < 0) return ASR_EINVAL;
+      /* p[3] is read only when p[2] was a digit: p[2] may be the final NUL */
+      int hi, lo;
+      if (hexval(p[2], &hi) != 0 || hexval(p[3], &lo) != 0) return ASR_EINVAL;
       c = hi * 16 + lo;
       p += 3;
     }

@@ -39,5 +39,5 @@ int asr_job_finalize(void) {
   asr__job_finalize_fence();
   if (opened_lnc >= 0 && asr__ctx_get(opened_lnc)) asr_close(opened_lnc);
   opened_lnc = -1;
-  return asr__job_finalize_pmix();
+  return asr__job_finalize_pmix() == 0 ? ASR_SUCCESS : ASR_INVALID;
 }
