@@ -2,12 +2,14 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "asr_fs.h"
 #include "asrd_dir.h"
 
@@ -23,8 +25,9 @@ int asrd_dir_make(char *out, size_t outlen) {
     snprintf(out, outlen, "/tmp/asrd.%ld.XXXXXX", (long)getpid());
     if (mkdtemp(out)) return 0;
   }
+  int e = errno;
   out[0] = '\0';
-  return -1;
+  return asr_err_from_errno(e);
 }
 
 void asrd_dir_remove(const char *dir) { asr_rm_tree(dir); }

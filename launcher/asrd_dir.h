@@ -12,7 +12,8 @@
 
 /* Makes this process's directory: under $TMPDIR when it is set, else under
  * /dev/shm when we can write there, else under /tmp. Returns 0 with its path
- * in out, or -1 with errno set. */
+ * in out, or a negative ASR_E* code (errno, left as mkdtemp set it, says
+ * why). */
 int asrd_dir_make(char *out, size_t outlen);
 
 /* Removes dir and everything in it. */

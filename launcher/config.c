@@ -99,26 +99,30 @@ static int fail_nomem(char *errbuf, size_t errlen) {
 }
 
 /* Parses a plain decimal number: no sign, no spaces, no suffix. strtol alone
- * would accept " 4", "+4" and "4abc" up to the junk. */
+ * would accept " 4", "+4" and "4abc" up to the junk. Returns 0 with *out
+ * set, or ASR_EINVAL. */
 static int parse_decimal(const char *s, long *out) {
-  if (!s || !isdigit((unsigned char)s[0])) return -1;
+  if (!s || !isdigit((unsigned char)s[0])) return ASR_EINVAL;
   errno = 0;
   char *end;
   long v = strtol(s, &end, 10);
-  if (errno || *end) return -1;
+  if (errno || *end) return ASR_EINVAL;
   *out = v;
   return 0;
 }
 
 /* Accepts the YAML 1.1 spellings as well as 0/1, so that a value reads the
- * same in a YAML file and in an ASRRUN_* variable. */
-static int parse_bool(const char *s) {
+ * same in a YAML file and in an ASRRUN_* variable. Returns 0 with *out set
+ * to 1 or 0, or ASR_EINVAL. */
+static int parse_bool(const char *s, int *out) {
   static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
   for (size_t i = 0; i < 4; i++) {
-    if (strcasecmp(s, yes[i]) == 0) return 1;
-    if (strcasecmp(s, no[i]) == 0) return 0;
+    if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
+      *out = strcasecmp(s, yes[i]) == 0;
+      return 0;
+    }
   }
-  return -1;
+  return ASR_EINVAL;
 }
 
 static void join_words(const char *const *words, char *buf, size_t len) {
@@ -147,8 +151,8 @@ static int set_int(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
 
 static int set_bool(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                     char *errbuf, size_t errlen) {
-  int b = parse_bool(val);
-  if (b < 0)
+  int b;
+  if (parse_bool(val, &b) != 0)
     return asr__config_fail(errbuf, errlen, "%s: '%s' is not a boolean: use true or false (1 or 0)", what,
                             val);
   *(int *)((char *)cfg + k->off) = b;
@@ -215,10 +219,11 @@ static int is_host_name(const char *s, size_t n) {
   return 1;
 }
 
-int asr__config_parse_slots(const char *s) {
+int asr__config_parse_slots(const char *s, int *slots) {
   long v;
-  if (parse_decimal(s, &v) != 0 || v < 1 || v > ASR_CFG_MAX_SLOTS) return -1;
-  return (int)v;
+  if (parse_decimal(s, &v) != 0 || v < 1 || v > ASR_CFG_MAX_SLOTS) return ASR_EINVAL;
+  *slots = (int)v;
+  return 0;
 }
 
 int asr__hostlist_add(asr__hostlist_t *hl, const char *name, size_t namelen, int slots, const char *what,
@@ -252,8 +257,8 @@ int asr__hostlist_add_item(asr__hostlist_t *hl, const char *item, const char *wh
                            size_t errlen) {
   const char *colon = strrchr(item, ':');
   if (!colon) return asr__hostlist_add(hl, item, strlen(item), 0, what, errbuf, errlen);
-  int slots = asr__config_parse_slots(colon + 1);
-  if (slots < 0)
+  int slots;
+  if (asr__config_parse_slots(colon + 1, &slots) != 0)
     return asr__config_fail(errbuf, errlen, "%s: '%s': slots '%s' is not a number from 1 to %d", what, item,
                             colon + 1, ASR_CFG_MAX_SLOTS);
   return asr__hostlist_add(hl, item, (size_t)(colon - item), slots, what, errbuf, errlen);
@@ -276,7 +281,7 @@ static int hostfile_line(asr__hostlist_t *hl, char *line, const char *where, cha
                               "%s: unexpected '%s' after the host name; write 'HOST [slots=N]'", where, tok);
     if (slots)
       return asr__config_fail(errbuf, errlen, "%s: slots given twice; write 'HOST [slots=N]'", where);
-    if ((slots = asr__config_parse_slots(tok + 6)) < 0)
+    if (asr__config_parse_slots(tok + 6, &slots) != 0)
       return asr__config_fail(errbuf, errlen, "%s: '%s': slots must be a number from 1 to %d", where, tok,
                               ASR_CFG_MAX_SLOTS);
   }

@@ -71,8 +71,9 @@ int asr__hostlist_add(asr__hostlist_t *hl, const char *name, size_t namelen, int
 int asr__hostlist_add_item(asr__hostlist_t *hl, const char *item, const char *what, char *errbuf,
                            size_t errlen);
 
-/* Parses a slot count (1..ASR_CFG_MAX_SLOTS); -1 when s is not one. */
-int asr__config_parse_slots(const char *s);
+/* Parses a slot count (1..ASR_CFG_MAX_SLOTS) into *slots: 0, or ASR_EINVAL
+ * (*slots untouched) when s is not one. */
+int asr__config_parse_slots(const char *s, int *slots);
 
 /* Replaces cfg's hosts with hl's and forgets cfg->hostfile. */
 void asr__config_set_hosts(asr_config_t *cfg, const asr__hostlist_t *hl);

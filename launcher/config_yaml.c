@@ -114,7 +114,7 @@ static int add_host_mapping(yctx_t *y, asr__hostlist_t *hl, yaml_node_t *item) {
     if (strcmp(text_of(k), "name") == 0) {
       name = text_of(v);
     } else if (strcmp(text_of(k), "slots") == 0) {
-      if ((slots = asr__config_parse_slots(text_of(v))) < 0)
+      if (asr__config_parse_slots(text_of(v), &slots) != 0)
         return yerr(y, v, "hosts", "slots '%s' is not a number from 1 to %d", text_of(v), ASR_CFG_MAX_SLOTS);
     } else {
       return yerr(y, k, "hosts", "unknown key '%s' in a host; a host has name and slots", text_of(k));

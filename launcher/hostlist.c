@@ -80,12 +80,13 @@ static int nodelist_push(asr_nodelist_t *nl, const char *name, size_t len, int s
 }
 
 /* Parses s[0..len) as a decimal number of 1..MAX_DIGITS digits. Returns 0,
- * -1 when it is not all digits (or empty), -2 when it has too many digits. */
+ * ASR_EINVAL when it is not all digits (or empty), ASR_ETOOBIG when it has
+ * too many digits. */
 static int parse_number(const char *s, size_t len, unsigned long long *out) {
-  if (len == 0) return -1;
+  if (len == 0) return ASR_EINVAL;
   for (size_t i = 0; i < len; i++)
-    if (!isdigit((unsigned char)s[i])) return -1;
-  if (len > MAX_DIGITS) return -2;
+    if (!isdigit((unsigned char)s[i])) return ASR_EINVAL;
+  if (len > MAX_DIGITS) return ASR_ETOOBIG;
   unsigned long long v = 0;
   for (size_t i = 0; i < len; i++) v = v * 10 + (unsigned long long)(s[i] - '0');
   *out = v;
@@ -118,7 +119,7 @@ static int parse_range(const expand_t *x, const char *s, size_t len, range_t *r)
   if (brc == 0 && dash) brc = parse_number(dash + 1, len - lolen - 1, &r->hi);
   if (brc == 0 && !dash) r->hi = r->lo;
   if (len == 0) return fail(ASR_EINVAL, x->errbuf, x->errlen, x->what, x->list, "empty range inside '[...]'");
-  if (brc == -2)
+  if (brc == ASR_ETOOBIG)
     return fail(ASR_ETOOBIG, x->errbuf, x->errlen, x->what, x->list,
                 "'%.*s': a number has more than %d digits", (int)len, s, MAX_DIGITS);
   if (brc != 0)
@@ -309,13 +310,14 @@ static int parse_tasks_item(const char *spec, const char *what, const char *s, s
   if (paren) {
     /* "(x" REPEAT ")" must fill the rest of the item */
     size_t plen = len - clen;
-    rrc = plen >= 4 && paren[1] == 'x' && paren[plen - 1] == ')' ? parse_number(paren + 2, plen - 3, &r) : -1;
+    rrc = plen >= 4 && paren[1] == 'x' && paren[plen - 1] == ')' ? parse_number(paren + 2, plen - 3, &r)
+                                                                 : ASR_EINVAL;
   }
   if (len == 0)
     return fail(ASR_EINVAL, errbuf, errlen, what, spec, "empty count (a comma at an end, or two in a row)");
-  if (crc == -1 || rrc == -1)
+  if (crc == ASR_EINVAL || rrc == ASR_EINVAL)
     return fail(ASR_EINVAL, errbuf, errlen, what, spec, "'%.*s' is not COUNT or COUNT(xREPEAT)", (int)len, s);
-  if (crc == -2 || rrc == -2 || c > ASR_HOSTLIST_MAX || r > ASR_HOSTLIST_MAX)
+  if (crc == ASR_ETOOBIG || rrc == ASR_ETOOBIG || c > ASR_HOSTLIST_MAX || r > ASR_HOSTLIST_MAX)
     return fail(ASR_ETOOBIG, errbuf, errlen, what, spec, "'%.*s': a number is larger than %d", (int)len, s,
                 ASR_HOSTLIST_MAX);
   if (c == 0 || r == 0)

@@ -26,7 +26,8 @@ typedef struct {
 typedef struct {
   const char *name;
   /* Starts the daemon; returns the pid of the local process that represents
-   * it (asrd itself, or the agent that runs it), or -1 with errbuf set. */
+   * it (asrd itself, or the agent that runs it), or a negative ASR_E* code
+   * with errbuf set. */
   pid_t (*start)(const asr_launch_args_t *a, char *errbuf, size_t errlen);
 } asr_launch_ops_t;
 
@@ -36,12 +37,14 @@ extern const asr_launch_ops_t asr_launch_slurm;
 
 /* Splits an agent command line into words: blanks separate, '...' and "..."
  * group, no other shell syntax. Returns the number of words (at most max,
- * each malloc'd) or -1 with errbuf set for an unbalanced quote or no words. */
+ * each malloc'd, the caller frees them), or a negative ASR_E* code with
+ * errbuf set and nothing allocated: ASR_EINVAL for an unbalanced quote or
+ * no words, ASR_ETOOBIG for more than max, ASR_ENOMEM. */
 int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_t errlen);
 
 /* launch_agent.c: forks and execs argv (searched in PATH) in its own process
  * group, dying with asrrun, with "ASR_JOB_SECRET=<hex>" on its stdin.
- * Returns its pid, or -1 with errbuf set. */
+ * Returns its pid, or a negative ASR_E* code with errbuf set. */
 pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *errbuf, size_t errlen);
 
 /* launch_pick.c: which backend starts the daemon of host (local for
@@ -50,8 +53,8 @@ int asr_launch_host_is_local(const char *host, const char *local_hostname);
 
 /* The address remote daemons call asrrun back on: if_include when it names
  * an address of this host, else the source address of the route to
- * remote_host, else the first non-loopback address. Returns 0 or -1 with
- * errbuf set. */
+ * remote_host, else the first non-loopback address. Returns 0, or
+ * ASR_ENOTFOUND with errbuf set when this host has no such address. */
 int asr_launch_callback_ip(const char *if_include, const char *remote_host, char ip[16], char *errbuf,
                            size_t errlen);
 

@@ -18,13 +18,15 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "launch.h"
 
 pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *errbuf, size_t errlen) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
-    snprintf(errbuf, errlen, "cannot start %s: pipe: %s", argv[0], strerror(errno));
-    return -1;
+    int e = errno;
+    snprintf(errbuf, errlen, "cannot start %s: pipe: %s", argv[0], strerror(e));
+    return asr_err_from_errno(e);
   }
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -40,9 +42,11 @@ pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *er
     fprintf(stderr, "asrrun: cannot execute '%s': %s\n", argv[0], strerror(errno));
     _exit(127);
   }
+  int e = errno;
   close(p[0]);
   if (pid < 0) {
-    snprintf(errbuf, errlen, "fork: %s", strerror(errno));
+    snprintf(errbuf, errlen, "fork: %s", strerror(e));
+    pid = asr_err_from_errno(e);
   } else {
     setpgid(pid, pid); /* also here: no window in which a terminal signal reaches it */
     dprintf(p[1], "ASR_JOB_SECRET=%s\n", secret_hex);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "launch.h"
 
 extern char **environ;
@@ -16,8 +17,9 @@ extern char **environ;
 static pid_t local_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
-    snprintf(errbuf, errlen, "pipe: %s", strerror(errno));
-    return -1;
+    int e = errno;
+    snprintf(errbuf, errlen, "pipe: %s", strerror(e));
+    return asr_err_from_errno(e);
   }
   char index[16], port[16];
   snprintf(index, sizeof index, "%d", a->index);
@@ -53,7 +55,7 @@ static pid_t local_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
   if (rc != 0) {
     close(p[1]);
     snprintf(errbuf, errlen, "cannot execute the daemon %s: %s", a->asrd_path, strerror(rc));
-    return -1;
+    return asr_err_from_errno(rc); /* posix_spawn returns the errno value */
   }
   /* The secret travels through the pipe: no other user can see it. */
   dprintf(p[1], "ASR_JOB_SECRET=%s\n", a->secret_hex);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "asr_err.h"
 #include "asr_netif.h"
 #include "launch.h"
 
@@ -53,5 +54,5 @@ int asr_launch_callback_ip(const char *if_include, const char *remote_host, char
            "this host has no non-loopback IPv4 address that host %s could call back to; "
            "give one with --if-include",
            remote_host);
-  return -1;
+  return ASR_ENOTFOUND;
 }

@@ -19,12 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "launch.h"
 
 #define MAX_AGENT_WORDS 32
 
 int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_t errlen) {
-  int n = 0;
+  int n = 0, rc;
   const char *p = cmd;
   size_t cap = strlen(cmd) + 1;
   for (;;) {
@@ -32,9 +33,15 @@ int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_
     if (!*p) break;
     if (n == max) {
       snprintf(errbuf, errlen, "the launch agent '%s' has more than %d words", cmd, max);
+      rc = ASR_ETOOBIG;
       goto fail;
     }
     char *w = malloc(cap), quote = 0;
+    if (!w) {
+      snprintf(errbuf, errlen, "cannot split the launch agent '%s': out of memory", cmd);
+      rc = ASR_ENOMEM;
+      goto fail;
+    }
     size_t k = 0;
     for (; *p && (quote || (*p != ' ' && *p != '\t')); p++) {
       if (quote && *p == quote)
@@ -48,17 +55,18 @@ int asr_launch_split(const char *cmd, char **words, int max, char *errbuf, size_
     words[n++] = w;
     if (quote) {
       snprintf(errbuf, errlen, "the launch agent '%s' has an unbalanced %c quote", cmd, quote);
+      rc = ASR_EINVAL;
       goto fail;
     }
   }
   if (n == 0) {
     snprintf(errbuf, errlen, "the launch agent is empty; give a command such as ssh with --launch-agent");
-    return -1;
+    return ASR_EINVAL;
   }
   return n;
 fail:
   while (n > 0) free(words[--n]);
-  return -1;
+  return rc;
 }
 
 /* Characters that mean the same on a command line and to a remote shell. */
@@ -72,14 +80,14 @@ static int shell_safe(const char *w) {
 static pid_t rsh_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) {
   char *words[MAX_AGENT_WORDS];
   int n = asr_launch_split(a->agent ? a->agent : "ssh", words, MAX_AGENT_WORDS, errbuf, errlen);
-  if (n < 0) return -1;
+  if (n < 0) return n;
   char index[16], port[16];
   snprintf(index, sizeof index, "%d", a->index);
   snprintf(port, sizeof port, "%d", a->port);
   const char *tail[] = {a->host, a->asrd_path, "--ctl", a->ctl_addr, "--index",
                         index,   "--hostname", a->host, "--port",    port};
   const int ntail = (int)(sizeof tail / sizeof tail[0]);
-  pid_t pid = -1;
+  pid_t pid = ASR_EINVAL;
   for (int i = 0; i < ntail; i++)
     if (!shell_safe(tail[i])) {
       snprintf(errbuf, errlen,
@@ -91,6 +99,7 @@ static pid_t rsh_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) 
   const char **argv = calloc((size_t)(n + ntail + 1), sizeof *argv);
   if (!argv) {
     snprintf(errbuf, errlen, "cannot start the launch agent: out of memory");
+    pid = ASR_ENOMEM;
     goto out;
   }
   for (int i = 0; i < n; i++) argv[i] = words[i];
