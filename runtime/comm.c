@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "rt.h"
@@ -149,7 +150,7 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr) {
   if (asr__mr_lookup(c, t->va, t->size, mr)) return 0;
   asr_mr_entry_t *e = malloc(sizeof *e);
-  if (!e) return -12;
+  if (!e) return ASR_ENOMEM;
   struct fid_mr *m = NULL;
   int rc = asr__ofi_mr_reg(&c->ctx->ofi, t->va, t->size, &m);
   if (rc) {

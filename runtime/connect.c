@@ -68,14 +68,15 @@ static int fail(struct asr_comm *c, const char *fmt, ...) {
   return 1;
 }
 
-/* Pumps the comm's KV request once. Returns 1 done, 0 not yet, -1 failed (comm failed). */
+/* Pumps the comm's KV request once. Returns 1 done, 0 not yet, or the
+ * request's negative ASR_E* code when it failed (the comm failed with it). */
 static int pump_kv(struct asr_comm *c, int *made) {
   int done = 0;
   int rc = asr_kv_progress(c->kv_req, &done, made);
   if (!done) return 0;
   if (rc) {
     fail(c, "rendezvous failed: %s", asr_kv_req_error(c->kv_req));
-    return -1;
+    return rc;
   }
   asr_kv_req_free(c->kv_req);
   c->kv_req = NULL;
@@ -151,7 +152,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     case ASR_COMM_NET_CONNECT: {
-      /* The first send to a peer can meet -FI_EAGAIN for as long as the peer
+      /* The first send to a peer can meet ASR_EAGAIN for as long as the peer
        * has not answered the provider's connection setup (it answers only when
        * it makes progress, which a loaded host can delay for seconds). Retry on
        * later ticks, never blocking this thread, until the rendezvous deadline
@@ -161,7 +162,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
         c->connect_warn_ms = asr_time_ms() + CONNECT_WARN_MS;
       }
       int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
-      if (rc == -FI_EAGAIN) {
+      if (rc == ASR_EAGAIN) {
         uint64_t now = asr_time_ms();
         if (now >= c->connect_warn_ms && now < c->connect_deadline_ms) {
           /* Say why a connect can wait this long: with shm, the commonest
@@ -186,7 +187,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
                     "libfabric connect failed: the peer did not answer the connection setup within %llu ms",
                     (unsigned long long)rendezvous_timeout_ms());
       }
-      if (rc) return fail(c, "libfabric connect failed: %s", fi_strerror(-rc));
+      if (rc) return fail(c, "libfabric connect failed: %s", asr_strerror(rc));
       if (asr__watch_comm(ctx, c, c->osend.peer_who))
         return fail(c, "the peer process exited while connecting");
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
@@ -309,7 +310,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
     }
     case ASR_COMM_LISTEN: {
       int rc = asr__ofi_listen(&ctx->ofi, &c->orecv, c->net_handle);
-      if (rc) return fail(c, "libfabric listen failed: %s", fi_strerror(-rc));
+      if (rc) return fail(c, "libfabric listen failed: %s", asr_strerror(rc));
       memcpy(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, &c->ordinal, 4);
       rc = start_handle_set(ctx, c);
       if (rc == ASR_EINVAL)
@@ -329,7 +330,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       int ready = 0;
       int rc = ctx->accept_cq_rc; /* connect_comms read the CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
-      if (rc) return fail(c, "libfabric accept failed: %s", fi_strerror(-rc));
+      if (rc) return fail(c, "libfabric accept failed: %s", asr_strerror(rc));
       if (!ready) return wait_a_little(c) || made;
       if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
         return fail(c, "the peer process exited while connecting");

@@ -11,6 +11,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "ofi.h"
@@ -33,6 +34,41 @@ static uint32_t get32(const uint8_t *p) {
   return v;
 }
 
+/* Maps a libfabric return code (0 or -FI_E*) onto 0 or a negative ASR_E*
+ * (ofi.h: "Errors"). libfabric's codes below FI_ERRNO_OFFSET are errno
+ * values; its own, above it, are mapped here one by one. */
+static int ofi_err(ssize_t rc) {
+  if (rc >= 0) return 0;
+  switch (-rc) {
+    case FI_EAGAIN: return ASR_EAGAIN;
+    case FI_ETRUNC: return ASR_ETRUNC;
+    case FI_ENODATA: return ASR_ENOSYS; /* fi_getinfo: no provider does what the hints ask */
+    case FI_EADDRNOTAVAIL: return ASR_EUNREACH;
+    case FI_EOPBADSTATE: return ASR_ESTATE;
+    case FI_ETOOSMALL:
+    case FI_EBADFLAGS:
+    case FI_ENOEQ:
+    case FI_EDOMAIN:
+    case FI_ENOCQ:
+    case FI_ENOAV: return ASR_EINVAL;
+    case FI_ENOKEY:
+    case FI_EKEYREJECTED: return ASR_EPERM;
+    case FI_EOVERRUN:
+    case FI_ENORX: return ASR_ENOSPACE;
+    case FI_EOTHER:
+    case FI_EAVAIL:
+    case FI_ECRC: return ASR_EIO;
+    default: return -rc < FI_ERRNO_OFFSET ? asr_err_from_errno((int)-rc) : ASR_EIO;
+  }
+}
+
+/* ofi_err for a call that failed in a way its caller will report with
+ * asr_strerror: the provider's own words go to the debug log first. */
+static int ofi_fail(ssize_t rc, const char *call) {
+  asr_debug("fab", "%s: %s (fi_errno %d)", call, fi_strerror((int)-rc), (int)-rc);
+  return ofi_err(rc);
+}
+
 static const char *pick_provider(void) {
   const char *p = getenv("ASR_PROVIDER");
   if (!p || !*p) p = getenv("FI_PROVIDER");
@@ -46,7 +82,10 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   snprintf(o->provider, sizeof o->provider, "%s", prov);
   int is_shm = strcmp(prov, "shm") == 0;
   struct fi_info *hints = fi_allocinfo();
-  if (!hints) return -FI_ENOMEM;
+  if (!hints) {
+    snprintf(errbuf, errlen, "fi_allocinfo: out of memory");
+    return ASR_ENOMEM;
+  }
   hints->ep_attr->type = FI_EP_RDM;
   /* shm is local-only and refuses FI_LOCAL_COMM/FI_REMOTE_COMM in the caps it
    * is asked for (libfabric 1.17): ask it for neither (DESIGN §7). */
@@ -73,7 +112,7 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
              "no libfabric provider '%s'%s%s for RDM tagged messaging: %s (set ASR_PROVIDER to shm or "
              "tcp;ofi_rxm)",
              prov, node ? " on " : "", node ? node : "", fi_strerror(-rc));
-    return rc;
+    return ofi_err(rc);
   }
   const char *step = "fi_fabric";
   rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL);
@@ -116,7 +155,7 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   if (rc) {
     snprintf(errbuf, errlen, "%s on provider %s failed: %s", step, prov, fi_strerror(-rc));
     asr__ofi_close(o);
-    return rc;
+    return ofi_err(rc);
   }
   o->need_desc = (o->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
   /* Small sends go out with fi_tinject (asr__ofi_isend_locked) on shm, up to
@@ -202,7 +241,7 @@ static void ctl_unlock(asr__ofi_t *o) {
   pthread_mutex_unlock(&o->lock);
 }
 
-/* Marks op completed (err 0 or a positive fi_errno): len and err first,
+/* Marks op completed (err 0 or a negative ASR_E*): len and err first,
  * then the release store of done that publishes them. That store is the
  * drain's last touch of op: from then on the poller may recycle it. */
 static void op_complete(asr__ofi_op_t *op, size_t len, int err) {
@@ -211,7 +250,9 @@ static void op_complete(asr__ofi_op_t *op, size_t len, int err) {
   __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
 }
 
-/* Reads every available completion. Called with ep_lock held. */
+/* Reads every available completion. Called with ep_lock held. Returns 0, or
+ * the ASR_E* of a failed CQ read; a failed completion is not a failure of
+ * the read: it marks its op, with the code mapped (ofi_err). */
 static int drain(asr__ofi_t *o) {
   struct fi_cq_tagged_entry ent[CQ_BATCH];
   for (;;) {
@@ -224,7 +265,7 @@ static int drain(asr__ofi_t *o) {
       if (n < CQ_BATCH) return 0;
       continue;
     }
-    if (n == -FI_EAGAIN) return 0;
+    if (n == 0 || n == -FI_EAGAIN) return 0;
     if (n == -FI_EAVAIL) {
       struct fi_cq_err_entry e = {0};
       if (fi_cq_readerr(o->cq, &e, 0) > 0) {
@@ -232,11 +273,11 @@ static int drain(asr__ofi_t *o) {
         if (e.err != FI_ECANCELED)
           asr_debug("fab", "completion error on op %p: %s (%s)", (void *)op, fi_strerror(e.err),
                     fi_cq_strerror(o->cq, e.prov_errno, e.err_data, NULL, 0));
-        if (op) op_complete(op, e.len, e.err ? e.err : FI_EOTHER);
+        if (op) op_complete(op, e.len, ofi_err(-(ssize_t)(e.err ? e.err : FI_EOTHER)));
       }
       continue;
     }
-    return (int)n;
+    return ofi_fail(n, "fi_cq_read");
   }
 }
 
@@ -296,7 +337,7 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
                                    TAG_CTRL | make_tag(r->comm_id, 0, 0), 0, &r->ctrl_op));
   if (rc) op_unarm(&r->ctrl_op);
   ctl_unlock(o);
-  if (rc) return (int)rc;
+  if (rc) return ofi_fail(rc, "fi_trecv (listen)");
   memset(handle, 0, ASR_OFI_HANDLE_LEN);
   put32(handle, HANDLE_MAGIC);
   put32(handle + 4, r->comm_id);
@@ -311,8 +352,8 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
 int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready) {
   int done = __atomic_load_n(&r->ctrl_op.done, __ATOMIC_ACQUIRE);
   int err = done ? __atomic_load_n(&r->ctrl_op.err, __ATOMIC_RELAXED) : 0;
-  if (done && err) return -err;
-  if (done && get32(r->ctrl_buf) != CTRL_MAGIC) return -FI_EINVAL;
+  if (done && err) return err;
+  if (done && get32(r->ctrl_buf) != CTRL_MAGIC) return ASR_EPROTO; /* not our connect message */
   *ready = done;
   return 0;
 }
@@ -320,13 +361,13 @@ int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready) {
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s) {
   uint16_t al;
   memcpy(&al, handle + 8, 2);
-  if (get32(handle) != HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX) return -FI_EINVAL;
+  if (get32(handle) != HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX) return ASR_EPROTO; /* not a handle */
   ctl_lock(o);
   if (!s->peer_inserted) {
     int n = fi_av_insert(o->av, handle + 10, 1, &s->peer, 0, NULL);
     if (n != 1) {
       ctl_unlock(o);
-      return n < 0 ? n : -FI_EADDRNOTAVAIL;
+      return n < 0 ? ofi_fail(n, "fi_av_insert") : ASR_EUNREACH; /* no error, but no address inserted */
     }
     s->peer_inserted = 1;
     s->peer_comm_id = get32(handle + 4);
@@ -349,7 +390,8 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
     if (rc == -FI_EAGAIN) drain(o); /* under manual progress nothing moves otherwise */
   }
   ctl_unlock(o);
-  return (int)rc;
+  if (rc == 0 || rc == -FI_EAGAIN) return ofi_err(rc);
+  return ofi_fail(rc, "fi_tsend (connect)");
 }
 
 /* A data post that finds a queue full (-FI_EAGAIN, or shm's -FI_ENOMEM)
@@ -406,8 +448,11 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
         spin_ms);
     if (rc != 0) op_unarm(op);
   }
-  if (rc == 0) s->seq++;
-  return (int)rc;
+  if (rc == 0) {
+    s->seq++;
+    return 0;
+  }
+  return rc == -FI_EAGAIN ? ASR_EAGAIN : ofi_fail(rc, len <= o->inject_max ? "fi_tinject" : "fi_tsend");
 }
 
 /* seed: async_sr_ofi_irecv_locked; the sequence number as in the send. A
@@ -418,11 +463,12 @@ int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t l
   op_arm(op);
   ssize_t rc = POST_DATA(
       fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op), 0);
-  if (rc == 0)
+  if (rc == 0) {
     r->seq++;
-  else
-    op_unarm(op);
-  return (int)rc;
+    return 0;
+  }
+  op_unarm(op);
+  return rc == -FI_EAGAIN ? ASR_EAGAIN : ofi_fail(rc, "fi_trecv");
 }
 
 int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op,
@@ -454,7 +500,7 @@ int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {
   }
   int ok = !asr__ofi_op_owned(op);
   ctl_unlock(o);
-  return ok ? 0 : -FI_ETIMEDOUT;
+  return ok ? 0 : ASR_ETIMEDOUT;
 }
 
 int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr) {
@@ -462,7 +508,7 @@ int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr) {
   uint64_t key = o->next_key++;
   int rc = fi_mr_reg(o->domain, va, len, FI_SEND | FI_RECV, 0, key, 0, mr, NULL);
   ctl_unlock(o);
-  return rc;
+  return rc ? ofi_fail(rc, "fi_mr_reg") : 0;
 }
 
 void asr__ofi_mr_dereg(struct fid_mr *mr) {

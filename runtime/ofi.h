@@ -14,6 +14,12 @@
  * must stay valid until it is marked done. A poll reads an op's done flag
  * before it takes any lock, so an op's fields are accessed atomically.
  *
+ * Errors: this is the boundary where libfabric's codes enter. Every function
+ * here returns 0 or a negative ASR_E* code (asr_err.h), never a -FI_E*:
+ * ofi.c maps them (ofi_err), and where it writes an errbuf or a log line
+ * keeps libfabric's own words (fi_strerror) in it. The provider's queue
+ * being full is ASR_EAGAIN.
+ *
  * Tags (64 bits):  bit 63 = control message;  bits 62..40 = the receiving
  * comm's id (23 bits, unique per endpoint);  bits 39..0 = per-comm sequence
  * number, masked to ASR_SEQ_BITS (default 40; tests lower it to cross the
@@ -90,7 +96,7 @@ typedef struct asr__ofi_op {
   struct fi_context2 fctx; /* must be first: libfabric's context area */
   int posted;              /* handed to libfabric (cleared when a post fails) */
   int done;                /* completion read */
-  int err;                 /* 0 or the positive fi_errno of a failed completion */
+  int err;                 /* 0 or the ASR_E* of a failed completion (mapped from its fi_errno) */
   size_t len;              /* bytes moved (receives: bytes received) */
 } asr__ofi_op_t;
 
@@ -162,17 +168,17 @@ int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready);
 /* SEND side, NET_CONNECT: resolves the handle and posts the control message;
  * returns without waiting for anything the acceptor must do, so connecting to
  * oneself cannot deadlock (seed: async_sr_ofi_connect). Makes one attempt:
- * -FI_EAGAIN (after draining the CQ) means the provider is still setting up
+ * ASR_EAGAIN (after draining the CQ) means the provider is still setting up
  * its connection to the peer (shm's address exchange, rxm's on-demand
  * connect), which needs the peer to make progress; call again later. */
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s);
 
 /* Posts the next send / receive of a comm under ep_lock (the post and the
  * sequence number it takes move together). A queue that stays full gives
- * -FI_EAGAIN (shm's -FI_ENOMEM included): a send after retrying for up to
+ * ASR_EAGAIN (shm's -FI_ENOMEM included): a send after retrying for up to
  * spin_ms (reading the CQ between tries; ASR_OFI_SEND_SPIN_MS for a post
  * from the application), a receive after one retry (ofi.c: POST_DATA).
- * Returns 0 or -fi_errno. */
+ * Returns 0 or a negative ASR_E* code. */
 #define ASR_OFI_SEND_SPIN_MS 50
 int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op,
                    int spin_ms);
@@ -195,18 +201,18 @@ int asr__ofi_drain_locked(asr__ofi_t *o);
 /* Whether op has completed (seed: async_sr_ofi_test_locked -> ncclNetTest
  * reads this after a drain): the acquire load pairs with the drain's
  * release. Once it has, *len is the length moved and the result 0, or
- * -fi_errno when the op completed with an error. */
+ * the ASR_E* code of the error it completed with (ASR_ETRUNC: the message
+ * was larger than the receive buffer; ASR_ECANCELED: cancelled). */
 static inline int asr__ofi_op_done(const asr__ofi_op_t *op) {
   return __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
 }
 static inline int asr__ofi_op_result(const asr__ofi_op_t *op, size_t *len) {
   if (len) *len = __atomic_load_n(&op->len, __ATOMIC_RELAXED);
-  int err = __atomic_load_n(&op->err, __ATOMIC_RELAXED);
-  return err ? -err : 0;
+  return __atomic_load_n(&op->err, __ATOMIC_RELAXED);
 }
 
 /* Cancels a posted op and waits (bounded) for its completion to be read, so
- * its memory can be reused. Returns 0, or -FI_ETIMEDOUT when it never came. */
+ * its memory can be reused. Returns 0, or ASR_ETIMEDOUT when it never came. */
 int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms);
 
 /* Registers [va, va + len) for send and receive with a unique key. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "rt.h"
 
@@ -114,11 +115,11 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
       *out = r;
       return ASR_SUCCESS;
     }
-    if (rc != -FI_EAGAIN) {
+    if (rc != ASR_EAGAIN) {
       recycle_locked(r);
       asr__ofi_unlock(o);
       asr_error("fab", "%s: Failed to post ofi %s request: %s", fn, want == ASR_SEND_COMM ? "send" : "recv",
-                fi_strerror(-rc));
+                asr_strerror(rc));
       return ASR_INVALID;
     }
     /* the provider's queue is full: the service thread posts it once there
@@ -158,31 +159,37 @@ int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t leng
   return post(comm, tensor, offset, length, req, ASR_RECV_COMM);
 }
 
-/* Posts the head of c's stash (lazy MR registration). Returns 1 when it
- * left the ring (posted, or failed as ERROR), 0 when it stays: the
- * provider's queue is full (asr__ofi_irecv_locked) -- it stays STASHED, and
- * a later tick tries again, soon (ctx->queue_full bounds the thread's sleep,
- * and asr__drain_stashes reads the CQ so that arriving messages make room
- * even while the application only polls) -- and -1 when the ring is empty. */
-static int drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms) {
+/* What drain_one did with the head of a comm's stash ring. */
+typedef enum {
+  DRAIN_EMPTY, /* the ring was empty */
+  DRAIN_WAITS, /* the head stays STASHED: the provider's queue is full */
+  DRAIN_LEFT   /* the head left the ring: posted, or failed as ERROR */
+} drain_result_t;
+
+/* Posts the head of c's stash (lazy MR registration). When the provider's
+ * queue is full (asr__ofi_irecv_locked) the head stays STASHED and a later
+ * tick tries again, soon (ctx->queue_full bounds the thread's sleep, and
+ * asr__drain_stashes reads the CQ so that arriving messages make room even
+ * while the application only polls). */
+static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms) {
   uint64_t head = atomic_load(&c->stash_head);
-  if (head == atomic_load(&c->stash_tail)) return -1;
+  if (head == atomic_load(&c->stash_tail)) return DRAIN_EMPTY;
   struct asr_request *r = c->stash[head % ASR_RING];
   struct fid_mr *mr = NULL;
   if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR) {
     /* the peer died (peer_watch.c): nothing stashed is posted any more */
     atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
   } else {
-    int rc = r->tensor && r->tensor->va ? asr__mr_get_or_register(c, r->tensor, &mr) : -1;
+    int has_va = r->tensor && r->tensor->va;
+    int rc = has_va ? asr__mr_get_or_register(c, r->tensor, &mr) : ASR_EINVAL;
     if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, 0, spin_ms);
-    if (rc == -FI_EAGAIN) {
+    if (rc == ASR_EAGAIN) {
       ctx->queue_full = 1;
-      return 0;
+      return DRAIN_WAITS;
     }
     if (rc != 0) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
-                r->type == ASR_REQ_SEND ? "SEND" : "RECV",
-                rc == -1 ? "no virtual address" : fi_strerror(-rc));
+                r->type == ASR_REQ_SEND ? "SEND" : "RECV", has_va ? asr_strerror(rc) : "no virtual address");
       atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
     } else {
       atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
@@ -194,7 +201,7 @@ static int drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms) {
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->task_n--;
   pthread_mutex_unlock(&ctx->task_mutex);
-  return 1;
+  return DRAIN_LEFT;
 }
 
 /* The service thread's post drain (seed: each comm's stash, FIFO, lazy MR
@@ -241,7 +248,7 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
     if (!first) break;
     /* a send may spin for room once per pass (ofi.h), not once per comm:
      * the pass would otherwise hold this thread for 50 ms per blocked comm */
-    if (drain_one(ctx, first, waiting ? 0 : ASR_OFI_SEND_SPIN_MS) == 1) {
+    if (drain_one(ctx, first, waiting ? 0 : ASR_OFI_SEND_SPIN_MS) == DRAIN_LEFT) {
       posted = 1;
     } else {
       first->drain_blocked = pass;
@@ -289,7 +296,7 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       int gone = !d && atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR;
       if (rc || gone) {
         asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req,
-                  atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : fi_strerror(-rc));
+                  atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : asr_strerror(rc));
         atomic_store_explicit(&req->status, ASR_REQ_ERROR, memory_order_release);
         asr__req_recycle(req);
         return ASR_INVALID;

@@ -82,8 +82,8 @@ struct asr_comm {
   uint8_t peer_hostname[ASR_KV_HOSTNAME_LEN];
   int handle_len, hostname_len;
   uint64_t retry_at_ms;
-  uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on -FI_EAGAIN after this */
-  uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about -FI_EAGAIN after this */
+  uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on ASR_EAGAIN after this */
+  uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about ASR_EAGAIN after this */
   int kv_ready;                 /* this tick, the comm can move (context.c: mark_ready) */
   int kv_open_fd;               /* kv_req's open socket, as it reported it (asr__comm_kv_fd), or -1 */
   int kv_fd;                    /* that socket as registered in ctx->epfd, or -1 */

@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "ofi_kallsyms.h"
 
@@ -84,12 +85,13 @@ static int find_relro(struct dl_phdr_info *info, size_t size, void *arg) {
 
 /* Points one global offset table entry at hidden_fopen. An entry on a
  * read-only RELRO page is made writable for the store and read-only again;
- * any other is writable already. */
+ * any other is writable already. Returns 0, or the ASR_E* of mprotect's
+ * errno (the entry is left as it was). */
 static int patch_slot(void **slot, const relro_t *r) {
   long pg = sysconf(_SC_PAGESIZE);
   uintptr_t page = (uintptr_t)slot & ~(uintptr_t)(pg - 1);
   int ro = page >= r->ro_lo && page < r->ro_hi;
-  if (ro && mprotect((void *)page, (size_t)pg, PROT_READ | PROT_WRITE) != 0) return -1;
+  if (ro && mprotect((void *)page, (size_t)pg, PROT_READ | PROT_WRITE) != 0) return asr_err_from_errno(errno);
   __atomic_store_n(slot, (void *)hidden_fopen, __ATOMIC_RELEASE);
   if (ro) mprotect((void *)page, (size_t)pg, PROT_READ);
   return 0;
@@ -112,7 +114,7 @@ int asr__ofi_hide_kallsyms(void *lib) {
   const char *keep = getenv("ASR_OFI_KALLSYMS");
   if (keep && strcmp(keep, "1") == 0) return 0;
   struct link_map *lm = NULL;
-  if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) != 0 || !lm) return -1;
+  if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) != 0 || !lm) return ASR_EINVAL; /* not a handle dlopen gave */
   ElfW(Addr) base = lm->l_addr;
   const ElfW(Sym) *sym = NULL;
   const char *str = NULL;
@@ -133,10 +135,10 @@ int asr__ofi_hide_kallsyms(void *lib) {
     }
   }
 #undef DYN_PTR
-  if (!sym || !str) return -1;
+  if (!sym || !str) return ASR_EPROTO; /* no dynamic symbol table: not an object we can read */
   relro_t r = {.base = base};
   dl_iterate_phdr(find_relro, &r);
-  if (!r.found) return -1;
+  if (!r.found) return ASR_ENOTFOUND; /* the loader does not list it */
   int n = 0;
   if (jmprel) n += patch_table(base, jmprel, jmprel_sz / sizeof *jmprel, sym, str, &r);
   if (rela) n += patch_table(base, rela, rela_sz / sizeof *rela, sym, str, &r);
