@@ -75,16 +75,48 @@ static const char *pick_provider(void) {
   return p && *p ? p : "shm";
 }
 
+#ifdef ASR_DEBUG
+/* A test hook of debug builds (test_runtime: ofi_open_unwinds): with
+ * ASR_TEST_OFI_FAIL=<step>, that step of asr__ofi_open fails as if
+ * libfabric had answered FI_EOTHER, without being called, so that the
+ * unwinding of each later step can be checked. Release builds have neither
+ * the hook nor its getenv. */
+static int fail_injected(const char *step) {
+  const char *f = getenv("ASR_TEST_OFI_FAIL");
+  return f && strcmp(f, step) == 0;
+}
+#define OFI_STEP(step, call) (fail_injected(step) ? -FI_EOTHER : (call))
+#else
+#define OFI_STEP(step, call) (call)
+#endif
+
+/* Closes one libfabric object; a failure (a domain that still has MRs, say)
+ * is a leak of ours, so it is said, not hidden. */
+static void close_fid(struct fid *f, const char *what) {
+  int rc = fi_close(f);
+  if (rc) asr_warn("fab", "fi_close(%s): %s; something opened on it was not closed", what, fi_strerror(-rc));
+}
+
+/* Acquires, in this order: (1) the control-path mutex, (2) the fi_info,
+ * (3) the fabric, (4) the domain, (5) the CQ, (6) the AV and (7) the
+ * endpoint, which is then bound, enabled and named. A failure releases
+ * exactly what was acquired before it, in reverse order, through the labels
+ * at the end: errN releases acquisition N and falls through to N-1 (the
+ * libfabric tcp provider's err3:/err2:/err1: habit). asr__ofi_close
+ * releases the same seven in the same order. */
 int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   memset(o, 0, sizeof *o);
-  pthread_mutex_init(&o->lock, NULL);
   const char *prov = pick_provider();
   snprintf(o->provider, sizeof o->provider, "%s", prov);
   int is_shm = strcmp(prov, "shm") == 0;
+  const char *step = NULL; /* the failed step, for errbuf; NULL: errbuf is written already */
+  int rc;
+  pthread_mutex_init(&o->lock, NULL); /* 1 */
   struct fi_info *hints = fi_allocinfo();
   if (!hints) {
     snprintf(errbuf, errlen, "fi_allocinfo: out of memory");
-    return ASR_ENOMEM;
+    rc = -FI_ENOMEM;
+    goto err1;
   }
   hints->ep_attr->type = FI_EP_RDM;
   /* shm is local-only and refuses FI_LOCAL_COMM/FI_REMOTE_COMM in the caps it
@@ -97,7 +129,7 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
   hints->tx_attr->msg_order = FI_ORDER_SAS;
   hints->rx_attr->msg_order = FI_ORDER_SAS;
-  hints->fabric_attr->prov_name = strdup(prov);
+  hints->fabric_attr->prov_name = strdup(prov); /* freed with hints */
   const char *node = NULL;
   uint64_t flags = 0;
   if (!is_shm) {
@@ -105,58 +137,50 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
     if (!node || !*node) node = "127.0.0.1";
     flags = FI_SOURCE;
   }
-  int rc = fi_getinfo(FI_VERSION(1, 11), node, NULL, flags, hints, &o->info);
+  rc = fi_getinfo(FI_VERSION(1, 11), node, NULL, flags, hints, &o->info); /* 2 */
   fi_freeinfo(hints);
   if (rc) {
     snprintf(errbuf, errlen,
              "no libfabric provider '%s'%s%s for RDM tagged messaging: %s (set ASR_PROVIDER to shm or "
              "tcp;ofi_rxm)",
              prov, node ? " on " : "", node ? node : "", fi_strerror(-rc));
-    return ofi_err(rc);
+    goto err1;
   }
-  const char *step = "fi_fabric";
-  rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL);
-  if (!rc) {
-    step = "fi_domain";
-    rc = fi_domain(o->fabric, o->info, &o->domain, NULL);
-  }
+  step = "fi_fabric";
+  rc = OFI_STEP(step, fi_fabric(o->info->fabric_attr, &o->fabric, NULL)); /* 3 */
+  if (rc) goto err2;
+  step = "fi_domain";
+  rc = OFI_STEP(step, fi_domain(o->fabric, o->info, &o->domain, NULL)); /* 4 */
+  if (rc) goto err3;
   struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE, .size = 4096};
-  if (!rc) {
-    step = "fi_cq_open";
-    rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL);
-  }
+  step = "fi_cq_open";
+  rc = OFI_STEP(step, fi_cq_open(o->domain, &cq_attr, &o->cq, NULL)); /* 5 */
+  if (rc) goto err4;
   struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-  if (!rc) {
-    step = "fi_av_open";
-    rc = fi_av_open(o->domain, &av_attr, &o->av, NULL);
-  }
-  if (!rc) {
-    step = "fi_endpoint";
-    rc = fi_endpoint(o->domain, o->info, &o->ep, NULL);
-  }
+  step = "fi_av_open";
+  rc = OFI_STEP(step, fi_av_open(o->domain, &av_attr, &o->av, NULL)); /* 6 */
+  if (rc) goto err5;
+  step = "fi_endpoint";
+  rc = OFI_STEP(step, fi_endpoint(o->domain, o->info, &o->ep, NULL)); /* 7 */
+  if (rc) goto err6;
+  /* The AV is bound first: libfabric 1.17's ofi_rxm crashes closing an
+   * endpoint that has none (measured: a bare fi_endpoint + fi_close), so
+   * with the AV bound a later failure can still unwind. */
+  step = "fi_ep_bind(av)";
+  rc = OFI_STEP(step, fi_ep_bind(o->ep, &o->av->fid, 0));
+  if (rc) goto err7;
   /* One CQ bound for both directions: shm wants both a TX and an RX CQ. */
-  if (!rc) {
-    step = "fi_ep_bind(cq)";
-    rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV);
-  }
-  if (!rc) {
-    step = "fi_ep_bind(av)";
-    rc = fi_ep_bind(o->ep, &o->av->fid, 0);
-  }
-  if (!rc) {
-    step = "fi_enable";
-    rc = fi_enable(o->ep);
-  }
-  if (!rc) {
-    step = "fi_getname";
-    o->addrlen = sizeof o->addr;
-    rc = fi_getname(&o->ep->fid, o->addr, &o->addrlen);
-  }
-  if (rc) {
-    snprintf(errbuf, errlen, "%s on provider %s failed: %s", step, prov, fi_strerror(-rc));
-    asr__ofi_close(o);
-    return ofi_err(rc);
-  }
+  step = "fi_ep_bind(cq)";
+  rc = OFI_STEP(step, fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV));
+  if (rc) goto err7;
+  step = "fi_enable";
+  rc = OFI_STEP(step, fi_enable(o->ep));
+  if (rc) goto err7;
+  step = "fi_getname";
+  o->addrlen = sizeof o->addr;
+  rc = OFI_STEP(step, fi_getname(&o->ep->fid, o->addr, &o->addrlen));
+  if (rc) goto err7;
+
   o->need_desc = (o->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
   /* Small sends go out with fi_tinject (asr__ofi_isend_locked) on shm, up to
    * its inject size (4 KiB): shm copies the message into the peer's queue
@@ -187,20 +211,46 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
            "lnc %d: provider %s (%s), address %zu bytes, %u-bit sequence numbers, inject up to %zu bytes",
            lnc, o->info->fabric_attr->prov_name, o->info->domain_attr->name, o->addrlen, bits, o->inject_max);
   return 0;
+
+err7:
+  close_fid(&o->ep->fid, "endpoint");
+  o->ep = NULL;
+err6:
+  close_fid(&o->av->fid, "address vector");
+  o->av = NULL;
+err5:
+  close_fid(&o->cq->fid, "completion queue");
+  o->cq = NULL;
+err4:
+  close_fid(&o->domain->fid, "domain");
+  o->domain = NULL;
+err3:
+  close_fid(&o->fabric->fid, "fabric");
+  o->fabric = NULL;
+err2:
+  fi_freeinfo(o->info);
+  o->info = NULL;
+  if (step) snprintf(errbuf, errlen, "%s on provider %s failed: %s", step, prov, fi_strerror(-rc));
+err1:
+  pthread_mutex_destroy(&o->lock);
+  return ofi_err(rc);
 }
 
+/* The reverse of asr__ofi_open's acquisitions, 7 to 1. The endpoint may be
+ * closed already: asr_close (context.c) closes it before it frees the
+ * comms, so that no completion can name their memory. */
 void asr__ofi_close(asr__ofi_t *o) {
-  if (o->ep) fi_close(&o->ep->fid);
-  if (o->av) fi_close(&o->av->fid);
-  if (o->cq) fi_close(&o->cq->fid);
-  if (o->domain) fi_close(&o->domain->fid);
-  if (o->fabric) fi_close(&o->fabric->fid);
-  if (o->info) fi_freeinfo(o->info);
+  if (o->ep) close_fid(&o->ep->fid, "endpoint");
   o->ep = NULL;
+  if (o->av) close_fid(&o->av->fid, "address vector");
   o->av = NULL;
+  if (o->cq) close_fid(&o->cq->fid, "completion queue");
   o->cq = NULL;
+  if (o->domain) close_fid(&o->domain->fid, "domain");
   o->domain = NULL;
+  if (o->fabric) close_fid(&o->fabric->fid, "fabric");
   o->fabric = NULL;
+  if (o->info) fi_freeinfo(o->info);
   o->info = NULL;
   pthread_mutex_destroy(&o->lock);
 }

@@ -146,10 +146,13 @@ typedef struct {
 } asr__ofi_send_t;
 
 /* Opens the endpoint for lnc with the provider from ASR_PROVIDER / FI_PROVIDER
- * (default shm). errbuf says why on failure. */
+ * (default shm). Returns 0, or a negative ASR_E* code with errbuf saying why
+ * (libfabric's words); on failure nothing of o is left acquired, and o needs
+ * no asr__ofi_close. */
 int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen);
 
-/* Closes everything; posted operations are discarded with the endpoint. */
+/* Closes what asr__ofi_open acquired, in reverse order; posted operations are
+ * discarded with the endpoint. The caller (asr_close) has closed every MR. */
 void asr__ofi_close(asr__ofi_t *o);
 
 /* Drains the CQ, marking completed ops (the flush): takes the transport lock, then ep_lock. */

@@ -34,6 +34,9 @@
  *                          /proc/kallsyms (platform/ofi_kallsyms.c), unless asked to
  *   exit_without_close_leaves_no_shm_region
  *                          exit() with an LNC open unlinks its shm region
+ *   ofi_open_unwinds       each step of asr__ofi_open made to fail in turn
+ *                          (debug builds: ASR_TEST_OFI_FAIL) leaves no
+ *                          descriptor, thread or shm region behind
  * Regressions for runtime bugs these tests found:
  *   task_count_never_negative  a stashed post is counted before it can be drained
  *   connect_slow_peer      a connect waiting for a slow peer does not block the LNC
@@ -2057,4 +2060,66 @@ TEST(exit_without_close_leaves_no_shm_region) {
   int leaked = has_shm_region(pid);
   rt_group_finish(10000);
   ASSERT_MSG(!leaked, "process %d exited with LNC 0 open and left its shm region in /dev/shm", (int)pid);
+}
+
+/* =========================================================================
+ * asr__ofi_open unwinds in exact reverse (ofi.c): a step that fails late
+ * leaves no file descriptor, thread or shm region behind (and, under ASan,
+ * no memory: rt_child_exit's leak check)
+ * ========================================================================= */
+
+#ifdef ASR_DEBUG /* ASR_TEST_OFI_FAIL is a hook of debug builds only */
+
+/* How many file descriptors this process has open (/proc/self/fd). */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  ASSERT_MSG(d != NULL, "opendir /proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+  closedir(d);
+  return n - 1; /* not the directory's own */
+}
+
+/* Every step of asr__ofi_open after fi_getinfo, in its order, which
+ * ASR_TEST_OFI_FAIL can make fail (the names ofi.c gives them). */
+static const char *const open_steps[] = {"fi_fabric",      "fi_domain",   "fi_cq_open",
+                                         "fi_av_open",     "fi_endpoint", "fi_ep_bind(av)",
+                                         "fi_ep_bind(cq)", "fi_enable",   "fi_getname"};
+
+static void open_fail_proc(int rank, void *arg) {
+  (void)arg;
+  /* One open and close first: libfabric, once loaded, and its providers'
+   * first initialisation keep descriptors for the life of the process. */
+  ASSERT_OK(asr_init(rank));
+  ASSERT_OK(asr_close(rank));
+  int fds = open_fds();
+  for (size_t i = 0; i < sizeof open_steps / sizeof open_steps[0]; i++) {
+    const char *step = open_steps[i];
+    /* libfabric 1.17's ofi_rxm crashes closing an endpoint with no AV bound
+     * (ofi.c binds it first): a failing AV bind cannot be unwound there */
+    if (strcmp(step, "fi_ep_bind(av)") == 0 && strcmp(rt_g.provider, "shm") != 0) continue;
+    setenv("ASR_TEST_OFI_FAIL", step, 1);
+    int st = asr_init(rank);
+    unsetenv("ASR_TEST_OFI_FAIL");
+    ASSERT_MSG(st == ASR_INVALID, "%s: asr_init gave %d with %s failing", rt_g.provider, st, step);
+    int now = open_fds();
+    ASSERT_MSG(now == fds, "%s: %s failing left %d descriptor(s) open", rt_g.provider, step, now - fds);
+    ASSERT_MSG(rt_shm_regions(getpid(), 0) == 0, "%s: %s failing left a shm region", rt_g.provider, step);
+    ASSERT_MSG(threads_named("asr-svc-0") == 0 && threads_named("asr-kv-server") == 0,
+               "%s: %s failing left a thread running", rt_g.provider, step);
+  }
+  /* and the LNC still opens afterwards */
+  ASSERT_OK(asr_init(rank));
+  ASSERT_OK(asr_close(rank));
+  ASSERT_EQ(open_fds(), fds);
+}
+
+#endif /* ASR_DEBUG */
+
+TEST(ofi_open_unwinds) {
+#ifdef ASR_DEBUG
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], open_fail_proc, NULL, 60000);
+#else
+  SKIP("the failure injection (ASR_TEST_OFI_FAIL) is in debug builds only: configure --enable-debug");
+#endif
 }
