@@ -197,7 +197,7 @@ static int cmd_serve(int argc, char **argv) {
   int rc = asr_loop_new(&st.loop);
   if (rc) {
     fprintf(stderr, "asrkv: cannot make an event loop: %s\n", asr_strerror(rc));
-    return 1;
+    return EXIT_FAILURE;
   }
   asr_loop_signal_start(st.loop, &st.sigint, SIGINT, on_stop_signal, &st);
   asr_loop_signal_start(st.loop, &st.sigterm, SIGTERM, on_stop_signal, &st);

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "asr_assert.h"
 #include "asr_log.h"
 
 #define ASR_LOG_LINE_MAX 2048
@@ -27,7 +28,9 @@ static char cfg_host[64];
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
+/* Reads ASR_LOG_LEVEL and ASR_LOG_SUBSYS; cfg_lock is held. */
 static void load_env_locked(void) {
+  assert(asr_mutex_held(&cfg_lock));
   const char *lv = getenv("ASR_LOG_LEVEL");
   int level = ASR_LOG_WARN;
   if (lv && *lv) {
