@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_assert.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -55,6 +56,7 @@ unsigned asr__kv_host_epoch(void) { return atomic_load(&server_epoch); }
 
 /* Starts serving after winning the lock. Called with host_mutex held. */
 static int serve_locked(char *errbuf, size_t errlen) {
+  assert(asr_mutex_held(&host_mutex));
   uint8_t secret[ASR_KV_SECRET_LEN];
   if (asr_kv_secret_from_env(secret, errbuf, errlen) != 0) return ASR_EINVAL;
   const char *bind = getenv("ASR_KV_BIND");

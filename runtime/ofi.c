@@ -276,9 +276,9 @@ void asr__ofi_close(asr__ofi_t *o) {
  * costs one atomic exchange where the mutex cost two atomic operations and
  * two library calls on every post and every poll. */
 
-static inline void ep_lock(asr__ofi_t *o) { asr__spin_lock(&o->ep_lock); }
+static inline void ep_lock(asr__ofi_t *o) { asr__ofi_lock(o); }
 
-static inline void ep_unlock(asr__ofi_t *o) { asr__spin_unlock(&o->ep_lock); }
+static inline void ep_unlock(asr__ofi_t *o) { asr__ofi_unlock(o); }
 
 /* The control path: o->lock, then ep_lock. */
 static void ctl_lock(asr__ofi_t *o) {
@@ -304,6 +304,7 @@ static void op_complete(asr__ofi_op_t *op, size_t len, int err) {
  * the ASR_E* of a failed CQ read; a failed completion is not a failure of
  * the read: it marks its op, with the code mapped (ofi_err). */
 static int drain(asr__ofi_t *o) {
+  assert(asr__ofi_locked(o));
   struct fi_cq_tagged_entry ent[CQ_BATCH];
   for (;;) {
     ssize_t n = fi_cq_read(o->cq, ent, CQ_BATCH);
@@ -338,7 +339,10 @@ int asr__ofi_progress(asr__ofi_t *o) {
   return rc;
 }
 
-int asr__ofi_drain_locked(asr__ofi_t *o) { return drain(o); }
+int asr__ofi_drain_locked(asr__ofi_t *o) {
+  assert(asr__ofi_locked(o));
+  return drain(o);
+}
 
 /* Posts with a bounded retry on -FI_EAGAIN, draining the CQ in between
  * (under manual progress nothing moves otherwise), for up to 10 s: the
@@ -367,6 +371,7 @@ int asr__ofi_drain_locked(asr__ofi_t *o) { return drain(o); }
 /* Readies op for a post (called with ep_lock held). The previous use's
  * completion has been read: no drain touches op until it is posted again. */
 static inline void op_arm(asr__ofi_op_t *op) {
+  assert(!asr__ofi_op_owned(op)); /* rearming an op libfabric owns would lose its completion */
   memset(&op->fctx, 0, sizeof op->fctx);
   __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&op->len, 0, __ATOMIC_RELAXED);
@@ -484,6 +489,7 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
  * before returning and writes no completion, so op completes here. */
 int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op, int spin_ms) {
+  assert(asr__ofi_locked(o));
   ssize_t rc;
   if (len <= o->inject_max) {
     /* libfabric never sees op: no arming, and a failed inject leaves it as
@@ -510,6 +516,7 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
  * every comm of the LNC) empties only as messages arrive: POST_DATA. */
 int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op) {
+  assert(asr__ofi_locked(o));
   op_arm(op);
   ssize_t rc = POST_DATA(
       fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op), 0);

@@ -58,6 +58,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "asr_assert.h"
+
 #define ASR_OFI_HANDLE_LEN 128
 #define ASR_OFI_ADDR_MAX 110
 #define ASR_OFI_HANDLE_ORDINAL_OFF 120
@@ -115,6 +117,12 @@ typedef struct asr__ofi {
   struct fid_ep *ep;
   pthread_mutex_t lock; /* the seed's async_sr_ofi_mutex[lnc]: the control path */
   asr__spin_t ep_lock;  /* every endpoint / CQ call (inside lock on the control path) */
+#ifndef NDEBUG
+  /* Debug builds: the thread holding ep_lock (asr_thread_id), 0 when none,
+   * so that asr__ofi_locked can be asserted. Written by the holder only,
+   * read by any thread: relaxed atomics, no cost in release builds. */
+  _Atomic uintptr_t ep_owner;
+#endif
   uint8_t addr[ASR_OFI_ADDR_MAX];
   size_t addrlen;
   uint8_t who[ASR_OFI_WHO_LEN]; /* ours, sent to every peer (set by the context) */
@@ -187,11 +195,33 @@ int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, voi
                    int spin_ms);
 int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 
+#ifndef NDEBUG
+/* Whether the calling thread holds o's ep_lock; for assert() in debug
+ * builds (release builds do not track the owner). */
+static inline int asr__ofi_locked(const asr__ofi_t *o) {
+  return atomic_load_explicit(&o->ep_owner, memory_order_relaxed) == asr_thread_id();
+}
+#endif
+
 /* The data path's lock, ep_lock, for a caller that does more under it than
  * one provider call: request.c pops and pushes its comms' request freelists
- * under it, so that a post or a test that polls takes one lock, not two. */
-static inline void asr__ofi_lock(asr__ofi_t *o) { asr__spin_lock(&o->ep_lock); }
-static inline void asr__ofi_unlock(asr__ofi_t *o) { asr__spin_unlock(&o->ep_lock); }
+ * under it, so that a post or a test that polls takes one lock, not two.
+ * ofi.c takes it through these too. It is not recursive: a thread that
+ * takes it twice would spin forever (asserted in debug builds). */
+static inline void asr__ofi_lock(asr__ofi_t *o) {
+  assert(!asr__ofi_locked(o));
+  asr__spin_lock(&o->ep_lock);
+#ifndef NDEBUG
+  atomic_store_explicit(&o->ep_owner, asr_thread_id(), memory_order_relaxed);
+#endif
+}
+static inline void asr__ofi_unlock(asr__ofi_t *o) {
+  assert(asr__ofi_locked(o));
+#ifndef NDEBUG
+  atomic_store_explicit(&o->ep_owner, 0, memory_order_relaxed);
+#endif
+  asr__spin_unlock(&o->ep_lock);
+}
 
 /* The posts above, and a CQ drain (the data path's poll), with ep_lock held
  * by the caller (a post drops and retakes it while the provider says EAGAIN). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "asr_assert.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "rt.h"
@@ -18,6 +19,7 @@ static asr__ofi_op_t *op_of(struct asr_request *r) { return &r->comm->ops[r - r-
 /* Resets r and pushes it back on its comm's freelist; ep_lock is held. */
 static void recycle_locked(struct asr_request *r) {
   struct asr_comm *c = r->comm;
+  assert(asr__ofi_locked(&c->ctx->ofi));
   r->tensor = NULL;
   r->offset = 0;
   r->length = 0;
