@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_assert.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -54,9 +55,31 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
 }
 
 /* Frees c. With endpoint_closed the transport can no longer complete any of
- * its operations; otherwise the caller cancelled them. */
+ * its operations (asr_close closed the endpoint first); otherwise the caller
+ * (asr_comm_close) had the service thread let go of c and took back every
+ * operation libfabric owned. What must hold then, asserted:
+ * - no op of c is libfabric's: its completion would be written into freed
+ *   memory (asr_comm_close keeps a comm whose cancels did not finish on the
+ *   error list instead, for asr_close);
+ * - the stash ring is empty: the service thread's detach dropped what was
+ *   stashed, and no post is taken once close is requested;
+ * - its KV socket is out of the service thread's epoll set, whose events
+ *   name the comm (detach freed the request, which unregisters it).
+ * Not that every request is FREE: one the application posted and never
+ * tested stays OFI_POSTED, and closing with it is allowed (seed §2 close).
+ * With endpoint_closed none of this holds: asr_close frees comms as they
+ * were when the service thread stopped, stashed requests and all. */
 void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
+#ifndef NDEBUG
+  if (!endpoint_closed) {
+    for (int i = 0; i < ASR_RING; i++) assert(!asr__ofi_op_owned(&c->ops[i]));
+    assert(!asr__ofi_op_owned(&c->orecv.ctrl_op) && !asr__ofi_op_owned(&c->osend.ctrl_op));
+    assert(atomic_load(&c->stash_head) == atomic_load(&c->stash_tail));
+    assert(c->kv_fd < 0);
+  }
+#else
   (void)endpoint_closed;
+#endif
   if (c->kv_req) asr_kv_req_free(c->kv_req);
   for (asr_mr_entry_t *e = atomic_load(&c->mrs), *n; e; e = n) {
     n = e->next;

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_assert.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -194,7 +195,11 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     default:
-      /* states 1, 3, 5 are RECV-only (seed asserts at 0xBB) */
+      /* States 1, 3, 5 are RECV-only (seed asserts at 0xBB), and a comm that
+       * reached 6 or 7 left its peer queue in the tick it got there
+       * (context.c: connect_comms), so it is never stepped again. A release
+       * build fails the comm, loudly, rather than stop the process. */
+      assert(0 && "a SEND comm stepped in a state it cannot be in");
       return fail(c, "SEND comm in impossible state %d", atomic_load(&c->status));
   }
 }
@@ -342,7 +347,9 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     default:
-      /* states 2, 6, 7 are not steps of a pending RECV comm (seed asserts at 0x142) */
+      /* States 2, 6, 7 are not steps of a pending RECV comm (seed asserts at
+       * 0x142): 2 is SEND-only, and 6 and 7 leave the peer queue at once. */
+      assert(0 && "a RECV comm stepped in a state it cannot be in");
       return fail(c, "RECV comm in impossible state %d", atomic_load(&c->status));
   }
 }

@@ -267,7 +267,8 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
     return ASR_UNCONNECTED;
   }
   struct asr_comm *c = req->comm;
-  switch (atomic_load_explicit(&req->status, memory_order_acquire)) {
+  int status = atomic_load_explicit(&req->status, memory_order_acquire);
+  switch (status) {
     case ASR_REQ_OFI_POSTED: {
       /* Completed by an earlier drain (another request's test, or the
        * service thread), or not yet: then drain the CQ. Either way one hold
@@ -315,8 +316,9 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       return ASR_SUCCESS;
     case ASR_REQ_ERROR:
     default:
-      asr_error("svc", "asr_test: Request state %s%s%s",
-                req_status_names[atomic_load_explicit(&req->status, memory_order_acquire) & 3],
+      /* nothing but the four states is ever stored in a request */
+      assert(status == ASR_REQ_ERROR);
+      asr_error("svc", "asr_test: Request state %s%s%s", req_status_names[status & 3],
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? ": " : "",
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : "");
       asr__req_recycle(req);
