@@ -6,9 +6,11 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "asr_assert.h"
 #include "asr_err.h"
@@ -29,6 +31,17 @@ void asr__comm_set_status(struct asr_comm *c, int status) {
   asr_debug("svc", "lnc %d %s comm %p to %s/lnc %d: %s -> %s", c->lnc,
             c->type == ASR_SEND_COMM ? "SEND" : "RECV", (void *)c, c->peer_ip, c->peer_lnc,
             asr_comm_status_name(old), asr_comm_status_name(status));
+  /* asr_comm_wait_connected's sleepers look again. The status is stored
+   * before the count of sleepers is read, and a sleeper counts itself before
+   * it reads the status (both sequentially consistent): either it sees the
+   * new status, or we see it and wake it (under its mutex, so not between
+   * its look and its sleep). */
+  if ((status == ASR_COMM_CONNECTED || status == ASR_COMM_CONNECTION_ERROR) &&
+      atomic_load(&c->ctx->waiters) > 0) {
+    pthread_mutex_lock(&c->ctx->wait_mutex);
+    pthread_cond_broadcast(&c->ctx->wait_cv);
+    pthread_mutex_unlock(&c->ctx->wait_mutex);
+  }
 }
 
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc) {
@@ -41,7 +54,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   snprintf(c->peer_ip, sizeof c->peer_ip, "%s", peer_ip);
   atomic_init(&c->status, ASR_COMM_START_INIT);
   c->watch = -1;
-  c->kv_open_fd = c->kv_fd = -1;
+  c->kv_open_fd = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
   pthread_mutex_init(&c->mr_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */
@@ -75,7 +88,7 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
     for (int i = 0; i < ASR_RING; i++) assert(!asr__ofi_op_owned(&c->ops[i]));
     assert(!asr__ofi_op_owned(&c->orecv.ctrl_op) && !asr__ofi_op_owned(&c->osend.ctrl_op));
     assert(atomic_load(&c->stash_head) == atomic_load(&c->stash_tail));
-    assert(c->kv_fd < 0);
+    assert(!c->kv_io.active);
   }
 #else
   (void)endpoint_closed;
@@ -149,22 +162,42 @@ int asr_comm_status(const asr_comm_t *comm, int *status) {
 
 int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
   if (!comm) return ASR_INVALID;
-  uint64_t until = timeout_ms >= 0 ? asr_time_ms() + (uint64_t)timeout_ms : UINT64_MAX;
-  unsigned nap = 0;
-  for (;;) {
-    int st = atomic_load(&comm->status);
-    if (st == ASR_COMM_CONNECTED) return ASR_SUCCESS;
-    if (st == ASR_COMM_CONNECTION_ERROR) return ASR_CONN_ERROR;
-    if (asr_time_ms() >= until) return ASR_TIMEOUT;
-    /* An accept completes only while someone reads the CQ; the service
-     * thread does, we only wait. */
-    if (nap < 50) {
-      nap++;
-      sched_yield();
-    } else {
-      asr_sleep_ms(1);
+  asr_ctx_t *ctx = comm->ctx;
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  if (timeout_ms >= 0) {
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
     }
   }
+  /* An accept completes only while someone reads the CQ; the service
+   * thread does, we only sleep until it says (asr__comm_set_status). */
+  int rc = ASR_SUCCESS;
+  pthread_mutex_lock(&ctx->wait_mutex);
+  atomic_fetch_add(&ctx->waiters, 1);
+  for (;;) {
+    int st = atomic_load(&comm->status);
+    if (st == ASR_COMM_CONNECTED) break;
+    if (st == ASR_COMM_CONNECTION_ERROR) {
+      rc = ASR_CONN_ERROR;
+      break;
+    }
+    int w = timeout_ms >= 0 ? pthread_cond_timedwait(&ctx->wait_cv, &ctx->wait_mutex, &until)
+                            : pthread_cond_wait(&ctx->wait_cv, &ctx->wait_mutex);
+    if (w == ETIMEDOUT) {
+      st = atomic_load(&comm->status);
+      rc = st == ASR_COMM_CONNECTED          ? ASR_SUCCESS
+           : st == ASR_COMM_CONNECTION_ERROR ? ASR_CONN_ERROR
+                                             : ASR_TIMEOUT;
+      break;
+    }
+  }
+  atomic_fetch_sub(&ctx->waiters, 1);
+  pthread_mutex_unlock(&ctx->wait_mutex);
+  return rc;
 }
 
 /* --- MR cache (seed: mhandle_cache keyed by (va, comm), never evicted) -----

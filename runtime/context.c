@@ -14,15 +14,13 @@
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "rt.h"
@@ -67,11 +65,12 @@ int asr_init(int lnc) {
   pthread_mutex_lock(&init_mutex[lnc]);
   int rc = ASR_INVALID;
   asr_ctx_t *ctx = NULL;
+  char err[512];
+  uint16_t port;
   if (asr__ctx_get(lnc)) {
     asr_error("svc", "asr_init: LNC %d is already initialised (call asr_close first)", lnc);
     goto out;
   }
-  uint16_t port;
   if (env_port(&port) != 0) goto out;
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) goto out;
@@ -81,37 +80,42 @@ int asr_init(int lnc) {
   own_hostname(ctx->hostname, sizeof ctx->hostname);
   if (strlen(ctx->hostname) == 0 || strlen(ctx->hostname) >= ASR_KV_HOSTNAME_LEN) {
     asr_error("svc", "asr_init: host name must be 1..127 bytes (set ASR_HOSTNAME)");
-    goto fail;
+    goto err_free;
   }
-  char err[512];
   if (asr__kv_host_join(port, ctx->hostname, err, sizeof err) != 0) {
     asr_error("svc", "asr_init(lnc %d): %s", lnc, err);
-    goto fail;
+    goto err_free;
   }
   if (asr__ofi_open(&ctx->ofi, lnc, err, sizeof err) != 0) {
     asr_error("fab", "asr_init(lnc %d): %s", lnc, err);
-    asr__kv_host_leave();
-    goto fail;
+    goto err_kv;
   }
   asr__watch_self(ctx->ofi.who);
   memcpy(&ctx->self_node, ctx->ofi.who + 12, sizeof ctx->self_node);
   /* The flush fence's 4-byte buffer, registered at init (seed: enc_async_sr_flush). */
-  if (asr__ofi_mr_reg(&ctx->ofi, ctx->flush_buf, sizeof ctx->flush_buf, &ctx->flush_mr) != 0)
-    ctx->flush_mr = NULL;
+  int mrc = asr__ofi_mr_reg(&ctx->ofi, ctx->flush_buf, sizeof ctx->flush_buf, &ctx->flush_mr);
+  if (mrc != 0) {
+    asr_error("fab", "asr_init(lnc %d): cannot register the flush buffer: %s", lnc, asr_strerror(mrc));
+    goto err_ofi;
+  }
+  int lrc = asr_loop_new(&ctx->loop);
+  if (lrc != 0) {
+    asr_error("svc", "asr_init(lnc %d): cannot make the service thread's event loop: %s", lnc,
+              asr_strerror(lrc));
+    goto err_mr;
+  }
   pthread_mutex_init(&ctx->task_mutex, NULL);
-  pthread_cond_init(&ctx->task_cv, NULL);
-  ctx->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  ctx->epfd = epoll_create1(EPOLL_CLOEXEC); /* without it every pending comm is stepped every tick */
   pthread_cond_init(&ctx->detach_cv, NULL);
   pthread_mutex_init(&ctx->comms_mutex, NULL);
+  pthread_mutex_init(&ctx->wait_mutex, NULL);
+  pthread_condattr_t ca; /* asr_comm_wait_connected's deadline is on the monotonic clock */
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&ctx->wait_cv, &ca);
+  pthread_condattr_destroy(&ca);
   if (pthread_create(&ctx->thread, NULL, asr__svc_main, ctx) != 0) {
     asr_error("svc", "asr_init(lnc %d): cannot start the service thread", lnc);
-    if (ctx->wakefd >= 0) close(ctx->wakefd);
-    if (ctx->epfd >= 0) close(ctx->epfd);
-    asr__ofi_mr_dereg(ctx->flush_mr);
-    asr__ofi_close(&ctx->ofi);
-    asr__kv_host_leave();
-    goto fail;
+    goto err_sync;
   }
   char name[16]; /* for top -H, perf and gdb */
   snprintf(name, sizeof name, "asr-svc-%d", lnc);
@@ -122,7 +126,21 @@ int asr_init(int lnc) {
            ctx->ofi.provider);
   rc = ASR_SUCCESS;
   goto out;
-fail:
+  /* every failure undoes, in reverse, what came before it */
+err_sync:
+  pthread_cond_destroy(&ctx->wait_cv);
+  pthread_mutex_destroy(&ctx->wait_mutex);
+  pthread_mutex_destroy(&ctx->comms_mutex);
+  pthread_cond_destroy(&ctx->detach_cv);
+  pthread_mutex_destroy(&ctx->task_mutex);
+  asr_loop_free(ctx->loop);
+err_mr:
+  asr__ofi_mr_dereg(ctx->flush_mr);
+err_ofi:
+  asr__ofi_close(&ctx->ofi);
+err_kv:
+  asr__kv_host_leave();
+err_free:
   free(ctx);
 out:
   pthread_mutex_unlock(&init_mutex[lnc]);
@@ -148,7 +166,6 @@ int asr_close(int lnc) {
   }
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->shutdown = 1;
-  pthread_cond_broadcast(&ctx->task_cv);
   asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task_mutex);
   pthread_join(ctx->thread, NULL);
@@ -163,18 +180,19 @@ int asr_close(int lnc) {
   free_list(ctx->connected);
   free_list(ctx->errored);
   for (unsigned i = ctx->ring_head; i != ctx->ring_tail; i++) asr__comm_free(ctx->ring[i % ASR_RING], 1);
-  asr__ofi_mr_dereg(ctx->flush_mr);
-  asr__ofi_close(&ctx->ofi);
+  /* the rest in the reverse order of asr_init */
   asr__watch_free(ctx);
-  pthread_cond_destroy(&ctx->task_cv);
-  if (ctx->wakefd >= 0) close(ctx->wakefd);
-  if (ctx->epfd >= 0) close(ctx->epfd);
   free(ctx->hosts);
+  pthread_cond_destroy(&ctx->wait_cv);
+  pthread_mutex_destroy(&ctx->wait_mutex);
+  pthread_mutex_destroy(&ctx->comms_mutex);
   pthread_cond_destroy(&ctx->detach_cv);
   pthread_mutex_destroy(&ctx->task_mutex);
-  pthread_mutex_destroy(&ctx->comms_mutex);
-  free(ctx);
+  asr_loop_free(ctx->loop); /* every source on it was stopped (asserted in debug builds) */
+  asr__ofi_mr_dereg(ctx->flush_mr);
+  asr__ofi_close(&ctx->ofi);
   asr__kv_host_leave();
+  free(ctx);
   pthread_mutex_unlock(&init_mutex[lnc]);
   return ASR_SUCCESS;
 }
@@ -264,77 +282,14 @@ found:
   atomic_store(&c->detached, 1);
 }
 
-/* The pending comms' KV sockets live in an epoll set (ctx->epfd), each
- * registered for what its request waits on, so that neither finding the
- * heads that can move nor sleeping until one can costs a pass of the kernel
- * over every socket: with a 64-rank mesh (16 processes x 4 LNCs on 2 CPUs,
- * about 126 requests in flight per LNC) the poll() calls that did both were
- * half of every service thread's time. A socket leaves the set before its
- * request closes it (asr__comm_kv_fd), so a socket number reused for another
- * never inherits a registration. */
-
-static void kv_unregister(asr_ctx_t *ctx, struct asr_comm *c) {
-  if (c->kv_fd < 0) return;
-  epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, c->kv_fd, NULL);
-  c->kv_fd = -1;
-  ctx->nkv--;
-}
-
-/* kv_client's socket callback (asr_kv_req_watch_fd). */
-static void comm_kv_fd(void *arg, int fd, int open) {
-  struct asr_comm *c = arg;
-  if (open) {
-    c->kv_open_fd = fd;
-    return;
-  }
-  if (c->kv_fd == fd) kv_unregister(c->ctx, c);
-  if (c->kv_open_fd == fd) c->kv_open_fd = -1;
-}
-
-void asr__comm_kv_watch(struct asr_comm *c) { asr_kv_req_watch_fd(c->kv_req, comm_kv_fd, c); }
-
-/* Brings a queue head's registration in line with what it waits on. Returns
- * 0 when it can move now without a socket event (no KV request and its
- * retry_at_ms is due, a request whose timer is due, or a socket the set
- * cannot watch), else the milliseconds until its timer, or -1 when only
- * its socket can make it move. */
-static int sync_kv(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
-  if (!c->kv_req)
-    return c->retry_at_ms > now ? (int)(c->retry_at_ms - now < 50 ? c->retry_at_ms - now : 50) : 0;
-  struct pollfd one;
-  int t = asr_kv_req_pollfd_at(c->kv_req, now, &one);
-  if (t == 0) return 0;
-  if (one.fd < 0) { /* a backoff: its timer only */
-    kv_unregister(ctx, c);
-    return t;
-  }
-  if (ctx->epfd < 0 || one.fd != c->kv_open_fd) return 0;
-  uint32_t ev = (one.events & POLLIN ? EPOLLIN : 0) | (one.events & POLLOUT ? EPOLLOUT : 0);
-  if (c->kv_fd == one.fd && c->kv_ev == ev) return t;
-  struct epoll_event e = {.events = ev, .data.ptr = c};
-  if (c->kv_fd == one.fd) {
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, one.fd, &e) != 0) return 0;
-  } else {
-    kv_unregister(ctx, c);
-    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, one.fd, &e) != 0) return 0;
-    c->kv_fd = one.fd;
-    ctx->nkv++;
-  }
-  c->kv_ev = ev;
-  return t;
-}
-
-/* Which queue heads can move this tick: those sync_kv says can, and those
- * whose socket is ready (one epoll_wait, no timeout). */
+/* Which queue heads can move this tick: those whose KV socket the loop
+ * found ready (kv_ready, set by its callback in connect.c), and those that
+ * can move without a socket event (asr__connect_ready). */
 static void mark_ready(asr_ctx_t *ctx) {
   uint64_t now = asr_time_ms();
   for (int dir = 0; dir < 2; dir++)
     for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next)
-      if (q->head) q->head->kv_ready = sync_kv(ctx, q->head, now) == 0;
-  if (ctx->nkv == 0) return;
-  struct epoll_event ev[256];
-  int n = epoll_wait(ctx->epfd, ev, 256, 0);
-  for (int i = 0; i < n; i++) ((struct asr_comm *)ev[i].data.ptr)->kv_ready = 1;
+      if (q->head && asr__connect_ready(ctx, q->head, now) == 0) q->head->kv_ready = 1;
 }
 
 /* async_sr_connect_comms: one step for the head of every peer queue that
@@ -358,6 +313,7 @@ static int connect_comms(asr_ctx_t *ctx, int dir) {
     struct asr_comm *c = q->head;
     if (!c) continue;
     if (!c->kv_ready) continue;
+    c->kv_ready = 0; /* until its socket or its timer says again */
     progressed |= asr__connect_step(ctx, c);
     int st = atomic_load(&c->status);
     if (st != ASR_COMM_CONNECTED && st != ASR_COMM_CONNECTION_ERROR) continue;
@@ -393,23 +349,16 @@ static int post_sendrecv_tasks(asr_ctx_t *ctx) {
   return progressed;
 }
 
-void asr__ctx_wake(asr_ctx_t *ctx) {
-  ctx->gen++;
-  if (!ctx->sleeping) return; /* it sees gen move before it sleeps */
-  uint64_t one = 1;
-  (void)!write(ctx->wakefd, &one, sizeof one);
-}
-
 /* How long an idle tick may sleep: until the first timer of a queue head
- * (sync_kv; at most 50 ms), or, when a head can move now, not at all. Its
- * sockets wake the thread through the epoll set (wait_for_work). */
+ * (asr__connect_ready; at most 50 ms), or, when a head can move now, not at
+ * all. Its sockets wake the thread through the loop. */
 static int idle_timeout(asr_ctx_t *ctx) {
   int tmo = 50;
   uint64_t now = asr_time_ms();
   for (int dir = 0; dir < 2; dir++)
     for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
       if (!q->head) continue;
-      int t = sync_kv(ctx, q->head, now);
+      int t = asr__connect_ready(ctx, q->head, now);
       /* due now without a KV request: a retry_at_ms just reached; sleep 1 ms
        * rather than spin (as the connect machine's waits always did) */
       if (t == 0 && !q->head->kv_req) t = 1;
@@ -418,78 +367,63 @@ static int idle_timeout(asr_ctx_t *ctx) {
   return tmo;
 }
 
-/* Called with task_mutex held; returns with it held. Sleeps until there is
- * work: forever when there is none, else until a socket it waits on is ready
- * or a timer is due; a watched peer's exit (its pidfd) wakes it too. Any
- * producer wakes it through wakefd. Returns 1 when it slept. */
-static int wait_for_work(asr_ctx_t *ctx, int idle_tick, unsigned seen_gen) {
-  if (ctx->shutdown || ctx->nclosing || ctx->ring_head != ctx->ring_tail || ctx->gen != seen_gen) return 0;
-  int block = ctx->task_n == 0;
-  if (!block && !idle_tick) return 0;
-  struct pollfd pf[2 + 64];
-  int np = 1, tmo = -1;
-  pf[0] = (struct pollfd){.fd = ctx->wakefd, .events = POLLIN};
-  if (!block) {
-    tmo = idle_timeout(ctx);
-    if (ctx->nkv > 0) pf[np++] = (struct pollfd){.fd = ctx->epfd, .events = POLLIN};
-  }
-  if (!block && ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
-  /* Up to 64 pidfds in the set; with more peers than that, look at them all
-   * every 100 ms (asr__watch_tick after the sleep). */
-  int wfirst = np;
-  np += asr__watch_pollfds(ctx, pf + np, 64);
-  if (ctx->nwatch_live > 64 && (tmo < 0 || tmo > 100)) tmo = 100;
-  ctx->sleeping = 1;
-  pthread_mutex_unlock(&ctx->task_mutex);
-  /* The pidfds were in the set: unless one of them fired (or some were left
-   * out), the check after the sleep (asr__watch_tick) has nothing to find. */
-  ctx->watch_fired = tmo == 0 || ctx->nwatch_live > 64;
-  if (tmo != 0 && poll(pf, (nfds_t)np, tmo) > 0)
-    for (int i = wfirst; i < np; i++) ctx->watch_fired |= pf[i].revents != 0;
-  uint64_t v;
-  (void)!read(ctx->wakefd, &v, sizeof v);
+/*
+ * One tick of the service thread (seed §4 LOOP), run by its loop before
+ * each sleep; it returns how long the loop may sleep. It (1) takes the
+ * handed-over comms into their peer queues and lets go of the comms being
+ * closed, (2) advances the head of every peer queue that can move by one
+ * connect step, (3) drains the stash rings; then it sleeps as long as
+ * nothing can move: forever when there is no work (task_n == 0), else until
+ * a KV socket it waits on is ready or a head's timer is due. Producers wake
+ * it (asr__ctx_wake: the loop's wakeup, which makes the next sleep not
+ * happen once work was published), and so does a watched peer's exit.
+ */
+static int svc_tick(asr_loop_t *loop, void *arg) {
+  asr_ctx_t *ctx = arg;
   pthread_mutex_lock(&ctx->task_mutex);
-  ctx->sleeping = 0;
-  return 1;
+  if (ctx->task_n < 0) asr_error("svc", "lnc %d: task count went negative (%d)", ctx->lnc, ctx->task_n);
+  if (ctx->shutdown) {
+    pthread_mutex_unlock(&ctx->task_mutex);
+    asr_loop_stop(loop);
+    return 0;
+  }
+  struct asr_comm *picked[ASR_RING];
+  unsigned npicked = 0;
+  while (ctx->ring_head != ctx->ring_tail) picked[npicked++] = ctx->ring[ctx->ring_head++ % ASR_RING];
+  struct asr_comm *closing[ASR_RING];
+  unsigned nclosing = ctx->nclosing;
+  memcpy(closing, ctx->closing, nclosing * sizeof closing[0]);
+  ctx->nclosing = 0;
+  pthread_mutex_unlock(&ctx->task_mutex);
+
+  for (unsigned i = 0; i < npicked; i++) pickup(ctx, picked[i]);
+  if (nclosing) {
+    for (unsigned i = 0; i < nclosing; i++) detach(ctx, closing[i]);
+    pthread_mutex_lock(&ctx->task_mutex);
+    pthread_cond_broadcast(&ctx->detach_cv);
+    pthread_mutex_unlock(&ctx->task_mutex);
+  }
+  int progressed = npicked > 0 || nclosing > 0;
+  mark_ready(ctx);
+  progressed |= connect_comms(ctx, ASR_SEND_COMM);
+  progressed |= connect_comms(ctx, ASR_RECV_COMM);
+  progressed |= post_sendrecv_tasks(ctx);
+  if (progressed) return 0; /* another tick at once: what moved may let more move */
+
+  pthread_mutex_lock(&ctx->task_mutex);
+  int busy = ctx->task_n > 0;
+  pthread_mutex_unlock(&ctx->task_mutex);
+  if (!busy) return -1;
+  int tmo = idle_timeout(ctx);
+  if (ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
+  return tmo;
 }
 
 void *asr__svc_main(void *arg) {
   asr_ctx_t *ctx = arg;
-  int idle = 0;
-  unsigned seen = 0;
-  for (;;) {
-    pthread_mutex_lock(&ctx->task_mutex);
-    if (ctx->task_n < 0) asr_error("svc", "lnc %d: task count went negative (%d)", ctx->lnc, ctx->task_n);
-    int slept = wait_for_work(ctx, idle, seen);
-    seen = ctx->gen;
-    if (ctx->shutdown) {
-      pthread_mutex_unlock(&ctx->task_mutex);
-      break;
-    }
-    struct asr_comm *picked[ASR_RING];
-    unsigned npicked = 0;
-    while (ctx->ring_head != ctx->ring_tail) picked[npicked++] = ctx->ring[ctx->ring_head++ % ASR_RING];
-    struct asr_comm *closing[ASR_RING];
-    unsigned nclosing = ctx->nclosing;
-    memcpy(closing, ctx->closing, nclosing * sizeof closing[0]);
-    ctx->nclosing = 0;
-    pthread_mutex_unlock(&ctx->task_mutex);
-
-    for (unsigned i = 0; i < npicked; i++) pickup(ctx, picked[i]);
-    if (nclosing) {
-      for (unsigned i = 0; i < nclosing; i++) detach(ctx, closing[i]);
-      pthread_mutex_lock(&ctx->task_mutex);
-      pthread_cond_broadcast(&ctx->detach_cv);
-      pthread_mutex_unlock(&ctx->task_mutex);
-    }
-    int progressed = npicked > 0 || nclosing > 0;
-    mark_ready(ctx);
-    progressed |= connect_comms(ctx, ASR_SEND_COMM);
-    progressed |= connect_comms(ctx, ASR_RECV_COMM);
-    progressed |= post_sendrecv_tasks(ctx);
-    progressed |= asr__watch_tick(ctx, slept && ctx->watch_fired);
-    idle = !progressed;
-  }
+  asr_loop_set_hooks(ctx->loop, svc_tick, NULL, ctx);
+  int rc = asr_loop_run(ctx->loop);
+  if (rc) asr_error("svc", "lnc %d: the service thread's loop failed: %s", ctx->lnc, asr_strerror(rc));
   /* SHUTDOWN: comms still connecting go to the error list. */
   for (int dir = 0; dir < 2; dir++) {
     asr_peerq_t *q = ctx->pending[dir];

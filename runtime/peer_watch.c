@@ -10,11 +10,10 @@
  * How: each end of a comm tells the other who it is (ofi.h: the 20-byte
  * "who" in the listen handle and in the connect message): its pid, its start
  * time since boot, and a node id naming the kernel boot and pid namespace it
- * runs in. A peer in our node is watched through a pidfd (pidfd_open), which
- * turns readable when the process exits; the service thread has the pidfds in
- * its poll set when it sleeps and checks them at most every WATCH_BUSY_MS
- * when it is busy. The start time guards against pid reuse between the
- * handshake and pidfd_open. A peer on another node (another host) is not
+ * runs in. A peer in our node is watched through a pid source on the service
+ * thread's loop (a pidfd, readable when the process exits), so its death is
+ * seen at once, asleep or busy. The start time guards against pid reuse
+ * between the handshake and the watch. A peer on another node (another host) is not
  * watched here: there the launcher ends the whole job when a rank dies.
  *
  * On a death every connected comm to that process turns CONNECTION_ERROR
@@ -35,15 +34,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "rt.h"
-
-#define WATCH_BUSY_MS 100
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
@@ -111,7 +105,7 @@ void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]) {
 
 /* Fails every connected comm watched through entry w. Service thread. */
 static void fail_peer(asr_ctx_t *ctx, int w) {
-  asr_watch_t *e = &ctx->watch[w];
+  asr_watch_t *e = ctx->watch[w];
   pthread_mutex_lock(&ctx->comms_mutex);
   for (struct asr_comm *c = ctx->connected; c; c = c->next) {
     if (c->watch != w || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
@@ -134,13 +128,19 @@ static void fail_peer(asr_ctx_t *ctx, int w) {
 }
 
 static void mark_dead(asr_ctx_t *ctx, int w) {
-  asr_watch_t *e = &ctx->watch[w];
-  if (e->fd >= 0) close(e->fd);
-  e->fd = -1;
+  asr_watch_t *e = ctx->watch[w];
+  if (e->dead) return;
+  asr_loop_pid_stop(ctx->loop, &e->exit_watch);
   e->dead = 1;
   ctx->nwatch_live--;
   asr_debug("svc", "lnc %d: peer process %u exited", ctx->lnc, e->pid);
   fail_peer(ctx, w);
+}
+
+static void on_peer_exit(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int status) {
+  (void)loop, (void)have_status, (void)status;
+  asr_watch_t *e = p->arg;
+  mark_dead(e->ctx, e->index);
 }
 
 int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OFI_WHO_LEN]) {
@@ -149,68 +149,40 @@ int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OF
   uint64_t start = get64(who + 4), node = get64(who + 12);
   if (!pid || !node || node != ctx->self_node || pid == (uint32_t)getpid()) return 0;
   for (int i = 0; i < ctx->nwatch; i++)
-    if (ctx->watch[i].pid == pid && ctx->watch[i].start == start) {
+    if (ctx->watch[i]->pid == pid && ctx->watch[i]->start == start) {
       c->watch = i;
-      return ctx->watch[i].dead;
+      return ctx->watch[i]->dead;
     }
   if (ctx->nwatch == ctx->capwatch) {
     int ncap = ctx->capwatch ? ctx->capwatch * 2 : 8;
-    asr_watch_t *n = realloc(ctx->watch, (size_t)ncap * sizeof *n);
+    asr_watch_t **n = realloc(ctx->watch, (size_t)ncap * sizeof *n);
     if (!n) return 0; /* unwatched: no worse than before */
     ctx->watch = n;
     ctx->capwatch = ncap;
   }
-  int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-  if (fd < 0 && errno != ESRCH) {
-    asr_debug("svc", "lnc %d: cannot watch peer process %u: pidfd_open: %s", ctx->lnc, pid, strerror(errno));
+  asr_watch_t *e = calloc(1, sizeof *e);
+  if (!e) return 0;
+  *e = (asr_watch_t){.ctx = ctx, .index = ctx->nwatch, .pid = pid, .start = start};
+  int rc = asr_loop_pid_start(ctx->loop, &e->exit_watch, (pid_t)pid, 0, on_peer_exit, e);
+  if (rc) {
+    asr_debug("svc", "lnc %d: cannot watch peer process %u: %s", ctx->lnc, pid, asr_strerror(rc));
+    free(e);
     return 0;
   }
-  if (fd >= 0) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-  int w = ctx->nwatch++;
-  ctx->watch[w] = (asr_watch_t){.pid = pid, .start = start, .fd = fd, .dead = 0};
+  ctx->watch[ctx->nwatch++] = e;
   ctx->nwatch_live++;
-  c->watch = w;
-  /* The pid may already name another process (the peer died and its pid was
-   * reused before pidfd_open): the start time tells. */
-  if (fd < 0 || proc_start_time(pid) != start) mark_dead(ctx, w);
-  return ctx->watch[w].dead;
-}
-
-int asr__watch_pollfds(asr_ctx_t *ctx, struct pollfd *pf, int cap) {
-  int n = 0;
-  for (int i = 0; i < ctx->nwatch && n < cap; i++)
-    if (!ctx->watch[i].dead) pf[n++] = (struct pollfd){.fd = ctx->watch[i].fd, .events = POLLIN};
-  return n;
-}
-
-int asr__watch_tick(asr_ctx_t *ctx, int slept) {
-  if (!ctx->nwatch_live) return 0;
-  uint64_t now = asr_time_ms();
-  if (!slept && now - ctx->watch_checked_ms < WATCH_BUSY_MS) return 0;
-  ctx->watch_checked_ms = now;
-  int progressed = 0;
-  struct pollfd pf[64];
-  int idx[64];
-  for (int i = 0; i < ctx->nwatch;) {
-    int n = 0;
-    for (; i < ctx->nwatch && n < 64; i++)
-      if (!ctx->watch[i].dead) {
-        pf[n] = (struct pollfd){.fd = ctx->watch[i].fd, .events = POLLIN};
-        idx[n++] = i;
-      }
-    if (n == 0 || poll(pf, (nfds_t)n, 0) <= 0) continue;
-    for (int k = 0; k < n; k++)
-      if (pf[k].revents) {
-        mark_dead(ctx, idx[k]);
-        progressed = 1;
-      }
-  }
-  return progressed;
+  c->watch = e->index;
+  /* The pid may already name another process, or none (the peer died and
+   * its pid was reused before the watch): the start time tells. */
+  if (proc_start_time(pid) != start) mark_dead(ctx, e->index);
+  return e->dead;
 }
 
 void asr__watch_free(asr_ctx_t *ctx) {
-  for (int i = 0; i < ctx->nwatch; i++)
-    if (ctx->watch[i].fd >= 0) close(ctx->watch[i].fd);
+  for (int i = 0; i < ctx->nwatch; i++) {
+    asr_loop_pid_stop(ctx->loop, &ctx->watch[i]->exit_watch);
+    free(ctx->watch[i]);
+  }
   free(ctx->watch);
   ctx->watch = NULL;
   ctx->nwatch = ctx->capwatch = ctx->nwatch_live = 0;

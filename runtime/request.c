@@ -16,6 +16,25 @@ static const char *const req_status_names[] = {"FREE", "STASHED", "OFI_POSTED", 
 
 static asr__ofi_op_t *op_of(struct asr_request *r) { return &r->comm->ops[r - r->comm->reqs]; }
 
+/* The one place a request's status changes (seed §1's machine: FREE ->
+ * STASHED -> OFI_POSTED -> FREE, FREE -> OFI_POSTED on the fast path, any
+ * of those -> ERROR -> FREE). A release store: whoever reads the status
+ * with an acquire load sees the request's fields as they were set before.
+ * Debug builds check the transition and log it (ASR_LOG_LEVEL=trace); a
+ * release build pays the store alone, on the post and completion paths. */
+static inline void req_set_status(struct asr_request *r, asr_req_status_t to) {
+#ifndef NDEBUG
+  int from = atomic_load_explicit(&r->status, memory_order_relaxed);
+  assert(from != (int)to);
+  assert(
+      to == ASR_REQ_ERROR || (from == ASR_REQ_FREE && (to == ASR_REQ_STASHED || to == ASR_REQ_OFI_POSTED)) ||
+      (from == ASR_REQ_STASHED && to == ASR_REQ_OFI_POSTED) || (from != ASR_REQ_FREE && to == ASR_REQ_FREE));
+  if (r->comm->ctx->trace)
+    asr_trace("svc", "request %p: %s -> %s", (void *)r, req_status_names[from & 3], req_status_names[to & 3]);
+#endif
+  atomic_store_explicit(&r->status, to, memory_order_release);
+}
+
 /* Resets r and pushes it back on its comm's freelist; ep_lock is held. */
 static void recycle_locked(struct asr_request *r) {
   struct asr_comm *c = r->comm;
@@ -25,7 +44,8 @@ static void recycle_locked(struct asr_request *r) {
   r->length = 0;
   r->type = ASR_REQ_NOTYPE;
   r->ofi_req = NULL;
-  atomic_store_explicit(&r->status, ASR_REQ_FREE, memory_order_release);
+  /* (a request popped for a fast-path post that failed was never anything but FREE) */
+  if (atomic_load_explicit(&r->status, memory_order_relaxed) != ASR_REQ_FREE) req_set_status(r, ASR_REQ_FREE);
   if (c->free_top < ASR_RING) c->free_data[c->free_top++] = r;
 }
 
@@ -112,7 +132,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   if (fast) {
     int rc = post_ofi(comm, r, va, mr, 1, ASR_OFI_SEND_SPIN_MS);
     if (rc == 0) {
-      atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
+      req_set_status(r, ASR_REQ_OFI_POSTED);
       asr__ofi_unlock(o);
       *out = r;
       return ASR_SUCCESS;
@@ -135,7 +155,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
    * thread may drain it the moment it is pushed and un-count it, and task_n
    * must never go below zero. The wakeup comes after the push, so the
    * thread cannot look at the ring too early and then sleep through it. */
-  atomic_store_explicit(&r->status, ASR_REQ_STASHED, memory_order_release);
+  req_set_status(r, ASR_REQ_STASHED);
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->task_n++;
   pthread_mutex_unlock(&ctx->task_mutex);
@@ -180,7 +200,7 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
   struct fid_mr *mr = NULL;
   if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR) {
     /* the peer died (peer_watch.c): nothing stashed is posted any more */
-    atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
+    req_set_status(r, ASR_REQ_ERROR);
   } else {
     int has_va = r->tensor && r->tensor->va;
     int rc = has_va ? asr__mr_get_or_register(c, r->tensor, &mr) : ASR_EINVAL;
@@ -192,9 +212,9 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
     if (rc != 0) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
                 r->type == ASR_REQ_SEND ? "SEND" : "RECV", has_va ? asr_strerror(rc) : "no virtual address");
-      atomic_store_explicit(&r->status, ASR_REQ_ERROR, memory_order_release);
+      req_set_status(r, ASR_REQ_ERROR);
     } else {
-      atomic_store_explicit(&r->status, ASR_REQ_OFI_POSTED, memory_order_release);
+      req_set_status(r, ASR_REQ_OFI_POSTED);
     }
   }
   /* Advance only after the post: an empty ring means "everything stashed is posted". */
@@ -300,7 +320,7 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       if (rc || gone) {
         asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req,
                   atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : asr_strerror(rc));
-        atomic_store_explicit(&req->status, ASR_REQ_ERROR, memory_order_release);
+        req_set_status(req, ASR_REQ_ERROR);
         asr__req_recycle(req);
         return ASR_INVALID;
       }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "asr.h"
+#include "asr_loop.h"
 #include "kv_client.h"
 #include "kv_keys.h"
 #include "ofi.h"
@@ -84,10 +85,9 @@ struct asr_comm {
   uint64_t retry_at_ms;
   uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on ASR_EAGAIN after this */
   uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about ASR_EAGAIN after this */
-  int kv_ready;                 /* this tick, the comm can move (context.c: mark_ready) */
-  int kv_open_fd;               /* kv_req's open socket, as it reported it (asr__comm_kv_fd), or -1 */
-  int kv_fd;                    /* that socket as registered in ctx->epfd, or -1 */
-  uint32_t kv_ev;               /* the events kv_fd is registered for */
+  int kv_ready;                 /* the comm can move this tick (its socket is ready: connect.c) */
+  int kv_open_fd;               /* kv_req's open socket, as it reported it, or -1 */
+  asr_loop_io_t kv_io;          /* that socket on the service thread's loop, while the comm waits on it */
   unsigned wait_ms;             /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
   unsigned kv_epoch;            /* RECV: asr__kv_host_epoch() when the handle was published */
 
@@ -130,9 +130,11 @@ struct asr_comm {
 
 /* A peer process on this node whose death fails its comms (peer_watch.c). */
 typedef struct {
+  struct asr_ctx *ctx;
+  int index; /* in ctx->watch, as comms name it (c->watch) */
   uint32_t pid;
-  uint64_t start; /* its start time: a reused pid is another process */
-  int fd;         /* pidfd, readable once it exited; -1 when dead */
+  uint64_t start;            /* its start time: a reused pid is another process */
+  asr_loop_pid_t exit_watch; /* its exit, on the service thread's loop */
   int dead;
 } asr_watch_t;
 
@@ -162,11 +164,9 @@ typedef struct asr_ctx {
   uint16_t port;
   pthread_t thread;
 
-  pthread_mutex_t task_mutex; /* guards everything up to task_cv */
-  pthread_cond_t task_cv;     /* (kept for asr_close; the thread sleeps in poll) */
-  int wakefd;                 /* eventfd: wakes the service thread out of poll() */
-  int sleeping;               /* the thread is (about to be) in poll(): producers write wakefd */
-  unsigned gen;               /* bumped by every asr__ctx_wake: work arrived since the tick began */
+  asr_loop_t *loop; /* the service thread's (its KV sockets, its peers' exits, its wakeups) */
+
+  pthread_mutex_t task_mutex; /* guards everything up to detach_cv */
   int task_n;
   int shutdown;
   int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
@@ -184,19 +184,21 @@ typedef struct asr_ctx {
   asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
   asr_peer_host_t *hosts;  /* "hostname" of every peer IP asked so far (connect.c) */
   int nhosts, caphosts;
-  int epfd; /* epoll set of the pending comms' KV sockets (context.c: sync_kv) */
-  int nkv;  /* sockets registered in it */
 
   pthread_mutex_t comms_mutex; /* guards connected/error lists */
   struct asr_comm *connected;
   struct asr_comm *errored;
 
   /* peer liveness (peer_watch.c; service thread only) */
-  uint64_t self_node; /* our node id, from ofi.who */
-  asr_watch_t *watch;
+  uint64_t self_node;  /* our node id, from ofi.who */
+  asr_watch_t **watch; /* each entry allocated once: the loop holds its exit watch */
   int nwatch, capwatch, nwatch_live;
-  uint64_t watch_checked_ms;
-  int watch_fired; /* the last sleep's poll saw a pidfd fire, or could not tell (context.c) */
+
+  /* asr_comm_wait_connected's sleepers: a comm that reaches CONNECTED or
+   * CONNECTION_ERROR wakes them (comm.c) when there are any */
+  pthread_mutex_t wait_mutex;
+  pthread_cond_t wait_cv;
+  _Atomic int waiters;
 
   asr__ofi_op_t flush_op;
   uint8_t flush_buf[4];
@@ -214,16 +216,20 @@ static inline asr_ctx_t *asr__ctx_get(int lnc) {
   return __atomic_load_n(&asr__ctxs[lnc], __ATOMIC_ACQUIRE);
 }
 
-/* Wakes the service thread; call with task_mutex held after adding work. */
-void asr__ctx_wake(asr_ctx_t *ctx);
+/* Wakes the service thread after adding work (publish the work first: the
+ * loop's wake protocol then guarantees the next tick sees it). */
+static inline void asr__ctx_wake(asr_ctx_t *ctx) { asr_loop_wake(ctx->loop); }
 
 /* c is failing or going away: a "hostname" it was asking for is asked again
  * by the next comm that needs it (connect.c). */
 void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c);
 
-/* Watches the socket of c's new KV request (c->kv_req): every KV request a
- * comm starts is handed to this right away (connect.c). */
-void asr__comm_kv_watch(struct asr_comm *c);
+/* Whether queue head c can move this tick without a socket event, bringing
+ * the loop's watch of its KV socket in line with what the request waits on
+ * (connect.c). Returns 0 when it can move now, else the ms until its timer,
+ * or -1 when only its socket can make it move (then c->kv_ready is set by
+ * the loop when it is ready). */
+int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now);
 
 /* Service thread entry (context.c). */
 void *asr__svc_main(void *arg);
@@ -257,16 +263,11 @@ static inline int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, stru
 
 /* Peer liveness (peer_watch.c). asr__watch_self fills our 20-byte "who";
  * asr__watch_comm starts watching the process a newly connected comm talks
- * to (c->watch = -1 when it is not on this node) and returns 1 when that
- * process is gone already; asr__watch_pollfds adds
- * the live pidfds to a poll set; asr__watch_tick fails the comms of peers
- * that exited (every call after a sleep, else at most every 100 ms) and
- * returns 1 when it did. */
-struct pollfd;
+ * to (c->watch = -1 when it is not on this node; its exit fails that comm
+ * and the others to it, from the service thread's loop) and returns 1 when
+ * that process is gone already. */
 void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]);
 int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OFI_WHO_LEN]);
-int asr__watch_pollfds(asr_ctx_t *ctx, struct pollfd *pf, int cap);
-int asr__watch_tick(asr_ctx_t *ctx, int slept);
 void asr__watch_free(asr_ctx_t *ctx);
 
 /* The shm region of each open LNC, unlinked at exit for those never closed
