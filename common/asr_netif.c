@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -79,7 +80,7 @@ static int not_found(const char *spec, const char *what, char *errbuf, size_t er
   return ASR_ENOTFOUND;
 }
 
-int asr_netif_resolve(const char *spec, char ip[ASR_NETIF_ADDRLEN], char *errbuf, size_t errlen) {
+int asr_netif_check_spec(const char *spec, char *errbuf, size_t errlen) {
   if (!spec || !*spec || strlen(spec) >= 64) {
     snprintf(errbuf, errlen, "an interface spec is an interface name, A.B.C.D/N or A.B.C.D, not '%.64s'",
              spec ? spec : "");
@@ -91,24 +92,37 @@ int asr_netif_resolve(const char *spec, char ip[ASR_NETIF_ADDRLEN], char *errbuf
   if (slash) *slash = '\0';
   struct in_addr a;
   if (inet_pton(AF_INET, copy, &a) == 1) {
-    int bits = 32;
     if (slash) {
       char *end;
       long b = strtol(slash + 1, &end, 10);
-      if (!slash[1] || *end || b < 0 || b > 32) {
+      if (!isdigit((unsigned char)slash[1]) || *end || b < 0 || b > 32) {
         snprintf(errbuf, errlen, "'%s': the prefix length after '/' must be 0..32", spec);
         return ASR_EINVAL;
       }
-      bits = (int)b;
     }
-    subnet_t s = {.mask = bits ? 0xffffffffu << (32 - bits) : 0};
-    s.net = ntohl(a.s_addr) & s.mask;
-    if (find_addr(match_subnet, &s, ip) == 0) return 0;
-    return not_found(spec, slash ? "matches no address" : "is not an address", errbuf, errlen);
+    return 0;
   }
   if (slash || strlen(spec) >= IF_NAMESIZE) {
     snprintf(errbuf, errlen, "'%s' is neither an interface name, A.B.C.D/N nor A.B.C.D", spec);
     return ASR_EINVAL;
+  }
+  return 0;
+}
+
+int asr_netif_resolve(const char *spec, char ip[ASR_NETIF_ADDRLEN], char *errbuf, size_t errlen) {
+  int rc = asr_netif_check_spec(spec, errbuf, errlen);
+  if (rc) return rc;
+  char copy[64];
+  snprintf(copy, sizeof copy, "%s", spec);
+  char *slash = strchr(copy, '/');
+  if (slash) *slash = '\0';
+  struct in_addr a;
+  if (inet_pton(AF_INET, copy, &a) == 1) {
+    int bits = slash ? atoi(slash + 1) : 32; /* checked above */
+    subnet_t s = {.mask = bits ? 0xffffffffu << (32 - bits) : 0};
+    s.net = ntohl(a.s_addr) & s.mask;
+    if (find_addr(match_subnet, &s, ip) == 0) return 0;
+    return not_found(spec, slash ? "matches no address" : "is not an address", errbuf, errlen);
   }
   if (find_addr(match_name, spec, ip) == 0) return 0;
   return not_found(spec, "is not an up interface with an IPv4 address", errbuf, errlen);

@@ -17,6 +17,11 @@
 
 #define ASR_NETIF_ADDRLEN 16 /* "255.255.255.255" + NUL */
 
+/* Checks that spec has one of the forms above, without looking at this
+ * host's interfaces (another host may have them). Returns 0, or ASR_EINVAL
+ * with errbuf saying what is wrong. */
+int asr_netif_check_spec(const char *spec, char *errbuf, size_t errlen);
+
 /* Resolves spec on this host into ip. Returns 0, ASR_EINVAL for a spec that
  * is not one of the forms above, or ASR_ENOTFOUND when nothing here matches;
  * errbuf then lists the addresses this host has. */

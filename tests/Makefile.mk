@@ -10,6 +10,7 @@ UNIT_TESTS = \
 	tests/unit/test_common \
 	tests/unit/test_loop \
 	tests/unit/test_ctl \
+	tests/unit/test_env \
 	tests/unit/test_kv_frame \
 	tests/unit/test_kv_client \
 	tests/unit/test_kv_server \
@@ -36,6 +37,8 @@ tests_unit_test_loop_LDADD = $(TEST_LIBS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
 tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
+tests_unit_test_env_SOURCES = tests/unit/test_env.c
+tests_unit_test_env_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_client_SOURCES = tests/unit/test_kv_client.c
