@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asrd.h"
 
@@ -46,17 +47,12 @@ static int build_base_env(asrd_t *d) {
   base_env = calloc(n + (size_t)d->job.nenv + 32, sizeof *base_env);
   if (!base_env) return ASR_ENOMEM;
   size_t k = 0;
-  static const char *const ours[] = {"ASR_RANK",       "ASR_SIZE",
-                                     "ASR_LNC",        "ASR_LOCAL_RANK",
-                                     "ASR_LOCAL_SIZE", "ASR_BOOTSTRAP_PORT",
-                                     "ASR_JOB_SECRET", "ASR_HOSTNAME",
-                                     "ASR_KV_SERVER",  "ASR_PROVIDER",
-                                     "ASR_IF_ADDR",    "ASR_NUM_HOSTS",
-                                     "ASR_HOST_INDEX", NULL};
   for (size_t i = 0; i < n; i++) {
+    /* what we set below: the rows of asr_env.h flagged ASR_ENV_SET */
+    const asr_env_row_t *row = asr_env_find(environ[i]);
     int skip = strncmp(environ[i], "PMIX_", 5) == 0 ||
-               (asrd_topo_env_set() && env_has_prefix(environ[i], "HWLOC_PLUGINS_BLACKLIST"));
-    for (int j = 0; ours[j] && !skip; j++) skip = env_has_prefix(environ[i], ours[j]);
+               (asrd_topo_env_set() && env_has_prefix(environ[i], "HWLOC_PLUGINS_BLACKLIST")) ||
+               (row && (row->who & ASR_ENV_SET) && env_has_prefix(environ[i], row->name));
     for (uint32_t j = 0; j < d->job.nenv && !skip; j++)
       skip = env_has_prefix(environ[i], d->job.env_names[j]);
     if (!skip) base_env[k++] = environ[i]; /* borrowed: copied per rank */

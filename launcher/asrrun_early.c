@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_sock.h"
 #include "asrd_dir.h"
 #include "asrrun.h"
@@ -36,8 +37,8 @@
 #define EARLY_REAP_MS 5000
 
 void asrrun_asrd_path(char *out, size_t len) {
-  const char *env = getenv("ASR_ASRD");
-  if (env && *env) {
+  const char *env = NULL; /* checked by asr_config_check_env before any daemon starts */
+  if (asr_env_str(ASR_ENV_ASRD_PATH, &env, NULL, 0) == 0 && env) {
     snprintf(out, len, "%s", env);
     return;
   }
@@ -59,10 +60,13 @@ void asrrun_early_start(asrrun_t *run, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--version") || !strcmp(a, "--dry-run") ||
-        !strncmp(a, "-H", 2) || !strncmp(a, "--host", 6))
+        !strncmp(a, "--list-env", 10) || !strncmp(a, "-H", 2) || !strncmp(a, "--host", 6))
       return;
   }
-  if (getenv("ASRRUN_HOSTFILE") || getenv("PBS_NODEFILE") || getenv("SLURM_JOB_ID") ||
+  /* Nor when the environment holds a bad setting: the job will not run
+   * (asr_config_load reports why). */
+  if (asr_config_check_env(NULL, 0) != 0) return;
+  if (asr_env_is_set(ASR_ENV_ASRRUN_HOSTFILE) || getenv("PBS_NODEFILE") || getenv("SLURM_JOB_ID") ||
       getenv("SLURM_JOB_NODELIST") || getenv("SLURM_NODELIST"))
     return;
   if (gethostname(e->host, sizeof e->host - 1) != 0 || !e->host[0]) return;

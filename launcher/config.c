@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "config_int.h"
 
@@ -98,88 +100,32 @@ static int fail_nomem(char *errbuf, size_t errlen) {
   return ASR_ENOMEM;
 }
 
-/* Parses a plain decimal number: no sign, no spaces, no suffix. strtol alone
- * would accept " 4", "+4" and "4abc" up to the junk. Returns 0 with *out
- * set, or ASR_EINVAL. */
-static int parse_decimal(const char *s, long *out) {
-  if (!s || !isdigit((unsigned char)s[0])) return ASR_EINVAL;
-  errno = 0;
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (errno || *end) return ASR_EINVAL;
-  *out = v;
-  return 0;
-}
-
-/* Accepts the YAML 1.1 spellings as well as 0/1, so that a value reads the
- * same in a YAML file and in an ASRRUN_* variable. Returns 0 with *out set
- * to 1 or 0, or ASR_EINVAL. */
-static int parse_bool(const char *s, int *out) {
-  static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
-  for (size_t i = 0; i < 4; i++) {
-    if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
-      *out = strcasecmp(s, yes[i]) == 0;
-      return 0;
-    }
-  }
-  return ASR_EINVAL;
-}
-
-static void join_words(const char *const *words, char *buf, size_t len) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (size_t i = 0; words[i] && used < len; i++) {
-    int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", words[i]);
-    if (n < 0) break;
-    used += (size_t)n;
-  }
-}
-
+/* The values go through asr_env.h's parsers, the ones every ASR_* variable
+ * uses too, so that a value means the same and fails with the same words as
+ * a flag, in a YAML file and in a variable. */
 static int set_int(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                    char *errbuf, size_t errlen) {
   long v;
-  const char *kind = k->min == 1 ? "a positive number" : "a number";
-  if (!*val) return asr__config_fail(errbuf, errlen, "%s: needs a value (%s)", what, kind);
-  if (parse_decimal(val, &v) != 0 || (k->min == 1 && v < 1))
-    return asr__config_fail(errbuf, errlen, "%s: '%s' is not %s", what, val, kind);
-  if (v < k->min || v > k->max)
-    return asr__config_fail(errbuf, errlen, "%s: '%s' is out of range: use %ld to %ld", what, val, k->min,
-                            k->max);
-  *(int *)((char *)cfg + k->off) = (int)v;
-  return 0;
+  int rc = asr_env_parse_long(what, val, k->min, k->max, &v, errbuf, errlen);
+  if (rc == 0) *(int *)((char *)cfg + k->off) = (int)v;
+  return rc;
 }
 
 static int set_bool(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                     char *errbuf, size_t errlen) {
-  int b;
-  if (parse_bool(val, &b) != 0)
-    return asr__config_fail(errbuf, errlen, "%s: '%s' is not a boolean: use true or false (1 or 0)", what,
-                            val);
-  *(int *)((char *)cfg + k->off) = b;
-  return 0;
+  return asr_env_parse_bool(what, val, (int *)((char *)cfg + k->off), errbuf, errlen);
 }
 
 static int set_word(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                     char *errbuf, size_t errlen) {
-  for (int i = 0; k->words[i]; i++)
-    if (strcmp(val, k->words[i]) == 0) {
-      *(int *)((char *)cfg + k->off) = i;
-      return 0;
-    }
-  char list[128];
-  join_words(k->words, list, sizeof list);
-  return asr__config_fail(errbuf, errlen, "%s: '%s' is not one of %s", what, val, list);
+  return asr_env_parse_word(what, val, k->words, (int *)((char *)cfg + k->off), errbuf, errlen);
 }
 
 static int set_str(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                    char *errbuf, size_t errlen) {
-  size_t n = strlen(val);
-  if ((long)n < k->min) return asr__config_fail(errbuf, errlen, "%s: needs a non-empty value", what);
-  if (n >= k->cap)
-    return asr__config_fail(errbuf, errlen, "%s: '%.40s...' is too long (at most %zu bytes)", what, val,
-                            k->cap - 1);
-  memcpy((char *)cfg + k->off, val, n + 1);
-  return 0;
+  int rc = asr_env_parse_text(what, val, k->min, (long)k->cap - 1, errbuf, errlen);
+  if (rc == 0) memcpy((char *)cfg + k->off, val, strlen(val) + 1); /* fits: checked */
+  return rc;
 }
 
 int asr__config_set(asr_config_t *cfg, const asr__cfg_key_t *key, const char *val, const char *what,
@@ -221,7 +167,7 @@ static int is_host_name(const char *s, size_t n) {
 
 int asr__config_parse_slots(const char *s, int *slots) {
   long v;
-  if (parse_decimal(s, &v) != 0 || v < 1 || v > ASR_CFG_MAX_SLOTS) return ASR_EINVAL;
+  if (asr_env_parse_long("slots", s, 1, ASR_CFG_MAX_SLOTS, &v, NULL, 0) != 0) return ASR_EINVAL;
   *slots = (int)v;
   return 0;
 }
@@ -381,6 +327,17 @@ int asr__config_put_env(asr_config_t *cfg, const char *name, size_t namelen, con
   if (value && strlen(value) >= sizeof e->value)
     return asr__config_fail(errbuf, errlen, "%s: the value of %.*s is longer than %zu bytes", what,
                             (int)namelen, name, sizeof e->value - 1);
+  /* A value for one of asr's variables is checked as the variable would be:
+   * the ranks would fail on it anyway, each with its own message. */
+  char nul_name[sizeof e->name];
+  snprintf(nul_name, sizeof nul_name, "%.*s", (int)namelen, name);
+  const asr_env_row_t *row = asr_env_find(nul_name);
+  if (row && value && *value && !(row->who & ASR_ENV_FAMILY)) {
+    char sub[200];
+    snprintf(sub, sizeof sub, "%s: %s", what, nul_name);
+    int rc = asr_env_check_value(row->id, sub, value, errbuf, errlen);
+    if (rc) return rc;
+  }
   for (int i = 0; i < cfg->nenv && !e; i++)
     if (strlen(cfg->env[i].name) == namelen && memcmp(cfg->env[i].name, name, namelen) == 0) e = &cfg->env[i];
   if (!e) {
@@ -452,22 +409,65 @@ void asr_config_free(asr_config_t *cfg) {
 }
 
 /* An empty ASRRUN_* variable counts as unset, the usual shell convention
- * (`ASRRUN_NP= asrrun ...` turns the variable off rather than failing). */
+ * (`ASRRUN_NP= asrrun ...` turns the variable off rather than failing). The
+ * values are checked by the key table, as flags and YAML keys are; each
+ * key's variable is a row of asr_env.h (test_launcher_config checks that they
+ * agree). */
 int asr_config_load_env(asr_config_t *cfg, char *errbuf, size_t errlen) {
   for (size_t i = 0; i < asr__cfg_nkeys; i++) {
     const asr__cfg_key_t *k = &asr__cfg_keys[i];
-    const char *v = k->env ? getenv(k->env) : NULL;
+    const asr_env_row_t *row = k->env ? asr_env_find(k->env) : NULL;
+    const char *v = row ? asr_env_raw(row->id) : NULL;
     if (!v || !*v) continue;
     int rc = asr__config_set(cfg, k, v, k->env, errbuf, errlen);
     if (rc) return rc;
   }
-  const char *hf = getenv("ASRRUN_HOSTFILE");
-  if (hf && *hf) {
+  const char *hf = NULL;
+  int rc = asr_env_str(ASR_ENV_ASRRUN_HOSTFILE, &hf, errbuf, errlen);
+  if (rc == 0 && hf) {
     char inner[1200];
-    int rc = asr_config_read_hostfile(cfg, hf, inner, sizeof inner);
+    rc = asr_config_read_hostfile(cfg, hf, inner, sizeof inner);
     if (rc) return asr__config_fail(errbuf, errlen, "ASRRUN_HOSTFILE: %s", inner);
   }
-  return 0;
+  return rc;
+}
+
+typedef struct {
+  char *errbuf;
+  size_t errlen;
+  int failed; /* an unknown ASRRUN_* name was found (the message names the first) */
+  int warn;   /* print the warnings for unknown ASR_* names */
+  int warned; /* and some were printed */
+} unknown_ctx_t;
+
+static void on_unknown(void *arg, const char *name, const char *near) {
+  unknown_ctx_t *u = arg;
+  char hint[160] = "";
+  if (near) snprintf(hint, sizeof hint, " (did you mean %s?)", near);
+  if (strncmp(name, "ASRRUN_", 7) == 0) {
+    if (!u->failed)
+      asr__config_fail(u->errbuf, u->errlen, "unknown variable %s%s; asrrun --list-env lists them", name,
+                       hint);
+    u->failed = 1;
+  } else if (u->warn) {
+    fprintf(stderr, "asrrun: warning: unknown variable %s%s; asrrun --list-env lists them\n", name, hint);
+    u->warned = 1;
+  }
+}
+
+/* The ranks and daemons inherit asrrun's environment, so asrrun checks all
+ * of it before it starts anything: every row's value (a bad one would
+ * otherwise fail N ranks, one message each, or quietly change a default),
+ * and the names, as it checks flags. The warnings for unknown ASR_* names are
+ * printed once: asrrun may check before it starts its early daemon and again
+ * while it reads its configuration. */
+int asr_config_check_env(char *errbuf, size_t errlen) {
+  static int warned;
+  unknown_ctx_t u = {.errbuf = errbuf, .errlen = errlen, .warn = !warned};
+  asr_env_each_unknown(environ, on_unknown, &u);
+  if (u.warned) warned = 1;
+  if (u.failed) return ASR_ECONFIG;
+  return asr_env_check_all(~0u, errbuf, errlen);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -488,7 +488,8 @@ typedef int (*cli_fn)(cli_ctx_t *ctx, const cli_opt_t *opt, const char *flag, co
 
 struct cli_opt {
   const char *name, *alias;
-  const char *metavar; /* the value's placeholder in --help; NULL for a switch */
+  const char *metavar; /* the value's placeholder in --help; NULL for a switch; "[=...]": optional, given
+                        * only as --flag=VALUE */
   const char *key;     /* the asr__cfg_keys entry it sets, if any */
   const char *fixed;   /* for a switch that sets key: the value it sets */
   cli_fn fn;
@@ -553,6 +554,16 @@ static int opt_version(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const
   return 1;
 }
 
+/* --list-env, or --list-env=markdown (README.md's table: scripts/gen-env-table.sh). */
+static int opt_list_env(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
+  int markdown = 0;
+  if (val && asr_env_parse_word(flag, val, (const char *const[]){"text", "markdown", NULL}, &markdown,
+                                c->errbuf, c->errlen) != 0)
+    return ASR_ECONFIG;
+  asr_env_print(stdout, markdown);
+  return 1;
+}
+
 /* The one list of flags: the parser, the -f pre-scan and --help all read it,
  * so a flag cannot exist without its help line. */
 static const cli_opt_t cli_opts[] = {
@@ -578,6 +589,8 @@ static const cli_opt_t cli_opts[] = {
     {"--dry-run", NULL, NULL, NULL, NULL, opt_dry_run, "print the rank map and exit"},
     {"-v", NULL, NULL, NULL, NULL, opt_verbose, "more output (repeatable: -vv)"},
     {"--version", NULL, NULL, NULL, NULL, opt_version, "print the version and exit"},
+    {"--list-env", NULL, "[=markdown]", NULL, NULL, opt_list_env,
+     "print the ASR_* and ASRRUN_* environment variables and exit"},
     {"-h", "--help", NULL, NULL, NULL, opt_help, "print this help and exit"},
     {"--launcher", NULL, "auto|local|rsh|slurm", "launcher", NULL, opt_key, "how to start the host daemons"},
     {"--launch-agent", NULL, "CMD", "launch_agent", NULL, opt_key, "rsh agent command (default: ssh)"},
@@ -597,7 +610,7 @@ static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const ch
     const cli_opt_t *p = &cli_opts[i];
     char names[64];
     snprintf(names, sizeof names, "%s%s%s%s%s", p->name, p->alias ? ", " : "", p->alias ? p->alias : "",
-             p->metavar ? " " : "", p->metavar ? p->metavar : "");
+             p->metavar && p->metavar[0] != '[' ? " " : "", p->metavar ? p->metavar : "");
     printf("  %-34s %s\n", names, p->help);
   }
   printf(
@@ -605,7 +618,7 @@ static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const ch
       "Settings are read lowest first from: built-in defaults, the system file\n"
       "  %s/asr/asrrun.yaml\n"
       "($ASR_SYSTEM_CONFIG), ~/.config/asr/asrrun.yaml ($ASR_USER_CONFIG), the -f job file,\n"
-      "ASRRUN_* variables, and this command line.\n"
+      "ASRRUN_* variables, and this command line; asrrun --list-env lists the variables.\n"
       "\nExit status: 0 all ranks exited 0; 1-123 the first failing rank's status (or its abort status);\n"
       "124 --timeout expired; 125 launch failure or a daemon died; 127 program not found;\n"
       "128+S a rank (or asrrun) got signal S; 2 bad command line or configuration.\n",
@@ -654,6 +667,7 @@ static int next_option(int argc, char **argv, int *i, const cli_opt_t **opt, cha
     if (eq) return asr__config_fail(errbuf, errlen, "%s takes no value (got '%s')", flag, a);
     return 1;
   }
+  if ((*opt)->metavar[0] == '[') return 1; /* an optional value: only ever --flag=VALUE */
   if (!eq) {
     if (*i >= argc)
       return asr__config_fail(errbuf, errlen, "%s needs a value: %s %s", flag, flag, (*opt)->metavar);
@@ -686,7 +700,7 @@ int asr_config_parse_args(asr_config_t *cfg, int argc, char **argv, char *errbuf
 
 typedef struct {
   const char *job_file; /* the last -f's value */
-  int info_only;        /* --help or --version: read no files */
+  int info_only;        /* --help, --version or --list-env: read no files, check no variables */
 } prescan_t;
 
 /* Finds -f before the environment and the command line are applied, walking
@@ -700,14 +714,15 @@ static void prescan_args(int argc, char **argv, prescan_t *ps) {
   memset(ps, 0, sizeof *ps);
   while (next_option(argc, argv, &i, &opt, flag, sizeof flag, &val, NULL, 0) > 0) {
     if (opt->fn == opt_job_file) ps->job_file = val;
-    if (opt->fn == opt_help || opt->fn == opt_version) ps->info_only = 1;
+    if (opt->fn == opt_help || opt->fn == opt_version || opt->fn == opt_list_env) ps->info_only = 1;
   }
 }
 
-/* The path of a settings file: $var when it is set (empty means "no file"),
- * else the default. Returns NULL for no file. */
-static const char *config_path(const char *var, const char *dflt) {
-  const char *v = getenv(var);
+/* The path of a settings file: the variable when it is set (set but empty
+ * means "no file": asr_env_raw tells that from unset), else the default.
+ * Returns NULL for no file. */
+static const char *config_path(asr_env_id_t var, const char *dflt) {
+  const char *v = asr_env_raw(var);
   if (v) return *v ? v : NULL;
   return dflt;
 }
@@ -742,9 +757,10 @@ int asr_config_load(asr_config_t *cfg, int argc, char **argv, char *errbuf, size
   asr_config_defaults(cfg);
   prescan_args(argc, argv, &ps);
   if (!ps.info_only) {
-    const char *sys = config_path("ASR_SYSTEM_CONFIG", ASR_SYSCONFDIR "/asr/asrrun.yaml");
-    const char *user = config_path("ASR_USER_CONFIG", user_default_path(user_buf, sizeof user_buf));
-    rc = load_optional_yaml(cfg, sys, errbuf, errlen);
+    const char *sys = config_path(ASR_ENV_SYSTEM_CONFIG, ASR_SYSCONFDIR "/asr/asrrun.yaml");
+    const char *user = config_path(ASR_ENV_USER_CONFIG, user_default_path(user_buf, sizeof user_buf));
+    rc = asr_config_check_env(errbuf, errlen);
+    if (rc == 0) rc = load_optional_yaml(cfg, sys, errbuf, errlen);
     if (rc == 0) rc = load_optional_yaml(cfg, user, errbuf, errlen);
     if (rc == 0 && ps.job_file) rc = load_job_yaml(cfg, ps.job_file, errbuf, errlen);
     if (rc == 0) rc = asr_config_load_env(cfg, errbuf, errlen);

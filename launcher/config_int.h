@@ -7,7 +7,9 @@
  * and command-line layers all go through asr__config_set(), so a value means
  * the same thing and fails with the same words in every layer; only the
  * "what" prefix of the message differs ("--bind-to", "ASRRUN_BIND_TO",
- * "job.yaml:3: bind_to").
+ * "job.yaml:3: bind_to"). The checks are common/asr_env.h's value parsers,
+ * and each key's variable is a row of that table with the same type, range,
+ * words and default (test_launcher_config checks it).
  */
 #ifndef ASR_LAUNCHER_CONFIG_INT_H
 #define ASR_LAUNCHER_CONFIG_INT_H

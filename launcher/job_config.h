@@ -6,7 +6,7 @@
  *   2. the system file                   $(sysconfdir)/asr/asrrun.yaml (ASR_SYSTEM_CONFIG overrides the path)
  *   3. the user's file                   $ASR_USER_CONFIG, else ~/.config/asr/asrrun.yaml
  *   4. the job YAML                      asrrun -f job.yaml
- *   5. the environment                   ASRRUN_* variables (see config_env.c)
+ *   5. the environment                   ASRRUN_* variables (common/asr_env.h lists them)
  *   6. the command line                  asrrun flags
  * Each layer only overrides the keys it sets. Unknown keys and bad values are
  * errors that name the file, the line and the key.
@@ -84,8 +84,18 @@ int asr_config_load_yaml(asr_config_t *cfg, const char *path, char *errbuf, size
 /* Applies ASRRUN_* environment variables. */
 int asr_config_load_env(asr_config_t *cfg, char *errbuf, size_t errlen);
 
+/* Checks asrrun's whole environment against common/asr_env.h's table: every
+ * ASR_* and ASRRUN_* variable that is a row must have a good value, and an
+ * ASRRUN_* name that is no row is an error (like an unknown flag). Unknown
+ * ASR_* names are warned about on stderr, by the first call only. Returns 0
+ * or ASR_ECONFIG with errbuf. asr_config_load calls it (unless the command
+ * line only asks for --help, --version or --list-env); asrrun also calls it
+ * before it starts its early daemon. */
+int asr_config_check_env(char *errbuf, size_t errlen);
+
 /* Applies the command line (argv[1..]); the program and its arguments end it.
- * Returns 0, ASR_CONFIG with errbuf, or 1 when --help/--version was handled. */
+ * Returns 0, ASR_CONFIG with errbuf, or 1 when --help, --version or
+ * --list-env was handled. */
 int asr_config_parse_args(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen);
 
 /* The whole stack: defaults, system, user, -f (found by a pre-scan of argv),

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asr_env.h"
+#include "asr_err.h"
 #include "launch.h"
 
 static pid_t slurm_start(const asr_launch_args_t *a, char *errbuf, size_t errlen) {
@@ -32,26 +34,13 @@ static pid_t slurm_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
   snprintf(index, sizeof index, "%d", a->index);
   snprintf(port, sizeof port, "%d", a->port);
   snprintf(nodelist, sizeof nodelist, "--nodelist=%s", a->host);
-  const char *srun = getenv("ASR_SRUN");
-  const char *argv[] = {srun && *srun ? srun : "srun",
-                        "--nodes=1",
-                        "--ntasks=1",
-                        nodelist,
-                        "--overlap",
-                        "--whole",
-                        "--kill-on-bad-exit=1",
-                        "--mpi=none",
-                        "--quiet",
-                        a->asrd_path,
-                        "--ctl",
-                        a->ctl_addr,
-                        "--index",
-                        index,
-                        "--hostname",
-                        a->host,
-                        "--port",
-                        port,
-                        NULL};
+  const char *srun;
+  if (asr_env_str(ASR_ENV_SRUN, &srun, errbuf, errlen) != 0) return ASR_ECONFIG;
+  const char *argv[] = {
+      srun,         "--nodes=1", "--ntasks=1", nodelist, "--overlap", "--whole", "--kill-on-bad-exit=1",
+      "--mpi=none", "--quiet",   a->asrd_path, "--ctl",  a->ctl_addr, "--index", index,
+      "--hostname", a->host,     "--port",     port,     NULL,
+  };
   /* own process group: a Ctrl-C reaches asrrun, which forwards it; srun
    * would otherwise cancel the step on its own */
   return asr_launch_spawn_agent((char *const *)argv, a->secret_hex, errbuf, errlen);

@@ -21,9 +21,10 @@
  * code rules (0, a rank's status, 128+signal, 127, 2, 124, PMIx_Abort);
  * signal forwarding (SIGTERM, SIGINT twice, escalation to SIGKILL); no
  * process left after a failure or after the daemon is SIGKILLed; bad flags
- * and bad YAML; the dry-run map; hwloc bindings as reported and as applied;
- * stdin to rank 0; the pairwise demo; a client that only uses libpmix; and a
- * program started without a launcher.
+ * and bad YAML; bad and unknown environment variables, --list-env; the
+ * dry-run map; hwloc bindings as reported and as applied; stdin to rank 0;
+ * the pairwise demo; a client that only uses libpmix; and a program started
+ * without a launcher.
  */
 #include "config.h"
 
@@ -42,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_fs.h"
 #include "asr_test.h"
 
@@ -933,6 +935,110 @@ TEST_TIMEOUT(bad_job_yaml, 30) {
   RUN(&j, 25000, "-f", y3);
   ASSERT_CODE(&j, 0);
   ASSERT_JOB(&j, strstr(j.out, "[0] yaml 0\n") && strstr(j.out, "[1] yaml 1\n"));
+  teardown();
+}
+
+/* A bad value in asrrun's environment is an error as a bad flag is: exit 2,
+ * a message naming the variable and the value, and nothing started -- not
+ * even the early local daemon, which asrrun starts before it reads its
+ * configuration only when the environment holds no bad setting. The ranks
+ * and daemons inherit the environment, so asrrun checks the ASR_* variables
+ * they read as well as its own ASRRUN_* ones. */
+TEST_TIMEOUT(bad_env_values, 40) {
+  setup();
+  static const char *const cases[][3] = {
+      {"ASRRUN_NP", "abc", "ASRRUN_NP: 'abc' is not a positive number"},
+      {"ASRRUN_BIND_TO", "elbow", "ASRRUN_BIND_TO: 'elbow' is not one of none, core, numa, package"},
+      {"ASR_INJECT_MAX", "lots", "ASR_INJECT_MAX: 'lots' is not a number"},
+      {"ASR_BOOTSTRAP_PORT", "70000", "ASR_BOOTSTRAP_PORT: '70000' is out of range: use 1 to 65535"},
+      {"ASR_KV_TIMEOUT_MS", "5s", "ASR_KV_TIMEOUT_MS: '5s' is not a positive number"},
+      {"ASR_IF_ADDR", "10.0.0", "ASR_IF_ADDR: '10.0.0' is not an IPv4 address: use A.B.C.D"},
+      /* the logger itself can only warn and go on, but asrrun can refuse */
+      {"ASR_LOG_LEVEL", "bogus", "ASR_LOG_LEVEL: 'bogus' is not one of error, warn, info, debug, trace"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setenv(cases[i][0], cases[i][1], 1);
+    job_t j;
+    RUN(&j, 10000, "-n", "2", "true");
+    unsetenv(cases[i][0]);
+    if (j.code != 2) JOB_FAIL(&j, "%s=%s: exit %d, expected 2", cases[i][0], cases[i][1], j.code);
+    if (!strstr(j.err, fmt("asrrun: %s\n", cases[i][2])))
+      JOB_FAIL(&j, "%s=%s: the message is not 'asrrun: %s'", cases[i][0], cases[i][1], cases[i][2]);
+    ASSERT_MSG(!exists(W.spied), "%s=%s: asrd was started", cases[i][0], cases[i][1]);
+    ASSERT_STARTED_NOTHING();
+  }
+  /* an empty variable counts as unset */
+  setenv("ASRRUN_NP", "", 1);
+  job_t j;
+  RUN(&j, 20000, "--timeout", "15", "-n", "1", "true");
+  unsetenv("ASRRUN_NP");
+  ASSERT_CODE(&j, 0);
+  teardown();
+}
+
+/* An unknown ASRRUN_* variable is an error like an unknown flag (a typo
+ * would otherwise go unnoticed: the setting silently keeps its default); an
+ * unknown ASR_* one is a warning, printed once, since other programs of the
+ * job may read names of their own. */
+TEST_TIMEOUT(unknown_env_names, 40) {
+  setup();
+  job_t j;
+  setenv("ASRRUN_BOGUS", "1", 1);
+  RUN(&j, 10000, "-n", "2", "true");
+  unsetenv("ASRRUN_BOGUS");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, "asrrun: unknown variable ASRRUN_BOGUS; asrrun --list-env lists them\n"));
+  ASSERT_MSG(!exists(W.spied), "ASRRUN_BOGUS: asrd was started");
+  ASSERT_STARTED_NOTHING();
+  setenv("ASRRUN_TIMEOT", "5", 1); /* one letter off ASRRUN_TIMEOUT */
+  RUN(&j, 10000, "-n", "2", "true");
+  unsetenv("ASRRUN_TIMEOT");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(
+      &j, strstr(j.err,
+                 "asrrun: unknown variable ASRRUN_TIMEOT (did you mean ASRRUN_TIMEOUT?); asrrun --list-env "
+                 "lists them\n"));
+  ASSERT_STARTED_NOTHING();
+  setenv("ASR_BOGUS_SETTING", "1", 1);
+  RUN(&j, 20000, "--timeout", "15", "-n", "2", "true");
+  unsetenv("ASR_BOGUS_SETTING");
+  ASSERT_CODE(&j, 0);
+  ASSERT_EQ(count_substr(j.err, "unknown variable ASR_BOGUS_SETTING"), 1);
+  ASSERT_JOB(
+      &j,
+      strstr(j.err, "asrrun: warning: unknown variable ASR_BOGUS_SETTING; asrrun --list-env lists them\n"));
+  teardown();
+}
+
+/* asrrun --list-env names every variable of the table (common/asr_env.h),
+ * even in an environment that a job would be refused in, and starts nothing. */
+TEST_TIMEOUT(list_env, 30) {
+  setup();
+  setenv("ASRRUN_NP", "abc", 1);
+  setenv("ASRRUN_BOGUS", "1", 1);
+  job_t j;
+  RUN(&j, 10000, "--list-env");
+  ASSERT_CODE(&j, 0);
+  for (int i = 0; i < ASR_ENV__COUNT; i++) {
+    const asr_env_row_t *r = asr_env_row((asr_env_id_t)i);
+    if (!strstr(j.out, fmt("\n%s%s\n", r->name, r->who & ASR_ENV_FAMILY ? "*" : "")))
+      JOB_FAIL(&j, "--list-env does not list %s", r->name);
+  }
+  ASSERT_JOB(&j, strstr(j.out, "\nNEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT\n    alias of ASR_BOOTSTRAP_PORT"));
+  RUN(&j, 10000, "--list-env=markdown");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strncmp(j.out, "| Variable | Type | Default | Read by | Meaning |\n", 50) == 0);
+  ASSERT_EQ(count_substr(j.out, "\n| `"), ASR_ENV__COUNT + 1); /* a line per row and alias */
+  RUN(&j, 10000, "--list-env=yaml");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, "asrrun: --list-env: 'yaml' is not one of text, markdown\n"));
+  unsetenv("ASRRUN_NP");
+  unsetenv("ASRRUN_BOGUS");
+  RUN(&j, 10000, "--help");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.out, "\n  --list-env[=markdown] "));
+  ASSERT_MSG(!exists(W.spied), "--list-env or --help started asrd");
+  ASSERT_STARTED_NOTHING();
   teardown();
 }
 

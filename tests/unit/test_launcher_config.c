@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_test.h"
 #include "config_int.h" /* launcher/: found by -I; it brings job_config.h (asr_config_t) */
@@ -496,6 +497,7 @@ TEST(cli_help_lists_every_flag) {
                                       "--dry-run",
                                       "-v ",
                                       "--version",
+                                      "--list-env[=markdown]",
                                       "-h, --help",
                                       "--launcher auto|local|rsh|slurm",
                                       "--launch-agent CMD",
@@ -739,6 +741,160 @@ TEST(env_bad_values_name_the_variable) {
   ASSERT_OK(asr_config_load_env(cfg, err, sizeof err));
   ASSERT_EQ(cfg->tag_output, 0);
   ASSERT_EQ(cfg->report_bindings, 1);
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+/* Every key's ASRRUN_* variable is a row of common/asr_env.h with the same
+ * type, range, words and default, and every ASRRUN_* row is a key's variable
+ * (or ASRRUN_HOSTFILE, which asr_config_load_env reads itself): the table
+ * that --list-env prints and README.md shows cannot drift from what asrrun
+ * accepts. */
+TEST(env_rows_mirror_the_key_table) {
+  int mirrored = 0;
+  for (size_t i = 0; i < asr__cfg_nkeys; i++) {
+    const asr__cfg_key_t *k = &asr__cfg_keys[i];
+    if (!k->env) continue;
+    const asr_env_row_t *r = asr_env_find(k->env);
+    ASSERT_MSG(r && !strcmp(r->name, k->env), "%s is no row of asr_env.h", k->env);
+    ASSERT_MSG(r->who == ASR_ENV_ASRRUN, "%s: only asrrun reads it", k->env);
+    mirrored++;
+    switch (k->kind) {
+      case ASR__KEY_INT:
+        ASSERT_MSG(r->type == ASR_ENV_T_INT || r->type == ASR_ENV_T_PORT || r->type == ASR_ENV_T_SECONDS,
+                   "%s: type", k->env);
+        ASSERT_MSG(r->min == k->min && r->max == k->max, "%s: range %ld..%ld, key %ld..%ld", k->env, r->min,
+                   r->max, k->min, k->max);
+        break;
+      case ASR__KEY_BOOL: ASSERT_MSG(r->type == ASR_ENV_T_BOOL, "%s: type", k->env); break;
+      case ASR__KEY_WORD:
+        ASSERT_MSG(r->type == ASR_ENV_T_WORD, "%s: type", k->env);
+        for (int w = 0; k->words[w] || r->words[w]; w++)
+          ASSERT_MSG(k->words[w] && r->words[w] && !strcmp(k->words[w], r->words[w]), "%s: word %d", k->env,
+                     w);
+        break;
+      case ASR__KEY_STR:
+        ASSERT_MSG(r->type == ASR_ENV_T_STR || r->type == ASR_ENV_T_PATH || r->type == ASR_ENV_T_CMD,
+                   "%s: type", k->env);
+        ASSERT_MSG(r->min == k->min && r->max == (long)k->cap - 1, "%s: length", k->env);
+        break;
+    }
+    /* the row's default is the built-in one: setting it changes nothing */
+    asr_config_t *dflt = cfg_new(), *set = cfg_new();
+    char err[512] = "";
+    if (r->dflt)
+      ASSERT_MSG(asr__config_set(set, k, r->dflt, k->env, err, sizeof err) == 0, "%s: %s", k->env, err);
+    ASSERT_MSG(memcmp(dflt, set, sizeof *dflt) == 0, "%s: the default '%s' is not asrrun's", k->env,
+               r->dflt ? r->dflt : "(none)");
+    cfg_del(dflt);
+    cfg_del(set);
+  }
+  int rows = 0;
+  for (int i = 0; i < ASR_ENV__COUNT; i++) {
+    const asr_env_row_t *r = asr_env_row((asr_env_id_t)i);
+    if (strncmp(r->name, "ASRRUN_", 7) != 0) continue;
+    rows++;
+    int found = !strcmp(r->name, "ASRRUN_HOSTFILE");
+    for (size_t j = 0; j < asr__cfg_nkeys && !found; j++)
+      found = asr__cfg_keys[j].env && !strcmp(asr__cfg_keys[j].env, r->name);
+    ASSERT_MSG(found, "%s is a row but no key's variable", r->name);
+  }
+  ASSERT_EQ(rows, mirrored + 1);
+}
+
+/* asrrun checks its whole environment: an unknown ASRRUN_* name is an error
+ * like an unknown flag, an unknown ASR_* one a warning (once), and a bad
+ * value of any row an error. */
+TEST(env_names_and_values_checked) {
+  isolate_env();
+  char err[512] = "";
+  unsetenv("ASR_SEQ_BITS");
+  setenv("ASRRUN_BOGUS", "1", 1);
+  ASSERT_EQ(asr_config_check_env(err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "unknown variable ASRRUN_BOGUS; asrrun --list-env lists them");
+  asr_config_t *cfg = malloc(sizeof *cfg);
+  char *argv[] = {"asrrun", "-n", "2", "prog", NULL};
+  ASSERT_EQ(asr_config_load(cfg, 4, argv, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "unknown variable ASRRUN_BOGUS; asrrun --list-env lists them");
+  cfg_del(cfg);
+  unsetenv("ASRRUN_BOGUS");
+  setenv("ASRRUN_BIND", "core", 1);
+  ASSERT_EQ(asr_config_check_env(err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err,
+               "unknown variable ASRRUN_BIND (did you mean ASRRUN_BIND_TO?); asrrun --list-env lists them");
+  unsetenv("ASRRUN_BIND");
+  /* a bad ASR_* value, which only the ranks would have read */
+  setenv("ASR_SEQ_BITS", "99", 1);
+  ASSERT_EQ(asr_config_check_env(err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "ASR_SEQ_BITS: '99' is out of range: use 8 to 40");
+  unsetenv("ASR_SEQ_BITS");
+  /* --help, --version and --list-env check nothing */
+  setenv("ASRRUN_NP", "abc", 1);
+  char *help[] = {"asrrun", "--list-env", NULL};
+  fflush(stdout);
+  int saved = dup(1), devnull = open("/dev/null", O_WRONLY);
+  dup2(devnull, 1);
+  cfg = malloc(sizeof *cfg);
+  int rc = asr_config_load(cfg, 2, help, err, sizeof err);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(devnull);
+  ASSERT_EQ(rc, 1);
+  cfg_del(cfg);
+  unsetenv("ASRRUN_NP");
+  /* an unknown ASR_* name: one warning, however often asrrun checks */
+  setenv("ASR_BOGUS_SETTING", "1", 1);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/stderr.txt", asr_test_tmpdir());
+  int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600), saved2 = dup(2);
+  dup2(fd, 2);
+  int rc1 = asr_config_check_env(err, sizeof err), rc2 = asr_config_check_env(err, sizeof err);
+  dup2(saved2, 2);
+  close(saved2);
+  lseek(fd, 0, SEEK_SET);
+  char *out = asr_test_read_all(fd, 1000);
+  close(fd);
+  ASSERT_OK(rc1);
+  ASSERT_OK(rc2);
+  ASSERT_STREQ(out, "asrrun: warning: unknown variable ASR_BOGUS_SETTING; asrrun --list-env lists them\n");
+  free(out);
+  check_no_leaks();
+}
+
+/* A value asrrun exports for one of asr's variables is checked as the
+ * variable would be: the ranks would fail on it anyway, one message each. */
+TEST(exported_values_checked) {
+  asr_config_t *cfg = cfg_new();
+  char err[512];
+  ASSERT_EQ(PARSE(cfg, err, "-x", "ASR_SEQ_BITS=99", "p"), ASR_ECONFIG);
+  ASSERT_STREQ(err, "-x: ASR_SEQ_BITS: '99' is out of range: use 8 to 40");
+  ASSERT_EQ(PARSE(cfg, err, "-x", "ASR_KV_SERVER=outside", "p"), ASR_ECONFIG);
+  ASSERT_STREQ(err, "-x: ASR_KV_SERVER: 'outside' is not one of auto, external");
+  ASSERT_OK(PARSE(cfg, err, "-x", "ASR_SEQ_BITS=8", "-x", "ASR_SEQ_BITS", "-x", "ASR_PROVIDER=", "-x",
+                  "ASR_SLURM_X=anything", "p"));
+  const char *y = write_file("env.yaml", "env:\n  ASR_OFI_PSM: perhaps\n");
+  ASSERT_EQ(asr_config_load_yaml(cfg, y, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_OFI_PSM: 'perhaps' is not a boolean");
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+TEST(cli_list_env) {
+  asr_config_t *cfg = cfg_new();
+  int rc;
+  char *out = parse_captured(cfg, (const char *const[]){"--list-env", NULL}, &rc);
+  ASSERT_EQ(rc, 1);
+  for (int i = 0; i < ASR_ENV__COUNT; i++) ASSERT_CONTAINS(out, asr_env_row((asr_env_id_t)i)->name);
+  free(out);
+  out = parse_captured(cfg, (const char *const[]){"--list-env=markdown", NULL}, &rc);
+  ASSERT_EQ(rc, 1);
+  ASSERT_CONTAINS(out, "| Variable | Type | Default | Read by | Meaning |\n");
+  ASSERT_CONTAINS(out, "\n| `ASRRUN_NP` | integer 1..131072 | - | asrrun | ");
+  free(out);
+  char err[512];
+  ASSERT_EQ(PARSE(cfg, err, "--list-env=html"), ASR_ECONFIG);
+  ASSERT_STREQ(err, "--list-env: 'html' is not one of text, markdown");
   cfg_del(cfg);
   check_no_leaks();
 }
