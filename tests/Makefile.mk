@@ -38,6 +38,7 @@ tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
 tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
+tests_unit_test_env_CPPFLAGS = $(AM_CPPFLAGS) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_env_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)
