@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "asr_assert.h"
+#include "asr_env.h"
 #include "asr_log.h"
 
 #define ASR_LOG_LINE_MAX 2048
@@ -26,25 +27,46 @@ static char cfg_role[32] = "asr";
 static int cfg_id = -1;
 static char cfg_host[64];
 
-static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
+/* Logging cannot fail, so a bad ASR_LOG_LEVEL is the one setting that does
+ * not make its reader fail: the level falls back on warn and the problem is
+ * told once per process (bad_level, printed by the caller once cfg_lock is
+ * released, since printing takes it). asrrun, asr_init and asr_job_init
+ * refuse the value before any of this matters. */
+static char bad_level[256];          /* the warning, written under cfg_lock */
+static atomic_int bad_level_pending; /* 1 while it waits to be printed */
+static int bad_level_told;           /* under cfg_lock: once per process */
 
 /* Reads ASR_LOG_LEVEL and ASR_LOG_SUBSYS; cfg_lock is held. */
 static void load_env_locked(void) {
   assert(asr_mutex_held(&cfg_lock));
-  const char *lv = getenv("ASR_LOG_LEVEL");
   int level = ASR_LOG_WARN;
-  if (lv && *lv) {
-    for (int i = 0; i <= ASR_LOG_TRACE; i++)
-      if (strcasecmp(lv, level_names[i]) == 0) level = i;
-    if (lv[0] >= '0' && lv[0] <= '4' && lv[1] == '\0') level = lv[0] - '0';
+  char err[200];
+  if (asr_env_word(ASR_ENV_LOG_LEVEL, &level, err, sizeof err) != 0) {
+    level = ASR_LOG_WARN;
+    if (!bad_level_told) {
+      snprintf(bad_level, sizeof bad_level, "%s; logging at warn", err);
+      atomic_store(&bad_level_pending, 1);
+    }
+    bad_level_told = 1;
   }
   atomic_store(&cfg_level, level);
-  const char *ss = getenv("ASR_LOG_SUBSYS");
+  const char *ss = NULL;
+  if (asr_env_str(ASR_ENV_LOG_SUBSYS, &ss, NULL, 0) != 0) ss = NULL; /* any text: it cannot fail */
   snprintf(cfg_subsys, sizeof cfg_subsys, "%s", ss ? ss : "");
   if (cfg_host[0] == '\0') {
     if (gethostname(cfg_host, sizeof cfg_host - 1) != 0) snprintf(cfg_host, sizeof cfg_host, "?");
     cfg_host[sizeof cfg_host - 1] = '\0';
   }
+}
+
+/* Prints the bad-level warning load_env_locked left, if any. Called without cfg_lock. */
+static void tell_bad_level(void) {
+  if (!atomic_exchange(&bad_level_pending, 0)) return;
+  char msg[sizeof bad_level];
+  pthread_mutex_lock(&cfg_lock);
+  snprintf(msg, sizeof msg, "%s", bad_level);
+  pthread_mutex_unlock(&cfg_lock);
+  asr_log_write(ASR_LOG_WARN, "log", "%s", msg);
 }
 
 static void load_once(void) {
@@ -53,15 +75,23 @@ static void load_once(void) {
   pthread_mutex_unlock(&cfg_lock);
 }
 
+/* The first use of the logger reads its settings (pthread_once); the
+ * warning about a bad level comes right after, outside the once. */
+static void ensure_loaded(void) {
+  pthread_once(&cfg_once, load_once);
+  if (atomic_load_explicit(&bad_level_pending, memory_order_relaxed)) tell_bad_level();
+}
+
 void asr_log_reload_env(void) {
   pthread_once(&cfg_once, load_once);
   pthread_mutex_lock(&cfg_lock);
   load_env_locked();
   pthread_mutex_unlock(&cfg_lock);
+  tell_bad_level();
 }
 
 void asr_log_set_role(const char *role, int id) {
-  pthread_once(&cfg_once, load_once);
+  ensure_loaded();
   pthread_mutex_lock(&cfg_lock);
   snprintf(cfg_role, sizeof cfg_role, "%s", role ? role : "asr");
   cfg_id = id;
@@ -69,7 +99,7 @@ void asr_log_set_role(const char *role, int id) {
 }
 
 void asr_log_set_host(const char *host) {
-  pthread_once(&cfg_once, load_once);
+  ensure_loaded();
   pthread_mutex_lock(&cfg_lock);
   snprintf(cfg_host, sizeof cfg_host, "%s", host ? host : "?");
   pthread_mutex_unlock(&cfg_lock);
@@ -90,7 +120,7 @@ static int subsys_listed(const char *subsys) {
 }
 
 int asr_log_enabled(asr_log_level_t level, const char *subsys) {
-  pthread_once(&cfg_once, load_once);
+  ensure_loaded();
   if ((int)level > atomic_load_explicit(&cfg_level, memory_order_relaxed)) return 0;
   if (level <= ASR_LOG_WARN) return 1;
   pthread_mutex_lock(&cfg_lock);
@@ -102,7 +132,7 @@ int asr_log_enabled(asr_log_level_t level, const char *subsys) {
 void asr_log_vwrite(asr_log_level_t level, const char *subsys, const char *fmt, va_list ap) {
   char line[ASR_LOG_LINE_MAX];
   int saved_errno = errno;
-  pthread_once(&cfg_once, load_once);
+  ensure_loaded();
   pthread_mutex_lock(&cfg_lock);
   int n;
   if (cfg_id >= 0)

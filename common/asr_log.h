@@ -3,7 +3,8 @@
  *
  * ASR_LOG_LEVEL=error|warn|info|debug|trace (default warn) sets the level;
  * ASR_LOG_SUBSYS=kvs,svc,fab,... limits debug/trace output to those subsystems
- * (errors and warnings always print). Each line looks like
+ * (errors and warnings always print). Both are rows of asr_env.h; a bad level
+ * is told once, as a warning, and warn is used (logging cannot fail). Each line looks like
  *     [asr role:id@host pid] subsys: message
  * and is written with one write(2) to stderr, so lines from many processes and
  * threads sharing one pipe never interleave mid-line.

@@ -64,6 +64,40 @@ TEST(log_one_line_prefixed) {
   free(out);
 }
 
+/* Logging cannot fail, so a bad ASR_LOG_LEVEL costs one warning, printed
+ * once however often the configuration is read, and the default level. */
+TEST(log_bad_level_warns_once) {
+  int p[2];
+  ASSERT_OK(pipe(p));
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 2);
+    setenv("ASR_LOG_LEVEL", "bogus", 1);
+    unsetenv("ASR_LOG_SUBSYS");
+    asr_log_reload_env();
+    asr_log_reload_env();
+    asr_log_set_role("tester", -1);
+    asr_info("kvs", "info is below warn");
+    asr_warn("kvs", "warn still prints");
+    setenv("ASR_LOG_LEVEL", "DEBUG", 1); /* words are exact: another bad value, no second warning */
+    asr_log_reload_env();
+    asr_debug("kvs", "debug is below warn");
+    _exit(0);
+  }
+  close(p[1]);
+  char *out = asr_test_read_all(p[0], 5000);
+  ASSERT(asr_test_wait(pid, 5000) == 0);
+  ASSERT_CONTAINS(out,
+                  "log: warning: ASR_LOG_LEVEL: 'bogus' is not one of error, warn, info, debug, trace; "
+                  "logging at warn\n");
+  ASSERT_CONTAINS(out, "kvs: warning: warn still prints\n");
+  ASSERT(strstr(out, "below warn") == NULL);
+  int lines = 0;
+  for (const char *c = out; *c; c++) lines += *c == '\n';
+  ASSERT_MSG(lines == 2, "%d lines: %s", lines, out);
+  free(out);
+}
+
 TEST(time_monotonic) {
   uint64_t a = asr_time_ns();
   asr_sleep_ms(20);
