@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "job.h"
@@ -31,12 +32,36 @@ static int direct; /* not started by asrd: see job_direct.c */
 int asr__job_active(void) { return active; }
 const asr_job_info_t *asr__job_info(void) { return &info; }
 
-static int env_int(const char *name, int def) {
-  const char *v = getenv(name);
-  if (!v || !*v) return def;
-  char *end;
-  long x = strtol(v, &end, 10);
-  return *end ? def : (int)x;
+/* An integer setting of asrd's (asr_env.h), or def when it is unset. Every
+ * libasr row was checked when asr_job_init began, so a failure here means
+ * the environment changed meanwhile; it still fails, with the message. */
+static int env_int(asr_env_id_t id, int def, int *out) {
+  long v;
+  char err[256];
+  if (!asr_env_is_set(id)) {
+    *out = def;
+    return 0;
+  }
+  if (asr_env_int(id, &v, err, sizeof err) != 0) {
+    asr_error("job", "asr_job_init: %s", err);
+    return ASR_INVALID;
+  }
+  *out = (int)v; /* the rows' ranges fit an int */
+  return 0;
+}
+
+static int env_text(asr_env_id_t id, const char **out) {
+  char err[256];
+  if (asr_env_str(id, out, err, sizeof err) == 0) return 0;
+  asr_error("job", "asr_job_init: %s", err);
+  return ASR_INVALID;
+}
+
+static int env_word(asr_env_id_t id, int *out) {
+  char err[256];
+  if (asr_env_word(id, out, err, sizeof err) == 0) return 0;
+  asr_error("job", "asr_job_init: %s", err);
+  return ASR_INVALID;
 }
 
 /* Reads a key of proc (rank, or PMIX_RANK_WILDCARD for job-level). */
@@ -74,6 +99,14 @@ int asr_job_init(asr_job_info_t *out) {
     if (out) *out = info;
     return ASR_SUCCESS;
   }
+  /* libasr's settings first, as asr_init checks them: a bad one fails here
+   * with its message rather than somewhere inside the bootstrap */
+  char err[512];
+  asr_env_warn_unknown_once();
+  if (asr_env_check_all(ASR_ENV_LIBASR, err, sizeof err) != 0) {
+    asr_error("job", "asr_job_init: %s", err);
+    return ASR_INVALID;
+  }
   if (!getenv("PMIX_NAMESPACE") && !getenv("PMIX_SERVER_URI41") && !getenv("PMIX_SERVER_URI4") &&
       !getenv("PMIX_SERVER_URI3") && !getenv("PMIX_SERVER_URI2")) {
     asr_error("job",
@@ -97,12 +130,17 @@ int asr_job_init(asr_job_info_t *out) {
    * leaves the default: a size of 0 fails the check below. */
   if (get_long(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &n) == 0) info.size = (int)n;
   if (get_long(me.rank, PMIX_LOCAL_RANK, &n) == 0) info.local_rank = (int)n;
-  info.local_size = env_int("ASR_LOCAL_SIZE", 0);
+  const char *h = NULL, *a = NULL;
+  int kvmode = 0;
+  if (env_int(ASR_ENV_LOCAL_SIZE, 0, &info.local_size) != 0 ||
+      env_int(ASR_ENV_LNC, info.local_rank, &info.lnc) ||
+      env_int(ASR_ENV_BOOTSTRAP_PORT, 0, &info.bootstrap_port) || env_text(ASR_ENV_HOSTNAME, &h) ||
+      env_word(ASR_ENV_KV_SERVER, &kvmode)) {
+    PMIx_Finalize(NULL, 0);
+    return ASR_INVALID;
+  }
   if (!info.local_size && get_long(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &n) == 0) info.local_size = (int)n;
-  info.lnc = env_int("ASR_LNC", info.local_rank);
-  info.bootstrap_port = env_int("ASR_BOOTSTRAP_PORT", 0);
-  const char *h = getenv("ASR_HOSTNAME");
-  if (h && *h) {
+  if (h) {
     snprintf(info.hostname, sizeof info.hostname, "%s", h);
   } else if (get_value(me.rank, PMIX_HOSTNAME, &v) == PMIX_SUCCESS && v->type == PMIX_STRING) {
     snprintf(info.hostname, sizeof info.hostname, "%s", v->data.string);
@@ -110,8 +148,7 @@ int asr_job_init(asr_job_info_t *out) {
   } else {
     gethostname(info.hostname, sizeof info.hostname - 1);
   }
-  const char *kvmode = getenv("ASR_KV_SERVER");
-  direct = !(kvmode && strcmp(kvmode, "external") == 0);
+  direct = kvmode != 1; /* ASR_KV_SERVER=external: asrd started us */
   if (direct) {
     int nnodes = 1;
     if (get_long(PMIX_RANK_WILDCARD, PMIX_NUM_NODES, &n) == 0) nnodes = (int)n;
@@ -119,10 +156,16 @@ int asr_job_init(asr_job_info_t *out) {
       PMIx_Finalize(NULL, 0);
       return ASR_INVALID;
     }
-    info.bootstrap_port = env_int("ASR_BOOTSTRAP_PORT", 0);
+    if (env_int(ASR_ENV_BOOTSTRAP_PORT, 0, &info.bootstrap_port) != 0) {
+      PMIx_Finalize(NULL, 0);
+      return ASR_INVALID;
+    }
   }
-  const char *a = getenv("ASR_IF_ADDR");
-  snprintf(info.addr, sizeof info.addr, "%s", a && *a ? a : "127.0.0.1");
+  if (env_text(ASR_ENV_IF_ADDR, &a) != 0) { /* default 127.0.0.1 */
+    PMIx_Finalize(NULL, 0);
+    return ASR_INVALID;
+  }
+  snprintf(info.addr, sizeof info.addr, "%s", a);
   if (info.size <= 0 || info.lnc < 0 || info.lnc > 127) {
     asr_error("job", "the launcher gave an unusable job description (size %d, LNC %d)", info.size, info.lnc);
     PMIx_Finalize(NULL, 0);

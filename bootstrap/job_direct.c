@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_netif.h"
@@ -39,12 +40,11 @@
 
 #define KEY_SECRET "asr.secret"
 
-/* Sets name=value unless the environment has name already: 0, or the
- * ASR_E* of setenv's errno. */
-static int setenv_if_unset(const char *name, const char *value) {
-  const char *v = getenv(name);
-  if (v && *v) return 0;
-  return setenv(name, value, 1) == 0 ? 0 : asr_err_from_errno(errno);
+/* Sets a row of asr_env.h unless the user did (an empty value is unset):
+ * 0, or the ASR_E* of setenv's errno. */
+static int setenv_if_unset(asr_env_id_t id, const char *value) {
+  if (asr_env_is_set(id)) return 0;
+  return setenv(asr_env_row(id)->name, value, 1) == 0 ? 0 : asr_err_from_errno(errno);
 }
 
 static unsigned long env_ulong(const char *name, int *ok) {
@@ -68,7 +68,8 @@ static int derive_port(const char *nspace) {
 
 static void pick_addr(int nnodes, char ip[ASR_NETIF_ADDRLEN]) {
   char err[512];
-  const char *spec = getenv("ASR_IF_INCLUDE");
+  const char *spec = NULL; /* its form was checked by asr_job_init (asr_env_check_all) */
+  if (asr_env_str(ASR_ENV_IF_INCLUDE, &spec, err, sizeof err) != 0) spec = NULL;
   if (nnodes <= 1) {
     snprintf(ip, ASR_NETIF_ADDRLEN, "127.0.0.1");
   } else if (spec && *spec) {
@@ -86,21 +87,19 @@ static void pick_addr(int nnodes, char ip[ASR_NETIF_ADDRLEN]) {
 }
 
 int asr__job_direct_prepare(const char *nspace, int rank, const char *hostname, int nnodes) {
-  const char *port = getenv("ASR_BOOTSTRAP_PORT");
   char buf[64];
-  if (!port || !*port) {
-    snprintf(buf, sizeof buf, "%d", derive_port(nspace));
-    setenv("ASR_BOOTSTRAP_PORT", buf, 1);
-  }
-  setenv_if_unset("ASR_HOSTNAME", hostname);
+  /* the seed's NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT counts as set too */
+  snprintf(buf, sizeof buf, "%d", derive_port(nspace));
+  setenv_if_unset(ASR_ENV_BOOTSTRAP_PORT, buf);
+  setenv_if_unset(ASR_ENV_HOSTNAME, hostname);
   char ip[ASR_NETIF_ADDRLEN];
   pick_addr(nnodes, ip);
-  setenv_if_unset("ASR_IF_ADDR", ip);
-  if (nnodes > 1 && !getenv("FI_PROVIDER")) setenv_if_unset("ASR_PROVIDER", "tcp;ofi_rxm");
-  if (nnodes <= 1) setenv_if_unset("ASR_KV_BIND", "127.0.0.1");
+  setenv_if_unset(ASR_ENV_IF_ADDR, ip);
+  if (nnodes > 1 && !getenv("FI_PROVIDER")) setenv_if_unset(ASR_ENV_PROVIDER, "tcp;ofi_rxm");
+  if (nnodes <= 1) setenv_if_unset(ASR_ENV_KV_BIND, "127.0.0.1");
   asr_info("job", "direct launch: node %s, %d node%s, bootstrap port %s, address %s", hostname, nnodes,
-           nnodes == 1 ? "" : "s", getenv("ASR_BOOTSTRAP_PORT"), getenv("ASR_IF_ADDR"));
-  if (rank != 0 || getenv("ASR_JOB_SECRET")) return 0;
+           nnodes == 1 ? "" : "s", asr_env_raw(ASR_ENV_BOOTSTRAP_PORT), asr_env_raw(ASR_ENV_IF_ADDR));
+  if (rank != 0 || asr_env_is_set(ASR_ENV_JOB_SECRET)) return 0;
   uint8_t secret[ASR_KV_SECRET_LEN];
   char hex[ASR_KV_SECRET_HEX_LEN + 1];
   asr_kv_secret_generate(secret);
@@ -117,8 +116,7 @@ int asr__job_direct_prepare(const char *nspace, int rank, const char *hostname, 
 }
 
 int asr__job_direct_secret(const char *nspace) {
-  const char *have = getenv("ASR_JOB_SECRET");
-  if (have && *have) return 0;
+  if (asr_env_is_set(ASR_ENV_JOB_SECRET)) return 0;
   pmix_proc_t p;
   PMIX_LOAD_PROCID(&p, nspace, 0);
   pmix_value_t *v = NULL;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "asr_assert.h"
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_rand.h"
@@ -31,7 +32,6 @@
 
 #define BACKOFF_MIN_MS 1
 #define BACKOFF_MAX_MS 64
-#define DEFAULT_TIMEOUT_MS 120000
 /* A GET with retry asks the server to hold it this long for a missing key
  * (kv_frame.h: aux) before answering NOT_FOUND: the answer comes the moment
  * the key is set, and the request asks again about twice a second, not
@@ -142,16 +142,17 @@ static void retry_from_init(asr_kv_req_t *r, int reason) {
 
 /* Loaded once per process. Not a lazy flag: a thread that saw the flag set
  * could still read the bytes before another thread's writes land (a data race,
- * and in practice a wrong secret), so pthread_once orders them. */
+ * and in practice a wrong secret), so pthread_once orders them. A bad
+ * ASR_JOB_SECRET is kept as its error: every request that would send the
+ * default secret fails with it (the server would only have refused them). */
 static uint8_t default_secret_bytes[ASR_KV_SECRET_LEN];
+static int default_secret_rc;
+static char default_secret_err[200];
 static pthread_once_t default_secret_once = PTHREAD_ONCE_INIT;
 
 static void default_secret_load(void) {
-  char err[200];
-  if (asr_kv_secret_from_env(default_secret_bytes, err, sizeof err) != 0) {
-    asr_error("kvs", "%s", err);
-    memset(default_secret_bytes, 0, sizeof default_secret_bytes);
-  }
+  default_secret_rc =
+      asr_kv_secret_from_env(default_secret_bytes, default_secret_err, sizeof default_secret_err);
 }
 
 static const uint8_t *default_secret(void) {
@@ -159,14 +160,25 @@ static const uint8_t *default_secret(void) {
   return default_secret_bytes;
 }
 
-static int timeout_default(void) {
-  const char *s = getenv("ASR_KV_TIMEOUT_MS");
-  if (s && *s) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end == '\0' && v > 0 && v < 86400000) return (int)v;
+/* What a request takes from the environment when opts do not say: its
+ * deadline (ASR_KV_TIMEOUT_MS) and the secret (ASR_JOB_SECRET). Returns 0
+ * with *timeout_ms, or ASR_ECONFIG with errbuf naming the variable. */
+static int env_settings(const asr_kv_opts_t *opts, int *timeout_ms, char *errbuf, size_t errlen) {
+  if (!(opts && opts->secret)) {
+    default_secret();
+    if (default_secret_rc) {
+      if (errbuf) snprintf(errbuf, errlen, "%s", default_secret_err);
+      return default_secret_rc;
+    }
   }
-  return DEFAULT_TIMEOUT_MS;
+  if (opts && opts->timeout_ms) {
+    *timeout_ms = opts->timeout_ms;
+    return 0;
+  }
+  long ms;
+  int rc = asr_env_int(ASR_ENV_KV_TIMEOUT_MS, &ms, errbuf, errlen);
+  if (rc == 0) *timeout_ms = (int)ms; /* at most 86399999: the row's range */
+  return rc;
 }
 
 static int req_new(const char *ip, uint16_t port, uint8_t op, const void *key, size_t klen,
@@ -186,7 +198,12 @@ static int req_new(const char *ip, uint16_t port, uint8_t op, const void *key, s
   snprintf(r->server, sizeof r->server, "%s:%u", ip, (unsigned)port);
   if (klen) memcpy(r->key, key, klen);
   r->klen = klen;
-  int tmo = opts && opts->timeout_ms ? opts->timeout_ms : timeout_default();
+  int tmo;
+  int rc = env_settings(opts, &tmo, NULL, 0);
+  if (rc) {
+    free(r);
+    return rc;
+  }
   r->deadline_ms = tmo > 0 ? asr_time_ms() + (uint64_t)tmo : 0;
   *out = r;
   return 0;
@@ -542,7 +559,11 @@ int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, cons
   asr_kv_req_t *r;
   int rc = asr_kv_set_start(ip, port, key, klen, val, vlen, vtype, opts, &r);
   if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad SET request: %s", asr_strerror(rc));
+    char why[256];
+    int tmo;
+    if (rc != ASR_ECONFIG || env_settings(opts, &tmo, why, sizeof why) == 0)
+      snprintf(why, sizeof why, "%s", asr_strerror(rc));
+    if (errbuf) snprintf(errbuf, errlen, "bad SET request: %s", why);
     return rc;
   }
   rc = run_blocking(r, errbuf, errlen);
@@ -573,7 +594,11 @@ int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int 
   asr_kv_req_t *r;
   int rc = asr_kv_get_start(ip, port, key, klen, ASR_KV_VTYPE_BINARY, retry, get_copy, &sink, opts, &r);
   if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad GET request: %s", asr_strerror(rc));
+    char why[256];
+    int tmo;
+    if (rc != ASR_ECONFIG || env_settings(opts, &tmo, why, sizeof why) == 0)
+      snprintf(why, sizeof why, "%s", asr_strerror(rc));
+    if (errbuf) snprintf(errbuf, errlen, "bad GET request: %s", why);
     return rc;
   }
   rc = run_blocking(r, errbuf, errlen);
@@ -594,9 +619,10 @@ int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg, con
     if (errbuf) snprintf(errbuf, errlen, "'%s:%u' is not an IPv4 address and port", ip ? ip : "", port);
     return ASR_EINVAL;
   }
-  int tmo = opts && opts->timeout_ms ? opts->timeout_ms : timeout_default();
+  int tmo, rc = env_settings(opts, &tmo, errbuf, errlen);
+  if (rc) return rc;
   uint64_t deadline = asr_time_ms() + (uint64_t)(tmo > 0 ? tmo : 86400000);
-  int in_progress, rc;
+  int in_progress;
   int fd = asr_sock_connect_start(&addr, &in_progress);
   if (fd < 0) {
     if (errbuf) snprintf(errbuf, errlen, "cannot connect to %s:%u: %s", ip, port, asr_strerror(fd));

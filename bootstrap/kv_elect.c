@@ -9,13 +9,15 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_rand.h"
 #include "kv_elect.h"
 
 int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len) {
-  const char *dir = getenv("ASR_KV_LOCK_DIR");
-  if (!dir || !*dir) dir = "/tmp";
+  const char *dir;
+  int rc = asr_env_str(ASR_ENV_KV_LOCK_DIR, &dir, NULL, 0);
+  if (rc) return rc;
   char tag[80] = "";
   if (host && *host) {
     /* the host name goes into a file name: anything but [A-Za-z0-9._-] becomes '_' */
@@ -35,7 +37,12 @@ int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len) {
 static int elect(uint16_t port, const char *host, int wait, int *lock_fd, char *errbuf, size_t errlen) {
   char path[512];
   if (port == 0 || !lock_fd) return ASR_EINVAL;
-  if (asr_kv_elect_path(port, host, path, sizeof path) != 0) {
+  int prc = asr_kv_elect_path(port, host, path, sizeof path);
+  if (prc == ASR_ECONFIG) {
+    asr_env_check(ASR_ENV_KV_LOCK_DIR, errbuf, errlen); /* says why */
+    return prc;
+  }
+  if (prc) {
     if (errbuf) snprintf(errbuf, errlen, "lock path too long (check ASR_KV_LOCK_DIR)");
     return ASR_ETOOBIG;
   }
@@ -85,7 +92,8 @@ int asr_kv_elect_mark(int lock_fd) {
 int asr_kv_elect_read_mark(uint16_t port, const char *host, char *buf, size_t len) {
   char path[512];
   if (port == 0 || !buf || len == 0) return ASR_EINVAL;
-  if (asr_kv_elect_path(port, host, path, sizeof path) != 0) return ASR_ETOOBIG;
+  int rc = asr_kv_elect_path(port, host, path, sizeof path);
+  if (rc) return rc;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return asr_err_from_errno(errno);
   ssize_t n = pread(fd, buf, len - 1, 0);

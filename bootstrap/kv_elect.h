@@ -18,7 +18,8 @@
 
 /* Writes the lock file path for port into path: $ASR_KV_LOCK_DIR (default
  * /tmp) + "/asr_kv_server_lock_uid_<uid>_port_<port>", + "_host_<host>" when
- * host is given (NULL or "" for none). */
+ * host is given (NULL or "" for none). Returns 0, ASR_ETOOBIG, or
+ * ASR_ECONFIG for a bad ASR_KV_LOCK_DIR (asr_env_check says why). */
 int asr_kv_elect_path(uint16_t port, const char *host, char *path, size_t len);
 
 /* Tries to become the leader for port without waiting. Returns 0 and the

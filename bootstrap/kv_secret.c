@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_rand.h"
 #include "kv_secret.h"
@@ -47,21 +48,17 @@ int asr_kv_secret_from_hex(const char *hex, uint8_t secret[ASR_KV_SECRET_LEN]) {
   return 0;
 }
 
+_Static_assert(ASR_KV_SECRET_HEX_LEN == 64, "asr_env.h's ASR_JOB_SECRET row says 64 hex digits");
+
 int asr_kv_secret_from_env(uint8_t secret[ASR_KV_SECRET_LEN], char *errbuf, size_t errlen) {
-  const char *s = getenv("ASR_JOB_SECRET");
-  if (!s || !*s) {
+  const char *s;
+  int rc = asr_env_str(ASR_ENV_JOB_SECRET, &s, errbuf, errlen);
+  if (rc) return rc;
+  if (!s) {
     memset(secret, 0, ASR_KV_SECRET_LEN);
     return 0;
   }
-  if (asr_kv_secret_from_hex(s, secret) != 0) {
-    if (errbuf)
-      snprintf(errbuf, errlen,
-               "ASR_JOB_SECRET must be %d hex digits (it is %zu characters); unset it or copy it "
-               "from the job's launcher",
-               ASR_KV_SECRET_HEX_LEN, strlen(s));
-    return ASR_EINVAL;
-  }
-  return 0;
+  return asr_kv_secret_from_hex(s, secret); /* cannot fail: the row checked the digits */
 }
 
 int asr_kv_secret_equal(const uint8_t *a, const uint8_t *b) {

@@ -24,8 +24,9 @@ void asr_kv_secret_to_hex(const uint8_t secret[ASR_KV_SECRET_LEN], char hex[ASR_
 /* Parses exactly 64 hex digits. Returns 0 or ASR_EINVAL. */
 int asr_kv_secret_from_hex(const char *hex, uint8_t secret[ASR_KV_SECRET_LEN]);
 
-/* Reads ASR_JOB_SECRET: zeros when unset; ASR_EINVAL (and a message in errbuf)
- * when set but not 64 hex digits. */
+/* Reads ASR_JOB_SECRET (asr_env.h): zeros when unset; ASR_ECONFIG (and a
+ * message in errbuf that does not repeat the value) when set but not 64 hex
+ * digits. */
 int asr_kv_secret_from_env(uint8_t secret[ASR_KV_SECRET_LEN], char *errbuf, size_t errlen);
 
 /* Compares two secrets in constant time; 1 when equal. */

@@ -446,6 +446,50 @@ TEST_TIMEOUT(deadline_expiry, 20) {
   unsetenv("ASR_KV_TIMEOUT_MS");
 }
 
+/* A bad ASR_KV_TIMEOUT_MS or ASR_JOB_SECRET fails the request that would
+ * have used it, with a message that names it, instead of a silent default. */
+TEST(bad_env_fails_the_request) {
+  clean_env();
+  asr_kv_server_t *s = server_thread(0, NULL);
+  uint16_t port = asr_kv_server_port(s);
+  asr_kv_req_t *r = NULL;
+  char err[640] = "";
+  uint8_t buf[8];
+  setenv("ASR_KV_TIMEOUT_MS", "soon", 1);
+  ASSERT_EQ(asr_kv_get_start(IP, port, "k", 1, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, &r), ASR_ECONFIG);
+  ASSERT(r == NULL);
+  ASSERT_EQ(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "bad SET request: ASR_KV_TIMEOUT_MS: 'soon' is not a positive number");
+  ASSERT_EQ(asr_kv_get(IP, port, "k", 1, 0, buf, sizeof buf, NULL, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "bad GET request: ASR_KV_TIMEOUT_MS: 'soon' is not a positive number");
+  ASSERT_EQ(asr_kv_list(IP, port, NULL, NULL, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "ASR_KV_TIMEOUT_MS: 'soon' is not a positive number");
+  /* a timeout in the options does not read the variable */
+  asr_kv_opts_t o = {.timeout_ms = 1000};
+  ASSERT_OK(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, &o, err, sizeof err));
+  unsetenv("ASR_KV_TIMEOUT_MS");
+  ASSERT_OK(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err));
+  asr_kv_server_free(s);
+}
+
+/* The default secret is read once per process: a bad one fails every
+ * request that would send it (the server would only have refused them). */
+TEST(bad_secret_fails_the_request) {
+  clean_env();
+  asr_kv_server_t *s = server_thread(0, NULL);
+  uint16_t port = asr_kv_server_port(s);
+  setenv("ASR_JOB_SECRET", "0123", 1);
+  char err[640] = "";
+  ASSERT_EQ(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_JOB_SECRET: the value (4 characters) is not 64 hex digits");
+  ASSERT_EQ(asr_kv_list(IP, port, NULL, NULL, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_JOB_SECRET: the value (4 characters) is not 64 hex digits");
+  uint8_t secret[ASR_KV_SECRET_LEN] = {0};
+  asr_kv_opts_t o = {.secret = secret}; /* a secret in the options does not read the variable */
+  ASSERT_OK(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, &o, err, sizeof err));
+  asr_kv_server_free(s);
+}
+
 /* --- 5. binary keys and size limits ----------------------------------------- */
 
 static void get_exact(uint16_t port, const void *key, size_t klen, const void *want, size_t wlen) {

@@ -136,15 +136,18 @@ TEST(elect_try_bad_arguments) {
   ASSERT_CONTAINS(err, dir);
   ASSERT_EQ(fd, -1);
 
-  /* A lock directory too long for the path buffer. */
+  /* A lock directory too long for the path buffer: refused as a bad
+   * setting (asr_env.h's ASR_KV_LOCK_DIR is at most 400 bytes). */
   char longdir[600];
   memset(longdir, 'd', sizeof longdir - 1);
   longdir[0] = '/';
   longdir[sizeof longdir - 1] = '\0';
   setenv("ASR_KV_LOCK_DIR", longdir, 1);
   err[0] = '\0';
-  ASSERT_EQ(asr_kv_elect_try(5003, NULL, &fd, err, sizeof err), ASR_ETOOBIG);
-  ASSERT_CONTAINS(err, "ASR_KV_LOCK_DIR");
+  ASSERT_EQ(asr_kv_elect_try(5003, NULL, &fd, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_KV_LOCK_DIR: '/ddd");
+  ASSERT_CONTAINS(err, "' is too long (at most 400 bytes)");
+  ASSERT_EQ(asr_kv_elect_read_mark(5003, NULL, err, sizeof err), ASR_ECONFIG);
 
   /* NULL errbuf is allowed. */
   setenv("ASR_KV_LOCK_DIR", dir, 1);

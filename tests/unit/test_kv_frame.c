@@ -204,8 +204,10 @@ TEST(secret_hex) {
   ASSERT_EQ(asr_kv_secret_from_hex(hex, t), ASR_EINVAL);
   char err[256];
   setenv("ASR_JOB_SECRET", "nothex", 1);
-  ASSERT_EQ(asr_kv_secret_from_env(t, err, sizeof err), ASR_EINVAL);
-  ASSERT_CONTAINS(err, "ASR_JOB_SECRET must be 64 hex digits");
+  ASSERT_EQ(asr_kv_secret_from_env(t, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err,
+               "ASR_JOB_SECRET: the value (6 characters) is not 64 hex digits; unset it or copy it from the "
+               "job's launcher");
   unsetenv("ASR_JOB_SECRET");
   ASSERT_OK(asr_kv_secret_from_env(t, err, sizeof err));
   uint8_t zero[32] = {0};
