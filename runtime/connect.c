@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "asr_assert.h"
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -139,17 +140,6 @@ static uint32_t handle_ordinal(const uint8_t *h) {
   return v;
 }
 
-/* The rendezvous deadline: ASR_KV_TIMEOUT_MS, the KV requests' own (default 120 s). */
-static uint64_t rendezvous_timeout_ms(void) {
-  const char *v = getenv("ASR_KV_TIMEOUT_MS");
-  if (v && *v) {
-    char *end;
-    long ms = strtol(v, &end, 10);
-    if (*end == '\0' && ms > 0 && ms < 86400000) return (uint64_t)ms;
-  }
-  return 120000;
-}
-
 /* A connect that has met a full queue this long says so (once). */
 #define CONNECT_WARN_MS 5000
 
@@ -208,7 +198,11 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
        * later ticks, never blocking this thread, until the rendezvous deadline
        * (ASR_KV_TIMEOUT_MS, as for the KV requests). */
       if (!c->connect_deadline_ms) {
-        c->connect_deadline_ms = asr_time_ms() + rendezvous_timeout_ms();
+        long ms; /* the KV requests' own deadline (asr_env.h); a bad value fails the comm */
+        char err[256];
+        if (asr_env_int(ASR_ENV_KV_TIMEOUT_MS, &ms, err, sizeof err) != 0) return fail(c, "%s", err);
+        c->connect_timeout_ms = (uint64_t)ms;
+        c->connect_deadline_ms = asr_time_ms() + c->connect_timeout_ms;
         c->connect_warn_ms = asr_time_ms() + CONNECT_WARN_MS;
       }
       int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
@@ -224,7 +218,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
                    "lnc %d SEND comm to %s/lnc %d: the peer's queue has been full for %d s; still trying "
                    "(for %llu s in all). %s",
                    c->lnc, c->peer_ip, c->peer_lnc, CONNECT_WARN_MS / 1000,
-                   (unsigned long long)rendezvous_timeout_ms() / 1000,
+                   (unsigned long long)c->connect_timeout_ms / 1000,
                    shm ? "With shm, an LNC holds at most 1024 messages that arrived before their receives "
                          "were posted, and after that every message to it waits, the connection setup too: "
                          "the peer must post receives for what it was already sent."
@@ -235,7 +229,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
         if (now < c->connect_deadline_ms) return wait_a_little(c);
         return fail(c,
                     "libfabric connect failed: the peer did not answer the connection setup within %llu ms",
-                    (unsigned long long)rendezvous_timeout_ms());
+                    (unsigned long long)c->connect_timeout_ms);
       }
       if (rc) return fail(c, "libfabric connect failed: %s", asr_strerror(rc));
       if (asr__watch_comm(ctx, c, c->osend.peer_who))

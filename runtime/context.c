@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -28,30 +29,30 @@
 asr_ctx_t *asr__ctxs[ASR_MAX_LNC];
 static pthread_mutex_t init_mutex[ASR_MAX_LNC] = {[0 ... ASR_MAX_LNC - 1] = PTHREAD_MUTEX_INITIALIZER};
 
+/* The bootstrap port: ASR_BOOTSTRAP_PORT, or the seed's
+ * NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT (asr_env.h's alias). */
 static int env_port(uint16_t *port) {
-  const char *names[] = {"ASR_BOOTSTRAP_PORT", "NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT"};
-  for (int i = 0; i < 2; i++) {
-    const char *v = getenv(names[i]);
-    if (!v || !*v) continue;
-    char *end;
-    long p = strtol(v, &end, 10);
-    if (*end || p <= 0 || p > 65535) {
-      asr_error("svc", "%s='%s' is not a TCP port (1..65535)", names[i], v);
-      return -1;
-    }
-    *port = (uint16_t)p;
-    return 0;
+  long p;
+  char err[256];
+  if (asr_env_int(ASR_ENV_BOOTSTRAP_PORT, &p, err, sizeof err) != 0) {
+    asr_error("svc", "asr_init: %s", err);
+    return ASR_ECONFIG;
   }
-  asr_error("svc",
-            "no bootstrap port: set ASR_BOOTSTRAP_PORT (start the program with asrrun, "
-            "or export ASR_BOOTSTRAP_PORT=<port> on every host of the job)");
-  return -1;
+  if (p == 0) { /* unset: the row has no default */
+    asr_error("svc",
+              "no bootstrap port: set ASR_BOOTSTRAP_PORT (start the program with asrrun, "
+              "or export ASR_BOOTSTRAP_PORT=<port> on every host of the job)");
+    return ASR_ECONFIG;
+  }
+  *port = (uint16_t)p;
+  return 0;
 }
 
 static void own_hostname(char *out, size_t len) {
-  const char *h = getenv("ASR_HOSTNAME");
+  const char *h = NULL; /* checked by asr_init's asr_env_check_all */
+  if (asr_env_str(ASR_ENV_HOSTNAME, &h, NULL, 0) != 0) h = NULL;
   memset(out, 0, len);
-  if (h && *h)
+  if (h)
     snprintf(out, len, "%s", h);
   else if (gethostname(out, len - 1) != 0)
     snprintf(out, len, "localhost");
@@ -69,6 +70,13 @@ int asr_init(int lnc) {
   uint16_t port;
   if (asr__ctx_get(lnc)) {
     asr_error("svc", "asr_init: LNC %d is already initialised (call asr_close first)", lnc);
+    goto out;
+  }
+  /* Every setting libasr reads, checked before anything starts: a bad one
+   * fails here with its message (asr_env.h), not later inside a provider. */
+  asr_env_warn_unknown_once();
+  if (asr_env_check_all(ASR_ENV_LIBASR, err, sizeof err) != 0) {
+    asr_error("svc", "asr_init: %s", err);
     goto out;
   }
   if (env_port(&port) != 0) goto out;

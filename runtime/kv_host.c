@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "asr_assert.h"
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -58,10 +59,11 @@ unsigned asr__kv_host_epoch(void) { return atomic_load(&server_epoch); }
 static int serve_locked(char *errbuf, size_t errlen) {
   assert(asr_mutex_held(&host_mutex));
   uint8_t secret[ASR_KV_SECRET_LEN];
-  if (asr_kv_secret_from_env(secret, errbuf, errlen) != 0) return ASR_EINVAL;
-  const char *bind = getenv("ASR_KV_BIND");
-  asr_kv_server_opts_t o = {.bind_ip = bind && *bind ? bind : NULL, .port = host_port, .secret = secret};
-  int rc;
+  int rc = asr_kv_secret_from_env(secret, errbuf, errlen);
+  const char *bind = NULL; /* NULL: every address */
+  if (rc == 0) rc = asr_env_str(ASR_ENV_KV_BIND, &bind, errbuf, errlen);
+  if (rc) return rc;
+  asr_kv_server_opts_t o = {.bind_ip = bind, .port = host_port, .secret = secret};
   uint64_t until = asr_time_ms() + 3000;
   /* A previous leader's socket may linger a moment after its lock is gone. */
   while ((rc = asr_kv_server_new(&o, &server, errbuf, errlen)) == ASR_EADDRINUSE && asr_time_ms() < until)
@@ -139,8 +141,9 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
   if (users++ == 0) {
     host_port = port;
     snprintf(host_name, sizeof host_name, "%s", hostname);
-    const char *mode = getenv("ASR_KV_SERVER");
-    if (!mode || !*mode || strcmp(mode, "auto") == 0) {
+    int external = 0; /* ASR_KV_SERVER: auto (0) or external (1) */
+    rc = asr_env_word(ASR_ENV_KV_SERVER, &external, errbuf, errlen);
+    if (rc == 0 && !external) {
       int fd = -1;
       rc = asr_kv_elect_try(port, host_name, &fd, errbuf, errlen);
       if (rc == 0) {
@@ -156,9 +159,6 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
         if (watcher_running) (void)pthread_setname_np(watcher, "asr-kv-watch");
         rc = 0;
       }
-    } else if (strcmp(mode, "external") != 0) {
-      snprintf(errbuf, errlen, "ASR_KV_SERVER='%s' is not 'auto' or 'external'", mode);
-      rc = ASR_EINVAL;
     }
     if (rc) users = 0;
   }

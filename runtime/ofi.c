@@ -11,6 +11,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -69,10 +70,28 @@ static int ofi_fail(ssize_t rc, const char *call) {
   return ofi_err(rc);
 }
 
-static const char *pick_provider(void) {
-  const char *p = getenv("ASR_PROVIDER");
-  if (!p || !*p) p = getenv("FI_PROVIDER");
-  return p && *p ? p : "shm";
+/* The settings asr__ofi_open reads (asr_env.h), all at once before it opens
+ * anything, so that a bad one fails the open with its message and nothing
+ * to unwind. */
+typedef struct {
+  const char *provider; /* ASR_PROVIDER, else FI_PROVIDER, else shm */
+  const char *if_addr;  /* ASR_IF_ADDR (default 127.0.0.1) */
+  long inject_max;      /* ASR_INJECT_MAX; -1: not set */
+  long seq_bits;        /* ASR_SEQ_BITS (default 40) */
+} ofi_env_t;
+
+static int read_env(ofi_env_t *e, char *errbuf, size_t errlen) {
+  int rc = asr_env_str(ASR_ENV_PROVIDER, &e->provider, errbuf, errlen);
+  if (rc == 0 && !e->provider) {
+    const char *fi = getenv("FI_PROVIDER"); /* libfabric's own, as a fallback */
+    e->provider = fi && *fi ? fi : "shm";
+  }
+  if (rc == 0) rc = asr_env_str(ASR_ENV_IF_ADDR, &e->if_addr, errbuf, errlen);
+  e->inject_max = -1;
+  if (rc == 0 && asr_env_is_set(ASR_ENV_INJECT_MAX))
+    rc = asr_env_int(ASR_ENV_INJECT_MAX, &e->inject_max, errbuf, errlen);
+  if (rc == 0) rc = asr_env_int(ASR_ENV_SEQ_BITS, &e->seq_bits, errbuf, errlen);
+  return rc;
 }
 
 #ifdef ASR_DEBUG
@@ -106,7 +125,10 @@ static void close_fid(struct fid *f, const char *what) {
  * releases the same seven in the same order. */
 int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   memset(o, 0, sizeof *o);
-  const char *prov = pick_provider();
+  ofi_env_t env;
+  int erc = read_env(&env, errbuf, errlen);
+  if (erc) return erc;
+  const char *prov = env.provider;
   snprintf(o->provider, sizeof o->provider, "%s", prov);
   int is_shm = strcmp(prov, "shm") == 0;
   const char *step = NULL; /* the failed step, for errbuf; NULL: errbuf is written already */
@@ -133,8 +155,7 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   const char *node = NULL;
   uint64_t flags = 0;
   if (!is_shm) {
-    node = getenv("ASR_IF_ADDR");
-    if (!node || !*node) node = "127.0.0.1";
+    node = env.if_addr;
     flags = FI_SOURCE;
   }
   rc = fi_getinfo(FI_VERSION(1, 11), node, NULL, flags, hints, &o->info); /* 2 */
@@ -191,20 +212,11 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
    * windowed bandwidth lost 20%). ASR_INJECT_MAX sets the limit for any
    * provider (at most its inject size; 0: never). */
   o->inject_max = is_shm ? o->info->tx_attr->inject_size : 0;
-  const char *im = getenv("ASR_INJECT_MAX");
-  if (im && *im) {
-    char *end;
-    unsigned long long v = strtoull(im, &end, 10);
-    if (*end || im[0] == '-')
-      asr_warn("fab", "ASR_INJECT_MAX='%s' is not a byte count; ignored (inject up to %zu bytes)", im,
-               o->inject_max);
-    else
-      o->inject_max = v < o->info->tx_attr->inject_size ? (size_t)v : o->info->tx_attr->inject_size;
-  }
+  if (env.inject_max >= 0)
+    o->inject_max = (size_t)env.inject_max < o->info->tx_attr->inject_size ? (size_t)env.inject_max
+                                                                           : o->info->tx_attr->inject_size;
   o->next_key = ((uint64_t)lnc << 48) | 1;
-  unsigned bits = 40;
-  const char *sb = getenv("ASR_SEQ_BITS");
-  if (sb && atoi(sb) >= 8 && atoi(sb) <= 40) bits = (unsigned)atoi(sb);
+  unsigned bits = (unsigned)env.seq_bits; /* 8..40: the row's range */
   o->seq_mask = (1ull << bits) - 1;
   o->next_comm_id = 1;
   asr_info("fab",

@@ -154,9 +154,10 @@ typedef struct {
 } asr__ofi_send_t;
 
 /* Opens the endpoint for lnc with the provider from ASR_PROVIDER / FI_PROVIDER
- * (default shm). Returns 0, or a negative ASR_E* code with errbuf saying why
- * (libfabric's words); on failure nothing of o is left acquired, and o needs
- * no asr__ofi_close. */
+ * (default shm), and ASR_IF_ADDR, ASR_INJECT_MAX and ASR_SEQ_BITS. Returns 0,
+ * or a negative ASR_E* code (ASR_ECONFIG for a bad setting) with errbuf
+ * saying why (libfabric's words); on failure nothing of o is left acquired,
+ * and o needs no asr__ofi_close. */
 int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen);
 
 /* Closes what asr__ofi_open acquired, in reverse order; posted operations are

@@ -24,6 +24,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "ofi_env.h"
 #include "platform/ofi_kallsyms.h"
@@ -47,7 +48,12 @@ static void *sym(void *lib, const char *name, const char *version) {
 
 static void load(void) {
   void *lib = NULL;
-  if (asr__ofi_nopsm_load() > 0) { /* before libfabric, whose dependencies they stand in for */
+  int nopsm = asr__ofi_nopsm_load();
+  if (nopsm == ASR_ECONFIG) { /* a bad ASR_OFI_PSM (logged): fail as a bad setting fails */
+    load_error = "bad ASR_OFI_PSM";
+    return;
+  }
+  if (nopsm > 0) { /* before libfabric, whose dependencies they stand in for */
     lib = dlopen(LIBFABRIC, RTLD_NOW | RTLD_GLOBAL);
     if (!lib) {
       asr_debug("fab", "%s does not load with libasr's psm stand-ins (%s); loading it as it is", LIBFABRIC,
@@ -63,7 +69,10 @@ static void load(void) {
   }
   /* before the first fi_getinfo, which initialises every provider (platform/ofi_kallsyms.c,
    * ofi_env.c) */
-  asr__ofi_hide_kallsyms(lib);
+  if (asr__ofi_hide_kallsyms(lib) == ASR_ECONFIG) { /* a bad ASR_OFI_KALLSYMS (logged) */
+    load_error = "bad ASR_OFI_KALLSYMS";
+    return;
+  }
   asr__ofi_env_defaults();
   p_getinfo = sym(lib, "fi_getinfo", "FABRIC_1.3");
   p_freeinfo = sym(lib, "fi_freeinfo", "FABRIC_1.3");

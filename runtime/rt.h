@@ -85,6 +85,7 @@ struct asr_comm {
   uint64_t retry_at_ms;
   uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on ASR_EAGAIN after this */
   uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about ASR_EAGAIN after this */
+  uint64_t connect_timeout_ms;  /* NET_CONNECT (SEND): ASR_KV_TIMEOUT_MS when it began */
   int kv_ready;                 /* the comm can move this tick (its socket is ready: connect.c) */
   int kv_open_fd;               /* kv_req's open socket, as it reported it, or -1 */
   asr_loop_io_t kv_io;          /* that socket on the service thread's loop, while the comm waits on it */

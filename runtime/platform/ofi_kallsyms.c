@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "ofi_kallsyms.h"
@@ -111,8 +112,13 @@ static int patch_table(ElfW(Addr) base, const ElfW(Rela) * rel, size_t n, const 
 }
 
 int asr__ofi_hide_kallsyms(void *lib) {
-  const char *keep = getenv("ASR_OFI_KALLSYMS");
-  if (keep && strcmp(keep, "1") == 0) return 0;
+  int keep;
+  char err[256];
+  if (asr_env_bool(ASR_ENV_OFI_KALLSYMS, &keep, err, sizeof err) != 0) {
+    asr_error("fab", "%s", err);
+    return ASR_ECONFIG;
+  }
+  if (keep) return 0;
   struct link_map *lm = NULL;
   if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) != 0 || !lm) return ASR_EINVAL; /* not a handle dlopen gave */
   ElfW(Addr) base = lm->l_addr;

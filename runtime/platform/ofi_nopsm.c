@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_env.h"
+#include "asr_err.h"
 #include "asr_log.h"
 #include "ofi_nopsm.h"
 
@@ -66,8 +68,13 @@ static void *open_beside_libasr(const char *file) {
 }
 
 int asr__ofi_nopsm_load(void) {
-  const char *keep = getenv("ASR_OFI_PSM");
-  if (keep && !strcmp(keep, "1")) return 0;
+  int keep;
+  char err[256];
+  if (asr_env_bool(ASR_ENV_OFI_PSM, &keep, err, sizeof err) != 0) {
+    asr_error("fab", "%s", err);
+    return ASR_ECONFIG;
+  }
+  if (keep) return 0;
   int n = 0;
   for (size_t i = 0; i < NSTAND; i++) {
     if (any_file(stand_ins[i].devices)) continue;

@@ -29,6 +29,9 @@
  *                          a peer SIGKILLed: its comms fail within 5 s (the
  *                          peer watch); a pending connect: bounded close
  *   api_validation         the status codes of every entry point
+ *   settings_checked_at_init
+ *                          a bad ASR_* value fails asr_init / asr_job_init with
+ *                          its message; an unknown name is one warning
  *   libfabric_init_skips_kallsyms
  *                          the first LNC's libfabric init does not read
  *                          /proc/kallsyms (platform/ofi_kallsyms.c), unless asked to
@@ -1644,6 +1647,83 @@ static void validation_proc(int rank, void *arg) {
 
 TEST(api_validation) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], validation_proc, NULL, 30000);
+}
+
+/* =========================================================================
+ * 10b. Settings: asr_init and asr_job_init check libasr's variables first
+ * ========================================================================= */
+
+/* Runs fn with stderr in a file; returns what it printed (malloc'd). */
+static char *stderr_of(void (*fn)(void)) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/stderr.txt", asr_test_tmpdir());
+  int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600), saved = dup(2);
+  ASSERT(fd >= 0 && saved >= 0);
+  dup2(fd, 2);
+  fn();
+  dup2(saved, 2);
+  close(saved);
+  lseek(fd, 0, SEEK_SET);
+  char *out = asr_test_read_all(fd, 1000);
+  close(fd);
+  return out;
+}
+
+static const char *const bad_settings[][3] = {
+    {"ASR_SEQ_BITS", "99", "ASR_SEQ_BITS: '99' is out of range: use 8 to 40"},
+    {"ASR_INJECT_MAX", "lots", "ASR_INJECT_MAX: 'lots' is not a number"},
+    {"ASR_KV_TIMEOUT_MS", "2m", "ASR_KV_TIMEOUT_MS: '2m' is not a positive number"},
+    {"ASR_IF_ADDR", "localhost", "ASR_IF_ADDR: 'localhost' is not an IPv4 address: use A.B.C.D"},
+    {"ASR_KV_SERVER", "elected", "ASR_KV_SERVER: 'elected' is not one of auto, external"},
+    {"ASR_OFI_PSM", "2", "ASR_OFI_PSM: '2' is not a boolean: use true or false (1 or 0)"},
+    {"ASR_BOOTSTRAP_PORT", "70000", "ASR_BOOTSTRAP_PORT: '70000' is out of range: use 1 to 65535"},
+    {"ASR_LOG_LEVEL", "loud", "ASR_LOG_LEVEL: 'loud' is not one of error, warn, info, debug, trace"},
+};
+#define N_BAD_SETTINGS (sizeof bad_settings / sizeof bad_settings[0])
+static int init_rc[N_BAD_SETTINGS + 1], job_rc[N_BAD_SETTINGS];
+
+static void init_with_bad_settings(void) {
+  char port[16];
+  snprintf(port, sizeof port, "%s", getenv("ASR_BOOTSTRAP_PORT"));
+  for (size_t i = 0; i < N_BAD_SETTINGS; i++) {
+    setenv(bad_settings[i][0], bad_settings[i][1], 1);
+    init_rc[i] = asr_init(0);
+    if (init_rc[i] == ASR_SUCCESS) asr_close(0);
+    job_rc[i] = asr_job_init(NULL);
+    unsetenv(bad_settings[i][0]);
+    setenv("ASR_BOOTSTRAP_PORT", port, 1);
+  }
+  /* the good environment works, and the unknown name was warned about once */
+  init_rc[N_BAD_SETTINGS] = asr_init(0);
+  if (init_rc[N_BAD_SETTINGS] == ASR_SUCCESS) asr_close(0);
+}
+
+/* A bad value fails asr_init and asr_job_init with the message, before
+ * anything starts; the old readers ignored some (ASR_INJECT_MAX,
+ * ASR_SEQ_BITS, ASR_KV_TIMEOUT_MS) and fell back on defaults. An unknown
+ * ASR_* name is one warning per process. */
+TEST(settings_checked_at_init) {
+  rt_env_fresh();
+  setenv("ASR_BOGUS_SETTING", "1", 1);
+  unsetenv("ASR_LOG_LEVEL");
+  char *out = stderr_of(init_with_bad_settings);
+  for (size_t i = 0; i < N_BAD_SETTINGS; i++) {
+    ASSERT_MSG(init_rc[i] == ASR_INVALID, "asr_init with %s=%s: %d", bad_settings[i][0], bad_settings[i][1],
+               init_rc[i]);
+    ASSERT_MSG(job_rc[i] == ASR_INVALID, "asr_job_init with %s=%s: %d", bad_settings[i][0],
+               bad_settings[i][1], job_rc[i]);
+    char want[256];
+    snprintf(want, sizeof want, "asr_init: %s\n", bad_settings[i][2]);
+    ASSERT_CONTAINS(out, want);
+    snprintf(want, sizeof want, "asr_job_init: %s\n", bad_settings[i][2]);
+    ASSERT_CONTAINS(out, want);
+  }
+  ASSERT_MSG(init_rc[N_BAD_SETTINGS] == ASR_SUCCESS, "asr_init in a good environment: %d\n%s",
+             init_rc[N_BAD_SETTINGS], out);
+  const char *w = "unknown variable ASR_BOGUS_SETTING; asrrun --list-env lists them\n";
+  ASSERT_CONTAINS(out, w);
+  ASSERT_MSG(strstr(strstr(out, w) + 1, w) == NULL, "warned twice:\n%s", out);
+  free(out);
 }
 
 /* =========================================================================
