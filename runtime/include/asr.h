@@ -16,25 +16,15 @@
  * (asr_comm_wait_connected) and 6 connection error. asr_strerror() gives a
  * message for each. Functions write their out-parameters only on success.
  *
- * Environment: ASR_BOOTSTRAP_PORT (or the seed's
- * NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT) is required; ASR_PROVIDER (or
- * FI_PROVIDER) picks the libfabric provider (default shm; tcp;ofi_rxm across
- * hosts); ASR_HOSTNAME overrides gethostname(); ASR_IF_ADDR is the local
- * address for network providers (default 127.0.0.1); ASR_JOB_SECRET is the
- * job's KV secret; ASR_KV_SERVER=auto|external says whether this process
- * takes part in electing the host's KV server (auto, the default without a
- * launcher; when the elected server's process closes its last LNC or dies,
- * another takes over, and the RECV comms still waiting for their sender
- * publish their handles there again) or relies on asrd
- * (external); ASR_INJECT_MAX caps the size of
- * the sends that go out with fi_tinject and complete at once (default: the
- * provider's inject size on shm, none on other providers; 0 turns it off).
- * Unless the environment sets it, libasr sets FI_OFI_RXM_MSG_RX_SIZE=1024
- * when it loads libfabric (ofi_rxm's bounce buffers per LNC; libfabric's
- * own 4096 cost about 70 MB and 37 ms per LNC). On a host without Omni-Path
- * or InfiniPath adapters, libasr loads libfabric with stand-ins for libpsm2
- * and libpsm_infinipath, whose constructors would sleep 200 ms in every
- * process; ASR_OFI_PSM=1 loads the real ones.
+ * Environment. A program started by asrrun (or by srun --mpi=pmix, with
+ * asr_job_init) needs to set nothing. Without a launcher, asr_init needs
+ * ASR_BOOTSTRAP_PORT (or the seed's NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT),
+ * the same port on every host of the job; ASR_PROVIDER picks the libfabric
+ * provider (shm, the default, or tcp;ofi_rxm across hosts) and ASR_IF_ADDR
+ * the address peers reach this process at (default 127.0.0.1). A bad value
+ * of any variable libasr reads makes asr_init and asr_job_init fail with a
+ * message that names it. `asrrun --list-env`, and README.md's table
+ * "Environment variables", list every variable with its type and default.
  */
 #ifndef ASR_H
 #define ASR_H
