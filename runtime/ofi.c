@@ -101,7 +101,8 @@ static int read_env(ofi_env_t *e, char *errbuf, size_t errlen) {
  * unwinding of each later step can be checked. Release builds have neither
  * the hook nor its getenv. */
 static int fail_injected(const char *step) {
-  const char *f = getenv("ASR_TEST_OFI_FAIL");
+  const char *f = NULL;
+  if (asr_env_str(ASR_ENV_TEST_OFI_FAIL, &f, NULL, 0) != 0) f = NULL;
   return f && strcmp(f, step) == 0;
 }
 #define OFI_STEP(step, call) (fail_injected(step) ? -FI_EOTHER : (call))
