@@ -56,6 +56,8 @@
 
 enum { LIST_NONE = 0, LIST_IDLE, LIST_BUSY, LIST_HELD };
 
+#define CONN_DROPPED 1 /* conn_io and held_input: the connection is gone */
+
 typedef struct conn {
   asr_loop_io_t io; /* its socket, and what the loop watches it for */
   struct asr_kv_server *server;
@@ -267,15 +269,15 @@ static void expire_held(asr_kv_server_t *s, uint64_t now) {
 }
 
 /* Input on a held connection: its client hung up (drop it) or sent a frame
- * before its GET was answered (refuse it and close). Returns -1 when c was
- * dropped. */
+ * before its GET was answered (refuse it and close). Returns 0, or
+ * CONN_DROPPED when c was dropped (and freed). */
 static int held_input(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   char b;
   ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
   if (n <= 0) {
     drop(s, c);
-    return -1;
+    return CONN_DROPPED;
   }
   list_remove(s, c);
   reply_error(s, c, 1, "a request arrived before the answer to the waiting GET");
@@ -359,7 +361,8 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   }
 }
 
-/* Moves bytes for c; returns 0, or -1 when c was dropped. */
+/* Moves bytes for c; returns 0, or CONN_DROPPED when c was dropped (and
+ * freed). */
 static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   if (c->list == LIST_HELD) return held_input(s, c, now);
   int frames = 0, moved = 0;
@@ -373,7 +376,7 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
         c->writing = 0;
         if (c->close_after) {
           drop(s, c);
-          return -1;
+          return CONN_DROPPED;
         }
         c->rpos = 0;
         want_events(s, c, ASR_LOOP_READ);
@@ -386,7 +389,7 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
       }
       if (n < 0 && errno == EINTR) continue;
       drop(s, c);
-      return -1;
+      return CONN_DROPPED;
     }
     ssize_t n = recv(c->fd, c->rbuf + c->rpos, ASR_KV_FRAME_LEN - c->rpos, 0);
     if (n > 0) {
@@ -396,7 +399,7 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
       int hf = handle_frame(s, c, now);
       if (hf == 1) { /* END */
         drop(s, c);
-        return -1;
+        return CONN_DROPPED;
       }
       if (hf == 2) return 0; /* held: on the held list until its key or its time comes */
       continue;              /* go write the response */
@@ -409,12 +412,12 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
         (void)send(c->fd, c->wbuf, ASR_KV_FRAME_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
       }
       drop(s, c);
-      return -1;
+      return CONN_DROPPED;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
     if (errno == EINTR) continue;
     drop(s, c);
-    return -1;
+    return CONN_DROPPED;
   }
   if (moved) touch(s, c, now);
   return 0;

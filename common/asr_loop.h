@@ -104,8 +104,11 @@ struct asr_loop_async {
   asr_loop_async_t *next;
 };
 
+/* A sleep with no bound of its own (a hook's answer, a run_once argument). */
+#define ASR_LOOP_FOREVER (-1)
+
 /* The hooks of step 2 and 4. before_sleep returns the longest the loop may
- * sleep in ms (-1 = no bound of its own). */
+ * sleep in ms (ASR_LOOP_FOREVER = no bound of its own). */
 typedef int (*asr_loop_before_sleep_cb)(asr_loop_t *loop, void *arg);
 typedef void (*asr_loop_after_sleep_cb)(asr_loop_t *loop, void *arg);
 

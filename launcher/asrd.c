@@ -231,16 +231,18 @@ static void on_signal(asr_loop_t *loop, asr_loop_signal_t *s, int signo, pid_t f
 /* --- start-up ------------------------------------------------------------------- */
 
 /* A socket bound to the bootstrap port on every address (not listening):
- * while it exists no ephemeral port can be that one. -1 if it cannot be
- * bound (then the KV server's bind reports why). */
+ * while it exists no ephemeral port can be that one. Returns it, or a
+ * negative ASR_E* when it cannot be bound (then the KV server's bind
+ * reports why). */
 static int hold_bootstrap_port(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return asr_err_from_errno(errno);
   struct sockaddr_in a = {
       .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_ANY)};
   if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    int e = errno;
     close(fd);
-    return -1;
+    return asr_err_from_errno(e);
   }
   return fd;
 }
@@ -335,6 +337,7 @@ int main(int argc, char **argv) {
   if (hold_port > 0) {
     asrd_topo_generic();
     d->port_hold = hold_bootstrap_port(hold_port);
+    if (d->port_hold < 0) d->port_hold = -1; /* not held: the KV server's bind says why */
   }
   asrd_topo_start();
   rc = asrd_up_connect(d, ctl, err, sizeof err);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "asrd.h"
@@ -196,8 +197,9 @@ int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
   the_daemon = d;
   asr_loop_async_start(d->loop, &d->pmix_async, handle_events, d);
   if (asrd_dir_make(d->tmpdir, sizeof d->tmpdir) != 0) {
-    snprintf(errbuf, errlen, "cannot create a private directory for PMIx: %s", strerror(errno));
-    return -1;
+    int e = errno;
+    snprintf(errbuf, errlen, "cannot create a private directory for PMIx: %s", strerror(e));
+    return asr_err_from_errno(e);
   }
   /* Lend the library a topology of ours (without I/O devices): left alone
    * it discovers its own, PCI and block devices included, which was most of
@@ -235,7 +237,7 @@ int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
   PMIX_INFO_DESTRUCT(&info[1]);
   if (st != PMIX_SUCCESS) {
     snprintf(errbuf, errlen, "PMIx_server_init failed: %s", PMIx_Error_string(st));
-    return -1;
+    return ASR_EIO;
   }
   d->pmix_up = 1;
   return 0;
@@ -273,7 +275,7 @@ int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen) {
   if (st != PMIX_SUCCESS) {
     snprintf(errbuf, errlen, "cannot describe the job to PMIx: %s", PMIx_Error_string(st));
     free(node_regex);
-    return -1;
+    return ASR_EIO;
   }
   PMIX_INFO_LOAD(&reg_job[0], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
   PMIX_INFO_LOAD(&reg_job[1], PMIX_PROC_MAP, ppn_regex, PMIX_REGEX);
@@ -322,7 +324,7 @@ int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env) {
   pmix_status_t st = PMIx_server_setup_fork(&proc, env);
   if (st != PMIX_SUCCESS) {
     asr_error("pmix", "setup_fork(rank %d): %s", r->rank, PMIx_Error_string(st));
-    return -1;
+    return ASR_EIO;
   }
   return 0;
 }

@@ -171,8 +171,9 @@ static int find_program(const char *prog, char *out, size_t outlen) {
 }
 
 /* Everything before the daemons start: configuration, map, program, the
- * bootstrap port and the control listener. Returns -1 to go on, or the
- * exit code to end with. */
+ * bootstrap port and the control listener. Returns GO_ON, or the exit code
+ * to end with (0 for --help, --version and --dry-run). */
+#define GO_ON (-1)
 static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *ctl_remote, size_t ctllen) {
   asr_config_t *cfg = &run->cfg;
   char err[1024];
@@ -274,13 +275,13 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   if (cfg->verbose && nremote)
     fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,
             nremote > 1 ? "s" : "", ctl_remote, cfg->launch_agent);
-  return -1;
+  return GO_ON;
 }
 
 static int run_job(asrrun_t *run, int argc, char **argv) {
   char ctl_local[64], ctl_remote[64];
   int rc = prepare(run, argc, argv, ctl_local, ctl_remote, sizeof ctl_local);
-  if (rc >= 0) return rc;
+  if (rc != GO_ON) return rc;
   signal(SIGPIPE, SIG_IGN);
   /* blocked from here (the loop's signalfd reads them); the daemons start
    * with an empty mask (launch_local.c, launch_agent.c) */

@@ -99,7 +99,9 @@ static void end(asr_ctl_conn_t *c, int err, const char *fmt, ...) {
   if (c->on_close) c->on_close(c, err, c->why, c->arg);
 }
 
-/* Returns 0, or -1 when c ended. */
+#define ENDED 1 /* write_out and deliver: c was closed (its owner may have freed it) */
+
+/* Returns 0, or ENDED. */
 static int write_out(asr_ctl_conn_t *c) {
   while (asr_ctl_pending(c) > 0) {
     ssize_t n = send(c->fd, c->out.data + c->out.off, asr_ctl_pending(c), MSG_NOSIGNAL);
@@ -110,7 +112,7 @@ static int write_out(asr_ctl_conn_t *c) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n < 0 && errno == EINTR) continue;
     end(c, ASR_ECONNRESET, "the connection broke while writing: %s", n < 0 ? strerror(errno) : "closed");
-    return -1;
+    return ENDED;
   }
   if (asr_ctl_pending(c) == 0) {
     c->out.off = c->out.len = 0;
@@ -139,8 +141,8 @@ static void on_finish_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
       asr_ctl_pending(c));
 }
 
-/* Hands every whole message in c->in to the owner. Returns 0, or -1 when c
- * ended (closed by the owner, or a protocol error). */
+/* Hands every whole message in c->in to the owner. Returns 0, or ENDED
+ * (closed by the owner, or a protocol error). */
 static int deliver(asr_ctl_conn_t *c) {
   while (asr_buf_pending(&c->in) >= ASR_CTL_HDR) {
     const uint8_t *h = c->in.data + c->in.off;
@@ -149,19 +151,19 @@ static int deliver(asr_ctl_conn_t *c) {
     char why[200];
     if (asr_ctl_header_parse(h, &type, &len, why, sizeof why) != 0) {
       end(c, ASR_EPROTO, "%s", why);
-      return -1;
+      return ENDED;
     }
     if (asr_buf_pending(&c->in) - ASR_CTL_HDR < len) break;
     asr_ctl_msg_t m;
     if (asr_ctl_msg_decode(type, h + ASR_CTL_HDR, len, &m, why, sizeof why) != 0) {
       end(c, ASR_EPROTO, "malformed %s message: %s", asr_ctl_type_name(type), why);
-      return -1;
+      return ENDED;
     }
     /* consumed before the call; its bytes stay put until the next read */
     c->in.off += ASR_CTL_HDR + len;
     if (c->on_msg) c->on_msg(c, &m, c->arg);
     asr_ctl_msg_free(&m);
-    if (c->fd < 0) return -1; /* the owner closed it */
+    if (c->fd < 0) return ENDED; /* the owner closed it */
   }
   if (c->in.off == c->in.len) c->in.off = c->in.len = 0;
   return 0;

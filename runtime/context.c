@@ -421,7 +421,7 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
   pthread_mutex_lock(&ctx->task_mutex);
   int busy = ctx->task_n > 0;
   pthread_mutex_unlock(&ctx->task_mutex);
-  if (!busy) return -1;
+  if (!busy) return ASR_LOOP_FOREVER;
   int tmo = idle_timeout(ctx);
   if (ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
   return tmo;
