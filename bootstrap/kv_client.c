@@ -678,3 +678,17 @@ int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg, con
   close(fd);
   return rc;
 }
+
+int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_opts_t *opts,
+                         char *errbuf, size_t errlen) {
+  uint8_t val[ASR_KV_HOSTNAME_LEN];
+  size_t hl = hostname ? strlen(hostname) : 0;
+  if (hl == 0 || hl >= ASR_KV_HOSTNAME_LEN) {
+    if (errbuf) snprintf(errbuf, errlen, "host name must be 1..127 bytes");
+    return ASR_EINVAL;
+  }
+  memset(val, 0, sizeof val);
+  memcpy(val, hostname, hl);
+  return asr_kv_set(ip, port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val,
+                    ASR_KV_VTYPE_TEXT, opts, errbuf, errlen);
+}

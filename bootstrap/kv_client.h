@@ -118,4 +118,10 @@ typedef void (*asr_kv_list_cb)(void *arg, uint32_t index, uint32_t total, const 
 int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg, const asr_kv_opts_t *opts,
                 char *errbuf, size_t errlen);
 
+/* Seeds "hostname" -> hostname (zero-padded to 128 bytes) on the KV server at
+ * ip:port, blocking until acknowledged or the deadline in opts. errbuf gets a
+ * one-line reason on failure. */
+int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_opts_t *opts,
+                         char *errbuf, size_t errlen);
+
 #endif /* ASR_KV_CLIENT_H */

@@ -132,17 +132,3 @@ int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
   if (n == 0) return ASR_EINVAL;
   return (int)n;
 }
-
-int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_opts_t *opts,
-                         char *errbuf, size_t errlen) {
-  uint8_t val[ASR_KV_HOSTNAME_LEN];
-  size_t hl = hostname ? strlen(hostname) : 0;
-  if (hl == 0 || hl >= ASR_KV_HOSTNAME_LEN) {
-    if (errbuf) snprintf(errbuf, errlen, "host name must be 1..127 bytes");
-    return ASR_EINVAL;
-  }
-  memset(val, 0, sizeof val);
-  memcpy(val, hostname, hl);
-  return asr_kv_set(ip, port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val,
-                    ASR_KV_VTYPE_TEXT, opts, errbuf, errlen);
-}

@@ -14,8 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kv_client.h"
-
 #define ASR_KV_HOSTNAME_KEY "hostname"
 #define ASR_KV_HOSTNAME_KEY_LEN 8
 #define ASR_KV_HOSTNAME_LEN 128 /* the value of "hostname", and the name inside a handle key */
@@ -46,11 +44,5 @@ char *asr_kv_value_render(const uint8_t *val, size_t len, char *out, size_t outl
  * anything else is text in which \xNN and \\ are escapes. Returns the length
  * or ASR_EINVAL / ASR_ETOOBIG. */
 int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap);
-
-/* Seeds "hostname" -> hostname (zero-padded to 128 bytes) on the KV server at
- * ip:port, blocking until acknowledged or the deadline in opts. errbuf gets a
- * one-line reason on failure. */
-int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_opts_t *opts,
-                         char *errbuf, size_t errlen);
 
 #endif /* ASR_KV_KEYS_H */
