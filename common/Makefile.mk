@@ -4,7 +4,7 @@ common_libasrcommon_la_SOURCES = \
 	common/asr_assert.h \
 	common/asr_buf.c common/asr_buf.h \
 	common/asr_err.c common/asr_err.h \
-	common/asr_env.c common/asr_env.h \
+	common/asr_env.c common/asr_env.h common/asr_env_warn.c \
 	common/asr_fs.c common/asr_fs.h \
 	common/asr_log.c common/asr_log.h \
 	common/asr_loop.c common/asr_loop.h \

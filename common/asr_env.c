@@ -12,7 +12,6 @@
 
 #include "asr_env.h"
 #include "asr_err.h"
-#include "asr_log.h"
 #include "asr_netif.h"
 
 extern char **environ;
@@ -379,20 +378,6 @@ int asr_env_each_unknown(char *const *envp, void (*fn)(void *arg, const char *na
     n++;
   }
   return n;
-}
-
-static void warn_unknown(void *arg, const char *name, const char *near) {
-  (void)arg;
-  if (strncmp(name, "ASR_", 4) != 0) return; /* libasr reads no ASRRUN_* name; asrrun checks those */
-  asr_warn("env", "unknown variable %s%s%s%s; asrrun --list-env lists them", name,
-           near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
-}
-
-static void warn_unknown_now(void) { asr_env_each_unknown(environ, warn_unknown, NULL); }
-
-void asr_env_warn_unknown_once(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, warn_unknown_now);
 }
 
 /* ------------------------------------------------------------------------ */
