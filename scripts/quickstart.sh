@@ -8,6 +8,6 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh"
 echo "== building (build/)"
 "$top/scripts/build.sh" "$top/build" --enable-werror
-echo "== running: asrrun -n 4 tests/apps/pairwise"
+echo "== running: asrrun -n 4 examples/pairwise"
 cd "$top/build"
-exec ./launcher/asrrun -n 4 --timeout 120 ./tests/apps/pairwise
+exec ./launcher/asrrun -n 4 --timeout 120 ./examples/pairwise

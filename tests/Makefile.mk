@@ -102,10 +102,6 @@ tests_bench_asr_bench_SOURCES = tests/bench/asr_bench.c tests/apps/asr_launch.h 
 tests_bench_asr_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include -I$(top_srcdir)/tests/apps
 tests_bench_asr_bench_LDADD = runtime/libasr.la
 EXTRA_DIST += tests/bench/ofi_bench.sh
-noinst_PROGRAMS += tests/apps/pairwise
-tests_apps_pairwise_SOURCES = tests/apps/pairwise.c
-tests_apps_pairwise_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
-tests_apps_pairwise_LDADD = runtime/libasr.la
 # The launch benchmark's app (tests/bench/launch_bench.sh): init, barrier, finalize.
 noinst_PROGRAMS += tests/apps/init_barrier
 tests_apps_init_barrier_SOURCES = tests/apps/init_barrier.c

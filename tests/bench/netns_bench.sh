@@ -7,7 +7,7 @@
 # with --bind-to none: emulated hosts share this machine's cores, and each
 # host's daemon would bind its first rank to core 0, so both ranks would spin
 # on one core and take turns a scheduler tick (4 ms) at a time:
-#   latency    asr: tests/apps/pairwise's 8-byte ping-pong one-way latency
+#   latency    asr: examples/pairwise's 8-byte ping-pong one-way latency
 #              raw: fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -S 8 between
 #                   the same two namespaces ("usec/xfer" is already one-way).
 #   bandwidth  asr: pairwise's 1 MiB messages, 16 in flight, then an 8-byte ack
@@ -32,7 +32,7 @@ trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "netns_bench: run as root (network namespaces)" >&2; exit 2; }
 command -v fi_pingpong >/dev/null || { echo "netns_bench: fi_pingpong not found (libfabric-bin)" >&2; exit 2; }
-for t in launcher/asrrun launcher/asrd tests/apps/pairwise tests/apps/init_barrier; do
+for t in launcher/asrrun launcher/asrd examples/pairwise tests/apps/init_barrier; do
   [ -x "$build/$t" ] || make -C "$build" -s "$t" >/dev/null || exit 2
 done
 netns_setup 3 || { echo "netns_bench: cannot create network namespaces here" >&2; exit 2; }
@@ -45,7 +45,7 @@ now() { date +%s.%N; }
 asr_pair() { # -> "LAT_US BW_MBS"
   local out=$work/pair
   if ip netns exec "$H1" "$ASRRUN" --launch-agent "ip netns exec" -H "$H1:1,$H2:1" --bind-to none --timeout 60 \
-    "$build/tests/apps/pairwise" -s 1048576 -n 2000 >"$out" 2>&1; then
+    "$build/examples/pairwise" -s 1048576 -n 2000 >"$out" 2>&1; then
     sed -n 's/.*one-way latency \([0-9.]*\) us.*bandwidth \([0-9.]*\) MB\/s.*/\1 \2/p' "$out"
   else
     echo "asr pairwise failed:" >&2; tail -5 "$out" >&2; failures=$((failures + 1))

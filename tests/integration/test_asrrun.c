@@ -1207,7 +1207,7 @@ TEST_TIMEOUT(stdin_to_rank0, 60) {
 TEST_TIMEOUT(pairwise_demo, 90) {
   setup();
   job_t j;
-  RUN(&j, 80000, "--timeout", "75", "-n", "4", bin("tests/apps/pairwise"), "-s", "262144", "-n", "200");
+  RUN(&j, 80000, "--timeout", "75", "-n", "4", bin("examples/pairwise"), "-s", "262144", "-n", "200");
   ASSERT_CODE(&j, 0);
   for (int r = 0; r < 4; r++)
     if (!strstr(j.out, fmt("[%d] rank %d (host %s, lnc %d): connected to 3 peers", r, r, my_hostname(), r)) ||
@@ -1217,6 +1217,22 @@ TEST_TIMEOUT(pairwise_demo, 90) {
   ASSERT_JOB(&j, strstr(j.out, "[0] rank 0 <-> rank 1: one-way latency ") && strstr(j.out, " bandwidth "));
   ASSERT_NO_LEFTOVERS(NULL, 3000);
   assert_tmpdir_clean();
+  teardown();
+}
+
+/* examples/sendrecv, the smallest example: rank 0's 1 MiB reaches rank 1
+ * verified; a third rank only joins and leaves; one rank is told why not. */
+TEST_TIMEOUT(example_sendrecv, 60) {
+  setup();
+  job_t j;
+  RUN(&j, 50000, "--timeout", "45", "-n", "3", bin("examples/sendrecv"));
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.out, "[1] rank 1: received 1048576 bytes from rank 0, all verified\n"));
+  ASSERT_EQ(count_substr(j.out, "all verified"), 1);
+  RUN(&j, 50000, "--timeout", "45", "-n", "1", bin("examples/sendrecv"));
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, "sendrecv needs two ranks"));
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
   teardown();
 }
 
@@ -1297,7 +1313,7 @@ TEST_TIMEOUT(pmix_client_lost_during_fence, 80) {
 
 TEST_TIMEOUT(no_launcher, 30) {
   setup();
-  const char *progs[] = {"tests/apps/pairwise", "tests/apps/pmix_client"};
+  const char *progs[] = {"examples/pairwise", "tests/apps/pmix_client"};
   for (int i = 0; i < 2; i++) {
     char *const argv[] = {(char *)bin(progs[i]), NULL};
     int out, err;

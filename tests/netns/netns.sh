@@ -14,6 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 ASRRUN=$build/launcher/asrrun
 APPS=$build/tests/apps
+EXAMPLES=$build/examples
 work=$(mktemp -d)
 trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
@@ -65,7 +66,7 @@ wait_for() {
 result() { [ "$failed" = 0 ] && echo "PASS: netns/$case ($1)"; }
 
 case=pairwise_3x4 failed=0 out=$work/$case
-run_job "$out" -H "$HOSTS" "$APPS/pairwise"
+run_job "$out" -H "$HOSTS" "$EXAMPLES/pairwise"
 rc=$?
 [ $rc = 0 ] || fail "exit $rc"
 n=$(grep -c 'all verified' "$out")
@@ -175,7 +176,7 @@ check_clean 15
 result "kill -9 of asrrun: every daemon killed its ranks and exited"
 
 case=if_include_subnet failed=0 out=$work/$case
-run_job "$out" -H "$H2:2,$H3:2" --if-include 198.18.0.0/24 "$APPS/pairwise"
+run_job "$out" -H "$H2:2,$H3:2" --if-include 198.18.0.0/24 "$EXAMPLES/pairwise"
 rc=$?
 [ $rc = 0 ] || fail "exit $rc"
 n=$(grep -c 'all verified' "$out")
@@ -203,7 +204,7 @@ result "a launch agent that fails is a clear error"
 case=pbs_nodefile failed=0 out=$work/$case
 # a PBS/Torque job's node file: one line per slot, hosts in first-seen order
 printf '%s\n' "$H2" "$H3" "$H2" "$H3" "$H3" >"$work/nodefile"
-PBS_NODEFILE=$work/nodefile run_job "$out" "$APPS/pairwise"
+PBS_NODEFILE=$work/nodefile run_job "$out" "$EXAMPLES/pairwise"
 rc=$?
 [ $rc = 0 ] || fail "exit $rc"
 n=$(grep -c 'all verified' "$out")

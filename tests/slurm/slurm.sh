@@ -18,6 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cluster=$here/cluster.sh
 ASRRUN=$build/launcher/asrrun
 APPS=$build/tests/apps
+EXAMPLES=$build/examples
 base=$(mktemp -d /tmp/asrslurm.XXXXXX) # short: Slurm's socket paths must fit 107 bytes
 trap '"$cluster" stop "$base" >/dev/null 2>&1; rm -rf "$base"' EXIT
 trap 'exit 130' INT TERM
@@ -82,7 +83,7 @@ verified() { # LOG N: N ranks on n1 and n2 verified their data
 }
 
 case=salloc_pairwise failed=0 log=$base/$case.log
-client salloc -N 2 -n 4 "$ASRRUN" --bind-to none "$APPS/pairwise" >"$log" 2>&1
+client salloc -N 2 -n 4 "$ASRRUN" --bind-to none "$EXAMPLES/pairwise" >"$log" 2>&1
 rc=$?
 [ $rc = 0 ] || fail "exit $rc"
 verified "$log" 4
@@ -94,7 +95,7 @@ cat >"$base/job.sh" <<EOS
 #!/bin/sh
 #SBATCH -N 2
 #SBATCH -n 4
-exec "$ASRRUN" --bind-to none "$APPS/pairwise"
+exec "$ASRRUN" --bind-to none "$EXAMPLES/pairwise"
 EOS
 client sbatch --wait -o "$log" "$base/job.sh" >"$base/$case.submit" 2>&1
 rc=$?
@@ -104,7 +105,7 @@ check_clean
 result "sbatch --wait with asrrun pairwise inside"
 
 case=srun_direct_pairwise failed=0 log=$base/$case.log
-client srun --mpi=pmix -N 2 -n 4 "$APPS/pairwise" >"$log" 2>&1
+client srun --mpi=pmix -N 2 -n 4 "$EXAMPLES/pairwise" >"$log" 2>&1
 rc=$?
 [ $rc = 0 ] || fail "exit $rc"
 verified "$log" 4
@@ -157,7 +158,7 @@ case=srun_direct_failing_rank failed=0 log=$base/$case.log
 # a rank that dies before joining: the others wait in asr_job_init's fence
 # until Slurm kills the step (-K, --kill-on-bad-exit)
 client srun --mpi=pmix -K -N 2 -n 4 sh -c 'if [ "$SLURM_PROCID" = 3 ]; then exit 7; fi; exec "$0"' \
-  "$APPS/pairwise" >"$log" 2>&1
+  "$EXAMPLES/pairwise" >"$log" 2>&1
 rc=$?
 # srun returns the highest exit status of its tasks, or 128+signal of those
 # it killed: 143 (the others got SIGTERM) or 7 if none had to be killed

@@ -3,12 +3,12 @@
  * through libasr, moves verified data both ways, and rank 0 measures latency
  * and bandwidth to rank 1.
  *
- *   asrrun -n 4 pairwise [-s BYTES] [-n ITERS]
+ *   asrrun -n 4 build/examples/pairwise [-s BYTES] [-n ITERS]
  *
+ * The quick start's job (scripts/quickstart.sh). Build it against an
+ * installed asr with  cc pairwise.c $(pkg-config --cflags --libs asr)
  * Exits non-zero (so asrrun reports the rank) on any mismatch.
  */
-#include "config.h"
-
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
