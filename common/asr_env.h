@@ -159,6 +159,8 @@
     "set: test_runtime prints what the provider did where a case observes it")                               \
   X(TEST_ONLY_PROVIDER, "ASR_TEST_ONLY_PROVIDER", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS,                      \
     "run the runtime tests on this provider only")                                                           \
+  X(LONG, "ASR_LONG", BOOL, 0, 1, NULL, "false", ASR_ENV_TESTS,                                             \
+    "run the test suite's long tier too: soaks, long stalls, large emulations (scripts/test.sh)")          \
   X(TEST_OFI_FAIL, "ASR_TEST_OFI_FAIL", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS,                                \
     "debug builds: this step of opening an LNC's endpoint fails (test_runtime ofi_open_unwinds)")            \
   X(SLURM_TEST, "ASR_SLURM_", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS | ASR_ENV_FAMILY,                         \

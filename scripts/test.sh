@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Quick start, second command: installs what is missing, builds, and runs the
-# whole test suite: the unit/integration tests on a -Werror build, again under
-# ASan+UBSan and under TSan, the format check, the runtime's close cases under
-# valgrind, make distcheck and benchmark smoke runs (the KV store's; libasr
-# against raw libfabric, one small size of each kind, payloads checked).
+# whole test suite. Its tiers (README "Tests"):
+#   - unit tests under all three builds: -Werror, ASan+UBSan, TSan (the
+#     sanitizer builds are debug builds: assert() is live);
+#   - integration tests (real asrrun jobs) under the -Werror build, and the
+#     cases named in tests/sanitized-cases.txt under ASan and TSan;
+#   - the multi-host (network namespaces) and Slurm suites, the fuzz
+#     targets (corpus replay and 10 s each), the format and layering checks,
+#     the runtime's close cases under valgrind, benchmark smoke runs, and
+#     make distcheck (its tree runs the unit tests only);
+#   - ASR_LONG=1 adds the long tier: soaks, long stalls, large emulations
+#     (TEST_LONG cases, otherwise SKIP lines), and every integration case
+#     under the sanitizer builds too.
 # Ends with one line "N passed, N failed, N skipped" and exits non-zero on
 # any failure.
 set -uo pipefail
@@ -26,20 +34,20 @@ step() {
   fi
 }
 
-build_and_run() { # label dir configure-options...
-  local label=$1 dir=$2; shift 2
+build_and_run() { # label dir tier configure-options...
+  local label=$1 dir=$2 tier=$3; shift 3
   echo "== $label build ($dir)"
   if "$top/scripts/build.sh" "$dir" "$@"; then
     echo pass >> "$counts"; echo "PASS: build-$label"
-    "$top/tests/run-suite.sh" "$dir" "$counts"
+    "$top/tests/run-suite.sh" "$dir" "$counts" "$tier"
   else
     echo fail >> "$counts"; echo "FAIL: build-$label"
   fi
 }
 
-build_and_run default "$top/build" --enable-werror
-build_and_run asan "$top/build-asan" --enable-werror --enable-asan --enable-debug
-build_and_run tsan "$top/build-tsan" --enable-werror --enable-tsan --enable-debug
+build_and_run default "$top/build" full --enable-werror
+build_and_run asan "$top/build-asan" sanitized --enable-werror --enable-asan --enable-debug
+build_and_run tsan "$top/build-tsan" sanitized --enable-werror --enable-tsan --enable-debug
 
 # A test script that prints its own PASS/FAIL/SKIP lines.
 script_suite() { # name command...
@@ -65,7 +73,8 @@ step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"
 step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
 step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
   RATE_ITERS=100 "$top/tests/bench/ofi_bench.sh" "$top/build"
-step distcheck make -C "$top/build" -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror
+step distcheck make -C "$top/build" -s distcheck \
+  DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests"
 
 p=$(grep -c '^pass' "$counts"); f=$(grep -c '^fail' "$counts"); s=$(grep -c '^skip' "$counts")
 echo "$p passed, $f failed, $s skipped"

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asr_env.h"
 #include "asr_err.h"
 #include "asr_fs.h"
 #include "asr_sock.h"
@@ -26,13 +27,24 @@ static struct {
   const char *name;
   asr_test_fn fn;
   int timeout_s;
+  int tier; /* ASR_TEST_TIER_* */
 } tests[MAX_TESTS];
 static int ntests;
 static const char *prog_name = "test";
 static char tmpdir_path[PATH_MAX];
 
 void asr_test_register(const char *name, asr_test_fn fn, int timeout_s) {
-  if (ntests < MAX_TESTS) tests[ntests++] = (typeof(tests[0])){name, fn, timeout_s};
+  asr_test_register_tier(name, fn, timeout_s, ASR_TEST_TIER_DEFAULT);
+}
+
+void asr_test_register_tier(const char *name, asr_test_fn fn, int timeout_s, int tier) {
+  if (ntests < MAX_TESTS) tests[ntests++] = (typeof(tests[0])){name, fn, timeout_s, tier};
+}
+
+/* Whether the long tier runs (ASR_LONG=1, a row of asr_env.h). */
+static int long_tier_on(void) {
+  int on = 0;
+  return asr_env_bool(ASR_ENV_LONG, &on, NULL, 0) == 0 && on;
 }
 
 const char *asr_test_errname(int rc) { return asr_err_name(rc); }
@@ -245,17 +257,38 @@ static int run_case(int i, uint64_t *ms) {
   return r;
 }
 
+/* Whether case i was named on the command line (none named: every case). */
+static int named(int i, int argc, char **argv) {
+  if (argc < 2) return 1;
+  for (int a = 1; a < argc; a++)
+    if (strcmp(argv[a], tests[i].name) == 0) return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   prog_name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
   if (argc > 1 && strcmp(argv[1], "--list") == 0) {
     for (int i = 0; i < ntests; i++) printf("%s\n", tests[i].name);
     return 0;
   }
-  int pass = 0, fail = 0, skip = 0, ran = 0;
+  for (int a = 1; a < argc; a++) {
+    int known = 0;
+    for (int i = 0; i < ntests && !known; i++) known = strcmp(argv[a], tests[i].name) == 0;
+    if (!known) {
+      fprintf(stderr, "%s: no test named '%s' (try --list)\n", prog_name, argv[a]);
+      return 2;
+    }
+  }
+  int pass = 0, fail = 0, skip = 0;
+  int long_on = long_tier_on();
   setvbuf(stdout, NULL, _IOLBF, 0);
   for (int i = 0; i < ntests; i++) {
-    if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;
-    ran++;
+    if (!named(i, argc, argv)) continue;
+    if (tests[i].tier == ASR_TEST_TIER_LONG && !long_on) {
+      printf("SKIP: %s/%s: the long tier (ASR_LONG=1 runs it)\n", prog_name, tests[i].name);
+      skip++;
+      continue;
+    }
     uint64_t ms = 0;
     int r = run_case(i, &ms);
     const char *tag = r == 0 ? "PASS" : r == 2 ? "SKIP" : "FAIL";
@@ -266,10 +299,6 @@ int main(int argc, char **argv) {
       skip++;
     else
       fail++;
-  }
-  if (argc > 1 && ran == 0) {
-    fprintf(stderr, "%s: no test named '%s' (try --list)\n", prog_name, argv[1]);
-    return 2;
   }
   printf("== %s: %d pass / %d fail / %d skip\n", prog_name, pass, fail, skip);
   return fail ? 1 : (pass == 0 && skip > 0 ? SKIP_CODE : 0);

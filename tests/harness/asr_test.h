@@ -9,7 +9,11 @@
  *     PASS: test_kv_frame/roundtrip (3 ms)
  *     FAIL: test_kv_server/stall (5012 ms): file.c:123: ASSERT(x == 1)
  *     SKIP: test_x/y: reason
- * `prog NAME` runs one case; `prog --list` lists them.
+ * `prog NAME...` runs the named cases; `prog --list` lists them all.
+ *
+ * Tiers: TEST_LONG(name, secs) marks a soak, a long stall or a large
+ * emulation: it runs only with ASR_LONG=1 and is otherwise a visible SKIP
+ * line ("the long tier"), never a silent pass.
  */
 #ifndef ASR_TEST_H
 #define ASR_TEST_H
@@ -23,7 +27,9 @@
 
 typedef void (*asr_test_fn)(void);
 
+enum { ASR_TEST_TIER_DEFAULT = 0, ASR_TEST_TIER_LONG = 1 };
 void asr_test_register(const char *name, asr_test_fn fn, int timeout_s);
+void asr_test_register_tier(const char *name, asr_test_fn fn, int timeout_s, int tier);
 void asr_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 3, 4)));
 void asr_test_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -35,6 +41,12 @@ void asr_test_skip(const char *fmt, ...) __attribute__((noreturn, format(printf,
   }                                                                \
   static void test_##name(void)
 #define TEST(name) TEST_TIMEOUT(name, 60)
+#define TEST_LONG(name, secs)                                               \
+  static void test_##name(void);                                            \
+  __attribute__((constructor)) static void register_##name(void) {          \
+    asr_test_register_tier(#name, test_##name, (secs), ASR_TEST_TIER_LONG); \
+  }                                                                         \
+  static void test_##name(void)
 
 #define ASSERT(cond)                                                     \
   do {                                                                   \
