@@ -223,6 +223,8 @@ int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr *
 
 /* --- close ------------------------------------------------------------------ */
 
+static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm);
+
 int asr_comm_close(asr_comm_t *comm) {
   if (!comm) return ASR_INVALID;
   asr_ctx_t *ctx = comm->ctx;
@@ -234,14 +236,25 @@ int asr_comm_close(asr_comm_t *comm) {
   pthread_mutex_lock(&ctx->task_mutex);
   while (ctx->nclosing >= ASR_RING && !ctx->shutdown) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
   if (ctx->shutdown) {
-    atomic_store(&comm->detached, 1);
-  } else {
-    ctx->closing[ctx->nclosing++] = comm;
-    asr__ctx_wake(ctx);
+    /* asr_close is under way: it frees every comm of the LNC, this one too */
+    pthread_mutex_unlock(&ctx->task_mutex);
+    return ASR_SUCCESS;
   }
+  ctx->closing[ctx->nclosing++] = comm;
+  ctx->closers++; /* asr_close waits for us before it closes the endpoint */
+  asr__ctx_wake(ctx);
   while (!atomic_load(&comm->detached)) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
   pthread_mutex_unlock(&ctx->task_mutex);
+  int rc = close_detached(ctx, comm);
+  pthread_mutex_lock(&ctx->task_mutex);
+  ctx->closers--;
+  pthread_cond_broadcast(&ctx->detach_cv);
+  pthread_mutex_unlock(&ctx->task_mutex);
+  return rc;
+}
 
+/* The rest of asr_comm_close, once the service thread let go of comm. */
+static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
   /* Cancel what libfabric still owns; its memory is ours once the completion
    * (or cancellation) has been read. Ask for every cancellation first, then
    * wait for all of them against one deadline: providers cannot cancel some

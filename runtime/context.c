@@ -177,6 +177,11 @@ int asr_close(int lnc) {
   asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task_mutex);
   pthread_join(ctx->thread, NULL);
+  /* comms being closed on other threads are theirs to finish first: they
+   * still cancel operations on the endpoint closed below */
+  pthread_mutex_lock(&ctx->task_mutex);
+  while (ctx->closers > 0) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->task_mutex);
   __atomic_store_n(&asr__ctxs[lnc], NULL, __ATOMIC_RELEASE);
   asr__shm_name_drop(lnc); /* closing the endpoint unlinks it */
 
@@ -432,7 +437,19 @@ void *asr__svc_main(void *arg) {
   asr_loop_set_hooks(ctx->loop, svc_tick, NULL, ctx);
   int rc = asr_loop_run(ctx->loop);
   if (rc) asr_error("svc", "lnc %d: the service thread's loop failed: %s", ctx->lnc, asr_strerror(rc));
-  /* SHUTDOWN: comms still connecting go to the error list. */
+  /* SHUTDOWN. The comms asr_comm_close handed over are let go of first
+   * (off every list of ours: their closers free them, and asr_close waits
+   * for those); then the comms still connecting go to the error list. */
+  pthread_mutex_lock(&ctx->task_mutex);
+  struct asr_comm *closing[ASR_RING];
+  unsigned nclosing = ctx->nclosing;
+  memcpy(closing, ctx->closing, nclosing * sizeof closing[0]);
+  ctx->nclosing = 0;
+  pthread_mutex_unlock(&ctx->task_mutex);
+  for (unsigned i = 0; i < nclosing; i++) detach(ctx, closing[i]);
+  pthread_mutex_lock(&ctx->task_mutex);
+  pthread_cond_broadcast(&ctx->detach_cv);
+  pthread_mutex_unlock(&ctx->task_mutex);
   for (int dir = 0; dir < 2; dir++) {
     asr_peerq_t *q = ctx->pending[dir];
     while (q) {
@@ -453,11 +470,5 @@ void *asr__svc_main(void *arg) {
     }
     ctx->pending[dir] = NULL;
   }
-  /* Anyone waiting for a detach gets it now: the thread holds nothing. */
-  pthread_mutex_lock(&ctx->task_mutex);
-  for (unsigned i = 0; i < ctx->nclosing; i++) atomic_store(&ctx->closing[i]->detached, 1);
-  ctx->nclosing = 0;
-  pthread_cond_broadcast(&ctx->detach_cv);
-  pthread_mutex_unlock(&ctx->task_mutex);
   return NULL;
 }

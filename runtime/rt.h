@@ -179,6 +179,7 @@ typedef struct asr_ctx {
   unsigned ring_head, ring_tail;
   struct asr_comm *closing[ASR_RING]; /* comms asr_comm_close wants detached */
   unsigned nclosing;
+  int closers; /* asr_comm_close calls past their handover: asr_close waits for them */
   pthread_cond_t detach_cv;
 
   /* owned by the service thread */

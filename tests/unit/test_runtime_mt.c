@@ -25,6 +25,9 @@
 #include <stdlib.h>
 
 #include "rt_util.h"
+/* Internal records: the close race holds a context's comms_mutex and reads
+ * its count of closers. */
+#include "../../runtime/rt.h"
 
 #define MT_OWN 4    /* threads with a comm pair of their own */
 #define MT_SHARED 2 /* threads sharing one comm pair */
@@ -369,4 +372,72 @@ static void cycles_proc(int rank, void *arg) {
 
 TEST_TIMEOUT(mt_connect_close_cycles, 120) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], cycles_proc, NULL, 100000);
+}
+
+/* asr_comm_close on other threads while asr_close runs: every comm is freed
+ * once, by its closer; no cancel touches the closed endpoint; nothing hangs.
+ * Before, a close whose handover the service thread had not taken yet was
+ * marked "detached" by the thread's shutdown while the comm stayed on its
+ * lists, so both its closer and asr_close freed it (an ASan build aborts on
+ * the second free) and the closer's cancels ran on a closed endpoint. To
+ * have every close in flight when asr_close starts, the test holds the
+ * context's comms_mutex (the service thread needs it to let go of a comm)
+ * until all closers wait inside asr_comm_close and asr_close has begun. */
+#define CR_ROUNDS 10
+#define CR_COMMS 8
+
+typedef struct {
+  asr_comm_t *c;
+  int rc;
+} cr_arg_t;
+
+static void *cr_closer(void *arg) {
+  cr_arg_t *a = arg;
+  a->rc = asr_comm_close(a->c);
+  return NULL;
+}
+
+static void *cr_lnc_closer(void *arg) {
+  *(int *)arg = asr_close(0);
+  return NULL;
+}
+
+static void close_race_proc(int rank, void *arg) {
+  (void)rank;
+  (void)arg;
+  for (int round = 0; round < CR_ROUNDS; round++) {
+    ASSERT_OK(asr_init(0));
+    cr_arg_t a[CR_COMMS];
+    pthread_t tid[CR_COMMS], lt;
+    for (int i = 0; i < CR_COMMS; i += 2) rt_pair_up(0, 0, &a[i].c, &a[i + 1].c);
+    asr_ctx_t *ctx = a[0].c->ctx;
+    pthread_mutex_lock(&ctx->comms_mutex);
+    for (int i = 0; i < CR_COMMS; i++) {
+      a[i].rc = -99;
+      ASSERT_EQ(pthread_create(&tid[i], NULL, cr_closer, &a[i]), 0);
+    }
+    for (int waited = 0;; waited++) { /* every closer handed its comm over */
+      pthread_mutex_lock(&ctx->task_mutex);
+      int n = ctx->closers;
+      pthread_mutex_unlock(&ctx->task_mutex);
+      if (n == CR_COMMS) break;
+      ASSERT_MSG(waited < 5000, "%s: %d of %d closers arrived", rt_g.provider, n, CR_COMMS);
+      asr_sleep_ms(1);
+    }
+    int lrc = -99;
+    ASSERT_EQ(pthread_create(&lt, NULL, cr_lnc_closer, &lrc), 0);
+    asr_sleep_ms(round % 3 * 5); /* let asr_close get to its join, or not */
+    pthread_mutex_unlock(&ctx->comms_mutex);
+    pthread_join(lt, NULL);
+    ASSERT_MSG(lrc == 0, "%s: round %d: asr_close returned %d", rt_g.provider, round, lrc);
+    for (int i = 0; i < CR_COMMS; i++) {
+      pthread_join(tid[i], NULL);
+      ASSERT_MSG(a[i].rc == 0, "%s: round %d: asr_comm_close %d returned %d", rt_g.provider, round, i,
+                 a[i].rc);
+    }
+  }
+}
+
+TEST_TIMEOUT(mt_comm_close_races_lnc_close, 120) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], close_race_proc, NULL, 100000);
 }
