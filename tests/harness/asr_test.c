@@ -303,3 +303,18 @@ int main(int argc, char **argv) {
   printf("== %s: %d pass / %d fail / %d skip\n", prog_name, pass, fail, skip);
   return fail ? 1 : (pass == 0 && skip > 0 ? SKIP_CODE : 0);
 }
+
+char *asr_test_stderr_of(void (*fn)(void)) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/stderr.txt", asr_test_tmpdir());
+  int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600), saved = dup(2);
+  ASSERT(fd >= 0 && saved >= 0);
+  dup2(fd, 2);
+  fn();
+  dup2(saved, 2);
+  close(saved);
+  lseek(fd, 0, SEEK_SET);
+  char *out = asr_test_read_all(fd, 1000);
+  close(fd);
+  return out;
+}

@@ -109,6 +109,10 @@ int asr_test_read_line(int fd, char *buf, size_t len, int timeout_ms);
 /* Reads until EOF (or timeout) into a malloc'd NUL-terminated string. */
 char *asr_test_read_all(int fd, int timeout_ms);
 
+/* Runs fn with stderr in a file of the case's directory; returns what it
+ * printed (malloc'd). */
+char *asr_test_stderr_of(void (*fn)(void));
+
 /* Waits for pid up to timeout_ms; returns its wait status, or -1 on timeout. */
 int asr_test_wait(pid_t pid, int timeout_ms);
 

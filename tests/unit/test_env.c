@@ -52,20 +52,6 @@ static void str_fails(asr_env_id_t id, const char *val, const char *msg) {
 }
 
 /* What fn printed on stderr (fd 2 goes to a file meanwhile). */
-static char *stderr_of(void (*fn)(void)) {
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/stderr.txt", asr_test_tmpdir());
-  int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600), saved = dup(2);
-  ASSERT(fd >= 0 && saved >= 0);
-  dup2(fd, 2);
-  fn();
-  dup2(saved, 2);
-  close(saved);
-  lseek(fd, 0, SEEK_SET);
-  char *out = asr_test_read_all(fd, 1000);
-  close(fd);
-  return out;
-}
 
 /* --- the table ------------------------------------------------------------ */
 
@@ -406,7 +392,7 @@ TEST(unknown_asr_name_warns_once) {
   setenv("ASR_SEQ_BIT", "8", 1);
   setenv("ASRRUN_WHATEVER", "1", 1);
   asr_log_set_role("tester", -1);
-  char *out = stderr_of(warn_twice);
+  char *out = asr_test_stderr_of(warn_twice);
   ASSERT_EQ(strstr(out, "unknown variable ASR_BOGUS_SETTING; asrrun --list-env lists them\n") != NULL, 1);
   ASSERT_CONTAINS(out,
                   "env: warning: unknown variable ASR_SEQ_BIT (did you mean ASR_SEQ_BITS?); asrrun "

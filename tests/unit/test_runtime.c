@@ -1653,22 +1653,6 @@ TEST(api_validation) {
  * 10b. Settings: asr_init and asr_job_init check libasr's variables first
  * ========================================================================= */
 
-/* Runs fn with stderr in a file; returns what it printed (malloc'd). */
-static char *stderr_of(void (*fn)(void)) {
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/stderr.txt", asr_test_tmpdir());
-  int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600), saved = dup(2);
-  ASSERT(fd >= 0 && saved >= 0);
-  dup2(fd, 2);
-  fn();
-  dup2(saved, 2);
-  close(saved);
-  lseek(fd, 0, SEEK_SET);
-  char *out = asr_test_read_all(fd, 1000);
-  close(fd);
-  return out;
-}
-
 static const char *const bad_settings[][3] = {
     {"ASR_SEQ_BITS", "99", "ASR_SEQ_BITS: '99' is out of range: use 8 to 40"},
     {"ASR_INJECT_MAX", "lots", "ASR_INJECT_MAX: 'lots' is not a number"},
@@ -1706,7 +1690,7 @@ TEST(settings_checked_at_init) {
   rt_env_fresh();
   setenv("ASR_BOGUS_SETTING", "1", 1);
   unsetenv("ASR_LOG_LEVEL");
-  char *out = stderr_of(init_with_bad_settings);
+  char *out = asr_test_stderr_of(init_with_bad_settings);
   for (size_t i = 0; i < N_BAD_SETTINGS; i++) {
     ASSERT_MSG(init_rc[i] == ASR_INVALID, "asr_init with %s=%s: %d", bad_settings[i][0], bad_settings[i][1],
                init_rc[i]);
