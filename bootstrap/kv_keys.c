@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asr_buf.h"
 #include "asr_err.h"
 #include "kv_frame.h"
 #include "kv_keys.h"
@@ -90,19 +91,6 @@ char *asr_kv_value_render(const uint8_t *val, size_t len, char *out, size_t outl
   return out;
 }
 
-/* The value of hex digit c into *v: 0, or ASR_EINVAL when c is none. */
-static int hexval(int c, int *v) {
-  if (c >= '0' && c <= '9')
-    *v = c - '0';
-  else if (c >= 'a' && c <= 'f')
-    *v = c - 'a' + 10;
-  else if (c >= 'A' && c <= 'F')
-    *v = c - 'A' + 10;
-  else
-    return ASR_EINVAL;
-  return 0;
-}
-
 int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
   if (!text || !out) return ASR_EINVAL;
   if (strncmp(text, "handle:", 7) == 0) {
@@ -122,7 +110,7 @@ int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
     } else if (c == '\\' && p[1] == 'x') {
       /* p[3] is read only when p[2] was a digit: p[2] may be the final NUL */
       int hi, lo;
-      if (hexval(p[2], &hi) != 0 || hexval(p[3], &lo) != 0) return ASR_EINVAL;
+      if (asr_hex_digit(p[2], &hi) != 0 || asr_hex_digit(p[3], &lo) != 0) return ASR_EINVAL;
       c = hi * 16 + lo;
       p += 3;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "asr_env.h"
+#include "asr_buf.h"
 #include "asr_err.h"
 #include "asr_rand.h"
 #include "kv_secret.h"
@@ -23,25 +24,12 @@ void asr_kv_secret_to_hex(const uint8_t secret[ASR_KV_SECRET_LEN], char hex[ASR_
   hex[ASR_KV_SECRET_HEX_LEN] = '\0';
 }
 
-/* The value of hex digit c into *v: 0, or ASR_EINVAL when c is none. */
-static int nibble(int c, int *v) {
-  if (c >= '0' && c <= '9')
-    *v = c - '0';
-  else if (c >= 'a' && c <= 'f')
-    *v = c - 'a' + 10;
-  else if (c >= 'A' && c <= 'F')
-    *v = c - 'A' + 10;
-  else
-    return ASR_EINVAL;
-  return 0;
-}
-
 int asr_kv_secret_from_hex(const char *hex, uint8_t secret[ASR_KV_SECRET_LEN]) {
   if (!hex || strlen(hex) != ASR_KV_SECRET_HEX_LEN) return ASR_EINVAL;
   uint8_t tmp[ASR_KV_SECRET_LEN];
   for (int i = 0; i < ASR_KV_SECRET_LEN; i++) {
     int hi, lo;
-    if (nibble(hex[2 * i], &hi) != 0 || nibble(hex[2 * i + 1], &lo) != 0) return ASR_EINVAL;
+    if (asr_hex_digit(hex[2 * i], &hi) != 0 || asr_hex_digit(hex[2 * i + 1], &lo) != 0) return ASR_EINVAL;
     tmp[i] = (uint8_t)(hi << 4 | lo);
   }
   memcpy(secret, tmp, sizeof tmp);

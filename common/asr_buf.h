@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "asr_err.h"
+
 /* A growable buffer with a consumed front (off): a queue of bytes. The
  * all-zero value is an empty buffer; asr_buf_free makes it so again. */
 typedef struct {
@@ -26,6 +28,19 @@ int asr_buf_put(asr_buf_t *b, const void *p, size_t n);
 int asr_buf_put_u32(asr_buf_t *b, uint32_t v);
 int asr_buf_put_bytes(asr_buf_t *b, const void *p, size_t n); /* u32 length + bytes */
 int asr_buf_put_str(asr_buf_t *b, const char *s);             /* as bytes, without the NUL; NULL = "" */
+
+/* The value of hex digit c into *v: 0, or ASR_EINVAL when c is none. */
+static inline int asr_hex_digit(int c, int *v) {
+  if (c >= '0' && c <= '9')
+    *v = c - '0';
+  else if (c >= 'a' && c <= 'f')
+    *v = c - 'a' + 10;
+  else if (c >= 'A' && c <= 'F')
+    *v = c - 'A' + 10;
+  else
+    return ASR_EINVAL;
+  return 0;
+}
 
 /* A cursor over received bytes. Every getter fails once the bytes are
  * exhausted or a length does not fit, and keeps failing: `bad` is set and
