@@ -1,13 +1,15 @@
-/* test_common.c -- the common/ layer: errors, logging, time, sockets. */
+/* test_common.c -- the common/ layer: errors, logging, time, sockets, files. */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_fs.h"
 #include "asr_log.h"
 #include "asr_sock.h"
 #include "asr_test.h"
@@ -178,4 +180,35 @@ TEST(sock_refused) {
   } else {
     ASSERT_EQ(fd, ASR_ECONNREFUSED);
   }
+}
+
+/* asr_fs_read_file reads a file whole, NUL-terminated, and refuses one over
+ * its bound without reading the rest (/dev/zero has no end). */
+TEST(fs_read_file_whole_and_bounded) {
+  char path[PATH_MAX], *text = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/f", asr_test_tmpdir());
+  FILE *f = fopen(path, "w");
+  ASSERT(f);
+  for (int i = 0; i < 3000; i++) fputs("0123456789", f); /* 30000 bytes: several reads and regrowths */
+  fclose(f);
+  ASSERT_OK(asr_fs_read_file(path, 30000, &text, &len));
+  ASSERT_EQ(len, 30000);
+  ASSERT_EQ(text[len], '\0');
+  ASSERT(memcmp(text + 29990, "0123456789", 10) == 0);
+  free(text);
+  text = NULL;
+  ASSERT_EQ(asr_fs_read_file(path, 29999, &text, &len), ASR_ETOOBIG);
+  ASSERT_EQ(errno, EFBIG);
+  ASSERT(text == NULL && len == 30000); /* left alone on failure */
+  ASSERT_EQ(asr_fs_read_file("/dev/zero", 1 << 20, &text, &len), ASR_ETOOBIG);
+  ASSERT_OK(asr_fs_read_file("/dev/null", 0, &text, &len));
+  ASSERT_EQ(len, 0);
+  ASSERT_EQ(text[0], '\0');
+  free(text);
+  snprintf(path, sizeof path, "%s/absent", asr_test_tmpdir());
+  ASSERT_EQ(asr_fs_read_file(path, 100, &text, &len), ASR_ENOENT);
+  ASSERT_EQ(errno, ENOENT);
+  ASSERT(asr_fs_read_file(asr_test_tmpdir(), 100, &text, &len) < 0);
+  ASSERT_EQ(errno, EISDIR);
 }
