@@ -18,6 +18,7 @@
 
 #include "asr_env.h"
 #include "asr_err.h"
+#include "asr_fs.h"
 #include "config_int.h"
 
 #ifndef ASR_SYSCONFDIR
@@ -234,38 +235,78 @@ static int hostfile_line(asr__hostlist_t *hl, char *line, const char *where, cha
   return asr__hostlist_add(hl, name, strlen(name), slots, where, errbuf, errlen);
 }
 
-static int read_hostfile_lines(FILE *f, const char *path, asr__hostlist_t *hl, char *errbuf, size_t errlen) {
-  char *line = NULL, where[1100];
-  size_t cap = 0;
+/* Parses a hostfile's text line by line into hl: text[0..len) is a writable
+ * copy with a NUL at text[len], cut into lines in place. A NUL byte inside a
+ * line ends it, as it ends the string a line was read into with getline(3)
+ * before files were read whole. */
+static int read_hostfile_lines(char *text, size_t len, const char *name, asr__hostlist_t *hl, char *errbuf,
+                               size_t errlen) {
+  char where[1100], *line = text, *end = text + len;
   int rc = 0;
-  for (unsigned lineno = 1; rc == 0 && getline(&line, &cap, f) >= 0; lineno++) {
+  for (unsigned lineno = 1; rc == 0 && line < end; lineno++) {
+    char *nl = memchr(line, '\n', (size_t)(end - line)), *next = nl ? nl + 1 : end;
+    if (nl) *nl = '\0';
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
-    snprintf(where, sizeof where, "%s:%u", path, lineno);
+    snprintf(where, sizeof where, "%s:%u", name, lineno);
     rc = hostfile_line(hl, line, where, errbuf, errlen);
+    line = next;
   }
-  free(line);
-  if (rc == 0 && ferror(f))
-    rc = asr__config_fail(errbuf, errlen, "%s: read error: %s", path, strerror(errno));
+  return rc;
+}
+
+/* cfg->hostfile keeps the name of the file the hosts came from, so a name
+ * that does not fit is refused before anything is read. */
+static int hostfile_name_fits(const asr_config_t *cfg, const char *name, char *errbuf, size_t errlen) {
+  if (strlen(name) < sizeof cfg->hostfile) return 0;
+  return asr__config_fail(errbuf, errlen, "hostfile path '%.40s...' is too long", name);
+}
+
+/* The one hostfile parser: text as read_hostfile_lines takes it. cfg changes
+ * only when the whole file parsed and named a host. */
+static int read_hostfile_text(asr_config_t *cfg, const char *name, char *text, size_t len, char *errbuf,
+                              size_t errlen) {
+  asr__hostlist_t hl;
+  int rc = asr__hostlist_init(&hl, errbuf, errlen);
+  if (rc == 0) rc = read_hostfile_lines(text, len, name, &hl, errbuf, errlen);
+  if (rc == 0 && hl.n == 0)
+    rc = asr__config_fail(errbuf, errlen, "%s: no hosts in the file (one 'HOST [slots=N]' a line)", name);
+  if (rc == 0) {
+    asr__config_set_hosts(cfg, &hl);
+    snprintf(cfg->hostfile, sizeof cfg->hostfile, "%s", name); /* fits: hostfile_name_fits */
+  }
+  asr__hostlist_fini(&hl);
+  return rc;
+}
+
+int asr_config_read_hostfile_buffer(asr_config_t *cfg, const char *name, const void *buf, size_t len,
+                                    char *errbuf, size_t errlen) {
+  int rc = hostfile_name_fits(cfg, name, errbuf, errlen);
+  if (rc) return rc;
+  char *text = malloc(len + 1);
+  if (!text) return fail_nomem(errbuf, errlen);
+  if (len) memcpy(text, buf, len);
+  text[len] = '\0';
+  rc = read_hostfile_text(cfg, name, text, len, errbuf, errlen);
+  free(text);
   return rc;
 }
 
 int asr_config_read_hostfile(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen) {
-  if (strlen(path) >= sizeof cfg->hostfile)
-    return asr__config_fail(errbuf, errlen, "hostfile path '%.40s...' is too long", path);
-  FILE *f = fopen(path, "r");
-  if (!f) return asr__config_fail(errbuf, errlen, "cannot open hostfile '%s': %s", path, strerror(errno));
-  asr__hostlist_t hl;
-  int rc = asr__hostlist_init(&hl, errbuf, errlen);
-  if (rc == 0) rc = read_hostfile_lines(f, path, &hl, errbuf, errlen);
-  fclose(f);
-  if (rc == 0 && hl.n == 0)
-    rc = asr__config_fail(errbuf, errlen, "%s: no hosts in the file (one 'HOST [slots=N]' a line)", path);
-  if (rc == 0) {
-    asr__config_set_hosts(cfg, &hl);
-    snprintf(cfg->hostfile, sizeof cfg->hostfile, "%s", path); /* fits: checked above */
+  char *text;
+  size_t len;
+  int rc = hostfile_name_fits(cfg, path, errbuf, errlen);
+  if (rc) return rc;
+  if ((rc = asr_fs_read_file(path, ASR_CFG_FILE_MAX, &text, &len)) != 0) {
+    if (rc == ASR_ENOMEM) return fail_nomem(errbuf, errlen);
+    if (rc == ASR_ETOOBIG)
+      return asr__config_fail(errbuf, errlen,
+                              "hostfile '%s' is larger than %d MiB; a hostfile is far smaller", path,
+                              ASR_CFG_FILE_MAX >> 20);
+    return asr__config_fail(errbuf, errlen, "cannot open hostfile '%s': %s", path, strerror(errno));
   }
-  asr__hostlist_fini(&hl);
+  rc = read_hostfile_text(cfg, path, text, len, errbuf, errlen);
+  free(text);
   return rc;
 }
 

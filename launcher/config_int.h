@@ -20,6 +20,10 @@
 
 #define ASR_CFG_MAX_SLOTS 128 /* ranks per host: one per LNC, and an LNC is 0..127 */
 
+/* The largest settings file or hostfile read: real ones are a few kB, and the
+ * bound keeps a wrong path (/dev/zero, a huge log) from taking all memory. */
+#define ASR_CFG_FILE_MAX (16 << 20)
+
 typedef enum {
   ASR__KEY_INT,  /* a decimal number in [min, max] stored in an int */
   ASR__KEY_BOOL, /* true/false, yes/no, on/off, 1/0, stored as 0/1 in an int */

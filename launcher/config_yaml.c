@@ -7,6 +7,10 @@
  * offending key or value, and the tree keeps those marks at hand while the
  * keys are checked in any order.
  *
+ * A file is read into memory whole and parsed from there, the same code as
+ * asr_config_load_yaml_buffer's, so the fuzz target (tests/fuzz/fuzz_yaml.c)
+ * exercises exactly what asrrun runs on a file.
+ *
  * Errors read "FILE:LINE: KEY: what is wrong". Scalar keys are checked by
  * asr__config_set (config.c), the same code as the ASRRUN_* variables and
  * the flags; hosts, hostfile, env, program and args are handled here.
@@ -16,11 +20,12 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <yaml.h>
 
 #include "asr_err.h"
+#include "asr_fs.h"
 #include "config_int.h"
 
 typedef struct {
@@ -346,43 +351,42 @@ static int check_single_document(yaml_parser_t *p, const char *path, char *errbu
   return 0;
 }
 
-static int open_yaml(const char *path, FILE **out, char *errbuf, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  struct stat st;
-  if (!f) {
-    int e = errno;
-    asr__config_fail(errbuf, errlen, "cannot open '%s': %s", path, strerror(e));
-    return e == ENOENT || e == ENOTDIR ? ASR_ENOENT : asr_err_from_errno(e);
-  }
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(f);
-    return asr__config_fail(errbuf, errlen, "'%s' is a directory, not a YAML file", path);
-  }
-  *out = f;
-  return 0;
-}
-
-int asr_config_load_yaml(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen) {
-  FILE *f = NULL;
+int asr_config_load_yaml_buffer(asr_config_t *cfg, const char *name, const void *buf, size_t len,
+                                char *errbuf, size_t errlen) {
   yaml_parser_t parser;
   yaml_document_t doc;
-  int rc = open_yaml(path, &f, errbuf, errlen);
-  if (rc) return rc;
+  int rc;
   if (!yaml_parser_initialize(&parser)) {
-    fclose(f);
-    asr__config_fail(errbuf, errlen, "%s: out of memory while parsing", path);
+    asr__config_fail(errbuf, errlen, "%s: out of memory while parsing", name);
     return ASR_ENOMEM;
   }
-  yaml_parser_set_input_file(&parser, f);
+  yaml_parser_set_input_string(&parser, len ? buf : (const void *)"", len); /* libyaml asserts non-NULL */
   if (!yaml_parser_load(&parser, &doc)) {
-    rc = syntax_error(&parser, path, errbuf, errlen);
+    rc = syntax_error(&parser, name, errbuf, errlen);
   } else {
-    yctx_t y = {.cfg = cfg, .doc = &doc, .path = path, .errbuf = errbuf, .errlen = errlen};
-    rc = check_single_document(&parser, path, errbuf, errlen);
+    yctx_t y = {.cfg = cfg, .doc = &doc, .path = name, .errbuf = errbuf, .errlen = errlen};
+    rc = check_single_document(&parser, name, errbuf, errlen);
     if (rc == 0) rc = apply_root(&y);
     yaml_document_delete(&doc);
   }
   yaml_parser_delete(&parser);
-  fclose(f);
+  return rc;
+}
+
+int asr_config_load_yaml(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen) {
+  char *text;
+  size_t len;
+  int rc = asr_fs_read_file(path, ASR_CFG_FILE_MAX, &text, &len);
+  if (rc) {
+    int e = errno;
+    if (e == EISDIR) return asr__config_fail(errbuf, errlen, "'%s' is a directory, not a YAML file", path);
+    if (rc == ASR_ETOOBIG)
+      return asr__config_fail(errbuf, errlen, "'%s' is larger than %d MiB; a settings file is far smaller",
+                              path, ASR_CFG_FILE_MAX >> 20);
+    asr__config_fail(errbuf, errlen, "cannot open '%s': %s", path, strerror(e));
+    return e == ENOENT || e == ENOTDIR ? ASR_ENOENT : rc;
+  }
+  rc = asr_config_load_yaml_buffer(cfg, path, text, len, errbuf, errlen);
+  free(text);
   return rc;
 }

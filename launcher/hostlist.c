@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "asr_err.h"
+#include "asr_fs.h"
 #include "hostlist.h"
 
 /* A number in a range has at most this many digits: 10^18 fits an unsigned long long. */
@@ -428,40 +429,52 @@ static int pbs_line(asr_nodelist_t *nl, const char *path, unsigned lineno, const
   return 0;
 }
 
-static int pbs_read_lines(FILE *f, const char *path, asr_nodelist_t *nl, char *errbuf, size_t errlen) {
-  char *line = NULL;
-  size_t cap = 0;
+/* Reads text[0..len) line by line. A NUL byte is an ordinary byte of a line
+ * here, as it was in the line getline(3) returned before files were read
+ * whole. */
+static int pbs_read_lines(const char *text, size_t len, const char *name, asr_nodelist_t *nl, char *errbuf,
+                          size_t errlen) {
+  const char *line = text, *end = text + len;
   int rc = 0, last = -1;
-  ssize_t got;
-  for (unsigned lineno = 1; rc == 0 && (got = getline(&line, &cap, f)) >= 0; lineno++) {
-    size_t start = 0, end = (size_t)got;
-    while (start < end && isspace((unsigned char)line[start])) start++;
-    while (end > start && isspace((unsigned char)line[end - 1])) end--;
-    if (end > start) rc = pbs_line(nl, path, lineno, line + start, end - start, &last, errbuf, errlen);
-  }
-  free(line);
-  if (rc == 0 && ferror(f)) {
-    rc = asr_err_from_errno(errno);
-    if (errbuf && errlen)
-      snprintf(errbuf, errlen, "PBS node file '%s': read error: %s", path, strerror(errno));
+  for (unsigned lineno = 1; rc == 0 && line < end; lineno++) {
+    const char *eol = memchr(line, '\n', (size_t)(end - line));
+    size_t start = 0, stop = eol ? (size_t)(eol - line) : (size_t)(end - line);
+    while (start < stop && isspace((unsigned char)line[start])) start++;
+    while (stop > start && isspace((unsigned char)line[stop - 1])) stop--;
+    if (stop > start) rc = pbs_line(nl, name, lineno, line + start, stop - start, &last, errbuf, errlen);
+    line = eol ? eol + 1 : end;
   }
   return rc;
 }
 
-int asr_pbs_nodefile_read(const char *path, asr_nodelist_t *out, char *errbuf, size_t errlen) {
+int asr_pbs_nodefile_parse(const char *name, const void *buf, size_t len, asr_nodelist_t *out, char *errbuf,
+                           size_t errlen) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    int err = errno;
-    if (errbuf && errlen) snprintf(errbuf, errlen, "cannot open PBS node file '%s': %s", path, strerror(err));
-    return asr_err_from_errno(err);
-  }
-  int rc = pbs_read_lines(f, path, out, errbuf, errlen);
-  fclose(f);
+  int rc = pbs_read_lines(len ? buf : "", len, name, out, errbuf, errlen); /* no arithmetic on NULL */
   if (rc == 0 && out->n == 0) {
-    if (errbuf && errlen) snprintf(errbuf, errlen, "PBS node file '%s' lists no hosts", path);
+    if (errbuf && errlen) snprintf(errbuf, errlen, "PBS node file '%s' lists no hosts", name);
     rc = ASR_EINVAL;
   }
   if (rc != 0) asr_nodelist_free(out);
+  return rc;
+}
+
+int asr_pbs_nodefile_read(const char *path, asr_nodelist_t *out, char *errbuf, size_t errlen) {
+  char *text;
+  size_t len;
+  memset(out, 0, sizeof *out);
+  int rc = asr_fs_read_file(path, ASR_HOSTLIST_FILE_MAX, &text, &len);
+  if (rc == ASR_ETOOBIG) {
+    if (errbuf && errlen)
+      snprintf(errbuf, errlen, "PBS node file '%s' is larger than %d MiB", path, ASR_HOSTLIST_FILE_MAX >> 20);
+    return rc;
+  }
+  if (rc != 0) {
+    int err = errno;
+    if (errbuf && errlen) snprintf(errbuf, errlen, "cannot open PBS node file '%s': %s", path, strerror(err));
+    return rc;
+  }
+  rc = asr_pbs_nodefile_parse(path, text, len, out, errbuf, errlen);
+  free(text);
   return rc;
 }

@@ -11,6 +11,7 @@
  *                large, or a host name longer than ASR_HOSTLIST_NAME_MAX
  *   ASR_ENOMEM   out of memory
  *   ASR_ENOENT, ASR_EPERM, ASR_EIO  the node file cannot be opened or read
+ *   (ASR_ETOOBIG also: a node file over ASR_HOSTLIST_FILE_MAX bytes)
  * On failure the output is left empty (nothing to free).
  */
 #ifndef ASR_LAUNCHER_HOSTLIST_H
@@ -24,6 +25,11 @@
 
 /* The longest host name an expansion may produce (a DNS name is at most 253). */
 #define ASR_HOSTLIST_NAME_MAX 255
+
+/* The largest node file read. A node file has a line per slot: 1024 hosts
+ * (asrrun's most) of 256 slots with 64-byte names take 16 MiB, so this only
+ * keeps a wrong path (/dev/zero) from taking all memory. */
+#define ASR_HOSTLIST_FILE_MAX (64 << 20)
 
 /* A list of hosts with a count each. */
 typedef struct {
@@ -68,5 +74,10 @@ int asr_slurm_tasks_check(const char *tasks_what, int ncounts, const char *nodes
  * A line with two words, or a file with no host, is an error naming the
  * path (and the line). */
 int asr_pbs_nodefile_read(const char *path, asr_nodelist_t *out, char *errbuf, size_t errlen);
+
+/* The parser behind asr_pbs_nodefile_read: the node file's text is
+ * buf[0..len) (no NUL needed) and name stands for its path in messages. */
+int asr_pbs_nodefile_parse(const char *name, const void *buf, size_t len, asr_nodelist_t *out, char *errbuf,
+                           size_t errlen);
 
 #endif /* ASR_LAUNCHER_HOSTLIST_H */

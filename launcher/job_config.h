@@ -81,6 +81,15 @@ void asr_config_free(asr_config_t *cfg);
  * key: what is wrong". */
 int asr_config_load_yaml(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen);
 
+/* Applies one YAML document held in buf[0..len) (no NUL needed), the parser
+ * behind asr_config_load_yaml: name stands for the file in messages
+ * ("NAME:LINE: key: ..."), and a relative hostfile is looked up next to it.
+ * Each key the document sets replaces the lower layers' value (on an error,
+ * the keys before the bad one may be applied already). Returns 0,
+ * ASR_ENOMEM, or ASR_ECONFIG with errbuf saying what is wrong. */
+int asr_config_load_yaml_buffer(asr_config_t *cfg, const char *name, const void *buf, size_t len,
+                                char *errbuf, size_t errlen);
+
 /* Applies ASRRUN_* environment variables. */
 int asr_config_load_env(asr_config_t *cfg, char *errbuf, size_t errlen);
 
@@ -102,8 +111,16 @@ int asr_config_parse_args(asr_config_t *cfg, int argc, char **argv, char *errbuf
  * env, command line. */
 int asr_config_load(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen);
 
-/* Reads a hostfile ("host slots=N", '#' comments, blank lines) into cfg->hosts. */
+/* Reads a hostfile ("host slots=N", '#' comments, blank lines) into cfg->hosts
+ * and its path into cfg->hostfile. Returns 0, or ASR_ECONFIG (ASR_ENOMEM) with
+ * errbuf naming the file (and the line); on error cfg is unchanged. */
 int asr_config_read_hostfile(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen);
+
+/* The parser behind asr_config_read_hostfile: the hostfile's text is
+ * buf[0..len) (no NUL needed) and name stands for its path, in messages and
+ * in cfg->hostfile. Returns and fails as asr_config_read_hostfile does. */
+int asr_config_read_hostfile_buffer(asr_config_t *cfg, const char *name, const void *buf, size_t len,
+                                    char *errbuf, size_t errlen);
 
 /* Parses "-H a:2,b,c:4". */
 int asr_config_parse_hostlist(asr_config_t *cfg, const char *list, char *errbuf, size_t errlen);

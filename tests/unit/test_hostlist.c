@@ -434,6 +434,29 @@ TEST(pbs_nodefile_errors) {
   check_no_leaks();
 }
 
+/* The buffer entry point is the file reader's parser; the name stands for the
+ * path in messages. A file past the size bound is refused. */
+TEST(pbs_nodefile_parse_buffer) {
+  static const char text[] = "n1\n n2 \nn1\nn1"; /* no newline at the end */
+  asr_nodelist_t nl;
+  char err[512] = "";
+  ASSERT_OK(asr_pbs_nodefile_parse("mem", text, strlen(text), &nl, err, sizeof err));
+  ASSERT_EQ(nl.n, 2);
+  ASSERT_STREQ(nl.name[0], "n1");
+  ASSERT_EQ(nl.slots[0], 3);
+  ASSERT_EQ(nl.slots[1], 1);
+  asr_nodelist_free(&nl);
+  ASSERT_EQ(asr_pbs_nodefile_parse("mem", "a\nb c", 5, &nl, err, sizeof err), ASR_EINVAL);
+  ASSERT_STREQ(err, "PBS node file mem:2: 'b c' is not one host name (one name a line)");
+  ASSERT(nl.n == 0 && nl.name == NULL);
+  ASSERT_EQ(asr_pbs_nodefile_parse("mem", NULL, 0, &nl, err, sizeof err), ASR_EINVAL);
+  ASSERT_STREQ(err, "PBS node file 'mem' lists no hosts");
+  ASSERT_EQ(asr_pbs_nodefile_read("/dev/zero", &nl, err, sizeof err), ASR_ETOOBIG);
+  ASSERT_CONTAINS(err, "PBS node file '/dev/zero' is larger than 64 MiB");
+  ASSERT(nl.n == 0 && nl.name == NULL);
+  check_no_leaks();
+}
+
 /* ------------------------------------------------------------------------ */
 /* Allocation detection                                                     */
 /* ------------------------------------------------------------------------ */

@@ -1111,6 +1111,35 @@ TEST(yaml_errors_name_file_line_key) {
   check_no_leaks();
 }
 
+/* asr_config_load_yaml reads the file and hands it to the buffer parser:
+ * both give the same settings and the same messages, the name standing for
+ * the path. A file past the size bound is refused. */
+TEST(yaml_buffer_is_the_file_parser) {
+  static const char doc[] = "np: 6\nbind_to: numa\nhosts: [a:2, b]\nprogram: /bin/x\nargs: [-v, y]\n";
+  asr_config_t *a = cfg_new(), *b = cfg_new();
+  char err[512] = "", want[600];
+  ASSERT_OK(asr_config_load_yaml(a, write_file("j.yaml", doc), err, sizeof err));
+  ASSERT_OK(asr_config_load_yaml_buffer(b, "mem.yaml", doc, strlen(doc), err, sizeof err));
+  ASSERT(a->np == 6 && b->np == 6 && a->bind_to == ASR_BIND_NUMA && b->bind_to == ASR_BIND_NUMA);
+  ASSERT(a->nhosts == 2 && b->nhosts == 2 && b->hosts[0].slots == 2);
+  ASSERT(a->nargs == 2 && b->nargs == 2);
+  ASSERT_STREQ(b->args[1], "y");
+  ASSERT_STREQ(b->program, "/bin/x");
+  /* no NUL is needed: the length ends the document */
+  ASSERT_OK(asr_config_load_yaml_buffer(b, "mem.yaml", "np: 3garbage", 5, err, sizeof err));
+  ASSERT_EQ(b->np, 3);
+  ASSERT_OK(asr_config_load_yaml_buffer(b, "mem.yaml", NULL, 0, err, sizeof err));
+  ASSERT_EQ(asr_config_load_yaml_buffer(b, "mem.yaml", "np: 1\nnp: 2\n", 12, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "mem.yaml:2: np: given twice (first on line 1)");
+  ASSERT_EQ(asr_config_load_yaml(b, "/dev/zero", err, sizeof err), ASR_ECONFIG);
+  snprintf(want, sizeof want, "'/dev/zero' is larger than %d MiB; a settings file is far smaller",
+           ASR_CFG_FILE_MAX >> 20);
+  ASSERT_STREQ(err, want);
+  cfg_del(a);
+  cfg_del(b);
+  check_no_leaks();
+}
+
 TEST(yaml_hostfile_errors_are_nested) {
   const char *hf = write_file("h.txt", "a\nb slots=x\n");
   (void)hf;
@@ -1199,6 +1228,34 @@ TEST(hostfile_errors_name_file_and_line) {
   line[128] = '\0';
   ASSERT_OK(asr_config_read_hostfile(cfg, write_file("long2", line), err, sizeof err));
   ASSERT_EQ(strlen(cfg->hosts[0].name), 127);
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+/* The buffer entry point is the file reader's parser: same hosts, and the
+ * name stands for the path in messages and in cfg->hostfile. */
+TEST(hostfile_buffer_is_the_file_parser) {
+  static const char text[] = "# c\nn1 slots=3\n\n  n2\t# x\nn3 slots=1"; /* no newline at the end */
+  asr_config_t *cfg = cfg_new();
+  char err[512] = "";
+  ASSERT_OK(asr_config_read_hostfile_buffer(cfg, "mem-hosts", text, strlen(text), err, sizeof err));
+  ASSERT_EQ(cfg->nhosts, 3);
+  ASSERT_STREQ(cfg->hosts[0].name, "n1");
+  ASSERT_EQ(cfg->hosts[0].slots, 3);
+  ASSERT_STREQ(cfg->hosts[1].name, "n2");
+  ASSERT_EQ(cfg->hosts[1].slots, 0);
+  ASSERT_EQ(cfg->hosts[2].slots, 1);
+  ASSERT_STREQ(cfg->hostfile, "mem-hosts");
+  /* the length ends the text, whatever follows */
+  ASSERT_OK(asr_config_read_hostfile_buffer(cfg, "m", "a\nb slots=x", 2, err, sizeof err));
+  ASSERT_EQ(cfg->nhosts, 1);
+  ASSERT_EQ(asr_config_read_hostfile_buffer(cfg, "m", "a\nb slots=x", 12, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "m:2: 'slots=x': slots must be a number from 1 to 128");
+  ASSERT_EQ(asr_config_read_hostfile_buffer(cfg, "m", NULL, 0, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "m: no hosts in the file (one 'HOST [slots=N]' a line)");
+  ASSERT_EQ(cfg->nhosts, 1); /* a bad text leaves the hosts as they were */
+  ASSERT_EQ(asr_config_read_hostfile(cfg, "/dev/zero", err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "hostfile '/dev/zero' is larger than 16 MiB");
   cfg_del(cfg);
   check_no_leaks();
 }
