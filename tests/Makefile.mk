@@ -115,6 +115,9 @@ EXTRA_DIST += tests/bench/launch_bench.sh tests/bench/mpi_init_barrier.c
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh
 # Slurm tests on a private cluster (scripts/test.sh runs slurm.sh).
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/slurm.sh tests/slurm/README
+# Fuzz targets, their runner and seed corpora (scripts/test.sh runs run.sh);
+# built by run.sh with clang and libFuzzer, not by make.
+EXTRA_DIST += tests/fuzz
 # Integration tests: real asrrun jobs (tests/integration/test_asrrun.c), and
 # the programs ring and stress standalone on both providers (test_apps). make
 # distcheck configures --disable-integration-tests: its tree runs the unit
