@@ -47,10 +47,16 @@ int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, 
   return 0;
 }
 
-/* Appends text to out, escaping unprintable bytes as \xNN. */
+/* Appends key bytes to out: a printable byte as itself, any other (and '\',
+ * so that the text reads back with asr_kv_key_parse) as \xNN. A byte goes in
+ * only when it fits whole with the NUL after it, so a cut text ends between
+ * two bytes' renderings and a text that fits exactly is not cut. Needs
+ * *pos < outlen. */
 static void render_bytes(const uint8_t *p, size_t len, char *out, size_t outlen, size_t *pos) {
-  for (size_t i = 0; i < len && *pos + 5 < outlen; i++) {
-    if (isprint(p[i]) && p[i] != '\\')
+  for (size_t i = 0; i < len; i++) {
+    int literal = isprint(p[i]) && p[i] != '\\';
+    if (outlen - *pos <= (literal ? 1u : 4u)) break;
+    if (literal)
       out[(*pos)++] = (char)p[i];
     else
       *pos += (size_t)snprintf(out + *pos, outlen - *pos, "\\x%02x", p[i]);

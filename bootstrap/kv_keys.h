@@ -20,6 +20,7 @@
 #define ASR_KV_HANDLE_PREFIX "handle-"
 #define ASR_KV_HANDLE_KEY_LEN 143
 #define ASR_KV_NET_HANDLE_LEN 128
+#define ASR_KV_KEY_TEXT_MAX (4 * ASR_KV_KEY_MAX + 1) /* a rendered key: \xNN a byte, and the NUL */
 
 /* Builds the handle key for (send_lnc, recv_lnc, hostname) into out
  * (ASR_KV_HANDLE_KEY_LEN bytes). Returns the key length (143), or ASR_EINVAL
@@ -33,7 +34,9 @@ int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, 
 
 /* Renders any key readably into out (always NUL-terminated):
  * "handle-<send 3><recv 5><host node2>" for handle keys, the text itself for
- * printable keys, and \xNN escapes for other bytes. Returns out. */
+ * printable keys, and \xNN escapes for other bytes (and '\'). A text longer
+ * than outlen - 1 is cut between two bytes' renderings; ASR_KV_KEY_TEXT_MAX
+ * bytes hold any key's. Returns out. */
 char *asr_kv_key_render(const uint8_t *key, size_t len, char *out, size_t outlen);
 
 /* Renders a value: text up to its first zero byte when the rest is zero

@@ -29,8 +29,7 @@
 #include "kv_frame.h"
 #include "kv_keys.h"
 
-/* Renders need at most 4 bytes per key byte (\xNN) plus the NUL. */
-#define RENDER_MAX (4 * ASR_KV_KEY_MAX + 1)
+#define RENDER_MAX ASR_KV_KEY_TEXT_MAX
 
 /* The buffer sizes each render is tried with: the edges of render_bytes'
  * room check (a \xNN escape needs 5 bytes with its NUL) and a roomy one. */

@@ -182,6 +182,18 @@ TEST(key_parse_and_render) {
   big[144] = '\0';
   ASSERT_EQ(asr_kv_key_parse(big, k, sizeof k), ASR_ETOOBIG);
   ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"a\0b", 3, out, sizeof out), "a\\x00b");
+  /* a text that fits its buffer exactly is whole; a longer one is cut
+   * between two bytes' renderings (found by tests/fuzz/fuzz_kv_frame.c) */
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"a\0b", 3, out, 7), "a\\x00b");
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"a\0b", 3, out, 6), "a\\x00");
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"a\0b", 3, out, 5), "a");
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"hostname", 8, out, 9), "hostname");
+  uint8_t zeros[ASR_KV_KEY_MAX] = {0};
+  char text[ASR_KV_KEY_TEXT_MAX];
+  asr_kv_key_render(zeros, sizeof zeros, text, sizeof text);
+  ASSERT_EQ(strlen(text), sizeof text - 1);
+  ASSERT_EQ(asr_kv_key_parse(text, k, sizeof k), ASR_KV_KEY_MAX);
+  ASSERT_MEMEQ(k, zeros, sizeof zeros);
   uint8_t v[128] = "node1";
   ASSERT_STREQ(asr_kv_value_render(v, 128, out, sizeof out), "node1 (zero-padded)");
   uint8_t bin[3] = {1, 2, 0xff};
