@@ -33,6 +33,10 @@ int asr_kv_handle_key(uint8_t *out, uint32_t send_lnc, uint32_t recv_lnc, const 
 int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, uint32_t *recv_lnc,
                             char *host, size_t hostlen) {
   if (!key || len != ASR_KV_HANDLE_KEY_LEN || memcmp(key, ASR_KV_HANDLE_PREFIX, 7) != 0) return ASR_EINVAL;
+  /* LNCs are 0..127 (asr_kv_handle_key refuses others), so a key with a
+   * larger one is no handle key and renders as its bytes */
+  uint32_t s = get_le32(key + 7), r = get_le32(key + 11);
+  if (s > 127 || r > 127) return ASR_EINVAL;
   const uint8_t *name = key + 15;
   size_t n = 0;
   while (n < ASR_KV_HOSTNAME_LEN && name[n]) n++;
@@ -41,8 +45,8 @@ int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, 
     if (name[i]) return ASR_EINVAL; /* padding must be zeros */
   for (size_t i = 0; i < n; i++)
     if (!isprint(name[i])) return ASR_EINVAL;
-  if (send_lnc) *send_lnc = get_le32(key + 7);
-  if (recv_lnc) *recv_lnc = get_le32(key + 11);
+  if (send_lnc) *send_lnc = s;
+  if (recv_lnc) *recv_lnc = r;
   if (host && hostlen) snprintf(host, hostlen, "%.*s", (int)n, (const char *)name);
   return 0;
 }

@@ -28,7 +28,9 @@
 int asr_kv_handle_key(uint8_t *out, uint32_t send_lnc, uint32_t recv_lnc, const char *hostname);
 
 /* Decodes a handle key. Returns 0 and fills the fields, or ASR_EINVAL when key
- * is not a well-formed handle key. host gets a NUL-terminated name. */
+ * is not a well-formed handle key, that is not one asr_kv_handle_key builds
+ * (LNCs 0..127, a printable name of 1..127 bytes, zero padding). host gets a
+ * NUL-terminated name. */
 int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, uint32_t *recv_lnc,
                             char *host, size_t hostlen);
 

@@ -140,6 +140,16 @@ TEST(handle_key_layout) {
   ASSERT_EQ(asr_kv_handle_key(k, 0, 0, longname), ASR_EINVAL);
   longname[127] = '\0';
   ASSERT_EQ(asr_kv_handle_key(k, 127, 127, longname), 143);
+  ASSERT_OK(asr_kv_handle_key_parse(k, 143, &s, &r, NULL, 0));
+  /* a key with an LNC above 127 is none that asr_kv_handle_key builds: it is
+   * not parsed and renders as its bytes (found by tests/fuzz/fuzz_kv_frame.c) */
+  ASSERT_EQ(asr_kv_handle_key(k, 3, 5, "node2"), 143);
+  k[11] = 128;
+  ASSERT_EQ(asr_kv_handle_key_parse(k, 143, &s, &r, host, sizeof host), ASR_EINVAL);
+  ASSERT_CONTAINS(asr_kv_key_render(k, 143, out, sizeof out), "handle-\\x03\\x00\\x00\\x00\\x80");
+  k[11] = 5;
+  k[10] = 1; /* send LNC 3 + 2^24 */
+  ASSERT_EQ(asr_kv_handle_key_parse(k, 143, &s, &r, host, sizeof host), ASR_EINVAL);
 }
 
 /* Seed §3: the SEND side builds (lnc, peer_lnc, own host), the RECV side
