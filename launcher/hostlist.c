@@ -429,9 +429,9 @@ static int pbs_line(asr_nodelist_t *nl, const char *path, unsigned lineno, const
   return 0;
 }
 
-/* Reads text[0..len) line by line. A NUL byte is an ordinary byte of a line
- * here, as it was in the line getline(3) returned before files were read
- * whole. */
+/* Reads text[0..len) line by line. A NUL byte is refused: it would end the
+ * host's name where C strings end while the line went on, so "a<NUL>b" and
+ * "a<NUL>c" counted as two hosts both named "a". */
 static int pbs_read_lines(const char *text, size_t len, const char *name, asr_nodelist_t *nl, char *errbuf,
                           size_t errlen) {
   const char *line = text, *end = text + len;
@@ -439,6 +439,12 @@ static int pbs_read_lines(const char *text, size_t len, const char *name, asr_no
   for (unsigned lineno = 1; rc == 0 && line < end; lineno++) {
     const char *eol = memchr(line, '\n', (size_t)(end - line));
     size_t start = 0, stop = eol ? (size_t)(eol - line) : (size_t)(end - line);
+    if (memchr(line, '\0', stop)) {
+      if (errbuf && errlen)
+        snprintf(errbuf, errlen, "PBS node file %s:%u: a NUL byte; a node file is text, one host name a line",
+                 name, lineno);
+      return ASR_EINVAL;
+    }
     while (start < stop && isspace((unsigned char)line[start])) start++;
     while (stop > start && isspace((unsigned char)line[stop - 1])) stop--;
     if (stop > start) rc = pbs_line(nl, name, lineno, line + start, stop - start, &last, errbuf, errlen);

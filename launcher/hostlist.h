@@ -71,8 +71,8 @@ int asr_slurm_tasks_check(const char *tasks_what, int ncounts, const char *nodes
 /* Reads a PBS/Torque node file into out (which must be zeroed or freed): one
  * host name a line, a host on N lines having N slots; hosts in the order of
  * their first line; blank lines and the white space around a name ignored.
- * A line with two words, or a file with no host, is an error naming the
- * path (and the line). */
+ * A line with two words or a NUL byte, or a file with no host, is an error
+ * naming the path (and the line). */
 int asr_pbs_nodefile_read(const char *path, asr_nodelist_t *out, char *errbuf, size_t errlen);
 
 /* The parser behind asr_pbs_nodefile_read: the node file's text is

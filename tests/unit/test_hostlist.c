@@ -449,6 +449,11 @@ TEST(pbs_nodefile_parse_buffer) {
   ASSERT_EQ(asr_pbs_nodefile_parse("mem", "a\nb c", 5, &nl, err, sizeof err), ASR_EINVAL);
   ASSERT_STREQ(err, "PBS node file mem:2: 'b c' is not one host name (one name a line)");
   ASSERT(nl.n == 0 && nl.name == NULL);
+  /* a NUL byte would cut a name short: "a<NUL>b" and "a<NUL>c" were two hosts
+   * named "a" (found by tests/fuzz/fuzz_hostfile.c) */
+  ASSERT_EQ(asr_pbs_nodefile_parse("mem", "x\na\0b\na\0c\n", 10, &nl, err, sizeof err), ASR_EINVAL);
+  ASSERT_STREQ(err, "PBS node file mem:2: a NUL byte; a node file is text, one host name a line");
+  ASSERT(nl.n == 0 && nl.name == NULL);
   ASSERT_EQ(asr_pbs_nodefile_parse("mem", NULL, 0, &nl, err, sizeof err), ASR_EINVAL);
   ASSERT_STREQ(err, "PBS node file 'mem' lists no hosts");
   ASSERT_EQ(asr_pbs_nodefile_read("/dev/zero", &nl, err, sizeof err), ASR_ETOOBIG);
