@@ -237,18 +237,21 @@ static int hostfile_line(asr__hostlist_t *hl, char *line, const char *where, cha
 
 /* Parses a hostfile's text line by line into hl: text[0..len) is a writable
  * copy with a NUL at text[len], cut into lines in place. A NUL byte inside a
- * line ends it, as it ends the string a line was read into with getline(3)
- * before files were read whole. */
+ * line is refused: the line's words are C strings, so it would cut the line
+ * short unseen ("a<NUL> slots=9" would be host a without slots). */
 static int read_hostfile_lines(char *text, size_t len, const char *name, asr__hostlist_t *hl, char *errbuf,
                                size_t errlen) {
   char where[1100], *line = text, *end = text + len;
   int rc = 0;
   for (unsigned lineno = 1; rc == 0 && line < end; lineno++) {
     char *nl = memchr(line, '\n', (size_t)(end - line)), *next = nl ? nl + 1 : end;
+    snprintf(where, sizeof where, "%s:%u", name, lineno);
+    if (memchr(line, '\0', (size_t)((nl ? nl : end) - line)))
+      return asr__config_fail(errbuf, errlen, "%s: a NUL byte; a hostfile is text, 'HOST [slots=N]' a line",
+                              where);
     if (nl) *nl = '\0';
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
-    snprintf(where, sizeof where, "%s:%u", name, lineno);
     rc = hostfile_line(hl, line, where, errbuf, errlen);
     line = next;
   }

@@ -1249,8 +1249,12 @@ TEST(hostfile_buffer_is_the_file_parser) {
   /* the length ends the text, whatever follows */
   ASSERT_OK(asr_config_read_hostfile_buffer(cfg, "m", "a\nb slots=x", 2, err, sizeof err));
   ASSERT_EQ(cfg->nhosts, 1);
-  ASSERT_EQ(asr_config_read_hostfile_buffer(cfg, "m", "a\nb slots=x", 12, err, sizeof err), ASR_ECONFIG);
+  ASSERT_EQ(asr_config_read_hostfile_buffer(cfg, "m", "a\nb slots=x", 11, err, sizeof err), ASR_ECONFIG);
   ASSERT_STREQ(err, "m:2: 'slots=x': slots must be a number from 1 to 128");
+  /* a NUL byte would cut its line short unseen: "a<NUL> slots=9" was host a
+   * with no slots */
+  ASSERT_EQ(asr_config_read_hostfile_buffer(cfg, "m", "b\na\0 slots=9\n", 14, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "m:2: a NUL byte; a hostfile is text, 'HOST [slots=N]' a line");
   ASSERT_EQ(asr_config_read_hostfile_buffer(cfg, "m", NULL, 0, err, sizeof err), ASR_ECONFIG);
   ASSERT_STREQ(err, "m: no hosts in the file (one 'HOST [slots=N]' a line)");
   ASSERT_EQ(cfg->nhosts, 1); /* a bad text leaves the hosts as they were */
