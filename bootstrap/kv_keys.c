@@ -51,34 +51,38 @@ int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, 
   return 0;
 }
 
-/* Appends key bytes to out: a printable byte as itself, any other (and '\',
- * so that the text reads back with asr_kv_key_parse) as \xNN. A byte goes in
- * only when it fits whole with the NUL after it, so a cut text ends between
- * two bytes' renderings and a text that fits exactly is not cut. Needs
- * *pos < outlen. */
-static void render_bytes(const uint8_t *p, size_t len, char *out, size_t outlen, size_t *pos) {
+/* The prefix asr_kv_key_parse reads as "handle:SEND:RECV:HOST". */
+#define HANDLE_SPEC "handle:"
+#define HANDLE_SPEC_LEN 7
+
+/* Writes key bytes to out (outlen > 0): a printable byte as itself, any other
+ * as \xNN, and also '\' and the 'h' of a leading "handle:", so that the text
+ * reads back with asr_kv_key_parse as these bytes and not as an escape or a
+ * handle key spec. A byte goes in only when it fits whole with the NUL after
+ * it, so a cut text ends between two bytes' renderings and a text that fits
+ * exactly is not cut. */
+static void render_bytes(const uint8_t *p, size_t len, char *out, size_t outlen) {
+  int spec = len >= HANDLE_SPEC_LEN && memcmp(p, HANDLE_SPEC, HANDLE_SPEC_LEN) == 0;
+  size_t pos = 0;
   for (size_t i = 0; i < len; i++) {
-    int literal = isprint(p[i]) && p[i] != '\\';
-    if (outlen - *pos <= (literal ? 1u : 4u)) break;
+    int literal = isprint(p[i]) && p[i] != '\\' && !(i == 0 && spec);
+    if (outlen - pos <= (literal ? 1u : 4u)) break;
     if (literal)
-      out[(*pos)++] = (char)p[i];
+      out[pos++] = (char)p[i];
     else
-      *pos += (size_t)snprintf(out + *pos, outlen - *pos, "\\x%02x", p[i]);
+      pos += (size_t)snprintf(out + pos, outlen - pos, "\\x%02x", p[i]);
   }
-  out[*pos] = '\0';
+  out[pos] = '\0';
 }
 
 char *asr_kv_key_render(const uint8_t *key, size_t len, char *out, size_t outlen) {
   if (!out || outlen == 0) return out;
-  out[0] = '\0';
   uint32_t s, r;
   char host[ASR_KV_HOSTNAME_LEN + 1];
-  if (asr_kv_handle_key_parse(key, len, &s, &r, host, sizeof host) == 0) {
+  if (asr_kv_handle_key_parse(key, len, &s, &r, host, sizeof host) == 0)
     snprintf(out, outlen, "handle-<send %u><recv %u><host %s>", s, r, host);
-    return out;
-  }
-  size_t pos = 0;
-  render_bytes(key, len, out, outlen, &pos);
+  else
+    render_bytes(key, len, out, outlen);
   return out;
 }
 
@@ -103,9 +107,9 @@ char *asr_kv_value_render(const uint8_t *val, size_t len, char *out, size_t outl
 
 int asr_kv_key_parse(const char *text, uint8_t *out, size_t outcap) {
   if (!text || !out) return ASR_EINVAL;
-  if (strncmp(text, "handle:", 7) == 0) {
+  if (strncmp(text, HANDLE_SPEC, HANDLE_SPEC_LEN) == 0) {
     char *end;
-    unsigned long s = strtoul(text + 7, &end, 10);
+    unsigned long s = strtoul(text + HANDLE_SPEC_LEN, &end, 10);
     if (*end != ':') return ASR_EINVAL;
     unsigned long r = strtoul(end + 1, &end, 10);
     if (*end != ':' || s > 127 || r > 127) return ASR_EINVAL;

@@ -36,7 +36,9 @@ int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, 
 
 /* Renders any key readably into out (always NUL-terminated):
  * "handle-<send 3><recv 5><host node2>" for handle keys, the text itself for
- * printable keys, and \xNN escapes for other bytes (and '\'). A text longer
+ * printable keys, and \xNN escapes for other bytes (and '\', and the 'h' of
+ * a text key that starts "handle:"), so that asr_kv_key_parse reads the
+ * text of any key but a handle key back as that key. A text longer
  * than outlen - 1 is cut between two bytes' renderings; ASR_KV_KEY_TEXT_MAX
  * bytes hold any key's. Returns out. */
 char *asr_kv_key_render(const uint8_t *key, size_t len, char *out, size_t outlen);

@@ -198,6 +198,14 @@ TEST(key_parse_and_render) {
   ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"a\0b", 3, out, 6), "a\\x00");
   ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"a\0b", 3, out, 5), "a");
   ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"hostname", 8, out, 9), "hostname");
+  /* a text key that starts "handle:" renders so that it parses back as
+   * itself, not as a handle key spec (found by tests/fuzz/fuzz_kv_frame.c) */
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"handle:1:2:h", 12, out, sizeof out), "\\x68andle:1:2:h");
+  ASSERT_EQ(asr_kv_key_parse(out, k, sizeof k), 12);
+  ASSERT_MEMEQ(k, "handle:1:2:h", 12);
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"handle:1:2:h", 12, out, 5), "\\x68");
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"handle:1:2:h", 12, out, 4), "");
+  ASSERT_STREQ(asr_kv_key_render((const uint8_t *)"handle", 6, out, sizeof out), "handle");
   uint8_t zeros[ASR_KV_KEY_MAX] = {0};
   char text[ASR_KV_KEY_TEXT_MAX];
   asr_kv_key_render(zeros, sizeof zeros, text, sizeof text);
