@@ -6,6 +6,7 @@ pkgs=(
   build-essential autoconf automake libtool pkg-config
   libfabric-dev libfabric-bin libpmix-dev libhwloc-dev hwloc-nox libyaml-dev
   iproute2 procps clang-format valgrind
+  clang libclang-rt-14-dev # tests/fuzz/run.sh: clang's libFuzzer and sanitizer runtimes
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -66,6 +66,8 @@ echo "== multi-host (network namespaces)"
 script_suite netns "$top/tests/netns/netns.sh" "$top/build"
 echo "== Slurm (a private two-node cluster)"
 script_suite slurm "$top/tests/slurm/slurm.sh" "$top/build"
+echo "== fuzz (libFuzzer targets of the decoders of outside bytes)"
+script_suite fuzz "$top/tests/fuzz/run.sh" "$top/build"
 
 echo "== checks"
 step format-check "$top/scripts/check-format.sh"

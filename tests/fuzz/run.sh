@@ -16,7 +16,8 @@
 # non-zero when one failed. A failing input is kept in
 # BUILD_DIR/fuzz/artifacts/NAME/ with the log; to reproduce it run
 # BUILD_DIR/fuzz/fuzz_NAME FILE. Nothing is written outside BUILD_DIR but the
-# temporary directories, which are removed.
+# temporary directories, which are removed. FUZZ_TARGETS="NAME ..." runs
+# only those targets.
 set -euo pipefail
 
 # The targets, one row each: NAME | SOURCES | INCLUDE DIRECTORIES | PKG-CONFIG
@@ -130,6 +131,7 @@ keep() {
 for row in "${TARGETS[@]}"; do
   IFS='|' read -r name srcs incs pkgs <<<"$(tr '\n' ' ' <<<"$row")"
   name=$(trim "$name")
+  if [ -n "${FUZZ_TARGETS:-}" ] && ! [[ " $FUZZ_TARGETS " == *" $name "* ]]; then continue; fi
   corpus=$top/tests/fuzz/corpus/$name
   build_target "$name" "$(trim "$srcs")" "$(trim "$incs")" "$(trim "$pkgs")" || continue
   bin=$out/fuzz_$name
