@@ -44,8 +44,8 @@ static int enc_hello(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (!str_ok(m->u.hello.host, ASR_CTL_MAX_HOSTNAME) || !m->u.hello.secret_hex ||
       strlen(m->u.hello.secret_hex) != ASR_CTL_SECRET_HEX)
     return ASR_EINVAL;
-  return !!asr_buf_put_u32(b, m->u.hello.index) | !!asr_buf_put_str(b, m->u.hello.host) |
-         !!asr_buf_put_u32(b, m->u.hello.pid) | !!asr_buf_put_str(b, m->u.hello.secret_hex);
+  return asr_buf_put_u32(b, m->u.hello.index) || asr_buf_put_str(b, m->u.hello.host) ||
+         asr_buf_put_u32(b, m->u.hello.pid) || asr_buf_put_str(b, m->u.hello.secret_hex);
 }
 
 static int dec_hello(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
@@ -69,26 +69,26 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
       j->index >= j->nhosts || j->nargs > ASR_CTL_MAX_ARGS || j->nenv > ASR_CTL_MAX_ARGS || !j->program ||
       !j->program[0] || j->port == 0 || j->port > 65535 || j->heartbeat_s < 1 || j->heartbeat_s > 3600)
     return ASR_EINVAL;
-  int rc = !!asr_buf_put_u32(b, j->nranks) | !!asr_buf_put_u32(b, j->nhosts) | !!asr_buf_put_u32(b, j->index);
+  int rc = asr_buf_put_u32(b, j->nranks) || asr_buf_put_u32(b, j->nhosts) || asr_buf_put_u32(b, j->index);
   for (uint32_t h = 0; h < j->nhosts; h++) {
     if (!j->host_names[h] || !j->host_names[h][0] || !str_ok(j->host_names[h], ASR_CTL_MAX_HOSTNAME))
       return ASR_EINVAL;
-    rc |= !!asr_buf_put_str(b, j->host_names[h]);
+    rc = rc || asr_buf_put_str(b, j->host_names[h]);
   }
   for (uint32_t i = 0; i < j->nranks; i++) {
     if (j->host_of[i] >= j->nhosts || j->lnc_of[i] >= ASR_CTL_MAX_LNC) return ASR_EINVAL;
-    rc |= !!asr_buf_put_u32(b, j->host_of[i]) | !!asr_buf_put_u32(b, j->lnc_of[i]);
+    rc = rc || asr_buf_put_u32(b, j->host_of[i]) || asr_buf_put_u32(b, j->lnc_of[i]);
   }
-  rc |= !!asr_buf_put_str(b, j->program) | !!asr_buf_put_u32(b, j->nargs);
-  for (uint32_t i = 0; i < j->nargs; i++) rc |= !!asr_buf_put_str(b, j->args[i]);
-  rc |= !!asr_buf_put_u32(b, j->nenv);
+  rc = rc || asr_buf_put_str(b, j->program) || asr_buf_put_u32(b, j->nargs);
+  for (uint32_t i = 0; i < j->nargs; i++) rc = rc || asr_buf_put_str(b, j->args[i]);
+  rc = rc || asr_buf_put_u32(b, j->nenv);
   for (uint32_t i = 0; i < j->nenv; i++) {
     if (!j->env_names[i] || !j->env_names[i][0] || strchr(j->env_names[i], '=')) return ASR_EINVAL;
-    rc |= !!asr_buf_put_str(b, j->env_names[i]) | !!asr_buf_put_str(b, j->env_values[i]);
+    rc = rc || asr_buf_put_str(b, j->env_names[i]) || asr_buf_put_str(b, j->env_values[i]);
   }
-  rc |= !!asr_buf_put_u32(b, j->bind_to) | !!asr_buf_put_u32(b, j->report_bindings) |
-        !!asr_buf_put_u32(b, j->port) | !!asr_buf_put_str(b, j->provider) | !!asr_buf_put_str(b, j->nspace) |
-        !!asr_buf_put_str(b, j->if_spec) | !!asr_buf_put_u32(b, j->heartbeat_s);
+  rc = rc || asr_buf_put_u32(b, j->bind_to) || asr_buf_put_u32(b, j->report_bindings) ||
+       asr_buf_put_u32(b, j->port) || asr_buf_put_str(b, j->provider) || asr_buf_put_str(b, j->nspace) ||
+       asr_buf_put_str(b, j->if_spec) || asr_buf_put_u32(b, j->heartbeat_s);
   return rc ? ASR_ENOMEM : 0;
 }
 
@@ -193,10 +193,10 @@ static int pid_ok(uint32_t pid) { return pid > 1 && pid <= 0x7fffffffu; }
 
 static int enc_started(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (m->u.started.n > ASR_CTL_MAX_RANKS) return ASR_EINVAL;
-  int rc = !!asr_buf_put_u32(b, m->u.started.n);
+  int rc = asr_buf_put_u32(b, m->u.started.n);
   for (uint32_t i = 0; i < m->u.started.n; i++) {
     if (!pid_ok(m->u.started.pids[i])) return ASR_EINVAL;
-    rc |= !!asr_buf_put_u32(b, m->u.started.pids[i]);
+    rc = rc || asr_buf_put_u32(b, m->u.started.pids[i]);
   }
   return rc;
 }
@@ -219,8 +219,8 @@ static int dec_started(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 
 static int enc_output(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (m->u.output.stream != 1 && m->u.output.stream != 2) return ASR_EINVAL;
-  return !!asr_buf_put_u32(b, m->u.output.rank) | !!asr_buf_put_u32(b, m->u.output.stream) |
-         !!asr_buf_put_bytes(b, m->u.output.line, m->u.output.len);
+  return asr_buf_put_u32(b, m->u.output.rank) || asr_buf_put_u32(b, m->u.output.stream) ||
+         asr_buf_put_bytes(b, m->u.output.line, m->u.output.len);
 }
 
 static int dec_output(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
@@ -234,7 +234,7 @@ static int dec_output(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 }
 
 static int enc_exit(const asr_ctl_msg_t *m, asr_buf_t *b) {
-  return !!asr_buf_put_u32(b, m->u.exit.rank) | !!asr_buf_put_u32(b, m->u.exit.status);
+  return asr_buf_put_u32(b, m->u.exit.rank) || asr_buf_put_u32(b, m->u.exit.status);
 }
 
 static int dec_exit(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
@@ -244,7 +244,7 @@ static int dec_exit(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 }
 
 static int enc_fence(const asr_ctl_msg_t *m, asr_buf_t *b) {
-  return !!asr_buf_put_u32(b, m->u.fence.id) | !!asr_buf_put_bytes(b, m->u.fence.data, m->u.fence.len);
+  return asr_buf_put_u32(b, m->u.fence.id) || asr_buf_put_bytes(b, m->u.fence.data, m->u.fence.len);
 }
 
 static int dec_fence(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
@@ -255,8 +255,8 @@ static int dec_fence(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 
 static int enc_abort(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (!str_ok(m->u.abort.msg, ASR_CTL_MAX_TEXT)) return ASR_EINVAL;
-  return !!asr_buf_put_u32(b, m->u.abort.rank) | !!asr_buf_put_u32(b, m->u.abort.status) |
-         !!asr_buf_put_str(b, m->u.abort.msg);
+  return asr_buf_put_u32(b, m->u.abort.rank) || asr_buf_put_u32(b, m->u.abort.status) ||
+         asr_buf_put_str(b, m->u.abort.msg);
 }
 
 static int dec_abort(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
@@ -268,7 +268,7 @@ static int dec_abort(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 
 static int enc_kill(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (m->u.kill.sig < 1 || m->u.kill.sig > 64) return ASR_EINVAL;
-  return !!asr_buf_put_u32(b, m->u.kill.sig);
+  return asr_buf_put_u32(b, m->u.kill.sig);
 }
 
 static int dec_kill(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
@@ -279,7 +279,7 @@ static int dec_kill(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 }
 
 static int enc_stdin(const asr_ctl_msg_t *m, asr_buf_t *b) {
-  return !!asr_buf_put_bytes(b, m->u.input.data, m->u.input.len);
+  return asr_buf_put_bytes(b, m->u.input.data, m->u.input.len);
 }
 
 static int dec_stdin(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
@@ -289,7 +289,7 @@ static int dec_stdin(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 
 static int enc_error(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (!str_ok(m->u.error.msg, ASR_CTL_MAX_TEXT)) return ASR_EINVAL;
-  return !!asr_buf_put_str(b, m->u.error.msg);
+  return asr_buf_put_str(b, m->u.error.msg);
 }
 
 static int dec_error(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
