@@ -25,13 +25,14 @@ set -euo pipefail
 # target itself comes first. A new decoder joins with one row, a
 # tests/fuzz/fuzz_NAME.c and a seed corpus in tests/fuzz/corpus/NAME/.
 TARGETS=(
-  "kv_frame | tests/fuzz/fuzz_kv_frame.c bootstrap/kv_frame.c bootstrap/kv_keys.c bootstrap/kv_client.c
-     bootstrap/kv_secret.c common/asr_err.c common/asr_log.c common/asr_rand.c common/asr_sock.c
-     common/asr_time.c | common bootstrap |"
-  "yaml | tests/fuzz/fuzz_yaml.c launcher/config.c launcher/config_yaml.c common/asr_err.c common/asr_fs.c
-     | common launcher | yaml-0.1"
+  "kv_frame | tests/fuzz/fuzz_kv_frame.c bootstrap/kv_frame.c bootstrap/kv_keys.c common/asr_err.c
+     | common bootstrap |"
+  "yaml | tests/fuzz/fuzz_yaml.c launcher/config.c launcher/config_yaml.c common/asr_env.c common/asr_netif.c common/asr_err.c
+     common/asr_fs.c | common launcher | yaml-0.1"
   "hostfile | tests/fuzz/fuzz_hostfile.c launcher/config.c launcher/config_yaml.c launcher/hostlist.c
-     launcher/alloc.c common/asr_err.c common/asr_fs.c | common launcher | yaml-0.1"
+     launcher/alloc.c common/asr_env.c common/asr_netif.c common/asr_err.c common/asr_fs.c | common launcher | yaml-0.1"
+  "ctl | tests/fuzz/fuzz_ctl.c launcher/ctl.c launcher/ctl_msg.c common/asr_buf.c common/asr_err.c
+     common/asr_loop.c common/asr_time.c | common launcher |"
 )
 
 # The compiler, and what every target is built with: the tree's warnings
