@@ -2,7 +2,7 @@
 # links libasr's data path (DESIGN §1).
 noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
-	launcher/config.c launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
+	launcher/config.c launcher/config_cli.c launcher/config_load.c launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
 	launcher/map.c launcher/map.h \
 	launcher/ctl.c launcher/ctl.h launcher/ctl_msg.c launcher/ctl_msg.h \
 	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h \

@@ -1,9 +1,11 @@
 /*
- * config.c -- asrrun's settings: defaults, the ASRRUN_* environment, the
- * command line, hostfiles and -H lists, and the whole precedence stack
- * (DESIGN §4). The YAML layer is in config_yaml.c; both check values through
- * the one key table below, so a setting fails with the same words wherever it
- * was written.
+ * config.c -- asrrun's settings as a model: the key table every layer sets
+ * values through (so a setting fails with the same words wherever it was
+ * written), hosts (-H lists, hostfiles), exported variables, the program and
+ * its arguments, the defaults and the ASRRUN_* environment. The layers that
+ * feed it sit above it: the command line (config_cli.c), the YAML files
+ * (config_yaml.c) and the precedence stack that runs them all in order
+ * (config_load.c, DESIGN §4); none of them is called from here.
  */
 #include "config.h"
 
@@ -20,10 +22,6 @@
 #include "asr_err.h"
 #include "asr_fs.h"
 #include "config_int.h"
-
-#ifndef ASR_SYSCONFDIR
-#define ASR_SYSCONFDIR "/usr/local/etc" /* set by launcher/Makefile.mk from $(sysconfdir) */
-#endif
 
 /* The enum fields are written through an int pointer by the key table. */
 _Static_assert(sizeof(asr_map_by_t) == sizeof(int), "enum settings are stored as int");
@@ -314,8 +312,8 @@ int asr_config_read_hostfile(asr_config_t *cfg, const char *path, char *errbuf, 
 }
 
 /* Parses a comma-separated -H list; what names the flag as the user typed it. */
-static int parse_hostlist_as(asr_config_t *cfg, const char *list, const char *what, char *errbuf,
-                             size_t errlen) {
+int asr__config_parse_hostlist_as(asr_config_t *cfg, const char *list, const char *what, char *errbuf,
+                                  size_t errlen) {
   asr__hostlist_t hl;
   int rc = asr__hostlist_init(&hl, errbuf, errlen);
   for (const char *p = list; rc == 0;) {
@@ -340,7 +338,7 @@ static int parse_hostlist_as(asr_config_t *cfg, const char *list, const char *wh
 }
 
 int asr_config_parse_hostlist(asr_config_t *cfg, const char *list, char *errbuf, size_t errlen) {
-  return parse_hostlist_as(cfg, list, "-H", errbuf, errlen);
+  return asr__config_parse_hostlist_as(cfg, list, "-H", errbuf, errlen);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -512,303 +510,4 @@ int asr_config_check_env(char *errbuf, size_t errlen) {
   if (u.warned) warned = 1;
   if (u.failed) return ASR_ECONFIG;
   return asr_env_check_all(~0u, errbuf, errlen);
-}
-
-/* ------------------------------------------------------------------------ */
-/* The command line                                                         */
-/* ------------------------------------------------------------------------ */
-
-typedef struct cli_opt cli_opt_t;
-
-typedef struct {
-  asr_config_t *cfg;
-  char *errbuf;
-  size_t errlen;
-  const char *host_flag;     /* -H as typed, once seen: -H and --hostfile exclude each other */
-  const char *hostfile_flag; /* --hostfile, once seen */
-} cli_ctx_t;
-
-typedef int (*cli_fn)(cli_ctx_t *ctx, const cli_opt_t *opt, const char *flag, const char *val);
-
-struct cli_opt {
-  const char *name, *alias;
-  const char *metavar; /* the value's placeholder in --help; NULL for a switch; "[=...]": optional, given
-                        * only as --flag=VALUE */
-  const char *key;     /* the asr__cfg_keys entry it sets, if any */
-  const char *fixed;   /* for a switch that sets key: the value it sets */
-  cli_fn fn;
-  const char *help;
-};
-
-static int opt_key(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  const asr__cfg_key_t *k = asr__config_key(o->key);
-  return asr__config_set(c->cfg, k, o->fixed ? o->fixed : val, flag, c->errbuf, c->errlen);
-}
-
-/* -H and --hostfile in one command line would have to be combined somehow
- * (mpirun filters one by the other); refusing the pair keeps the rule simple. */
-static int both_host_sources(cli_ctx_t *c) {
-  return asr__config_fail(c->errbuf, c->errlen, "%s and %s both given; use one of them", c->host_flag,
-                          c->hostfile_flag);
-}
-
-static int opt_host(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  c->host_flag = o->name;
-  if (c->hostfile_flag) return both_host_sources(c);
-  return parse_hostlist_as(c->cfg, val, flag, c->errbuf, c->errlen);
-}
-
-static int opt_hostfile(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  c->hostfile_flag = o->name;
-  if (c->host_flag) return both_host_sources(c);
-  char inner[1200];
-  int rc = asr_config_read_hostfile(c->cfg, val, inner, sizeof inner);
-  return rc ? asr__config_fail(c->errbuf, c->errlen, "%s: %s", flag, inner) : 0;
-}
-
-/* -f is read by asr_config_load's pre-scan, before the environment; here it
- * is only checked and remembered for messages. */
-static int opt_job_file(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  if (!*val) return asr__config_fail(c->errbuf, c->errlen, "%s: needs a file name", flag);
-  if (strlen(val) >= sizeof c->cfg->job_file)
-    return asr__config_fail(c->errbuf, c->errlen, "%s: path '%.40s...' is too long", flag, val);
-  snprintf(c->cfg->job_file, sizeof c->cfg->job_file, "%s", val);
-  return 0;
-}
-
-static int opt_export(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  return asr__config_put_env_spec(c->cfg, val, flag, c->errbuf, c->errlen);
-}
-
-static int opt_dry_run(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  c->cfg->dry_run = 1;
-  return 0;
-}
-
-/* -v, -vv, -vvv: each v adds one level. */
-static int opt_verbose(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  c->cfg->verbose += (int)strlen(flag) - 1;
-  return 0;
-}
-
-static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val);
-
-static int opt_version(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  printf("asrrun (asr) %s\n", PACKAGE_VERSION);
-  return 1;
-}
-
-/* --list-env, or --list-env=markdown (README.md's table: scripts/gen-env-table.sh). */
-static int opt_list_env(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  int markdown = 0;
-  if (val && asr_env_parse_word(flag, val, (const char *const[]){"text", "markdown", NULL}, &markdown,
-                                c->errbuf, c->errlen) != 0)
-    return ASR_ECONFIG;
-  asr_env_print(stdout, markdown);
-  return 1;
-}
-
-/* The one list of flags: the parser, the -f pre-scan and --help all read it,
- * so a flag cannot exist without its help line. */
-static const cli_opt_t cli_opts[] = {
-    {"-n", "-np", "N", "np", NULL, opt_key, "number of ranks (default: one per slot)"},
-    {"-H", "--host", "HOST[:SLOTS],...", NULL, NULL, opt_host, "hosts to run on, with their slot counts"},
-    {"--hostfile", NULL, "FILE", NULL, NULL, opt_hostfile,
-     "read hosts from FILE, one 'HOST [slots=N]' a line"},
-    {"--lnc-per-host", NULL, "N", "lnc_per_host", NULL, opt_key,
-     "slots of a host that has no count (1..128)"},
-    {"-f", NULL, "FILE", NULL, NULL, opt_job_file, "job YAML file (env and command line override it)"},
-    {"--map-by", NULL, "slot|node", "map_by", NULL, opt_key,
-     "fill each host first (slot) or round robin (node)"},
-    {"--bind-to", NULL, "none|core|numa|package", "bind_to", NULL, opt_key, "bind each rank (default: core)"},
-    {"--report-bindings", NULL, NULL, "report_bindings", "1", opt_key, "print each rank's binding"},
-    {"-x", NULL, "VAR[=VAL]", NULL, NULL, opt_export, "export VAR to the ranks (repeatable)"},
-    {"--tag-output", NULL, NULL, "tag_output", "1", opt_key, "prefix output lines with the rank (default)"},
-    {"--no-tag-output", NULL, NULL, "tag_output", "0", opt_key, "leave output lines as the ranks wrote them"},
-    {"--output-dir", NULL, "DIR", "output_dir", NULL, opt_key, "also write each rank's output under DIR"},
-    {"--timeout", NULL, "SECONDS", "timeout", NULL, opt_key, "abort the job after SECONDS (0: never)"},
-    {"--bootstrap-port", NULL, "P", "bootstrap_port", NULL, opt_key, "KV server port (0: choose a free one)"},
-    {"--provider", NULL, "NAME", "provider", NULL, opt_key,
-     "libfabric provider (default: shm or tcp;ofi_rxm)"},
-    {"--dry-run", NULL, NULL, NULL, NULL, opt_dry_run, "print the rank map and exit"},
-    {"-v", NULL, NULL, NULL, NULL, opt_verbose, "more output (repeatable: -vv)"},
-    {"--version", NULL, NULL, NULL, NULL, opt_version, "print the version and exit"},
-    {"--list-env", NULL, "[=markdown]", NULL, NULL, opt_list_env,
-     "print the ASR_* and ASRRUN_* environment variables and exit"},
-    {"-h", "--help", NULL, NULL, NULL, opt_help, "print this help and exit"},
-    {"--launcher", NULL, "auto|local|rsh|slurm", "launcher", NULL, opt_key, "how to start the host daemons"},
-    {"--launch-agent", NULL, "CMD", "launch_agent", NULL, opt_key, "rsh agent command (default: ssh)"},
-    {"--prefix", NULL, "DIR", "prefix", NULL, opt_key, "asr's install prefix on the remote hosts"},
-    {"--if-include", NULL, "IFACE|NET/N|ADDR", "if_include", NULL, opt_key,
-     "network interface, subnet or address for rank traffic"},
-    {"--heartbeat-timeout", NULL, "SECONDS", "heartbeat_timeout", NULL, opt_key,
-     "end the job when a host is silent this long (2..3600, default 10)"},
-};
-#define N_CLI_OPTS (sizeof cli_opts / sizeof cli_opts[0])
-
-static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  printf(
-      "usage: asrrun [options] PROGRAM [ARGS...]\n"
-      "       asrrun -f JOB.yaml [options] [PROGRAM [ARGS...]]\n\noptions:\n");
-  for (size_t i = 0; i < N_CLI_OPTS; i++) {
-    const cli_opt_t *p = &cli_opts[i];
-    char names[64];
-    snprintf(names, sizeof names, "%s%s%s%s%s", p->name, p->alias ? ", " : "", p->alias ? p->alias : "",
-             p->metavar && p->metavar[0] != '[' ? " " : "", p->metavar ? p->metavar : "");
-    printf("  %-34s %s\n", names, p->help);
-  }
-  printf(
-      "\nEvery flag takes its value as '--flag VALUE' or '--flag=VALUE'; '--' ends the options.\n"
-      "Settings are read lowest first from: built-in defaults, the system file\n"
-      "  %s/asr/asrrun.yaml\n"
-      "($ASR_SYSTEM_CONFIG), ~/.config/asr/asrrun.yaml ($ASR_USER_CONFIG), the -f job file,\n"
-      "ASRRUN_* variables, and this command line; asrrun --list-env lists the variables.\n"
-      "\nExit status: 0 all ranks exited 0; 1-123 the first failing rank's status (or its abort status);\n"
-      "124 --timeout expired; 125 launch failure or a daemon died; 127 program not found;\n"
-      "128+S a rank (or asrrun) got signal S; 2 bad command line or configuration.\n",
-      ASR_SYSCONFDIR);
-  return 1;
-}
-
-static int is_verbose_flag(const char *s) {
-  if (s[0] != '-' || s[1] != 'v') return 0;
-  return strspn(s + 1, "v") == strlen(s + 1);
-}
-
-static const cli_opt_t *find_opt(const char *name) {
-  if (is_verbose_flag(name)) name = "-v";
-  for (size_t i = 0; i < N_CLI_OPTS; i++)
-    if (strcmp(cli_opts[i].name, name) == 0 || (cli_opts[i].alias && strcmp(cli_opts[i].alias, name) == 0))
-      return &cli_opts[i];
-  return NULL;
-}
-
-/* Reads the option at argv[*i] and moves *i past it (and its value).
- * Returns 1 with *opt, flag (the name as typed, without "=value") and *val;
- * 0 when argv[*i] is the program or argv ended (a "--" is consumed); or
- * ASR_ECONFIG. Used by both the parser and the -f pre-scan. */
-static int next_option(int argc, char **argv, int *i, const cli_opt_t **opt, char *flag, size_t flaglen,
-                       const char **val, char *errbuf, size_t errlen) {
-  if (*i >= argc) return 0;
-  const char *a = argv[*i];
-  if (strcmp(a, "--") == 0) {
-    (*i)++;
-    return 0;
-  }
-  if (a[0] != '-' || a[1] == '\0') return 0;
-  const char *eq = strchr(a, '=');
-  size_t n = eq ? (size_t)(eq - a) : strlen(a);
-  *opt = NULL;
-  if (n < flaglen) {
-    memcpy(flag, a, n);
-    flag[n] = '\0';
-    *opt = find_opt(flag);
-  }
-  if (!*opt) return asr__config_fail(errbuf, errlen, "unknown option '%.*s' (see asrrun --help)", (int)n, a);
-  (*i)++;
-  *val = eq ? eq + 1 : NULL;
-  if (!(*opt)->metavar) {
-    if (eq) return asr__config_fail(errbuf, errlen, "%s takes no value (got '%s')", flag, a);
-    return 1;
-  }
-  if ((*opt)->metavar[0] == '[') return 1; /* an optional value: only ever --flag=VALUE */
-  if (!eq) {
-    if (*i >= argc)
-      return asr__config_fail(errbuf, errlen, "%s needs a value: %s %s", flag, flag, (*opt)->metavar);
-    *val = argv[(*i)++];
-  }
-  return 1;
-}
-
-int asr_config_parse_args(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen) {
-  cli_ctx_t ctx = {.cfg = cfg, .errbuf = errbuf, .errlen = errlen};
-  const cli_opt_t *opt;
-  const char *val;
-  char flag[64];
-  int i = 1, rc;
-  while ((rc = next_option(argc, argv, &i, &opt, flag, sizeof flag, &val, errbuf, errlen)) > 0)
-    if ((rc = opt->fn(&ctx, opt, flag, val)) != 0) return rc; /* an error, or 1 after --help/--version */
-  if (rc < 0) return rc;
-  if (i < argc)
-    return asr__config_set_program(cfg, argv[i], (const char *const *)argv + i + 1, argc - i - 1, "program",
-                                   errbuf, errlen);
-  /* the program may also come from a YAML layer (asrrun -f job.yaml) */
-  if (!cfg->program[0])
-    return asr__config_fail(errbuf, errlen, "no program given: asrrun [options] PROGRAM [ARGS]");
-  return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The whole stack                                                          */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-  const char *job_file; /* the last -f's value */
-  int info_only;        /* --help, --version or --list-env: read no files, check no variables */
-} prescan_t;
-
-/* Finds -f before the environment and the command line are applied, walking
- * argv exactly as the parser will (so "-x -f" or a program argument "-f" are
- * not mistaken for it). Errors stop the scan silently: the parser reports them. */
-static void prescan_args(int argc, char **argv, prescan_t *ps) {
-  const cli_opt_t *opt;
-  const char *val;
-  char flag[64];
-  int i = 1;
-  memset(ps, 0, sizeof *ps);
-  while (next_option(argc, argv, &i, &opt, flag, sizeof flag, &val, NULL, 0) > 0) {
-    if (opt->fn == opt_job_file) ps->job_file = val;
-    if (opt->fn == opt_help || opt->fn == opt_version || opt->fn == opt_list_env) ps->info_only = 1;
-  }
-}
-
-/* The path of a settings file: the variable when it is set (set but empty
- * means "no file": asr_env_raw tells that from unset), else the default.
- * Returns NULL for no file. */
-static const char *config_path(asr_env_id_t var, const char *dflt) {
-  const char *v = asr_env_raw(var);
-  if (v) return *v ? v : NULL;
-  return dflt;
-}
-
-static const char *user_default_path(char *buf, size_t len) {
-  const char *home = getenv("HOME");
-  if (!home || !*home) return NULL;
-  int n = snprintf(buf, len, "%s/.config/asr/asrrun.yaml", home);
-  return n > 0 && (size_t)n < len ? buf : NULL;
-}
-
-/* The system and user files are optional: a missing one is skipped, while
- * one that exists but is wrong is an error (a silently ignored typo in a
- * site file would be found only by its effects). */
-static int load_optional_yaml(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen) {
-  if (!path) return 0;
-  int rc = asr_config_load_yaml(cfg, path, errbuf, errlen);
-  return rc == ASR_ENOENT ? 0 : rc;
-}
-
-static int load_job_yaml(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen) {
-  int rc = asr_config_load_yaml(cfg, path, errbuf, errlen);
-  if (rc == ASR_ENOENT) return asr__config_fail(errbuf, errlen, "-f: job file '%s' does not exist", path);
-  if (rc == 0) snprintf(cfg->job_file, sizeof cfg->job_file, "%s", path);
-  return rc;
-}
-
-int asr_config_load(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen) {
-  char user_buf[1100];
-  prescan_t ps;
-  int rc = 0;
-  asr_config_defaults(cfg);
-  prescan_args(argc, argv, &ps);
-  if (!ps.info_only) {
-    const char *sys = config_path(ASR_ENV_SYSTEM_CONFIG, ASR_SYSCONFDIR "/asr/asrrun.yaml");
-    const char *user = config_path(ASR_ENV_USER_CONFIG, user_default_path(user_buf, sizeof user_buf));
-    rc = asr_config_check_env(errbuf, errlen);
-    if (rc == 0) rc = load_optional_yaml(cfg, sys, errbuf, errlen);
-    if (rc == 0) rc = load_optional_yaml(cfg, user, errbuf, errlen);
-    if (rc == 0 && ps.job_file) rc = load_job_yaml(cfg, ps.job_file, errbuf, errlen);
-    if (rc == 0) rc = asr_config_load_env(cfg, errbuf, errlen);
-  }
-  if (rc == 0) rc = asr_config_parse_args(cfg, argc, argv, errbuf, errlen);
-  return rc;
 }

@@ -81,6 +81,11 @@ int asr__hostlist_add_item(asr__hostlist_t *hl, const char *item, const char *wh
  * (*slots untouched) when s is not one. */
 int asr__config_parse_slots(const char *s, int *slots);
 
+/* Parses a -H list ("a:2,b,c:4") into cfg's hosts; what names the flag in
+ * messages. */
+int asr__config_parse_hostlist_as(asr_config_t *cfg, const char *list, const char *what, char *errbuf,
+                                  size_t errlen);
+
 /* Replaces cfg's hosts with hl's and forgets cfg->hostfile. */
 void asr__config_set_hosts(asr_config_t *cfg, const asr__hostlist_t *hl);
 
@@ -101,5 +106,15 @@ int asr__config_set_program(asr_config_t *cfg, const char *program, const char *
 const char *asr__config_map_by_name(asr_map_by_t m);
 const char *asr__config_bind_to_name(asr_bind_to_t b);
 const char *asr__config_launcher_name(asr_launcher_t l);
+
+/* What the command line says before any layer runs (config_cli.c; read
+ * by config_load.c): walking argv exactly as the parser will, so that
+ * "-x -f" or a program argument "-f" are not mistaken for it. Errors stop
+ * the scan silently: the parser reports them. */
+typedef struct {
+  const char *job_file; /* the last -f's value */
+  int info_only;        /* --help, --version or --list-env: read no files, check no variables */
+} asr__cfg_prescan_t;
+void asr__config_prescan(int argc, char **argv, asr__cfg_prescan_t *ps);
 
 #endif /* ASR_LAUNCHER_CONFIG_INT_H */
