@@ -31,13 +31,15 @@ void asr__comm_set_status(struct asr_comm *c, int status) {
   asr_debug("svc", "lnc %d %s comm %p to %s/lnc %d: %s -> %s", c->lnc,
             c->type == ASR_SEND_COMM ? "SEND" : "RECV", (void *)c, c->peer_ip, c->peer_lnc,
             asr_comm_status_name(old), asr_comm_status_name(status));
-  /* asr_comm_wait_connected's sleepers look again. The status is stored
-   * before the count of sleepers is read, and a sleeper counts itself before
-   * it reads the status (both sequentially consistent): either it sees the
-   * new status, or we see it and wake it (under its mutex, so not between
-   * its look and its sleep). */
+  /* asr_comm_wait_connected's sleepers on c look again. The status is
+   * stored before the count of c's sleepers is read, and a sleeper counts
+   * itself before it reads the status (both sequentially consistent):
+   * either it sees the new status, or we see it and wake it (under its
+   * mutex, so not between its look and its sleep). Only a comm someone
+   * waits on wakes anyone: a thread waiting on its comms one by one in a
+   * mesh is not woken by each of the others. */
   if ((status == ASR_COMM_CONNECTED || status == ASR_COMM_CONNECTION_ERROR) &&
-      atomic_load(&c->ctx->waiters) > 0) {
+      atomic_load(&c->waiters) > 0) {
     pthread_mutex_lock(&c->ctx->wait_mutex);
     pthread_cond_broadcast(&c->ctx->wait_cv);
     pthread_mutex_unlock(&c->ctx->wait_mutex);
@@ -177,7 +179,7 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
    * thread does, we only sleep until it says (asr__comm_set_status). */
   int rc = ASR_SUCCESS;
   pthread_mutex_lock(&ctx->wait_mutex);
-  atomic_fetch_add(&ctx->waiters, 1);
+  atomic_fetch_add(&comm->waiters, 1);
   for (;;) {
     int st = atomic_load(&comm->status);
     if (st == ASR_COMM_CONNECTED) break;
@@ -195,7 +197,7 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
       break;
     }
   }
-  atomic_fetch_sub(&ctx->waiters, 1);
+  atomic_fetch_sub(&comm->waiters, 1);
   pthread_mutex_unlock(&ctx->wait_mutex);
   return rc;
 }

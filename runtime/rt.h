@@ -123,6 +123,7 @@ struct asr_comm {
 
   /* service-thread bookkeeping */
   struct asr_comm *next; /* in a pending queue or the connected list */
+  _Atomic int waiters; /* asr_comm_wait_connected calls sleeping on this comm (comm.c) */
   _Atomic int close_requested;
   _Atomic int detached; /* the service thread let go of it */
   int watch;            /* index in ctx->watch of the peer process, or -1 (peer_watch.c) */
@@ -197,10 +198,9 @@ typedef struct asr_ctx {
   int nwatch, capwatch, nwatch_live;
 
   /* asr_comm_wait_connected's sleepers: a comm that reaches CONNECTED or
-   * CONNECTION_ERROR wakes them (comm.c) when there are any */
+   * CONNECTION_ERROR wakes them (comm.c) when some wait on that comm */
   pthread_mutex_t wait_mutex;
   pthread_cond_t wait_cv;
-  _Atomic int waiters;
 
   asr__ofi_op_t flush_op;
   uint8_t flush_buf[4];
