@@ -40,9 +40,8 @@ static void check_config(const asr_config_t *c) {
     fuzz_check_host_name(c->hosts[i].name);
     FUZZ_ASSERT(c->hosts[i].slots >= 0 && c->hosts[i].slots <= ASR_CFG_MAX_SLOTS, "slots %d",
                 c->hosts[i].slots);
-    for (int j = 0; j < i; j++)
-      FUZZ_ASSERT(strcmp(c->hosts[i].name, c->hosts[j].name) != 0, "host '%s' twice", c->hosts[i].name);
   }
+  FUZZ_CHECK_DISTINCT_HOSTS(c->hosts, c->nhosts, "host");
   FUZZ_ASSERT(c->nenv >= 0 && c->nenv <= ASR_CFG_MAX_ENV, "nenv %d", c->nenv);
   for (int i = 0; i < c->nenv; i++) {
     CHECK_FIELD(c->env[i].name);

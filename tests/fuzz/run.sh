@@ -41,8 +41,14 @@ FUZZ_CC=${FUZZ_CC:-clang}
 # shellcheck disable=SC2054 # the commas are clang's, inside one word
 CFLAGS_FUZZ=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -Wall -Wextra -Wshadow -Wno-unused-parameter -Wmissing-prototypes -Wstrict-prototypes -Werror -pthread)
-# Per input: a hang is an input that runs this long (seconds).
-INPUT_TIMEOUT=10
+# Per input: a hang is an input that runs this long (seconds). Generous, as
+# libFuzzer's clock is the wall's: on a loaded machine a process has stalled
+# for 47 s, and a real hang still shows.
+INPUT_TIMEOUT=60
+# Fuzzing schedules fast inputs more (up to 30 times): the slowest (a Slurm
+# list of 64k names, 100 ms under the sanitizers) would otherwise take the
+# run over as the corpus grows.
+FUZZ_OPTS=(-entropic_scale_per_exec_time=1)
 
 usage() { echo "usage: tests/fuzz/run.sh BUILD_DIR [SECONDS] [RUNS]" >&2; exit 2; }
 if [ $# -lt 1 ] || [ $# -gt 3 ]; then usage; fi
@@ -116,7 +122,8 @@ build_target() {
 
 # why LOG: the first line of LOG that says what went wrong.
 why() {
-  grep -m1 -E 'FUZZ_ASSERT|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|==[0-9]+==ERROR' "$1" ||
+  grep -m1 -E 'FUZZ_ASSERT|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|==[0-9]+==ERROR|run interrupted' \
+    "$1" ||
     tail -1 "$1"
 }
 
@@ -158,7 +165,7 @@ for row in "${TARGETS[@]}"; do
   limits=(-max_total_time="$seconds")
   [ -z "$runs" ] || limits+=(-runs="$runs")
   t0=$SECONDS
-  if ! (cd "$work/cwd" && "$bin" "${limits[@]}" -timeout=$INPUT_TIMEOUT -print_final_stats=1 \
+  if ! (cd "$work/cwd" && "$bin" "${limits[@]}" "${FUZZ_OPTS[@]}" -timeout=$INPUT_TIMEOUT -print_final_stats=1 \
     -artifact_prefix="$work/crash/" "$work/corpus") </dev/null >"$work/fuzz.log" 2>&1; then
     tail -15 "$work/fuzz.log" | sed 's/^/    /'
     fail "$(why "$work/fuzz.log") (kept in $(keep "$name" "$work/fuzz.log" "$work/crash"))"
