@@ -38,8 +38,7 @@ void asr__comm_set_status(struct asr_comm *c, int status) {
    * mutex, so not between its look and its sleep). Only a comm someone
    * waits on wakes anyone: a thread waiting on its comms one by one in a
    * mesh is not woken by each of the others. */
-  if ((status == ASR_COMM_CONNECTED || status == ASR_COMM_CONNECTION_ERROR) &&
-      atomic_load(&c->waiters) > 0) {
+  if ((status == ASR_COMM_CONNECTED || status == ASR_COMM_CONNECTION_ERROR) && atomic_load(&c->waiters) > 0) {
     pthread_mutex_lock(&c->ctx->wait_mutex);
     pthread_cond_broadcast(&c->ctx->wait_cv);
     pthread_mutex_unlock(&c->ctx->wait_mutex);

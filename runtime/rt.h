@@ -123,7 +123,7 @@ struct asr_comm {
 
   /* service-thread bookkeeping */
   struct asr_comm *next; /* in a pending queue or the connected list */
-  _Atomic int waiters; /* asr_comm_wait_connected calls sleeping on this comm (comm.c) */
+  _Atomic int waiters;   /* asr_comm_wait_connected calls sleeping on this comm (comm.c) */
   _Atomic int close_requested;
   _Atomic int detached; /* the service thread let go of it */
   int watch;            /* index in ctx->watch of the peer process, or -1 (peer_watch.c) */
