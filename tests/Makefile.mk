@@ -129,7 +129,8 @@ TESTS += $(INTEGRATION_TESTS)
 else
 EXTRA_PROGRAMS += $(INTEGRATION_TESTS)
 endif
-tests_integration_test_asrrun_SOURCES = tests/integration/test_asrrun.c
+tests_integration_test_asrrun_SOURCES = tests/integration/test_asrrun.c tests/integration/job_util.c \
+	tests/integration/job_util.h
 tests_integration_test_asrrun_LDADD = $(TEST_LIBS)
 tests_integration_test_apps_SOURCES = tests/integration/test_apps.c
 tests_integration_test_apps_LDADD = $(TEST_LIBS)
