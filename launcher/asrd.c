@@ -172,13 +172,25 @@ static void on_job(asrd_t *d, asr_ctl_msg_t *m) {
   if (rc) job_failed(d, err);
 }
 
+/* The signals asrrun sends to end the job (the others it forwards, e.g.
+ * SIGUSR1, SIGSTOP/SIGCONT, leave the job running). */
+static int ends_job(int sig) {
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT || sig == SIGKILL;
+}
+
 static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
   switch (m->type) {
     case ASR_CTL_JOB: on_job(d, m); break;
     case ASR_CTL_KILL:
-      if (d->state < ASRD_FINISHING) begin_kill(d, (int)m->u.kill.sig);
+      if (d->state >= ASRD_FINISHING) break;
+      if (ends_job((int)m->u.kill.sig))
+        begin_kill(d, (int)m->u.kill.sig);
+      else
+        asrd_ranks_forward(d, (int)m->u.kill.sig); /* the job goes on */
       break;
     case ASR_CTL_STDIN: asrd_stdio_input(d, m->u.input.data, m->u.input.len); break;
+    case ASR_CTL_CREDIT: asrd_stdio_credit(d, m->u.credit.bytes); break;
+    case ASR_CTL_OUTPUT_CLOSED: asrd_stdio_reader_gone(d, (int)m->u.closed.stream); break;
     case ASR_CTL_FENCE_DONE: asrd_pmix_fence_done(d, m->u.fence.data, m->u.fence.len); break;
     case ASR_CTL_SHUTDOWN:
       if (d->state < ASRD_TERMINATING && d->nalive > 0)
@@ -275,6 +287,7 @@ int main(int argc, char **argv) {
   d->connect_fd = -1;
   d->up.fd = -1;
   d->heartbeat_timeout_ms = 10000; /* until the JOB says */
+  d->out_credit = ASR_CTL_OUTPUT_WINDOW;
   pthread_mutex_init(&d->ev_lock, NULL);
   for (int i = 1; i < argc; i++) {
     char *end = NULL;
@@ -305,6 +318,12 @@ int main(int argc, char **argv) {
   int ahead = d->host_index < 0;
   asr_log_set_role("asrd", d->host_index);
   signal(SIGPIPE, SIG_IGN);
+  /* asrd runs in a process group of its own (asrrun starts it so): the
+   * terminal's signals are asrrun's to handle, and a write to the terminal
+   * from this background group must not stop it (stty tostop). */
+  signal(SIGTTOU, SIG_IGN);
+  signal(SIGTTIN, SIG_IGN);
+  signal(SIGTSTP, SIG_IGN);
   /* PMIx's hwloc would otherwise probe for X11 displays and GPUs at every start. */
   setenv("HWLOC_COMPONENTS", "-gl,-opencl", 0);
   if (host)

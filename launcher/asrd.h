@@ -64,10 +64,13 @@ typedef struct asrd_rank asrd_rank_t;
 /* One output stream of a rank (asrd_stdio.c). */
 typedef struct {
   asrd_rank_t *rank;
-  int stream;       /* 1 stdout, 2 stderr */
-  int fd;           /* the pipe's read end; -1 once it reached EOF */
-  asr_loop_io_t io; /* while fd >= 0 */
-  asr_buf_t part;   /* a partial line */
+  int stream;        /* 1 stdout, 2 stderr */
+  int fd;            /* the pipe's read end; -1 once it reached EOF (or was closed) */
+  asr_loop_io_t io;  /* while fd >= 0 */
+  unsigned watching; /* the events io waits for now (read while part has room) */
+  asr_buf_t part;    /* read and not yet sent: at most ASRD_STREAM_MAX bytes */
+  int open;          /* a piece of a line went up without its end */
+  int ended;         /* EOF reached and everything sent (or dropped) */
 } asrd_stream_t;
 
 struct asrd_rank {
@@ -82,10 +85,17 @@ struct asrd_rank {
   int in_eof;         /* close in_fd once in_queue drains */
   int exited, status;
   int exit_sent;
+  int joined; /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls) */
 };
 
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
-typedef enum { ASRD_EV_FENCE = 1, ASRD_EV_ABORT, ASRD_EV_LOG, ASRD_EV_REGISTERED } asrd_ev_type_t;
+typedef enum {
+  ASRD_EV_FENCE = 1,
+  ASRD_EV_ABORT,
+  ASRD_EV_LOG,
+  ASRD_EV_REGISTERED,
+  ASRD_EV_JOINED
+} asrd_ev_type_t;
 typedef struct asrd_ev {
   asrd_ev_type_t type;
   int rank, status;
@@ -120,6 +130,13 @@ struct asrd {
   char secret_hex[2 * ASR_KV_SECRET_LEN + 1];
   uint8_t secret[ASR_KV_SECRET_LEN];
   int port_hold; /* a socket bound to the bootstrap port (--port) until the KV server takes it, or -1 */
+
+  /* output flow control (asrd_stdio.c, ctl_msg.h's windows) */
+  int64_t out_credit;
+  asrd_stream_t *open_stream; /* a line whose start went up: only it is sent until it ends */
+  int out_rr;                 /* the stream the next pass starts with (fair turns) */
+  int out_closed[3];          /* asrrun's reader of stream 1 / 2 went away */
+  uint32_t in_written;        /* STDIN bytes not yet given back as STDIN_CREDIT */
 
   /* the job (asrd_job.c): the JOB as decoded, owned here */
   asr_ctl_job_t job;
@@ -157,7 +174,11 @@ const char *asrd_state_name(asrd_state_t s);
 int asrd_up_connect(asrd_t *d, const char *hostport, char *errbuf, size_t errlen);
 /* Sends m to asrrun (dropped once the connection is gone). */
 void asrd_up_send(asrd_t *d, const asr_ctl_msg_t *m);
+/* One line of asrd's own for a rank's stream (it takes output credit too). */
 void asrd_up_output(asrd_t *d, int rank, int stream, const char *line, size_t len);
+/* Sets the connection's keepalive and unacknowledged-data bounds from
+ * heartbeat_timeout_ms (again once the JOB sets it). */
+void asrd_up_set_liveness(asrd_t *d);
 void asrd_up_error(asrd_t *d, const char *msg);
 /* Ends the connection cleanly (on_up_lost with quiet = 1 once it is closed). */
 void asrd_up_finish(asrd_t *d);
@@ -182,6 +203,9 @@ int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen);
 /* Appends rank r's PMIx variables to env (malloc'd, NULL-terminated). */
 int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env);
 void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len);
+/* Handles what PMIx's thread queued, now (a rank's exit is reported after
+ * its JOINED: its upcalls happened before it could exit). */
+void asrd_pmix_take_events(asrd_t *d);
 void asrd_pmix_stop(asrd_t *d);
 
 /* asrd_topo.c */
@@ -223,6 +247,11 @@ int asrd_stdio_start(asrd_t *d, asrd_rank_t *r, int out_fd, int err_fd, int in_f
 void asrd_stdio_drain(asrd_rank_t *r);
 /* Bytes from asrrun for rank 0's stdin; n == 0 is EOF. */
 void asrd_stdio_input(asrd_t *d, const uint8_t *p, size_t n);
+/* asrrun gave back output credit (CREDIT): what waits is sent. */
+void asrd_stdio_credit(asrd_t *d, uint32_t bytes);
+/* asrrun's reader of stream (1 or 2) went away: every rank's pipe of that
+ * stream is closed, so the ranks see what a writer to a closed pipe sees. */
+void asrd_stdio_reader_gone(asrd_t *d, int stream);
 /* Whether both output pipes reached EOF. */
 int asrd_stdio_closed(const asrd_rank_t *r);
 void asrd_stdio_stop(asrd_rank_t *r);
@@ -232,6 +261,10 @@ void asrd_stdio_stop(asrd_rank_t *r);
 int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen);
 /* Signals every local rank and its process group. */
 void asrd_ranks_signal(asrd_t *d, int sig);
+/* A signal forwarded to the job (SIGUSR1, ...): every local rank still
+ * running gets it, not what it started (as under mpirun); SIGSTOP and
+ * SIGCONT go to the whole process group, so that nothing of it runs on. */
+void asrd_ranks_forward(asrd_t *d, int sig);
 /* Every rank's exit was reported and its output ended. */
 int asrd_ranks_all_done(const asrd_t *d);
 void asrd_ranks_stop(asrd_t *d);

@@ -39,6 +39,7 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
   d->nhosts = (int)d->job.nhosts;
   d->port = (int)d->job.port;
   d->heartbeat_timeout_ms = (uint64_t)d->job.heartbeat_s * 1000;
+  asrd_up_set_liveness(d);
   if (d->host_index < 0) {
     d->host_index = (int)d->job.index; /* started ahead of the job (no --index) */
     asr_log_set_role("asrd", d->host_index);

@@ -45,16 +45,28 @@ static void queue_event(asrd_ev_t *ev) {
   asr_loop_async_send(&d->pmix_async);
 }
 
+/* A rank joined or finalized: asrrun hears it (the early-exit rule).
+ * Queued before the upcall returns, so before the client can exit. */
+static pmix_status_t joined(const pmix_proc_t *proc, uint32_t what) {
+  asrd_ev_t *ev = calloc(1, sizeof *ev);
+  if (!ev) return PMIX_ERR_NOMEM;
+  ev->type = ASRD_EV_JOINED;
+  ev->rank = (int)proc->rank;
+  ev->status = (int)what;
+  queue_event(ev);
+  return PMIX_OPERATION_SUCCEEDED;
+}
+
 static pmix_status_t up_connected(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cb, void *cbdata) {
   (void)obj, (void)cb, (void)cbdata;
   asr_debug("pmix", "rank %u connected", proc->rank);
-  return PMIX_OPERATION_SUCCEEDED;
+  return joined(proc, ASR_CTL_JOINED_INIT);
 }
 
 static pmix_status_t up_finalized(const pmix_proc_t *proc, void *obj, pmix_op_cbfunc_t cb, void *cbdata) {
   (void)obj, (void)cb, (void)cbdata;
   asr_debug("pmix", "rank %u finalized", proc->rank);
-  return PMIX_OPERATION_SUCCEEDED;
+  return joined(proc, ASR_CTL_JOINED_FINALIZED);
 }
 
 static pmix_status_t up_abort(const pmix_proc_t *proc, void *obj, int status, const char msg[],
@@ -352,6 +364,10 @@ void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
 static void handle_events(asr_loop_t *loop, asr_loop_async_t *a) {
   (void)loop;
   asrd_t *d = a->arg;
+  asrd_pmix_take_events(d);
+}
+
+void asrd_pmix_take_events(asrd_t *d) {
   pthread_mutex_lock(&d->ev_lock);
   asrd_ev_t *ev = d->ev_head;
   d->ev_head = d->ev_tail = NULL;
@@ -361,6 +377,16 @@ static void handle_events(asr_loop_t *loop, asr_loop_async_t *a) {
     ev->next = NULL;
     switch (ev->type) {
       case ASRD_EV_REGISTERED: registered(d, ev->status); break;
+      case ASRD_EV_JOINED:
+        for (int i = 0; i < d->nlocal; i++) {
+          asrd_rank_t *r = &d->ranks[i];
+          if (r->rank != ev->rank || r->joined >= ev->status) continue;
+          r->joined = ev->status;
+          asr_ctl_msg_t m = {.type = ASR_CTL_JOINED,
+                             .u.joined = {.rank = (uint32_t)r->rank, .what = (uint32_t)ev->status}};
+          asrd_up_send(d, &m);
+        }
+        break;
       case ASRD_EV_FENCE: {
         asr_ctl_msg_t m = {.type = ASR_CTL_FENCE,
                            .u.fence = {.id = d->fence_seq++, .data = ev->data, .len = ev->ndata}};

@@ -68,6 +68,7 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   r->status = have_status ? status : (int)(W_EXITCODE(1, 0));
   d->nalive--;
   sweep_later(d, r->pid);
+  asrd_pmix_take_events(d); /* its JOINED goes before its EXIT */
   /* Its output may still sit in the pipes: take what is there now. A
    * descendant that keeps a pipe open delays the EXIT until it is gone. */
   asrd_stdio_drain(r);
@@ -152,6 +153,15 @@ void asrd_ranks_signal(asrd_t *d, int sig) {
     kill(-r->pid, sig);
     if (!r->exited) kill(r->pid, sig);
   }
+}
+
+void asrd_ranks_forward(asrd_t *d, int sig) {
+  if (sig == SIGSTOP || sig == SIGCONT) {
+    asrd_ranks_signal(d, sig);
+    return;
+  }
+  for (int i = 0; i < d->nlocal; i++)
+    if (d->ranks[i].pid > 0 && !d->ranks[i].exited) kill(d->ranks[i].pid, sig);
 }
 
 int asrd_ranks_all_done(const asrd_t *d) {

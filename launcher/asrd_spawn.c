@@ -327,7 +327,10 @@ static int slots_prepare(asrd_t *d) {
   for (int sig = 1; sig < _NSIG; sig++) {
     struct sigaction sa;
     if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0) continue;
-    if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) handled_sigs[nhandled_sigs++] = sig;
+    /* handlers, and the terminal signals asrd ignores (asrd.c): the rank
+     * gets the default */
+    int ours = sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
+    if (ours || sig == SIGTTOU || sig == SIGTTIN || sig == SIGTSTP) handled_sigs[nhandled_sigs++] = sig;
   }
   return 0;
 }

@@ -2,15 +2,21 @@
  * asrd_up.c -- the control connection up to asrrun (asrd.h): the
  * non-blocking connect, HELLO, heartbeats both ways, sending.
  *
- * What asrrun says goes to d->on_up_msg; the connection's end (or asrrun's
- * silence past the heartbeat timeout) to d->on_up_lost. Heartbeats: one
- * every second; asrrun is lost after half as long again as it waits for us
- * (heartbeat_timeout_ms * 3/2): when the network is cut, asrrun, which can
- * tell the user, names the lost host first.
+ * What asrrun says goes to d->on_up_msg; the connection's end to
+ * d->on_up_lost. Heartbeats go up every second, so that asrrun can judge
+ * this host. asrrun is never judged by its silence: it may be stopped
+ * (Ctrl-Z, SIGSTOP) or busy, and still be there. It is lost on EOF, a reset,
+ * or when its kernel stops answering: TCP keepalive probes on an idle
+ * connection, and a bound on unacknowledged data otherwise (TCP_USER_TIMEOUT),
+ * both about 3/2 of the heartbeat timeout, so that when the network is cut,
+ * asrrun, which can tell the user, names the lost host first. A stopped
+ * asrrun's kernel answers both.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,16 +52,6 @@ static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
 
 static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
   asrd_t *d = t->arg;
-  uint64_t now = asr_loop_now(loop);
-  if (now - d->up.last_rx_ms > d->heartbeat_timeout_ms * 3 / 2) {
-    /* asrrun's host is cut off or frozen: TCP would not notice for minutes */
-    char why[128];
-    snprintf(why, sizeof why, "nothing heard from asrrun for %llu s",
-             (unsigned long long)(d->heartbeat_timeout_ms * 3 / 2000));
-    asr_ctl_close(&d->up);
-    lost(d, why, 0);
-    return;
-  }
   (void)asr_ctl_send_empty(&d->up, ASR_CTL_HEARTBEAT);
   asr_loop_timer_start(loop, t, HEARTBEAT_MS, on_heartbeat, d);
 }
@@ -82,6 +78,7 @@ static void on_connected(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
     return;
   }
   d->up_open = 1;
+  asrd_up_set_liveness(d);
   asr_ctl_msg_t hello = {
       .type = ASR_CTL_HELLO,
       .u.hello = {.index = d->host_index < 0 ? ASR_CTL_INDEX_AHEAD : (uint32_t)d->host_index,
@@ -137,6 +134,19 @@ int asrd_up_connect(asrd_t *d, const char *hostport, char *err, size_t errlen) {
   return 0;
 }
 
+void asrd_up_set_liveness(asrd_t *d) {
+  if (d->up.fd < 0) return;
+  int s = (int)((d->heartbeat_timeout_ms * 3 / 2 + 999) / 1000);
+  int on = 1, idle = s / 2 > 0 ? s / 2 : 1, intvl = 1, cnt = s - idle > 0 ? s - idle : 1;
+  unsigned user_ms = (unsigned)(d->heartbeat_timeout_ms * 3 / 2);
+  /* best effort: without them, a cut network is noticed by TCP's own timers */
+  (void)setsockopt(d->up.fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof user_ms);
+}
+
 void asrd_up_send(asrd_t *d, const asr_ctl_msg_t *m) {
   if (!d->up_open) return;
   int rc = asr_ctl_send(&d->up, m);
@@ -150,6 +160,7 @@ void asrd_up_output(asrd_t *d, int rank, int stream, const char *line, size_t le
       .u.output = {
           .rank = (uint32_t)rank, .stream = (uint32_t)stream, .line = (const uint8_t *)line, .len = len}};
   asrd_up_send(d, &m);
+  d->out_credit -= (int64_t)ASR_CTL_OUTPUT_COST(len); /* asrrun gives it back as for a rank's line */
 }
 
 void asrd_up_error(asrd_t *d, const char *msg) {

@@ -48,7 +48,9 @@ static const char *const run_state_names[] = {"LAUNCHING", "RUNNING", "ABORTING"
                                               "KILLING",   "CLOSING", "DONE"};
 
 static asr_loop_timer_t state_timer, job_deadline;
-static asr_loop_signal_t sig_int, sig_term, sig_hup;
+static asr_loop_signal_t sig_int, sig_term, sig_hup, sig_quit;
+static asr_loop_signal_t sig_fwd[4], sig_tstp, sig_cont;
+static const int fwd_sigs[4] = {SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
 
 static void on_state_timer(asr_loop_t *loop, asr_loop_timer_t *t);
 
@@ -124,21 +126,45 @@ static void daemon_changed(asrrun_t *run, daemon_t *d) {
   if (run->state == RUN_CLOSING && asrrun_daemons_all_ended(run)) run_set_state(run, RUN_DONE);
 }
 
-/* SIGINT, SIGTERM, SIGHUP: the first is forwarded to the ranks, a second
- * kills the job at once. */
+/* SIGINT, SIGTERM, SIGHUP, SIGQUIT: the first is forwarded to the ranks
+ * (SIGQUIT, asrrun's own, as SIGTERM), a second kills the job at once. */
 static void on_signal(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from) {
   (void)loop, (void)from;
   asrrun_t *run = s->arg;
   run->interrupts++;
   if (run->interrupts == 1) {
-    fprintf(stderr, "asrrun: got %s; forwarding it to the job (again to kill at once)\n", strsignal(sig));
+    const char *abbrev = sigabbrev_np(sig);
+    fprintf(stderr, "asrrun: got SIG%s; %s (again to kill at once)\n", abbrev ? abbrev : "?",
+            sig == SIGQUIT ? "ending the job" : "forwarding it to the job");
     if (run->exit_code < 0) run->exit_code = 128 + sig;
-    asrrun_daemons_kill(run, sig);
+    asrrun_daemons_kill(run, sig == SIGQUIT ? SIGTERM : sig);
     if (run->state < RUN_ABORTING) run_set_state(run, RUN_ABORTING);
   } else {
     fprintf(stderr, "asrrun: killing the job\n");
     if (run->state < RUN_KILLING) run_set_state(run, RUN_KILLING);
   }
+}
+
+/* SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH: every rank gets it; the job goes on. */
+static void on_forward(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from) {
+  (void)loop, (void)from;
+  asrrun_daemons_kill(s->arg, sig);
+}
+
+/* SIGTSTP (Ctrl-Z): the ranks stop (SIGSTOP: a rank cannot ignore it), then
+ * asrrun itself; SIGCONT (fg, bg, kill -CONT) resumes them. The local asrd
+ * is not in the terminal's group and keeps running, so the heartbeats go on. */
+static void on_tstp(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from) {
+  (void)loop, (void)sig, (void)from;
+  asrrun_t *run = s->arg;
+  asrrun_daemons_kill(run, SIGSTOP);
+  asrrun_daemons_flush(run);
+  raise(SIGSTOP);
+}
+
+static void on_cont(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from) {
+  (void)loop, (void)sig, (void)from;
+  asrrun_daemons_kill(s->arg, SIGCONT);
 }
 
 static void on_job_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
@@ -206,6 +232,10 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     fprintf(stderr, "asrrun: program '%s' not found or not executable (checked %s); nothing was started\n",
             cfg->program, strchr(cfg->program, '/') ? "that path" : "every directory in PATH");
     return ASRRUN_EXIT_NOTFOUND;
+  }
+  if (asrrun_output_prepare(run, err, sizeof err) != 0) {
+    fprintf(stderr, "asrrun: %s; nothing was started\n", err);
+    return ASRRUN_EXIT_USAGE;
   }
   /* Which daemons are forked here and which go through the agent (or srun:
    * under Slurm every daemon is a step, so Slurm tracks all of them); the
@@ -288,6 +318,15 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asr_loop_signal_start(run->loop, &sig_int, SIGINT, on_signal, run);
   asr_loop_signal_start(run->loop, &sig_term, SIGTERM, on_signal, run);
   asr_loop_signal_start(run->loop, &sig_hup, SIGHUP, on_signal, run);
+  asr_loop_signal_start(run->loop, &sig_quit, SIGQUIT, on_signal, run);
+  for (int i = 0; i < 4; i++) asr_loop_signal_start(run->loop, &sig_fwd[i], fwd_sigs[i], on_forward, run);
+  asr_loop_signal_start(run->loop, &sig_tstp, SIGTSTP, on_tstp, run);
+  asr_loop_signal_start(run->loop, &sig_cont, SIGCONT, on_cont, run);
+  rc = asrrun_output_start(run);
+  if (rc) {
+    fprintf(stderr, "asrrun: cannot start the output writer: %s\n", asr_strerror(rc));
+    return ASRRUN_EXIT_LAUNCH;
+  }
   run->stdin_state = 1; /* asrrun_stdin.c: forwarded once rank 0's daemon runs its ranks */
 
   char asrd[PATH_MAX], remote_asrd[PATH_MAX + 16];
@@ -310,6 +349,10 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asrrun_daemons_stop(run);
   asr_loop_timer_stop(run->loop, &state_timer);
   asr_loop_timer_stop(run->loop, &job_deadline);
+  asr_loop_signal_stop(run->loop, &sig_cont);
+  asr_loop_signal_stop(run->loop, &sig_tstp);
+  for (int i = 0; i < 4; i++) asr_loop_signal_stop(run->loop, &sig_fwd[i]);
+  asr_loop_signal_stop(run->loop, &sig_quit);
   asr_loop_signal_stop(run->loop, &sig_hup);
   asr_loop_signal_stop(run->loop, &sig_term);
   asr_loop_signal_stop(run->loop, &sig_int);
@@ -325,6 +368,7 @@ int main(int argc, char **argv) {
   r->early = (asrrun_early_t){.lfd = -1, .index = -1};
   r->fail = fail;
   r->daemon_changed = daemon_changed;
+  r->stdin_taken = asrrun_stdin_credit;
   uint8_t secret[ASR_KV_SECRET_LEN];
   asr_kv_secret_generate(secret);
   asr_kv_secret_to_hex(secret, r->secret_hex);

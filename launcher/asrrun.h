@@ -3,7 +3,8 @@
  *   asrrun.c          main: configuration, map, launch, the job's lifecycle, exit code
  *   asrrun_daemons.c  the daemons: launching, their call back (HELLO), what they
  *                     say (output, exits, fences, aborts), heartbeats, KILL
- *   asrrun_output.c   printing the ranks' lines, and --output-dir files
+ *   asrrun_output.c   printing the ranks' lines (on a writer thread, with credit
+ *                     back to the daemons), and --output-dir files
  *   asrrun_stdin.c    asrrun's stdin to rank 0
  *   asrrun_early.c    this host's asrd started before the configuration is read
  * Files below asrrun.c never call up into it: a failure of the job or a
@@ -71,7 +72,9 @@ typedef struct daemon {
 typedef struct {
   int exited;
   int status;
-  int out_fd[3]; /* --output-dir files (stdout, stderr) */
+  int joined;     /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (its daemon's JOINED) */
+  int out_fd[3];  /* --output-dir files (stdout, stderr): the writer thread's */
+  int partial[3]; /* a line of stream 1 / 2 is open: its next piece has no tag */
 } rank_t;
 
 /* The job as asrrun runs it (asrrun.c: run_set_state):
@@ -107,6 +110,16 @@ struct asrrun {
   int exit_code; /* decided by the first failure; -1 until then */
   int interrupts;
   int ranks_exited;
+  int any_joined;        /* a rank joined the job (JOINED): the early-exit rule applies */
+  uint64_t last_tick_ms; /* the heartbeat timer's last run: a gap is asrrun's own stop */
+
+  struct asrrun_out *out; /* asrrun_output.c */
+  /* set by asrrun_daemons.c: give a daemon output credit back; a reader of
+   * asrrun's stream (1, 2) went away */
+  void (*output_credit)(asrrun_t *run, int daemon, uint32_t bytes);
+  void (*output_gone)(asrrun_t *run, int stream);
+  /* set by asrrun.c: rank 0's daemon took n more bytes of stdin (STDIN_CREDIT) */
+  void (*stdin_taken)(asrrun_t *run, uint32_t n);
 
   /* control listeners (asrrun_daemons.c) */
   int lfd;
@@ -116,8 +129,10 @@ struct asrrun {
   asrrun_early_t early;
 
   /* stdin (asrrun_stdin.c) */
-  int stdin_state; /* 0 closed, 1 waiting for rank 0's daemon, 2 a file (read at once), 3 watched */
+  int stdin_state; /* 0 closed, 1 waiting for rank 0's daemon, 2 a file, 3 watched */
   asr_loop_io_t stdin_io;
+  int stdin_reading;    /* stdin_io waits for input (there is credit) */
+  int64_t stdin_credit; /* STDIN bytes rank 0's daemon will still take (ctl_msg.h) */
 
   /* set by asrrun.c: the job must end (the first caller decides the exit
    * code and prints why); a daemon changed state */
@@ -134,6 +149,8 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
 /* KILL(sig) to every daemon that can still hear it; SIGKILL also kills the
  * local processes of daemons that never called back. */
 void asrrun_daemons_kill(asrrun_t *run, int sig);
+/* Writes what is queued for every daemon now (before asrrun stops itself). */
+void asrrun_daemons_flush(asrrun_t *run);
 /* SHUTDOWN to every daemon still connected, and their connections closed. */
 void asrrun_daemons_shutdown(asrrun_t *run);
 /* Whether every daemon is done (DONE or beyond) or gone; whether every local
@@ -148,13 +165,27 @@ int asrrun_daemons_rank0_started(const asrrun_t *run);
 void asrrun_daemons_stop(asrrun_t *run);
 
 /* asrrun_output.c */
-/* One whole line of a rank, written with one write() so lines never mix. */
-void asrrun_output_line(asrrun_t *run, int rank, int stream, const uint8_t *s, size_t n);
+/* --output-dir made (mkdir -p) and writable, before launch; else why. */
+int asrrun_output_prepare(asrrun_t *run, char *err, size_t errlen);
+/* The writer thread (after the map is known). */
+int asrrun_output_start(asrrun_t *run);
+/* An OUTPUT of daemon's (-1: asrrun's own, costing no credit): queued for
+ * the writer, each line written with one write() so lines never mix. */
+void asrrun_output_msg(asrrun_t *run, int daemon, int rank, int stream, uint32_t flags, const uint8_t *line,
+                       size_t len);
+/* The daemon is lost: a line of its left open no longer holds the others. */
+void asrrun_output_daemon_lost(asrrun_t *run, int daemon);
+/* Whether stream's reader went away (the daemons were told). */
+int asrrun_output_gone(const asrrun_t *run, int stream);
+/* Writes everything still queued (blocking), ends the writer, closes files. */
 void asrrun_output_close(asrrun_t *run);
 
 /* asrrun_stdin.c */
-/* Forwards asrrun's stdin once rank 0's daemon has started its ranks. */
+/* Forwards asrrun's stdin once rank 0's daemon has started its ranks, as
+ * far as its credit goes. */
 void asrrun_stdin_poll(asrrun_t *run);
+/* Rank 0's daemon took n more bytes (STDIN_CREDIT). */
+void asrrun_stdin_credit(asrrun_t *run, uint32_t n);
 void asrrun_stdin_stop(asrrun_t *run);
 
 /* asrrun_early.c */

@@ -107,6 +107,7 @@ static void daemon_over(daemon_t *d, const char *why) {
     return;
   }
   if (over(d)) return;
+  asrrun_output_daemon_lost(run, d->index);
   int st = d->reaped_status;
   if (why)
     run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", why);
@@ -154,6 +155,43 @@ static int rank_failed_code(int status) {
   return 1;
 }
 
+/* A rank that exited 0 before joining a job others joined, or after joining
+ * without finalizing, while other ranks still run, ends the job (mpirun and
+ * srun end such jobs too: the others would wait for it forever). */
+static void early_exit_check(asrrun_t *run, int rank) {
+  rank_t *r = &run->ranks[rank];
+  if (run->cfg.allow_early_exit || run->state >= RUN_ABORTING || !r->exited) return;
+  if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) return; /* a failure is reported as one */
+  if (r->joined == ASR_CTL_JOINED_FINALIZED || (!r->joined && !run->any_joined)) return;
+  if (run->ranks_exited >= run->map.nranks) return; /* nobody is left to wait for it */
+  const char *host = run->map.host_names[run->map.ranks[rank].host];
+  if (r->joined)
+    run->fail(run, ASRRUN_EXIT_LAUNCH,
+              "rank %d exited with status 0 after joining the job, without finalizing, while other ranks "
+              "ran (host %s); ending the job (--allow-early-exit allows this)",
+              rank, host);
+  else
+    run->fail(run, ASRRUN_EXIT_LAUNCH,
+              "rank %d exited with status 0 without joining the job while other ranks joined it (host %s); "
+              "ending the job (--allow-early-exit allows this)",
+              rank, host);
+}
+
+static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what) {
+  asrrun_t *run = d->run;
+  if (rank >= (uint32_t)run->map.nranks || run->map.ranks[rank].host != d->index) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent JOINED for rank %u, not one of its ranks",
+              host_of(d), rank);
+    return;
+  }
+  rank_t *r = &run->ranks[rank];
+  if ((int)what > r->joined) r->joined = (int)what;
+  if (run->any_joined) return;
+  run->any_joined = 1;
+  /* ranks that left before anyone joined are judged now */
+  for (int i = 0; i < run->map.nranks; i++) early_exit_check(run, i);
+}
+
 static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status) {
   asrrun_t *run = d->run;
   if (rank >= (uint32_t)run->map.nranks || run->ranks[rank].exited) return;
@@ -161,7 +199,10 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status) {
   run->ranks[rank].exited = 1;
   run->ranks[rank].status = st;
   run->ranks_exited++;
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    early_exit_check(run, (int)rank);
+    return;
+  }
   if (run->state >= RUN_ABORTING) return; /* a consequence of the abort, not its cause */
   int code = rank_failed_code(st);
   if (WIFSIGNALED(st))
@@ -190,8 +231,12 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       if (d->state == DAEMON_JOINED) daemon_set_state(d, DAEMON_RUNNING);
       break;
     case ASR_CTL_OUTPUT:
-      asrrun_output_line(run, (int)m->u.output.rank, (int)m->u.output.stream, m->u.output.line,
-                         m->u.output.len);
+      asrrun_output_msg(run, d->index, (int)m->u.output.rank, (int)m->u.output.stream, m->u.output.flags,
+                        m->u.output.line, m->u.output.len);
+      break;
+    case ASR_CTL_JOINED: on_joined_msg(d, m->u.joined.rank, m->u.joined.what); break;
+    case ASR_CTL_STDIN_CREDIT:
+      if (d->index == run->map.ranks[0].host && run->stdin_taken) run->stdin_taken(run, m->u.credit.bytes);
       break;
     case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status); break;
     case ASR_CTL_ABORT: {
@@ -295,6 +340,11 @@ static void send_job(daemon_t *d) {
   int rc = asr_ctl_send(d->conn, &m);
   if (rc)
     run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot send the job to host %s: %s", host_of(d), asr_strerror(rc));
+  for (uint32_t s = 1; s <= 2; s++)
+    if (asrrun_output_gone(run, (int)s)) {
+      asr_ctl_msg_t g = {.type = ASR_CTL_OUTPUT_CLOSED, .u.closed.stream = s};
+      (void)asr_ctl_send(d->conn, &g);
+    }
 out:
   free(host_of_rank);
   free(lnc_of_rank);
@@ -418,12 +468,21 @@ static void on_daemon_exit(asr_loop_t *loop, asr_loop_pid_t *p, int have_status,
   daemon_over(d, msg);
 }
 
+/* The heartbeat rule counts only time in which asrrun itself ran: a tick
+ * that comes late by more than a period means asrrun was stopped (Ctrl-Z,
+ * SIGSTOP) or starved, and the daemons' silence meanwhile says nothing of
+ * them (their heartbeats wait unread in the sockets); that gap is forgiven. */
 static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
   asrrun_t *run = t->arg;
-  uint64_t now = asr_loop_now(loop), silence_ms = (uint64_t)run->cfg.heartbeat_timeout_s * 1000;
+  uint64_t now = asr_loop_update_now(loop), silence_ms = (uint64_t)run->cfg.heartbeat_timeout_s * 1000;
+  uint64_t gap = run->last_tick_ms && now - run->last_tick_ms > 2 * HEARTBEAT_MS
+                     ? now - run->last_tick_ms - HEARTBEAT_MS
+                     : 0;
+  run->last_tick_ms = now;
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     if (!d->conn || over(d)) continue;
+    if (gap) d->conn->last_rx_ms = d->conn->last_rx_ms + gap < now ? d->conn->last_rx_ms + gap : now;
     /* a daemon that is done still hears from us: with several hosts it
      * serves its KV store until SHUTDOWN, and takes silence for our end */
     (void)asr_ctl_send_empty(d->conn, ASR_CTL_HEARTBEAT);
@@ -448,6 +507,22 @@ static void on_callback_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
     if (run->daemons[h].state == DAEMON_LAUNCHING)
       run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s did not call back within %d s",
                 host_of(&run->daemons[h]), CALLBACK_MS / 1000);
+}
+
+/* The output flow control (asrrun_output.c calls these through run). */
+static void give_credit(asrrun_t *run, int h, uint32_t bytes) {
+  daemon_t *d = &run->daemons[h];
+  if (!d->conn || over(d)) return;
+  asr_ctl_msg_t m = {.type = ASR_CTL_CREDIT, .u.credit.bytes = bytes};
+  (void)asr_ctl_send(d->conn, &m);
+}
+
+static void reader_gone(asrrun_t *run, int stream) {
+  asr_ctl_msg_t m = {.type = ASR_CTL_OUTPUT_CLOSED, .u.closed.stream = (uint32_t)stream};
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (d->conn && !over(d)) (void)asr_ctl_send(d->conn, &m);
+  }
 }
 
 int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asrd_remote,
@@ -487,6 +562,9 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
     if (rc)
       run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch asrd for host %s: %s", host_of(d), asr_strerror(rc));
   }
+  run->output_credit = give_credit;
+  run->output_gone = reader_gone;
+  run->last_tick_ms = asr_loop_now(run->loop);
   asr_loop_timer_start(run->loop, &run->heartbeat, HEARTBEAT_MS, on_heartbeat, run);
   asr_loop_timer_start(run->loop, &run->hello_deadline, CALLBACK_MS, on_callback_deadline, run);
   return 0;
@@ -501,6 +579,11 @@ void asrrun_daemons_kill(asrrun_t *run, int sig) {
      * local process is killed directly */
     if (sig == SIGKILL && d->state == DAEMON_LAUNCHING && d->pid > 0) kill(d->pid, SIGKILL);
   }
+}
+
+void asrrun_daemons_flush(asrrun_t *run) {
+  for (int h = 0; h < run->map.nhosts; h++)
+    if (run->daemons[h].conn) asr_ctl_flush(run->daemons[h].conn);
 }
 
 void asrrun_daemons_shutdown(asrrun_t *run) {

@@ -1,8 +1,11 @@
 /*
  * asrrun_stdin.c -- asrrun's stdin goes to rank 0 (asrrun.h), once rank 0's
- * daemon has started its ranks. A pipe or terminal is watched on the loop;
- * a regular file or /dev/null cannot be (epoll refuses them) and is read
- * whole at once; without a stdin at all, rank 0 gets EOF at once.
+ * daemon has started its ranks, and only as fast as rank 0 reads it: at
+ * most ASR_CTL_STDIN_WINDOW bytes are on their way at any time (ctl_msg.h),
+ * and stdin is not read while they are, so a writer into asrrun blocks as
+ * it would writing into rank 0 directly. A pipe or terminal is watched on
+ * the loop; a regular file or /dev/null cannot be (epoll refuses them) and
+ * is read a window at a time; without a stdin at all, rank 0 gets EOF at once.
  */
 #include "config.h"
 
@@ -14,17 +17,40 @@
 
 enum { STDIN_CLOSED = 0, STDIN_WAITING, STDIN_FILE, STDIN_WATCHED };
 
-static void on_stdin(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
-  (void)events;
-  asrrun_t *run = io->arg;
-  uint8_t buf[65536];
-  ssize_t n = read(0, buf, sizeof buf);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+#define PIECE 65536
+
+/* Reads one piece (at most the credit); 1 if it may go on. */
+static int read_piece(asrrun_t *run, int fd_ok) {
+  uint8_t buf[PIECE];
+  size_t want = run->stdin_credit < PIECE ? (size_t)run->stdin_credit : PIECE;
+  if (want == 0) return 0;
+  ssize_t n = fd_ok ? read(0, buf, want) : 0;
+  if (n < 0 && errno == EINTR) return 1;
+  if (n < 0 && errno == EAGAIN) return 0;
   asrrun_daemons_stdin(run, buf, n > 0 ? (size_t)n : 0);
   if (n <= 0) {
-    asr_loop_io_stop(loop, io);
+    if (run->stdin_state == STDIN_WATCHED) asr_loop_io_stop(run->loop, &run->stdin_io);
     run->stdin_state = STDIN_CLOSED;
+    return 0;
   }
+  run->stdin_credit -= n;
+  return 1;
+}
+
+/* Watching follows the credit. */
+static void watch(asrrun_t *run) {
+  if (run->stdin_state != STDIN_WATCHED) return;
+  int want = run->stdin_credit > 0;
+  if (want == run->stdin_reading) return;
+  run->stdin_reading = want;
+  (void)asr_loop_io_set(run->loop, &run->stdin_io, want ? ASR_LOOP_READ : 0);
+}
+
+static void on_stdin(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
+  (void)loop, (void)events;
+  asrrun_t *run = io->arg;
+  (void)read_piece(run, 1);
+  watch(run);
 }
 
 void asrrun_stdin_poll(asrrun_t *run) {
@@ -32,21 +58,29 @@ void asrrun_stdin_poll(asrrun_t *run) {
   if (run->stdin_state != STDIN_WAITING && run->stdin_state != STDIN_FILE) return;
   if (!asrrun_daemons_rank0_started(run)) return;
   if (run->stdin_state == STDIN_WAITING) {
+    run->stdin_credit = ASR_CTL_STDIN_WINDOW;
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
     if (asr_loop_io_start(run->loop, &run->stdin_io, 0, ASR_LOOP_READ, on_stdin, run) == 0) {
       run->stdin_state = STDIN_WATCHED;
+      run->stdin_reading = 1;
       return;
     }
     run->stdin_state = STDIN_FILE;
   }
-  /* a file (or none): all of it now, then EOF */
-  while (run->stdin_state == STDIN_FILE) {
-    uint8_t buf[65536];
-    ssize_t k = fcntl(0, F_GETFL) < 0 ? 0 : read(0, buf, sizeof buf);
-    if (k < 0 && errno == EINTR) continue;
-    asrrun_daemons_stdin(run, buf, k > 0 ? (size_t)k : 0);
-    if (k <= 0) run->stdin_state = STDIN_CLOSED;
+  /* a file (or none): a window of it now, the rest as rank 0 takes it */
+  int fd_ok = fcntl(0, F_GETFL) >= 0;
+  while (run->stdin_state == STDIN_FILE && read_piece(run, fd_ok)) {
   }
+}
+
+void asrrun_stdin_credit(asrrun_t *run, uint32_t n) {
+  run->stdin_credit += n;
+  if (run->stdin_credit > ASR_CTL_STDIN_WINDOW)
+    run->stdin_credit = ASR_CTL_STDIN_WINDOW; /* no more than lent */
+  if (run->stdin_state == STDIN_FILE)
+    asrrun_stdin_poll(run);
+  else
+    watch(run);
 }
 
 void asrrun_stdin_stop(asrrun_t *run) {

@@ -70,6 +70,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     STR_KEY("prefix", "ASRRUN_PREFIX", prefix, 0),
     STR_KEY("if_include", "ASRRUN_IF_INCLUDE", if_include, 0),
     INT_KEY("heartbeat_timeout", "ASRRUN_HEARTBEAT_TIMEOUT", heartbeat_timeout_s, 2, 3600),
+    BOOL_KEY("allow_early_exit", "ASRRUN_ALLOW_EARLY_EXIT", allow_early_exit),
     INT_KEY("verbose", NULL, verbose, 0, 100),
 };
 const size_t asr__cfg_nkeys = sizeof asr__cfg_keys / sizeof asr__cfg_keys[0];

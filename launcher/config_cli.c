@@ -149,6 +149,8 @@ static const cli_opt_t cli_opts[] = {
      "network interface, subnet or address for rank traffic"},
     {"--heartbeat-timeout", NULL, "SECONDS", "heartbeat_timeout", NULL, opt_key,
      "end the job when a host is silent this long (2..3600, default 10)"},
+    {"--allow-early-exit", NULL, NULL, "allow_early_exit", "1", opt_key,
+     "let a rank exit before joining the job or finalizing while others run"},
 };
 #define N_CLI_OPTS (sizeof cli_opts / sizeof cli_opts[0])
 
@@ -170,8 +172,12 @@ static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const ch
       "($ASR_SYSTEM_CONFIG), ~/.config/asr/asrrun.yaml ($ASR_USER_CONFIG), the -f job file,\n"
       "ASRRUN_* variables, and this command line; asrrun --list-env lists the variables.\n"
       "\nExit status: 0 all ranks exited 0; 1-123 the first failing rank's status (or its abort status);\n"
-      "124 --timeout expired; 125 launch failure or a daemon died; 127 program not found;\n"
-      "128+S a rank (or asrrun) got signal S; 2 bad command line or configuration.\n",
+      "124 --timeout expired; 125 launch failure, a daemon died, or a rank left early (exited 0 before\n"
+      "joining or finalizing while others ran); 127 program not found; 128+S a rank (or asrrun) got\n"
+      "signal S; 2 bad command line or configuration.\n"
+      "\nSignals: INT, TERM, HUP go to every rank and end the job (again: kill at once); QUIT ends the\n"
+      "job; USR1, USR2, ALRM, WINCH go to every rank; TSTP stops the ranks (SIGSTOP) and asrrun; CONT\n"
+      "resumes them.\n",
       ASR_SYSCONFDIR);
   return 1;
 }

@@ -16,8 +16,9 @@
 #include "ctl_msg.h"
 
 static const char *const type_names[ASR_CTL__COUNT] = {
-    "INVALID", "HELLO", "JOB",   "STARTED", "OUTPUT", "EXIT",     "FENCE",    "FENCE_DONE",
-    "ABORT",   "KILL",  "STDIN", "ERROR",   "DONE",   "SHUTDOWN", "HEARTBEAT"};
+    "INVALID",    "HELLO",  "JOB",          "STARTED",       "OUTPUT", "EXIT", "FENCE",
+    "FENCE_DONE", "ABORT",  "KILL",         "STDIN",         "ERROR",  "DONE", "SHUTDOWN",
+    "HEARTBEAT",  "CREDIT", "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -219,17 +220,21 @@ static int dec_started(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 
 static int enc_output(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (m->u.output.stream != 1 && m->u.output.stream != 2) return ASR_EINVAL;
+  if (m->u.output.flags & ~ASR_CTL_OUT_FLAGS) return ASR_EINVAL;
   return asr_buf_put_u32(b, m->u.output.rank) || asr_buf_put_u32(b, m->u.output.stream) ||
-         asr_buf_put_bytes(b, m->u.output.line, m->u.output.len);
+         asr_buf_put_u32(b, m->u.output.flags) || asr_buf_put_bytes(b, m->u.output.line, m->u.output.len);
 }
 
 static int dec_output(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.output.rank = asr_rd_u32(r);
   m->u.output.stream = asr_rd_u32(r);
+  m->u.output.flags = asr_rd_u32(r);
   m->u.output.line = asr_rd_bytes(r, &m->u.output.len);
   if (r->bad) return bad(why, wl, "OUTPUT is truncated");
   if (m->u.output.stream != 1 && m->u.output.stream != 2)
     return bad(why, wl, "OUTPUT names stream %u (1 or 2)", m->u.output.stream);
+  if (m->u.output.flags & ~ASR_CTL_OUT_FLAGS)
+    return bad(why, wl, "OUTPUT has unknown flags %#x", m->u.output.flags);
   return 0;
 }
 
@@ -297,6 +302,48 @@ static int dec_error(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   return r->bad ? bad(why, wl, "ERROR is truncated or its message too long") : 0;
 }
 
+static int enc_credit(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.credit.bytes == 0) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.credit.bytes);
+}
+
+static int dec_credit(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.credit.bytes = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "%s is truncated", type_names[m->type]);
+  if (m->u.credit.bytes == 0) return bad(why, wl, "%s gives back 0 bytes", type_names[m->type]);
+  return 0;
+}
+
+static int enc_closed(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.closed.stream != 1 && m->u.closed.stream != 2) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.closed.stream);
+}
+
+static int dec_closed(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.closed.stream = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "OUTPUT_CLOSED is truncated");
+  if (m->u.closed.stream != 1 && m->u.closed.stream != 2)
+    return bad(why, wl, "OUTPUT_CLOSED names stream %u (1 or 2)", m->u.closed.stream);
+  return 0;
+}
+
+static int joined_ok(uint32_t what) {
+  return what == ASR_CTL_JOINED_INIT || what == ASR_CTL_JOINED_FINALIZED;
+}
+
+static int enc_joined(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (!joined_ok(m->u.joined.what)) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.joined.rank) || asr_buf_put_u32(b, m->u.joined.what);
+}
+
+static int dec_joined(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.joined.rank = asr_rd_u32(r);
+  m->u.joined.what = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "JOINED is truncated");
+  if (!joined_ok(m->u.joined.what)) return bad(why, wl, "JOINED says %u (1 or 2)", m->u.joined.what);
+  return 0;
+}
+
 /* DONE, SHUTDOWN, HEARTBEAT carry nothing. */
 static int enc_empty(const asr_ctl_msg_t *m, asr_buf_t *b) {
   (void)m, (void)b;
@@ -316,13 +363,24 @@ typedef struct {
 } codec_t;
 
 static const codec_t codecs[ASR_CTL__COUNT] = {
-    [ASR_CTL_HELLO] = {enc_hello, dec_hello},       [ASR_CTL_JOB] = {enc_job, dec_job},
-    [ASR_CTL_STARTED] = {enc_started, dec_started}, [ASR_CTL_OUTPUT] = {enc_output, dec_output},
-    [ASR_CTL_EXIT] = {enc_exit, dec_exit},          [ASR_CTL_FENCE] = {enc_fence, dec_fence},
-    [ASR_CTL_FENCE_DONE] = {enc_fence, dec_fence},  [ASR_CTL_ABORT] = {enc_abort, dec_abort},
-    [ASR_CTL_KILL] = {enc_kill, dec_kill},          [ASR_CTL_STDIN] = {enc_stdin, dec_stdin},
-    [ASR_CTL_ERROR] = {enc_error, dec_error},       [ASR_CTL_DONE] = {enc_empty, dec_empty},
-    [ASR_CTL_SHUTDOWN] = {enc_empty, dec_empty},    [ASR_CTL_HEARTBEAT] = {enc_empty, dec_empty},
+    [ASR_CTL_HELLO] = {enc_hello, dec_hello},
+    [ASR_CTL_JOB] = {enc_job, dec_job},
+    [ASR_CTL_STARTED] = {enc_started, dec_started},
+    [ASR_CTL_OUTPUT] = {enc_output, dec_output},
+    [ASR_CTL_EXIT] = {enc_exit, dec_exit},
+    [ASR_CTL_FENCE] = {enc_fence, dec_fence},
+    [ASR_CTL_FENCE_DONE] = {enc_fence, dec_fence},
+    [ASR_CTL_ABORT] = {enc_abort, dec_abort},
+    [ASR_CTL_KILL] = {enc_kill, dec_kill},
+    [ASR_CTL_STDIN] = {enc_stdin, dec_stdin},
+    [ASR_CTL_ERROR] = {enc_error, dec_error},
+    [ASR_CTL_DONE] = {enc_empty, dec_empty},
+    [ASR_CTL_SHUTDOWN] = {enc_empty, dec_empty},
+    [ASR_CTL_HEARTBEAT] = {enc_empty, dec_empty},
+    [ASR_CTL_CREDIT] = {enc_credit, dec_credit},
+    [ASR_CTL_STDIN_CREDIT] = {enc_credit, dec_credit},
+    [ASR_CTL_OUTPUT_CLOSED] = {enc_closed, dec_closed},
+    [ASR_CTL_JOINED] = {enc_joined, dec_joined},
 };
 
 int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {

@@ -12,8 +12,11 @@
  *                                the daemon was started by this asrrun)
  *   JOB         asrrun -> asrd   asr_ctl_job_t, below
  *   STARTED     asrd -> asrrun   u32 n, n x u32 pid (= process group) of each local rank
- *   OUTPUT      asrd -> asrrun   u32 rank, u32 stream (1 stdout, 2 stderr), bytes line
- *                                (one whole line without its newline)
+ *   OUTPUT      asrd -> asrrun   u32 rank, u32 stream (1 stdout, 2 stderr), u32 flags,
+ *                                bytes line: one whole line without its newline, or
+ *                                with ASR_CTL_OUT_PARTIAL a piece of one not ended
+ *                                here; ASR_CTL_OUT_EOF: the stream ended after it.
+ *                                Costs the sender ASR_CTL_OUTPUT_COST(len) of credit
  *   EXIT        asrd -> asrrun   u32 rank, u32 wait status
  *   FENCE       asrd -> asrrun   u32 fence id, bytes this host's blob
  *   FENCE_DONE  asrrun -> asrd   u32 fence id, bytes every host's blob in host order
@@ -24,6 +27,24 @@
  *   DONE        asrd -> asrrun   (none) every local rank exited, its output sent
  *   SHUTDOWN    asrrun -> asrd   (none) the job is over: exit
  *   HEARTBEAT   either way       (none) every second: "still here"
+ *   CREDIT      asrrun -> asrd   u32 bytes of output credit given back (their OUTPUTs
+ *                                were written): the window, below
+ *   STDIN_CREDIT asrd -> asrrun  u32 bytes of STDIN written into rank 0's pipe (or
+ *                                dropped, once it closed its stdin): the window, below
+ *   OUTPUT_CLOSED asrrun -> asrd u32 stream: asrrun's stdout (1) or stderr (2) reader
+ *                                went away; the ranks' pipes of that stream are closed
+ *   JOINED      asrd -> asrrun   u32 rank, u32 what (ASR_CTL_JOINED_INIT: the rank
+ *                                joined through PMIx; ASR_CTL_JOINED_FINALIZED: and
+ *                                finalized), sent before that rank's EXIT
+ *
+ * Flow control: an asrd may send OUTPUT while its credit is above zero; it
+ * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
+ * may overdraw it, by at most one message); asrrun gives the cost back once
+ * it has written that line. So what asrrun holds for one daemon is bounded
+ * by the window plus one message, and what an asrd holds is bounded by its
+ * own buffers (asrd_stdio.c). STDIN works the same way the other way round,
+ * with ASR_CTL_STDIN_WINDOW: asrrun sends at most that many unacknowledged
+ * bytes. Neither window holds back any other message.
  *
  * Decoding checks every field (counts, ranges, string lengths, no NUL inside
  * a string, nothing left over): a message that fails is a protocol error
@@ -53,6 +74,10 @@ typedef enum {
   ASR_CTL_DONE,
   ASR_CTL_SHUTDOWN,
   ASR_CTL_HEARTBEAT,
+  ASR_CTL_CREDIT,
+  ASR_CTL_STDIN_CREDIT,
+  ASR_CTL_OUTPUT_CLOSED,
+  ASR_CTL_JOINED,
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
@@ -60,6 +85,20 @@ typedef enum {
  * asrrun knew its host's index (asrrun's early local daemon); the JOB tells
  * it its index. */
 #define ASR_CTL_INDEX_AHEAD 0xffffffffu
+
+/* OUTPUT flags */
+#define ASR_CTL_OUT_PARTIAL 1u /* no newline after this piece: the line goes on */
+#define ASR_CTL_OUT_EOF 2u     /* the rank's stream ended after this piece */
+#define ASR_CTL_OUT_FLAGS (ASR_CTL_OUT_PARTIAL | ASR_CTL_OUT_EOF)
+
+/* The flow-control windows (above) and what one OUTPUT costs. */
+#define ASR_CTL_OUTPUT_WINDOW (256u << 10)
+#define ASR_CTL_OUTPUT_COST(len) ((uint64_t)(len) + 64u)
+#define ASR_CTL_STDIN_WINDOW (1u << 20)
+
+/* JOINED's what */
+#define ASR_CTL_JOINED_INIT 1u
+#define ASR_CTL_JOINED_FINALIZED 2u
 
 /* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
 #define ASR_CTL_MAX_RANKS (1u << 20)
@@ -109,10 +148,19 @@ typedef struct {
       uint32_t *pids;
     } started;
     struct {
-      uint32_t rank, stream;
+      uint32_t rank, stream, flags;
       const uint8_t *line;
       size_t len;
     } output;
+    struct {
+      uint32_t bytes;
+    } credit; /* CREDIT and STDIN_CREDIT */
+    struct {
+      uint32_t stream;
+    } closed; /* OUTPUT_CLOSED */
+    struct {
+      uint32_t rank, what;
+    } joined;
     struct {
       uint32_t rank, status;
     } exit;

@@ -64,6 +64,7 @@ typedef struct {
   char prefix[1024];            /* --prefix: install prefix of asr on remote hosts */
   char if_include[256];         /* --if-include: interface, A.B.C.D/N or address for rank traffic */
   int heartbeat_timeout_s;      /* --heartbeat-timeout: a host silent this long is lost (default 10) */
+  int allow_early_exit;         /* --allow-early-exit: a rank may leave before joining or finalizing */
   char program[1024];           /* the program to run (argv[0]) */
   char *args[ASR_CFG_MAX_ARGS]; /* its arguments (malloc'd strings) */
   int nargs;

@@ -34,7 +34,10 @@ static pid_t local_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
   sigset_t none;
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+  /* a process group of its own: a terminal's Ctrl-Z, Ctrl-C and Ctrl-\ go
+   * to asrrun (the foreground group), which decides what the job gets */
+  posix_spawnattr_setpgroup(&at, 0);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   /* index < 0: a daemon started ahead of the job, before its host index was
    * known; the JOB tells it (asrrun.c, "the early local daemon") */
   char *const argv[] = {"asrd",

@@ -111,6 +111,13 @@ tests_apps_init_barrier_LDADD = runtime/libasr.la
 # a shell and several seds to every rank's start-up and skew the timings).
 tests_apps_init_barrier_LDFLAGS = -no-install
 EXTRA_DIST += tests/bench/launch_bench.sh tests/bench/mpi_init_barrier.c
+# The job-control tests' programs (tests/integration/test_jobctl.c).
+noinst_PROGRAMS += tests/apps/outgen tests/apps/early_exit
+tests_apps_outgen_SOURCES = tests/apps/outgen.c
+tests_apps_early_exit_SOURCES = tests/apps/early_exit.c
+tests_apps_early_exit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_early_exit_LDADD = runtime/libasr.la
+tests_apps_early_exit_LDFLAGS = -no-install
 # Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh
 # Slurm tests on a private cluster (scripts/test.sh runs slurm.sh).
@@ -122,7 +129,7 @@ EXTRA_DIST += tests/fuzz
 # the programs ring and stress standalone on both providers (test_apps). make
 # distcheck configures --disable-integration-tests: its tree runs the unit
 # tests only (scripts/test.sh runs these from the default build).
-INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_apps
+INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_jobctl tests/integration/test_apps
 if ASR_INTEGRATION_TESTS
 check_PROGRAMS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
@@ -132,6 +139,9 @@ endif
 tests_integration_test_asrrun_SOURCES = tests/integration/test_asrrun.c tests/integration/job_util.c \
 	tests/integration/job_util.h
 tests_integration_test_asrrun_LDADD = $(TEST_LIBS)
+tests_integration_test_jobctl_SOURCES = tests/integration/test_jobctl.c tests/integration/job_util.c \
+	tests/integration/job_util.h
+tests_integration_test_jobctl_LDADD = $(TEST_LIBS) -lutil
 tests_integration_test_apps_SOURCES = tests/integration/test_apps.c
 tests_integration_test_apps_LDADD = $(TEST_LIBS)
 # A job that uses only libpmix's client API (checks asrd's PMIx server).

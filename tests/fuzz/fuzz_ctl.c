@@ -59,6 +59,16 @@ static void check_fields(const asr_ctl_msg_t *m) {
       break;
     case ASR_CTL_OUTPUT:
       FUZZ_ASSERT(m->u.output.stream == 1 || m->u.output.stream == 2, "OUTPUT stream");
+      FUZZ_ASSERT(!(m->u.output.flags & ~ASR_CTL_OUT_FLAGS), "OUTPUT flags");
+      break;
+    case ASR_CTL_CREDIT:
+    case ASR_CTL_STDIN_CREDIT: FUZZ_ASSERT(m->u.credit.bytes > 0, "credit of 0"); break;
+    case ASR_CTL_OUTPUT_CLOSED:
+      FUZZ_ASSERT(m->u.closed.stream == 1 || m->u.closed.stream == 2, "OUTPUT_CLOSED stream");
+      break;
+    case ASR_CTL_JOINED:
+      FUZZ_ASSERT(m->u.joined.what == ASR_CTL_JOINED_INIT || m->u.joined.what == ASR_CTL_JOINED_FINALIZED,
+                  "JOINED what");
       break;
     case ASR_CTL_KILL: FUZZ_ASSERT(m->u.kill.sig >= 1 && m->u.kill.sig <= 64, "KILL signal"); break;
     case ASR_CTL_ABORT: FUZZ_ASSERT(m->u.abort.msg != NULL, "ABORT message"); break;

@@ -220,9 +220,7 @@ void assert_tmpdir_clean(void) {
   closedir(d);
 }
 
-
 /* --- running asrrun ----------------------------------------------------------------- */
-
 
 /* Starts asrrun with argv (argv[0] is filled in) and stdin as asked. */
 void job_start(job_t *j, int in_mode, const char *const *args) {
@@ -361,7 +359,6 @@ void job_wait_lines(const char *file, int line, job_t *j, int n, int timeout_ms)
 
 /* Runs asrrun to its end with stdin on /dev/null. */
 
-
 /* The pid of asrrun's asrd child (comm "asrd"), waiting up to ms. */
 pid_t find_asrd(pid_t asrrun, int ms) {
   uint64_t until = now_ms() + (uint64_t)ms;
@@ -393,4 +390,3 @@ const char *new_marker(void) {
   static int seq;
   return fmt("ASRT_MARK=m%d.%d.%llx", (int)getpid(), ++seq, (unsigned long long)now_ms());
 }
-

@@ -68,6 +68,7 @@ static asr_ctl_msg_t example(int type) {
     case ASR_CTL_OUTPUT:
       m.u.output.rank = 2;
       m.u.output.stream = 2;
+      m.u.output.flags = ASR_CTL_OUT_PARTIAL | ASR_CTL_OUT_EOF;
       m.u.output.line = (const uint8_t *)"a line\twith tab";
       m.u.output.len = 15;
       break;
@@ -92,6 +93,13 @@ static asr_ctl_msg_t example(int type) {
       m.u.input.len = 6;
       break;
     case ASR_CTL_ERROR: m.u.error.msg = "asrd on x: broken"; break;
+    case ASR_CTL_CREDIT: m.u.credit.bytes = 4096; break;
+    case ASR_CTL_STDIN_CREDIT: m.u.credit.bytes = 65536; break;
+    case ASR_CTL_OUTPUT_CLOSED: m.u.closed.stream = 1; break;
+    case ASR_CTL_JOINED:
+      m.u.joined.rank = 4;
+      m.u.joined.what = ASR_CTL_JOINED_FINALIZED;
+      break;
     default: break;
   }
   return m;
@@ -141,6 +149,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
     case ASR_CTL_OUTPUT:
       ASSERT_EQ(a->u.output.rank, b->u.output.rank);
       ASSERT_EQ(a->u.output.stream, b->u.output.stream);
+      ASSERT_EQ(a->u.output.flags, b->u.output.flags);
       ASSERT_EQ(a->u.output.len, b->u.output.len);
       ASSERT_MEMEQ(a->u.output.line, b->u.output.line, a->u.output.len);
       break;
@@ -165,6 +174,13 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_MEMEQ(a->u.input.data, b->u.input.data, a->u.input.len);
       break;
     case ASR_CTL_ERROR: ASSERT_STREQ(a->u.error.msg, b->u.error.msg); break;
+    case ASR_CTL_CREDIT:
+    case ASR_CTL_STDIN_CREDIT: ASSERT_EQ(a->u.credit.bytes, b->u.credit.bytes); break;
+    case ASR_CTL_OUTPUT_CLOSED: ASSERT_EQ(a->u.closed.stream, b->u.closed.stream); break;
+    case ASR_CTL_JOINED:
+      ASSERT_EQ(a->u.joined.rank, b->u.joined.rank);
+      ASSERT_EQ(a->u.joined.what, b->u.joined.what);
+      break;
     default: break;
   }
 }
@@ -263,9 +279,29 @@ TEST(out_of_range_fields_refused) {
   asr_ctl_msg_t o = example(ASR_CTL_OUTPUT);
   o.u.output.stream = 3;
   ASSERT_EQ(asr_ctl_msg_encode(&o, &b), ASR_EINVAL);
-  asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, 3), asr_buf_put_bytes(&b, "x", 1);
+  asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, 3), asr_buf_put_u32(&b, 0), asr_buf_put_bytes(&b, "x", 1);
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_OUTPUT, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
   ASSERT_CONTAINS(why, "stream 3");
+  asr_buf_free(&b);
+  /* OUTPUT with an unknown flag */
+  o = example(ASR_CTL_OUTPUT);
+  o.u.output.flags = 4;
+  ASSERT_EQ(asr_ctl_msg_encode(&o, &b), ASR_EINVAL);
+  asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 4), asr_buf_put_bytes(&b, "x", 1);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_OUTPUT, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "flags");
+  asr_buf_free(&b);
+  /* CREDIT of 0, OUTPUT_CLOSED of stream 0, JOINED saying 3 */
+  asr_ctl_msg_t c = {.type = ASR_CTL_CREDIT};
+  ASSERT_EQ(asr_ctl_msg_encode(&c, &b), ASR_EINVAL);
+  asr_buf_put_u32(&b, 0);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_STDIN_CREDIT, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "0 bytes");
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_OUTPUT_CLOSED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "stream 0");
+  asr_buf_put_u32(&b, 3);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOINED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "says 3");
   asr_buf_free(&b);
   /* a JOB whose rank sits on a host that does not exist, or LNC 128 */
   asr_ctl_msg_t j = example(ASR_CTL_JOB);

@@ -503,7 +503,8 @@ TEST(cli_help_lists_every_flag) {
                                       "--launch-agent CMD",
                                       "--prefix DIR",
                                       "--if-include IFACE|NET/N|ADDR",
-                                      "--heartbeat-timeout SECONDS"};
+                                      "--heartbeat-timeout SECONDS",
+                                      "--allow-early-exit"};
   asr_config_t *cfg = cfg_new();
   int rc;
   char *out = parse_captured(cfg, (const char *const[]){"--help", NULL}, &rc);
@@ -1039,7 +1040,8 @@ TEST(yaml_errors_name_file_line_key) {
       {"np: 4\nnpp: 3\n",
        "2: npp: unknown key; the keys are np, lnc_per_host, map_by, bind_to, report_bindings, "
        "tag_output, output_dir, timeout, bootstrap_port, provider, launcher, launch_agent, "
-       "prefix, if_include, heartbeat_timeout, verbose, hosts, hostfile, env, program, args"},
+       "prefix, if_include, heartbeat_timeout, allow_early_exit, verbose, hosts, hostfile, env, program, "
+       "args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
       {"np:\n  a: 1\n", "2: np: expected a number, not a mapping"},
       {"np:\n", "1: np: needs a value (a positive number)"},
