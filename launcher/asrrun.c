@@ -196,6 +196,15 @@ static int find_program(const char *prog, char *out, size_t outlen) {
   return ASR_ENOENT;
 }
 
+/* Whether host's daemon is forked on this machine (the rest go through the
+ * agent or srun): --launcher local forks every one, under Slurm every one
+ * is an srun step, else a name of this host (launch_pick.c). arg is this
+ * host's name. The one rule for the host check and for the launch. */
+static int runs_here(const asr_config_t *cfg, const char *host, void *arg) {
+  if (cfg->launcher == ASR_LAUNCHER_LOCAL) return 1;
+  return cfg->launcher != ASR_LAUNCHER_SLURM && asr_launch_host_is_local(host, arg);
+}
+
 /* Everything before the daemons start: configuration, map, program, the
  * bootstrap port and the control listener. Returns GO_ON, or the exit code
  * to end with (0 for --help, --version and --dry-run). */
@@ -219,7 +228,9 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     fprintf(stderr, "asrrun: %d hosts from the %s allocation\n", cfg->nhosts, asr_alloc_name(alloc));
   char host[128] = "localhost";
   gethostname(host, sizeof host - 1);
-  if (asr_map_build(cfg, host, &run->map, err, sizeof err) != 0) {
+  /* before the dry run too: it shows the job that would run, or why none would */
+  if (asr_map_check_hosts(cfg, host, runs_here, host, err, sizeof err) != 0 ||
+      asr_map_build(cfg, host, &run->map, err, sizeof err) != 0) {
     fprintf(stderr, "asrrun: %s\n", err);
     return ASRRUN_EXIT_USAGE;
   }
@@ -252,8 +263,7 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     return ASRRUN_EXIT_LAUNCH;
   }
   for (int h = 0; h < map->nhosts; h++) {
-    is_local[h] =
-        cfg->launcher == ASR_LAUNCHER_LOCAL || (!slurm && asr_launch_host_is_local(map->host_names[h], host));
+    is_local[h] = runs_here(cfg, map->host_names[h], host);
     if (!is_local[h]) nremote++;
   }
   char ctl_ip[16] = "127.0.0.1";

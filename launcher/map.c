@@ -150,6 +150,37 @@ int asr_map_build(const asr_config_t *cfg, const char *local_hostname, asr_map_t
   return 0;
 }
 
+/* Merging the hosts instead (their slots added, as Open MPI's -H does with
+ * a repeated host) would be as easy, but launchers disagree on what a host
+ * named twice means (Slurm's --nodelist drops the repeat, Hydra adds only
+ * adjacent repeats), and config.c refuses a name listed twice for that
+ * reason: a machine under two names is the same list written less
+ * visibly, so it is refused the same way, naming both. */
+int asr_map_check_hosts(const asr_config_t *cfg, const char *local_hostname, asr_map_here_fn here, void *arg,
+                        char *errbuf, size_t errlen) {
+  host_set_t hs;
+  if (cfg->nhosts < 2) return 0;
+  int rc = host_set_init(&hs, cfg, local_hostname, errbuf, errlen);
+  if (rc) return rc;
+  int first = -1, second = -1, slots = 0;
+  for (int h = 0; h < hs.n; h++) {
+    if (!here(cfg, hs.v[h].name, arg)) continue;
+    if (first < 0)
+      first = h;
+    else if (second < 0)
+      second = h;
+    slots += host_slots(cfg, &hs, h);
+  }
+  if (second < 0) return 0;
+  int local = cfg->launcher == ASR_LAUNCHER_LOCAL;
+  return asr__config_fail(errbuf, errlen,
+                          "hosts '%s' and '%s' are both this machine (%s)%s, and asrrun starts one asrd per "
+                          "machine: list it once, with all %d of its slots",
+                          hs.v[first].name, hs.v[second].name,
+                          local_hostname && *local_hostname ? local_hostname : "localhost",
+                          local ? " under --launcher local, which starts every asrd here" : "", slots);
+}
+
 void asr_map_free(asr_map_t *map) {
   free(map->host_names);
   free(map->nlocal);

@@ -38,6 +38,23 @@ int asr_map_build(const asr_config_t *cfg, const char *local_hostname, asr_map_t
 /* Frees what asr_map_build allocated and zeroes *map; safe on a zeroed map. */
 void asr_map_free(asr_map_t *map);
 
+/* Whether host's asrd would run on this machine. asrrun passes the launch
+ * backends' rule (launch.h: --launcher local, or a name of this host);
+ * tests pass their own, so that nothing here asks the resolver. */
+typedef int (*asr_map_here_fn)(const asr_config_t *cfg, const char *host, void *arg);
+
+/* Refuses a host list that names this machine more than once ("localhost"
+ * and its own name, two of its addresses, any two hosts under --launcher
+ * local): asrrun starts one asrd per host it is given, and two on one
+ * machine would both take the bootstrap port. Call it before asr_map_build
+ * and before a dry run prints the map. here(cfg, name, arg) says which
+ * names are this machine; local_hostname names it in the message. Returns
+ * 0 (also for an empty list: the job runs here alone), or ASR_ECONFIG with
+ * errbuf naming the first two such hosts and the slots of all of them
+ * together, as asr_map_build would count them. */
+int asr_map_check_hosts(const asr_config_t *cfg, const char *local_hostname, asr_map_here_fn here, void *arg,
+                        char *errbuf, size_t errlen);
+
 /* Prints the --dry-run view: a header, "rank R -> host H lnc L" for every
  * rank, then "host H: N ranks" for every host. cfg may be NULL. */
 void asr_map_print(const asr_map_t *map, const asr_config_t *cfg, FILE *out);

@@ -945,3 +945,43 @@ TEST_TIMEOUT(no_launcher, 30) {
   }
   teardown();
 }
+
+/* This machine under two names ("localhost" and its own name, two loopback
+ * addresses, a hostfile that lists both, any two hosts under --launcher
+ * local) is refused before anything starts, with a message that says so:
+ * one asrd serves a machine, and two would both bind the bootstrap port.
+ * --dry-run refuses it the same way instead of printing two hosts. */
+TEST_TIMEOUT(one_machine_under_two_names, 40) {
+  setup();
+  job_t j;
+  const char *two = fmt("localhost:2,%s:2", my_hostname());
+  const char *want =
+      fmt("hosts 'localhost' and '%s' are both this machine (%s)", my_hostname(), my_hostname());
+  RUN(&j, 10000, "--timeout", "20", "-H", two, "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, want) && strstr(j.err, "list it once, with all 4 of its slots"));
+  ASSERT_JOB(&j, !strstr(j.err, "Address already in use"));
+  ASSERT_STARTED_NOTHING();
+  RUN(&j, 10000, "--dry-run", "-H", two, "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, want) && j.outlen == 0);
+  RUN(&j, 10000, "--timeout", "20", "-H", "127.0.0.1:1,127.0.0.2", "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, "hosts '127.0.0.1' and '127.0.0.2' are both this machine") &&
+                     strstr(j.err, "all 2 of its slots"));
+  const char *hf = fmt("%s/hosts", W.dir);
+  write_file(hf, fmt("%s slots=1\nlocalhost slots=3\n", my_hostname()), 0644);
+  RUN(&j, 10000, "--timeout", "20", "--hostfile", hf, "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, fmt("hosts '%s' and 'localhost' are both this machine", my_hostname())));
+  RUN(&j, 10000, "--timeout", "20", "--launcher", "local", "-H", "a:1,b:1", "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j,
+             strstr(j.err, "hosts 'a' and 'b' are both this machine") && strstr(j.err, "--launcher local"));
+  ASSERT_STARTED_NOTHING();
+  /* written once, the same slots run */
+  RUN(&j, 20000, "--timeout", "15", "-H", fmt("%s:4", my_hostname()), "true");
+  ASSERT_CODE(&j, 0);
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  teardown();
+}

@@ -1559,3 +1559,55 @@ TEST(conf_files_parse) {
   cfg_del(dflt);
   check_no_leaks();
 }
+
+/* ------------------------------------------------------------------------ */
+/* This machine listed once (asr_map_check_hosts)                           */
+/* ------------------------------------------------------------------------ */
+
+/* The test's idea of "this machine": the names in arg (NULL-ended). */
+static int here_in(const asr_config_t *cfg, const char *host, void *arg) {
+  if (cfg->launcher == ASR_LAUNCHER_LOCAL) return 1;
+  for (const char *const *n = arg; *n; n++)
+    if (!strcmp(*n, host)) return 1;
+  return 0;
+}
+
+TEST(map_check_hosts_this_machine_once) {
+  static const char *const me[] = {"localhost", "me", "127.0.0.2", NULL};
+  char err[512];
+  asr_config_t *cfg = cfg_hosts("localhost:2,b:1,me:2", 0, ASR_MAP_SLOT);
+  ASSERT_EQ(asr_map_check_hosts(cfg, "me", here_in, (void *)me, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err,
+               "hosts 'localhost' and 'me' are both this machine (me), and asrrun starts one asrd per "
+               "machine: list it once, with all 4 of its slots");
+  cfg_del(cfg);
+  /* slots not given count as --lnc-per-host (else 1), as the map counts them */
+  cfg = cfg_hosts("a,127.0.0.2,me", 0, ASR_MAP_SLOT);
+  cfg->lnc_per_host = 3;
+  ASSERT_EQ(asr_map_check_hosts(cfg, "me", here_in, (void *)me, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "hosts '127.0.0.2' and 'me' are both this machine (me)");
+  ASSERT_CONTAINS(err, "all 6 of its slots");
+  cfg_del(cfg);
+  /* one name of this machine, or none, or no list at all: fine */
+  static const char *const lists[] = {"a:2,me:2,b", "a,b,c", "localhost:128", NULL};
+  for (int i = 0; lists[i]; i++) {
+    cfg = cfg_hosts(lists[i], 0, ASR_MAP_SLOT);
+    ASSERT_MSG(asr_map_check_hosts(cfg, "me", here_in, (void *)me, err, sizeof err) == 0, "%s: %s", lists[i],
+               err);
+    cfg_del(cfg);
+  }
+  cfg = cfg_hosts(NULL, 4, ASR_MAP_SLOT);
+  ASSERT_OK(asr_map_check_hosts(cfg, "me", here_in, (void *)me, err, sizeof err));
+  /* --launcher local starts every host's asrd here: two hosts are two asrd */
+  cfg_del(cfg);
+  cfg = cfg_hosts("a:1,b:1", 0, ASR_MAP_SLOT);
+  cfg->launcher = ASR_LAUNCHER_LOCAL;
+  ASSERT_EQ(asr_map_check_hosts(cfg, "me", here_in, (void *)me, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err,
+               "hosts 'a' and 'b' are both this machine (me) under --launcher local, which starts every "
+               "asrd here, and asrrun starts one asrd per machine: list it once, with all 2 of its slots");
+  cfg->nhosts = 1;
+  ASSERT_OK(asr_map_check_hosts(cfg, "me", here_in, (void *)me, err, sizeof err));
+  cfg_del(cfg);
+  check_no_leaks();
+}
