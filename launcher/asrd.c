@@ -32,6 +32,7 @@
 #include "asr_log.h"
 #include "asr_sock.h"
 #include "asrd.h"
+#include "asrd_shm.h"
 #include "kv_secret.h"
 
 #define GRACE_MS 3000       /* TERMINATING: SIGKILL after this */
@@ -334,6 +335,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "asrd: expected 'ASR_JOB_SECRET=<64 hex digits>' on stdin\n");
     return 2;
   }
+  /* The shm watcher is forked here, while asrd is one thread with only its
+   * stdio open: it must hold no socket of asrd's (the bootstrap port, the
+   * control connection) after asrd's death (asrd_shm.h). */
+  int wrc = asrd_shm_watch_start();
+  if (wrc)
+    asr_warn("asrd", "no shm watcher (%s): if asrd is killed, its ranks' shm regions stay in /dev/shm",
+             asr_strerror(wrc));
   char err[512];
   int rc = asr_loop_new(&d->loop);
   if (rc) {

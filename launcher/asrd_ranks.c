@@ -121,6 +121,7 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
     return (int)pid;
   }
   r->pid = pid;
+  asrd_shm_watch(pid); /* before the loop can reap it */
   if (ip[1] >= 0) fcntl(ip[1], F_SETFL, O_NONBLOCK);
   asrd_stdio_start(d, r, op[0], ep[0], ip[1]);
   d->nalive++;

@@ -946,6 +946,43 @@ TEST_TIMEOUT(no_launcher, 30) {
   teardown();
 }
 
+/* kill -9 of asrd while a rank holds libfabric's shm region: the rank dies
+ * with asrd (PDEATHSIG, SIGKILL: no handler of libfabric's or libasr's runs)
+ * and asrd is not there to sweep after it, so asrd's watcher
+ * (launcher/asrd_shm.c) must remove the region once both are gone. Rank 1
+ * is pingpong waiting for rank 0 (which only sleeps), so its region stays
+ * open until it is killed; a background shell says when it exists. */
+TEST_TIMEOUT(asrd_killed_leaves_no_shm_region, 60) {
+  setup();
+  const char *mark = new_marker();
+  const char *script = fmt(
+      "if [ \"$ASR_RANK\" = 1 ]; then r=/dev/shm/$$:$(id -u):0; (i=0; while [ ! -e $r ] && [ $i -lt 1000 ]; "
+      "do sleep 0.02; i=$((i+1)); done; [ -e $r ] && echo \"region $r seen\") & "
+      "exec '%s' -l 1 -p 0 -r 1 -m lat -s 8 -S 8; else exec sleep 30; fi",
+      bin("tests/apps/pingpong"));
+  const char *const args[] = {"--timeout", "40",   "-x", "ASR_PROVIDER=shm", "-x", mark, "-n", "2", "sh",
+                              "-c",        script, NULL};
+  job_t j;
+  job_start(&j, IN_NULL, args);
+  JOB_WAIT_LINES(&j, 1, 25000);
+  const char *seen = strstr(j.out, "[1] region /dev/shm/");
+  if (!seen) JOB_FAIL(&j, "rank 1 never saw its shm region (the premise)");
+  char path[128];
+  if (sscanf(seen, "[1] region %127s seen", path) != 1) JOB_FAIL(&j, "cannot read the region's name");
+  pid_t asrd = find_asrd(j.pid, 5000);
+  ASSERT_MSG(asrd > 0 && environ_has(asrd, W.envtag), "no asrd of ours under asrrun %d", (int)j.pid);
+  kill(asrd, SIGKILL);
+  JOB_FINISH(&j, 15000);
+  ASSERT_CODE(&j, 125);
+  /* the watcher works after asrd's death, asynchronously: a bounded wait */
+  uint64_t until = now_ms() + 3000;
+  while (access(path, F_OK) == 0 && now_ms() < until) sleep_ms(20);
+  ASSERT_MSG(access(path, F_OK) != 0, "%s is still there 3 s after asrd was killed: the region leaked", path);
+  ASSERT_NO_LEFTOVERS(mark, 3000);
+  ASSERT_NO_LEFTOVERS(NULL, 3000); /* the watcher too: it ends once it has swept */
+  teardown();
+}
+
 /* This machine under two names ("localhost" and its own name, two loopback
  * addresses, a hostfile that lists both, any two hosts under --launcher
  * local) is refused before anything starts, with a message that says so:
