@@ -145,6 +145,8 @@
     "the directory of the KV election's lock files")                                                         \
   X(KV_TIMEOUT_MS, "ASR_KV_TIMEOUT_MS", MS, 1, 86399999, NULL, "120000", ASR_ENV_LIBASR | ASR_ENV_ASRKV,     \
     "deadline of a KV request and of a comm's rendezvous")                                                   \
+  X(DRAIN_TIMEOUT_MS, "ASR_DRAIN_TIMEOUT_MS", MS, 0, 86399999, NULL, "10000", ASR_ENV_LIBASR,                 \
+    "how long closing a SEND comm or an LNC waits for the peers to take what was sent (0: no wait)")        \
   X(INJECT_MAX, "ASR_INJECT_MAX", BYTES, 0, 2147483647, NULL, NULL, ASR_ENV_LIBASR,                          \
     "largest send that goes out with fi_tinject, capped at the provider's inject size (0: none; "            \
     "default: the inject size on shm, none on other providers)")                                             \

@@ -5,6 +5,8 @@ runtime_libasr_la_SOURCES = \
 	runtime/rt.h \
 	runtime/context.c \
 	runtime/comm.c \
+	runtime/close.c \
+	runtime/drain.c \
 	runtime/connect.c \
 	runtime/peer_watch.c \
 	runtime/request.c \

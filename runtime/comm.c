@@ -1,7 +1,7 @@
 /*
  * comm.c -- comm records: creation and handover (seed: async_sr_queue_connect_task,
  * the nrt_async_sendrecv_comm constructor), the per-comm MR cache, status
- * queries and close.
+ * queries and freeing (asr_comm_close is close.c's).
  */
 #include "config.h"
 
@@ -220,73 +220,4 @@ int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr *
   pthread_mutex_unlock(&c->mr_mutex);
   *mr = m;
   return 0;
-}
-
-/* --- close ------------------------------------------------------------------ */
-
-static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm);
-
-int asr_comm_close(asr_comm_t *comm) {
-  if (!comm) return ASR_INVALID;
-  asr_ctx_t *ctx = comm->ctx;
-  if (atomic_exchange(&comm->close_requested, 1)) {
-    asr_error("svc", "asr_comm_close: comm %p is already being closed", (void *)comm);
-    return ASR_INVALID;
-  }
-  /* Ask the service thread to let go of the comm, and wait until it has. */
-  pthread_mutex_lock(&ctx->task_mutex);
-  while (ctx->nclosing >= ASR_RING && !ctx->shutdown) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
-  if (ctx->shutdown) {
-    /* asr_close is under way: it frees every comm of the LNC, this one too */
-    pthread_mutex_unlock(&ctx->task_mutex);
-    return ASR_SUCCESS;
-  }
-  ctx->closing[ctx->nclosing++] = comm;
-  ctx->closers++; /* asr_close waits for us before it closes the endpoint */
-  asr__ctx_wake(ctx);
-  while (!atomic_load(&comm->detached)) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
-  pthread_mutex_unlock(&ctx->task_mutex);
-  int rc = close_detached(ctx, comm);
-  pthread_mutex_lock(&ctx->task_mutex);
-  ctx->closers--;
-  pthread_cond_broadcast(&ctx->detach_cv);
-  pthread_mutex_unlock(&ctx->task_mutex);
-  return rc;
-}
-
-/* The rest of asr_comm_close, once the service thread let go of comm. */
-static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
-  /* Cancel what libfabric still owns; its memory is ours once the completion
-   * (or cancellation) has been read. Ask for every cancellation first, then
-   * wait for all of them against one deadline: providers cannot cancel some
-   * operations (a send nobody receives), and waiting 2 s for each in turn
-   * made a close with 128 of them block for minutes. */
-  asr__ofi_op_t *ctrl = comm->type == ASR_RECV_COMM ? &comm->orecv.ctrl_op : &comm->osend.ctrl_op;
-  for (int i = 0; i < ASR_RING; i++)
-    if (asr__ofi_op_owned(&comm->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 0);
-  if (asr__ofi_op_owned(ctrl)) (void)asr__ofi_cancel(&ctx->ofi, ctrl, 0);
-  /* A comm whose peer died (peer_watch.c) has nobody to complete its sends:
-   * take back what cancels at once, keep the rest without waiting. */
-  int peer_gone = atomic_load(&comm->status) == ASR_COMM_CONNECTION_ERROR;
-  uint64_t until = asr_time_ms() + (peer_gone ? 0 : 2000);
-  int stuck = 0;
-  for (int i = 0; i <= ASR_RING; i++) {
-    asr__ofi_op_t *op = i < ASR_RING ? &comm->ops[i] : ctrl;
-    uint64_t now = asr_time_ms();
-    if (asr__ofi_op_owned(op) && asr__ofi_cancel(&ctx->ofi, op, now < until ? (int)(until - now) : 0) != 0)
-      stuck++;
-  }
-  if (stuck) {
-    /* The provider would not give the operations back: keep the memory on the
-     * error list; asr_close frees it after the endpoint is closed. */
-    asr_warn("svc", "lnc %d: %d operation(s) of a closed comm could not be cancelled; freeing at asr_close",
-             ctx->lnc, stuck);
-    pthread_mutex_lock(&ctx->comms_mutex);
-    comm->next = ctx->errored;
-    ctx->errored = comm;
-    pthread_mutex_unlock(&ctx->comms_mutex);
-    return ASR_SUCCESS;
-  }
-  asr__comm_free(comm, 0);
-  return ASR_SUCCESS;
 }

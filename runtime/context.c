@@ -80,8 +80,14 @@ int asr_init(int lnc) {
     goto out;
   }
   if (env_port(&port) != 0) goto out;
+  long drain_ms = 0;
+  if (asr_env_int(ASR_ENV_DRAIN_TIMEOUT_MS, &drain_ms, err, sizeof err) != 0) {
+    asr_error("svc", "asr_init: %s", err);
+    goto out;
+  }
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) goto out;
+  ctx->drain_timeout_ms = drain_ms;
   ctx->lnc = lnc;
   ctx->port = port;
   ctx->trace = asr_log_enabled(ASR_LOG_TRACE, "svc");
@@ -121,6 +127,11 @@ int asr_init(int lnc) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&ctx->wait_cv, &ca);
   pthread_condattr_destroy(&ca);
+  /* The mailbox (drain.c): a completion read on any thread wakes the
+   * service thread, which takes it. A full queue now: its ticks post it. */
+  ctx->ofi.on_ctl = asr__drain_on_ctl;
+  ctx->ofi.ctl_arg = ctx;
+  (void)asr__ofi_mbox_post(&ctx->ofi);
   if (pthread_create(&ctx->thread, NULL, asr__svc_main, ctx) != 0) {
     asr_error("svc", "asr_init(lnc %d): cannot start the service thread", lnc);
     goto err_sync;
@@ -172,6 +183,9 @@ int asr_close(int lnc) {
     asr_error("svc", "asr_close: LNC %d is not initialised", lnc);
     return ASR_INVALID;
   }
+  /* No completed send lost to our exit (drain.c): every SEND comm still
+   * open waits, bounded, for its peer to take what it was sent. */
+  asr__drain_lnc(ctx);
   pthread_mutex_lock(&ctx->task_mutex);
   ctx->shutdown = 1;
   asr__ctx_wake(ctx);
@@ -183,6 +197,10 @@ int asr_close(int lnc) {
   while (ctx->closers > 0) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
   pthread_mutex_unlock(&ctx->task_mutex);
   __atomic_store_n(&asr__ctxs[lnc], NULL, __ATOMIC_RELEASE);
+  /* Our RECV comms' senders: we take nothing more, so their closes need
+   * not wait for us (drain.c). The service thread has stopped. */
+  uint64_t until = asr_time_ms() + 100;
+  for (struct asr_comm *c = ctx->connected; c; c = c->next) asr__drain_closed(ctx, c, until);
   asr__shm_name_drop(lnc); /* closing the endpoint unlinks it */
 
   /* The thread moved every comm still connecting to the error list. Close the
@@ -278,6 +296,7 @@ static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
   pthread_mutex_unlock(&ctx->comms_mutex);
 found:
   c->next = NULL;
+  asr__drain_detached(ctx, c);
   asr__peer_host_forget(ctx, c);
   if (c->kv_req) {
     asr_kv_req_free(c->kv_req);
@@ -421,14 +440,17 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
   progressed |= connect_comms(ctx, ASR_SEND_COMM);
   progressed |= connect_comms(ctx, ASR_RECV_COMM);
   progressed |= post_sendrecv_tasks(ctx);
+  int ctl_tmo = ASR_LOOP_FOREVER; /* the close handshake's next look (drain.c) */
+  progressed |= asr__drain_tick(ctx, &ctl_tmo);
   if (progressed) return 0; /* another tick at once: what moved may let more move */
 
   pthread_mutex_lock(&ctx->task_mutex);
   int busy = ctx->task_n > 0;
   pthread_mutex_unlock(&ctx->task_mutex);
-  if (!busy) return ASR_LOOP_FOREVER;
+  if (!busy) return ctl_tmo;
   int tmo = idle_timeout(ctx);
   if (ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
+  if (ctl_tmo >= 0 && (tmo < 0 || ctl_tmo < tmo)) tmo = ctl_tmo;
   return tmo;
 }
 

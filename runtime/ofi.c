@@ -20,8 +20,13 @@
 #define TAG_CTRL (1ull << 63)
 #define TAG_COMM_SHIFT 40
 #define TAG_COMM_MASK 0x7fffffull
-#define CTRL_MAGIC 0x43525341u   /* "ASRC" */
-#define HANDLE_MAGIC 0x48525341u /* "ASRH" */
+#define CTRL_MAGIC 0x43525341u          /* "ASRC" */
+#define HANDLE_MAGIC 0x48525341u        /* "ASRH" */
+#define MBOX_MAGIC 0x44525341u          /* "ASRD" */
+#define CONN_ID_OFF ASR_OFI_CONN_ID_OFF /* the connect message's fields (ofi.h) */
+#define CONN_ALEN_OFF 28
+#define CONN_ADDR_OFF 30
+#define CONN_ADDR_MAX (ASR_OFI_CTRL_LEN - CONN_ADDR_OFF)
 #define CQ_BATCH 32
 
 static uint64_t make_tag(uint32_t comm_id, uint64_t seq, uint64_t mask) {
@@ -325,6 +330,7 @@ static int drain(asr__ofi_t *o) {
       for (ssize_t i = 0; i < n; i++) {
         asr__ofi_op_t *op = ent[i].op_context;
         if (op) op_complete(op, ent[i].len, 0);
+        if (op == &o->mbox_op && o->on_ctl) o->on_ctl(o->ctl_arg); /* the service thread takes it */
       }
       if (n < CQ_BATCH) return 0;
       continue;
@@ -338,6 +344,7 @@ static int drain(asr__ofi_t *o) {
           asr_debug("fab", "completion error on op %p: %s (%s)", (void *)op, fi_strerror(e.err),
                     fi_cq_strerror(o->cq, e.prov_errno, e.err_data, NULL, 0));
         if (op) op_complete(op, e.len, ofi_err(-(ssize_t)(e.err ? e.err : FI_EOTHER)));
+        if (op == &o->mbox_op && o->on_ctl) o->on_ctl(o->ctl_arg);
       }
       continue;
     }
@@ -440,9 +447,18 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
     s->peer_inserted = 1;
     s->peer_comm_id = get32(handle + 4);
     s->seq = 0;
+    /* our own id, so that the peer's mailbox answers name this comm */
+    s->comm_id = o->next_comm_id++;
+    if (o->next_comm_id > TAG_COMM_MASK) o->next_comm_id = 1;
     memset(s->ctrl_buf, 0, sizeof s->ctrl_buf);
     put32(s->ctrl_buf, CTRL_MAGIC);
     memcpy(s->ctrl_buf + 4, o->who, ASR_OFI_WHO_LEN);
+    put32(s->ctrl_buf + CONN_ID_OFF, s->comm_id);
+    if (o->addrlen <= CONN_ADDR_MAX) {
+      uint16_t ol = (uint16_t)o->addrlen;
+      memcpy(s->ctrl_buf + CONN_ALEN_OFF, &ol, 2);
+      memcpy(s->ctrl_buf + CONN_ADDR_OFF, o->addr, o->addrlen);
+    }
     memset(s->peer_who, 0, sizeof s->peer_who);
     if (10u + al + ASR_OFI_WHO_LEN <= ASR_OFI_HANDLE_ORDINAL_OFF)
       memcpy(s->peer_who, handle + 10 + al, ASR_OFI_WHO_LEN);
@@ -583,4 +599,94 @@ int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr) {
 
 void asr__ofi_mr_dereg(struct fid_mr *mr) {
   if (mr) fi_close(&mr->fid);
+}
+
+/* --- the mailbox (ofi.h; the close handshake of drain.c) --------------------- */
+
+int asr__ofi_ctl_decode(const uint8_t *buf, size_t len, asr__ofi_ctl_t *m) {
+  if (len != ASR_OFI_MBOX_LEN || get32(buf) != MBOX_MAGIC) return ASR_EPROTO;
+  uint32_t kind = get32(buf + 4);
+  if (kind != ASR_CTL_FIN && kind != ASR_CTL_ACK && kind != ASR_CTL_CLOSED) return ASR_EPROTO;
+  for (size_t i = 24; i < ASR_OFI_MBOX_LEN; i++)
+    if (buf[i]) return ASR_EPROTO;
+  uint64_t count;
+  memcpy(&count, buf + 16, 8);
+  *m = (asr__ofi_ctl_t){.kind = kind, .to = get32(buf + 8), .from = get32(buf + 12), .count = count};
+  return 0;
+}
+
+int asr__ofi_mbox_post(asr__ofi_t *o) {
+  if (o->mbox_posted) return 0;
+  ctl_lock(o);
+  op_arm(&o->mbox_op);
+  ssize_t rc =
+      fi_trecv(o->ep, o->mbox_buf, sizeof o->mbox_buf, NULL, FI_ADDR_UNSPEC, TAG_CTRL, 0, &o->mbox_op);
+  if (rc) {
+    op_unarm(&o->mbox_op);
+    if (rc == -FI_EAGAIN || rc == -FI_ENOMEM) drain(o);
+  }
+  ctl_unlock(o);
+  if (rc == 0) {
+    o->mbox_posted = 1;
+    return 0;
+  }
+  return rc == -FI_EAGAIN || rc == -FI_ENOMEM ? ASR_EAGAIN : ofi_fail(rc, "fi_trecv (mailbox)");
+}
+
+int asr__ofi_mbox_take(asr__ofi_t *o, asr__ofi_ctl_t *m) {
+  if (!o->mbox_posted || !asr__ofi_op_done(&o->mbox_op)) return 0;
+  size_t len = 0;
+  int err = asr__ofi_op_result(&o->mbox_op, &len);
+  int rc = err ? err : asr__ofi_ctl_decode(o->mbox_buf, len, m);
+  if (rc)
+    asr_warn("fab",
+             "dropped a control message that is not libasr's (%zu bytes%s%s): a foreign program sends "
+             "to this endpoint, or a peer of another libasr version",
+             len, err ? ": " : "", err ? asr_strerror(err) : "");
+  o->mbox_posted = 0;
+  (void)asr__ofi_mbox_post(o); /* a full queue: the service thread tries again */
+  return rc ? ASR_EPROTO : 1;
+}
+
+/* Injects one mailbox message to dest. */
+static int ctl_send(asr__ofi_t *o, fi_addr_t dest, asr__ofi_ctl_kind_t kind, uint32_t to, uint32_t from,
+                    uint64_t count) {
+  uint8_t buf[ASR_OFI_MBOX_LEN] = {0};
+  put32(buf, MBOX_MAGIC);
+  put32(buf + 4, kind);
+  put32(buf + 8, to);
+  put32(buf + 12, from);
+  memcpy(buf + 16, &count, 8);
+  if (o->info->tx_attr->inject_size < sizeof buf) return ASR_ENOSYS;
+  ctl_lock(o);
+  ssize_t rc = fi_tinject(o->ep, buf, sizeof buf, dest, TAG_CTRL);
+  if (rc == -FI_EAGAIN || rc == -FI_ENOMEM) drain(o); /* under manual progress nothing moves otherwise */
+  ctl_unlock(o);
+  if (rc == -FI_EAGAIN || rc == -FI_ENOMEM) return ASR_EAGAIN;
+  return rc ? ofi_fail(rc, "fi_tinject (mailbox)") : 0;
+}
+
+int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count) {
+  if (!s->peer_inserted) return ASR_ESTATE;
+  return ctl_send(o, s->peer, kind, s->peer_comm_id, s->comm_id, count);
+}
+
+int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count) {
+  if (r->peer_av == 0) {
+    uint16_t al;
+    memcpy(&al, r->ctrl_buf + CONN_ALEN_OFF, 2);
+    r->peer_av = -1;
+    if (al > 0 && al <= CONN_ADDR_MAX) {
+      ctl_lock(o);
+      int n = fi_av_insert(o->av, r->ctrl_buf + CONN_ADDR_OFF, 1, &r->peer, 0, NULL);
+      ctl_unlock(o);
+      if (n == 1)
+        r->peer_av = 1;
+      else
+        asr_debug("fab", "fi_av_insert of a connector's address: %s",
+                  n < 0 ? fi_strerror(-n) : "not inserted");
+    }
+  }
+  if (r->peer_av < 0) return ASR_ENOSYS;
+  return ctl_send(o, r->peer, kind, get32(r->ctrl_buf + CONN_ID_OFF), r->comm_id, count);
 }

@@ -40,7 +40,27 @@
  * The 128-byte connect message (SEND -> RECV, control tag of the comm id):
  *     0    4  magic "ASRC"
  *     4   20  the connector's "who"
- *    24  104  zero
+ *    24    4  the SEND comm's own id at its endpoint (its mailbox messages
+ *              name it: "to" below)
+ *    28    2  the connector's address length; 0 when it is longer than 98
+ *              bytes (then the receiver cannot answer: no close handshake)
+ *    30   98  the connector's endpoint address, zero-padded
+ *
+ * The mailbox (beyond the seed: the close handshake of drain.c). Each LNC
+ * keeps one 128-byte receive posted for control tag 0 (comm id 0 is never
+ * given to a comm), which every peer's 32-byte control messages reach (32:
+ * small enough to be injected on shm and on tcp;ofi_rxm, whose inject size
+ * is 64 bytes):
+ *     0    4  magic "ASRD"
+ *     4    4  kind (asr__ofi_ctl_kind_t; INVALID = 0 is never sent)
+ *     8    4  "to": the comm id, at the receiving endpoint, it is about
+ *    12    4  "from": the sender's comm id, at its own endpoint
+ *    16    8  count (FIN: sends posted on the SEND comm; ACK, CLOSED:
+ *              messages the RECV comm has taken)
+ *    24    8  zero
+ * A message that is not this (another length, magic or kind, or non-zero
+ * padding) is dropped with a warning; one naming a comm that is not there
+ * (closed meanwhile) is dropped quietly.
  *
  * "who" (peer_watch.c): pid u32, start time u64 (clock ticks since boot),
  * node id u64 (kernel boot and pid namespace); all zero: not watchable.
@@ -57,6 +77,7 @@
 #include <rdma/fi_tagged.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "asr_assert.h"
 
@@ -65,6 +86,7 @@
 #define ASR_OFI_HANDLE_ORDINAL_OFF 120
 #define ASR_OFI_CTRL_LEN 128
 #define ASR_OFI_WHO_LEN 20
+#define ASR_OFI_MBOX_LEN 32
 
 /* A spin lock for critical sections of a few instructions to one provider
  * call, none of which blocks: an uncontended lock is one atomic exchange and
@@ -132,7 +154,29 @@ typedef struct asr__ofi {
   int need_desc;     /* FI_MR_LOCAL: pass descriptors */
   size_t inject_max; /* sends up to this size go out with fi_tinject (0: none) */
   char provider[64];
+  /* the mailbox (its receive is posted by asr__ofi_mbox_post, taken by
+   * asr__ofi_mbox_take: the service thread alone); on_ctl(ctl_arg) runs in
+   * the drain that reads its completion, under ep_lock, on any thread */
+  asr__ofi_op_t mbox_op;
+  uint8_t mbox_buf[ASR_OFI_CTRL_LEN];
+  int mbox_posted;
+  void (*on_ctl)(void *arg);
+  void *ctl_arg;
 } asr__ofi_t;
+
+/* A mailbox message, decoded (see "The mailbox" above). */
+typedef enum {
+  ASR_CTL_INVALID = 0,
+  ASR_CTL_FIN = 1,    /* SEND -> RECV: closing; count = sends posted, the last ones it will make */
+  ASR_CTL_ACK = 2,    /* RECV -> SEND: count = messages taken, all that the FIN announced */
+  ASR_CTL_CLOSED = 3, /* RECV -> SEND: the RECV comm closed, having taken count messages */
+} asr__ofi_ctl_kind_t;
+
+typedef struct {
+  uint32_t kind; /* asr__ofi_ctl_kind_t */
+  uint32_t to, from;
+  uint64_t count;
+} asr__ofi_ctl_t;
 
 /* The receiving half: a listen id plus the control receive that accept waits on. */
 typedef struct {
@@ -140,6 +184,8 @@ typedef struct {
   uint64_t seq; /* next receive's sequence number */
   asr__ofi_op_t ctrl_op;
   uint8_t ctrl_buf[ASR_OFI_CTRL_LEN]; /* after accept: the connector's message (its who at 4) */
+  fi_addr_t peer;                     /* the connector, for mailbox answers: */
+  int peer_av;                        /* 0 not inserted yet, 1 inserted, -1 cannot be (no address) */
 } asr__ofi_recv_t;
 
 /* The sending half: the peer's address and comm id. */
@@ -147,11 +193,43 @@ typedef struct {
   fi_addr_t peer;
   int peer_inserted; /* peer is in the AV (asr__ofi_connect may be called again) */
   uint32_t peer_comm_id;
-  uint64_t seq; /* next send's sequence number */
+  uint32_t comm_id; /* our own, for the peer's mailbox answers (given at the first connect) */
+  uint64_t seq;     /* next send's sequence number */
   asr__ofi_op_t ctrl_op;
   uint8_t ctrl_buf[ASR_OFI_CTRL_LEN];
   uint8_t peer_who[ASR_OFI_WHO_LEN]; /* from the handle; zeros when it had none */
 } asr__ofi_send_t;
+
+/* The connector's comm id, from the connect message accept took. */
+#define ASR_OFI_CONN_ID_OFF 24
+static inline uint32_t asr__ofi_recv_peer_id(const asr__ofi_recv_t *r) {
+  uint32_t v;
+  memcpy(&v, r->ctrl_buf + ASR_OFI_CONN_ID_OFF, 4);
+  return v;
+}
+
+/* Decodes a mailbox message of len bytes into *m; 0, or ASR_EPROTO when it
+ * is not one (m untouched). Pure: the fuzzable part of the mailbox. */
+int asr__ofi_ctl_decode(const uint8_t *buf, size_t len, asr__ofi_ctl_t *m);
+
+/* Posts the mailbox receive when it is not posted (LNC start, and after
+ * each message taken). 0, ASR_EAGAIN (queue full: try again later) or an
+ * ASR_E* code. */
+int asr__ofi_mbox_post(asr__ofi_t *o);
+
+/* Takes the message the mailbox received, if any, and posts the receive
+ * again. Returns 1 with *m filled, 0 when none came, or ASR_EPROTO when
+ * what came was not a mailbox message (dropped; the log says what). */
+int asr__ofi_mbox_take(asr__ofi_t *o, asr__ofi_ctl_t *m);
+
+/* Sends a mailbox message (an inject: nothing to complete) from a SEND
+ * comm to its peer RECV comm (FIN), or from a RECV comm to its connector
+ * (ACK, CLOSED; the connector's address is put in the AV the first time).
+ * 0, ASR_EAGAIN (the provider's queue or connection is not ready: the CQ
+ * was read, try again), ASR_ENOSYS when the connector gave no address, or
+ * another ASR_E* code. */
+int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count);
+int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count);
 
 /* Opens the endpoint for lnc with the provider from ASR_PROVIDER / FI_PROVIDER
  * (default shm), and ASR_IF_ADDR, ASR_INJECT_MAX and ASR_SEQ_BITS. Returns 0,

@@ -103,26 +103,39 @@ void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]) {
   put64(who + 12, node);
 }
 
-/* Fails every connected comm watched through entry w. Service thread. */
+void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid) {
+  snprintf(c->err, sizeof c->err, "the peer process %u (%s, lnc %d) exited", pid, c->peer_ip, c->peer_lnc);
+  asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
+  /* A peer that is done and exits before we close our end is normal at
+   * the end of a job: say so only where requests are lost. */
+  int open = atomic_load(&c->stash_head) != atomic_load(&c->stash_tail);
+  for (int i = 0; i < ASR_RING && !open; i++) open = asr__ofi_op_owned(&c->ops[i]);
+  ASR_LOG(open ? ASR_LOG_WARN : ASR_LOG_DEBUG, "svc", "lnc %d %s comm to %s/lnc %d: %s", ctx->lnc,
+          c->type == ASR_SEND_COMM ? "SEND" : "RECV", c->peer_ip, c->peer_lnc, c->err);
+  /* Receives can be cancelled (their completions then say ECANCELED);
+   * sends cannot on these providers: asr_test fails them (request.c). */
+  if (c->type == ASR_RECV_COMM)
+    for (int i = 0; i < ASR_RING; i++)
+      if (asr__ofi_op_owned(&c->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &c->ops[i], 0);
+}
+
+/* Fails every connected SEND comm watched through entry w. Its RECV comms
+ * are only marked (peer_exited) for the close handshake's next look
+ * (drain.c), which reads the mailbox first: a sender that announced, just
+ * before it exited, messages not taken yet leaves them to be taken, and
+ * its comm lingers, CONNECTED, until they are; any other fails there, at
+ * once. Service thread. */
 static void fail_peer(asr_ctx_t *ctx, int w) {
   asr_watch_t *e = ctx->watch[w];
   pthread_mutex_lock(&ctx->comms_mutex);
   for (struct asr_comm *c = ctx->connected; c; c = c->next) {
     if (c->watch != w || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
-    snprintf(c->err, sizeof c->err, "the peer process %u (%s, lnc %d) exited", e->pid, c->peer_ip,
-             c->peer_lnc);
-    asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
-    /* A peer that is done and exits before we close our end is normal at
-     * the end of a job: say so only where requests are lost. */
-    int open = atomic_load(&c->stash_head) != atomic_load(&c->stash_tail);
-    for (int i = 0; i < ASR_RING && !open; i++) open = asr__ofi_op_owned(&c->ops[i]);
-    ASR_LOG(open ? ASR_LOG_WARN : ASR_LOG_DEBUG, "svc", "lnc %d %s comm to %s/lnc %d: %s", ctx->lnc,
-            c->type == ASR_SEND_COMM ? "SEND" : "RECV", c->peer_ip, c->peer_lnc, c->err);
-    /* Receives can be cancelled (their completions then say ECANCELED);
-     * sends cannot on these providers: asr_test fails them (request.c). */
-    if (c->type == ASR_RECV_COMM)
-      for (int i = 0; i < ASR_RING; i++)
-        if (asr__ofi_op_owned(&c->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &c->ops[i], 0);
+    if (c->type == ASR_RECV_COMM) {
+      c->peer_exited = 1;
+      ctx->peer_exits++;
+      continue;
+    }
+    asr__watch_fail_comm(ctx, c, e->pid);
   }
   pthread_mutex_unlock(&ctx->comms_mutex);
 }

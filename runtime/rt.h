@@ -37,6 +37,17 @@ typedef enum {
 } asr_req_status_t;
 typedef enum { ASR_REQ_NOTYPE = 0, ASR_REQ_SEND = 1, ASR_REQ_RECV = 2 } asr_req_type_t;
 
+/* A SEND comm's close drain (drain.c): OPEN until a close asks for it;
+ * POSTING while stashed sends wait to be posted; WAIT_TAKEN once the FIN
+ * went out, until the peer says it took them all; DONE at the ACK, the
+ * peer's CLOSED, its exit, or the deadline. */
+typedef enum {
+  ASR_DRAIN_OPEN = 0,
+  ASR_DRAIN_POSTING = 1,
+  ASR_DRAIN_WAIT_TAKEN = 2,
+  ASR_DRAIN_DONE = 3
+} asr_drain_state_t;
+
 struct asr_tensor {
   void *va;
   size_t size;
@@ -128,6 +139,19 @@ struct asr_comm {
   _Atomic int detached; /* the service thread let go of it */
   int watch;            /* index in ctx->watch of the peer process, or -1 (peer_watch.c) */
   char err[320];
+
+  /* the close handshake (drain.c; service thread, but where said) */
+  _Atomic int drain;          /* SEND: asr_drain_state_t (OPEN -> POSTING by the closer, under task_mutex) */
+  uint64_t drain_deadline_ms; /* SEND: set with POSTING */
+  uint64_t drain_sent;        /* SEND: the FIN's count */
+  int peer_said;              /* SEND: 0, or ASR_CTL_ACK / ASR_CTL_CLOSED from the peer */
+  uint64_t peer_taken;        /* SEND: the count that came with it */
+  int fin;                    /* RECV: the sender's FIN came (fin_count holds its count) */
+  uint64_t fin_count;
+  int answered;    /* RECV: ACK or CLOSED went out */
+  int peer_exited; /* RECV: peer_watch.c saw its sender exit; drain.c decides */
+  int lingering;   /* RECV: its sender exited before all it announced was taken */
+  uint64_t linger_taken, linger_until_ms;
 };
 
 /* A peer process on this node whose death fails its comms (peer_watch.c). */
@@ -202,6 +226,13 @@ typedef struct asr_ctx {
   pthread_mutex_t wait_mutex;
   pthread_cond_t wait_cv;
 
+  /* the close handshake (drain.c) */
+  long drain_timeout_ms; /* ASR_DRAIN_TIMEOUT_MS, read at asr_init */
+  int ndraining;         /* SEND comms in POSTING or WAIT_TAKEN (task_mutex) */
+  int nwatching;         /* service thread: RECV comms with a FIN to answer, or lingering */
+  int peer_exits;        /* service thread: RECV comms marked peer_exited, not yet looked at */
+  uint64_t ctl_poll_at;  /* service thread: when the CQ is read next for the mailbox */
+
   asr__ofi_op_t flush_op;
   uint8_t flush_buf[4];
   struct fid_mr *flush_mr;
@@ -271,6 +302,25 @@ static inline int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, stru
 void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]);
 int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OFI_WHO_LEN]);
 void asr__watch_free(asr_ctx_t *ctx);
+
+/* The close handshake (drain.c). asr__drain_tick is the service thread's
+ * part of each tick (mailbox, FINs, ACKs, lingering comms; returns 1 when
+ * it moved something, and lowers *tmo to when it needs the next tick);
+ * asr__drain_comm and asr__drain_lnc are the closers' bounded waits before
+ * asr_comm_close of a SEND comm and asr_close; asr__drain_closed tells the
+ * sender of RECV comm c that it closed (from the closer, the service thread
+ * having let go of c, or stopped; retrying a busy provider until until_ms);
+ * asr__drain_detached un-counts a comm the service thread lets go of. */
+void asr__drain_on_ctl(void *ctx);
+int asr__drain_tick(asr_ctx_t *ctx, int *tmo);
+void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c);
+void asr__drain_lnc(asr_ctx_t *ctx);
+void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms);
+void asr__drain_detached(asr_ctx_t *ctx, struct asr_comm *c);
+/* Fails connected comm c, whose peer process pid exited (peer_watch.c):
+ * CONNECTION_ERROR with c->err, its posted receives cancelled. Service
+ * thread, comms_mutex held. */
+void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid);
 
 /* The shm region of each open LNC, unlinked at exit for those never closed
  * (shm_names.c): kept by asr_init, dropped by asr_close. */

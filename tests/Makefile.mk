@@ -129,7 +129,8 @@ EXTRA_DIST += tests/fuzz
 # the programs ring and stress standalone on both providers (test_apps). make
 # distcheck configures --disable-integration-tests: its tree runs the unit
 # tests only (scripts/test.sh runs these from the default build).
-INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_jobctl tests/integration/test_apps
+INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_jobctl tests/integration/test_apps \
+	tests/integration/test_late_recv
 if ASR_INTEGRATION_TESTS
 check_PROGRAMS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
@@ -143,6 +144,14 @@ tests_integration_test_jobctl_SOURCES = tests/integration/test_jobctl.c tests/in
 	tests/integration/job_util.h
 tests_integration_test_jobctl_LDADD = $(TEST_LIBS) -lutil
 tests_integration_test_apps_SOURCES = tests/integration/test_apps.c
+tests_integration_test_late_recv_SOURCES = tests/integration/test_late_recv.c tests/integration/job_util.c \
+	tests/integration/job_util.h
+tests_integration_test_late_recv_LDADD = $(TEST_LIBS)
+# The late receiver's job (tests/integration/test_late_recv.c).
+noinst_PROGRAMS += tests/apps/late_recv
+tests_apps_late_recv_SOURCES = tests/apps/late_recv.c
+tests_apps_late_recv_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_late_recv_LDADD = runtime/libasr.la
 tests_integration_test_apps_LDADD = $(TEST_LIBS)
 # A job that uses only libpmix's client API (checks asrd's PMIx server).
 noinst_PROGRAMS += tests/apps/pmix_client

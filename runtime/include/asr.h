@@ -82,9 +82,15 @@ ASR_API const char *asr_comm_status_name(int status);
  * port, no provider, ...). */
 ASR_API int asr_init(int lnc);
 
-/* Shuts LNC lnc down: stops and joins its service thread, moves comms still
- * connecting to the error list, closes every comm (cancelling posted and
- * stashed requests) and the endpoint. */
+/* Shuts LNC lnc down. First every SEND comm still open is drained as
+ * asr_comm_close drains one (all at once, against one deadline), so that
+ * when asr_close returns every send that completed on the LNC has been
+ * taken by its peer, or the peer closed its comm or exited, or
+ * ASR_DRAIN_TIMEOUT_MS passed (a warning names the peer and what it had
+ * not confirmed). Then it stops and joins the service thread, moves comms
+ * still connecting to the error list, tells the senders of its RECV comms
+ * that nothing more is taken here, and closes every comm (cancelling posted
+ * and stashed requests) and the endpoint. */
 ASR_API int asr_close(int lnc);
 
 /* Allocates a host-memory tensor of size bytes (page aligned, zeroed). */
@@ -113,7 +119,9 @@ ASR_API int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **
  * connected comm turns CONNECTION_ERROR when the peer process on this
  * machine exits (the service thread watches it; across hosts the launcher
  * ends the job instead): posts then return ASR_UNCONNECTED and requests
- * still in flight fail at their next asr_test. */
+ * still in flight fail at their next asr_test. A RECV comm whose sender
+ * closed it (announcing how many it sent) and then exited turns
+ * CONNECTION_ERROR only once all of those were taken (see asr_isend). */
 ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
 
 /* Waits until the comm is CONNECTED (ASR_SUCCESS), fails (ASR_CONN_ERROR) or
@@ -124,7 +132,13 @@ ASR_API int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms);
  * of tensor. On ASR_SUCCESS *req is the request to poll with asr_test(). A
  * completed send means its bytes may be overwritten, not that the peer has
  * them: a send small enough to be injected (ASR_INJECT_MAX above) completes
- * at its first asr_test, its data already copied. A post that finds the
+ * at its first asr_test, its data already copied. What a completed send
+ * does guarantee: its peer can still receive it after the sender closed the
+ * comm, closed the LNC, finalized and exited -- those wait (bounded by
+ * ASR_DRAIN_TIMEOUT_MS, default 10 s) until the peer has taken every send,
+ * and a receiving comm whose sender exited stays CONNECTED until it has
+ * taken all its sender announced at close (or no receive of it completed
+ * for ASR_DRAIN_TIMEOUT_MS: then it fails, saying how many were lost). A post that finds the
  * provider's queue full (shm holds 1024 posted receives per LNC, all comms
  * together) still succeeds: the request waits, stashed, and the LNC's
  * service thread posts the waiting requests in the order they were made
@@ -150,8 +164,14 @@ ASR_API int asr_test(asr_request_t *req, int *done, size_t *size);
  * returns once data of every completed receive is visible to the host. */
 ASR_API int asr_flush(asr_comm_t *comm);
 
-/* Closes a comm: cancels its posted and stashed requests, deregisters its
- * memory regions and frees it. Requests of the comm become invalid. */
+/* Closes a comm. A SEND comm first waits until the peer has taken every
+ * send posted on it (its stashed sends are posted first), the peer closed
+ * its comm or exited, or ASR_DRAIN_TIMEOUT_MS passed (0: no wait; a warning
+ * names the peer when the bound passes); a comm that posted nothing does
+ * not wait. A RECV comm tells its sender it takes nothing more, so that the
+ * sender's close does not wait for it. Then close cancels what is still
+ * posted or stashed, deregisters the memory regions and frees the comm.
+ * Requests of the comm become invalid. */
 ASR_API int asr_comm_close(asr_comm_t *comm);
 
 /* --- The job view (ranks started by asrrun or srun --mpi=pmix) ------------ */
@@ -186,7 +206,10 @@ ASR_API int asr_job_barrier(void);
 /* Ends the job abnormally: every rank is killed and asrrun exits with status. */
 ASR_API int asr_job_abort(int status, const char *msg);
 
-/* Leaves the job (PMIx_Finalize). Closes this rank's LNC if asr_job_* opened it. */
+/* Leaves the job (PMIx_Finalize). Closes this rank's LNC if asr_job_* opened it,
+ * with asr_close's guarantee: every completed send of this rank can still
+ * be received by its peer after asr_job_finalize returns and the rank exits
+ * (bounded by ASR_DRAIN_TIMEOUT_MS). */
 ASR_API int asr_job_finalize(void);
 
 #ifdef __cplusplus

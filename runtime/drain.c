@@ -1,0 +1,405 @@
+/*
+ * drain.c -- the close handshake: no completed send is lost to its
+ * sender's exit (beyond the seed, whose enc_async_sr_close closes the
+ * endpoint at once and loses whatever the peer had not taken yet).
+ *
+ * Why. A send completes when its buffer may be reused, not when the peer
+ * has it: shm's injected sends (up to 4 KiB) and rxm's eager ones (up to
+ * 16 KiB) complete at once, their data waiting in the peer's queues. If the
+ * sender then closes its endpoint and exits, the receiver's peer watch
+ * failed the comm (peer_watch.c) and its posts were refused, and rxm lost
+ * what was still on the wire: a late receiver lost every message.
+ *
+ * How (ofi.h: "The mailbox"). Each LNC keeps one receive posted on control
+ * tag 0, its mailbox, and the service thread takes what arrives there.
+ *  - Closing a SEND comm (asr_comm_close, or asr_close for each one still
+ *    open) drains it: once its stashed sends are posted, it sends FIN(n),
+ *    n = the sends it posted, to the peer RECV comm, and waits -- bounded
+ *    by ASR_DRAIN_TIMEOUT_MS, and said with the peer's name when the bound
+ *    passes -- for ACK, for the peer's CLOSED, or for the peer to exit.
+ *    A comm that posted nothing, or whose peer is gone, does not wait.
+ *  - A RECV comm that got FIN(n) answers ACK once it has taken n messages:
+ *    receives posted minus those libfabric still owns (asr__ofi_op_owned),
+ *    since the n-th receive matches the n-th send and nothing follows a
+ *    FIN. A RECV comm that closes first tells its sender CLOSED(taken), so
+ *    that the sender's close does not wait for answers that cannot come.
+ *  - A RECV comm whose sender exits after FIN(n) with fewer than n taken
+ *    stays CONNECTED (it lingers): what arrived can still be taken. It
+ *    turns CONNECTION_ERROR once all n are taken, or when no receive of it
+ *    completes for ASR_DRAIN_TIMEOUT_MS (then it says how many were lost).
+ * The service thread reads the CQ every ms while a handshake is under way,
+ * and every ASR_CTL_POLL_MS while any comm is connected, so that a FIN
+ * reaches an LNC whose application is busy elsewhere (under manual
+ * progress nothing arrives unless someone reads the CQ).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "asr_assert.h"
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_time.h"
+#include "rt.h"
+
+#define ASR_CTL_POLL_MS 10  /* the mailbox's CQ read while nothing is under way */
+#define ASR_CTL_TAKE_MAX 64 /* mailbox messages taken per tick */
+
+static const char *const drain_names[] = {"OPEN", "POSTING", "WAIT_TAKEN", "DONE"};
+
+void asr__drain_on_ctl(void *ctx) { asr__ctx_wake(ctx); }
+
+/* The one place a SEND comm's drain state changes (the closer's OPEN ->
+ * POSTING aside, under task_mutex). DONE un-counts it and wakes the
+ * closers waiting for it. Service thread. */
+static void drain_set(asr_ctx_t *ctx, struct asr_comm *c, asr_drain_state_t to) {
+  int from = atomic_exchange(&c->drain, (int)to);
+  assert(from != (int)to && from != ASR_DRAIN_DONE);
+  asr_debug("svc", "lnc %d SEND comm to %s/lnc %d: drain %s -> %s", c->lnc, c->peer_ip, c->peer_lnc,
+            drain_names[from & 3], drain_names[to & 3]);
+  if (to == ASR_DRAIN_DONE && from != ASR_DRAIN_OPEN) {
+    pthread_mutex_lock(&ctx->task_mutex);
+    ctx->ndraining--;
+    pthread_cond_broadcast(&ctx->detach_cv);
+    pthread_mutex_unlock(&ctx->task_mutex);
+  }
+}
+
+/* Whether RECV comm c holds a unit of ctx->nwatching: a FIN to answer, or
+ * lingering after its sender's exit. */
+static int watched(const struct asr_comm *c) {
+  return c->type == ASR_RECV_COMM && ((c->fin && !c->answered) || c->lingering);
+}
+
+/* The messages RECV comm c has taken: receives posted minus the ones
+ * libfabric still owns (read after a CQ read, under ep_lock, so that no
+ * post or completion is half seen). A completed receive holds its message
+ * whether or not the application has tested it yet. */
+static uint64_t recv_taken(asr_ctx_t *ctx, struct asr_comm *c) {
+  asr__ofi_t *o = &ctx->ofi;
+  asr__ofi_lock(o);
+  (void)asr__ofi_drain_locked(o);
+  uint64_t posted = c->orecv.seq;
+  unsigned owned = 0;
+  for (int i = 0; i < ASR_RING; i++) owned += asr__ofi_op_owned(&c->ops[i]);
+  asr__ofi_unlock(o);
+  return posted - owned;
+}
+
+/* The connected comm of this type that has id at our endpoint and whose
+ * peer has id from at its own; NULL when none (closed meanwhile, or a
+ * message that names nothing of ours). comms_mutex held. */
+static struct asr_comm *find(asr_ctx_t *ctx, asr_comm_type_t type, uint32_t id, uint32_t from) {
+  for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+    if (c->type != type || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
+    if (type == ASR_SEND_COMM && c->osend.comm_id == id && c->osend.peer_comm_id == from) return c;
+    if (type == ASR_RECV_COMM && c->orecv.comm_id == id && asr__ofi_recv_peer_id(&c->orecv) == from) return c;
+  }
+  return NULL;
+}
+
+/* One mailbox message. comms_mutex held. */
+static void dispatch(asr_ctx_t *ctx, const asr__ofi_ctl_t *m) {
+  struct asr_comm *c = find(ctx, m->kind == ASR_CTL_FIN ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
+  if (!c) {
+    asr_debug("svc", "lnc %d: a control message (kind %u) for comm %u, which is not here (closed?)", ctx->lnc,
+              m->kind, m->to);
+    return;
+  }
+  switch (m->kind) {
+    case ASR_CTL_FIN: {
+      if (c->fin) {
+        asr_warn("svc", "lnc %d RECV comm from %s/lnc %d: a second FIN from its sender, dropped", ctx->lnc,
+                 c->peer_ip, c->peer_lnc);
+        return;
+      }
+      int before = watched(c);
+      c->fin = 1;
+      c->fin_count = m->count;
+      ctx->nwatching += watched(c) - before;
+      asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: its sender closes after %llu messages", ctx->lnc,
+                c->peer_ip, c->peer_lnc, (unsigned long long)m->count);
+      return;
+    }
+    case ASR_CTL_ACK:
+    case ASR_CTL_CLOSED:
+      if (c->peer_said == ASR_CTL_CLOSED) return; /* nothing follows a CLOSED */
+      c->peer_said = (int)m->kind;
+      c->peer_taken = m->count;
+      return;
+    default:
+      /* asr__ofi_ctl_decode lets no other kind through */
+      assert(0 && "a mailbox message of a kind the decoder refuses");
+      return;
+  }
+}
+
+/* The deadline of SEND comm c passed: say so, naming the peer. */
+static void drain_timed_out(asr_ctx_t *ctx, struct asr_comm *c, uint64_t stashed) {
+  if (stashed)
+    asr_warn("svc",
+             "lnc %d SEND comm to %s/lnc %d: %llu sends were still waiting to be posted after %ld ms "
+             "(ASR_DRAIN_TIMEOUT_MS); closing without them: the peer does not take what it is sent",
+             ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)stashed, ctx->drain_timeout_ms);
+  else
+    asr_warn(
+        "svc",
+        "lnc %d SEND comm to %s/lnc %d: the peer confirmed it took %llu of the %llu messages sent within "
+        "%ld ms (ASR_DRAIN_TIMEOUT_MS); closing without waiting longer: what it did not take may be lost",
+        ctx->lnc, c->peer_ip, c->peer_lnc,
+        (unsigned long long)(c->peer_said == ASR_CTL_ACK ? c->peer_taken : 0),
+        (unsigned long long)c->drain_sent, ctx->drain_timeout_ms);
+  drain_set(ctx, c, ASR_DRAIN_DONE);
+}
+
+/* One step of SEND comm c's drain. comms_mutex held. Returns 1 when it moved. */
+static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
+  if (atomic_load(&c->status) != ASR_COMM_CONNECTED) { /* the peer exited (peer_watch.c) */
+    drain_set(ctx, c, ASR_DRAIN_DONE);
+    return 1;
+  }
+  if (c->peer_said == ASR_CTL_CLOSED) { /* the peer takes nothing more */
+    asr_debug("svc", "lnc %d SEND comm to %s/lnc %d: the peer closed its comm having taken %llu messages",
+              ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)c->peer_taken);
+    drain_set(ctx, c, ASR_DRAIN_DONE);
+    return 1;
+  }
+  switch (atomic_load(&c->drain)) {
+    case ASR_DRAIN_POSTING: {
+      uint64_t stashed = atomic_load(&c->stash_tail) - atomic_load(&c->stash_head);
+      if (stashed) {
+        if (now >= c->drain_deadline_ms) drain_timed_out(ctx, c, stashed);
+        return 0;
+      }
+      asr__ofi_lock(&ctx->ofi);
+      uint64_t n = c->osend.seq; /* every send of c is posted: the FIN's count is final */
+      asr__ofi_unlock(&ctx->ofi);
+      if (n == 0 || (c->peer_said == ASR_CTL_ACK && c->peer_taken >= n)) {
+        drain_set(ctx, c, ASR_DRAIN_DONE);
+        return 1;
+      }
+      int rc = asr__ofi_ctl_to_recv(&ctx->ofi, &c->osend, ASR_CTL_FIN, n);
+      if (rc == ASR_EAGAIN) {
+        if (now >= c->drain_deadline_ms) drain_timed_out(ctx, c, 0);
+        return 0;
+      }
+      c->drain_sent = n;
+      if (rc) {
+        asr_warn("svc",
+                 "lnc %d SEND comm to %s/lnc %d: cannot tell the peer it closes (%s); not waiting for it",
+                 ctx->lnc, c->peer_ip, c->peer_lnc, asr_strerror(rc));
+        drain_set(ctx, c, ASR_DRAIN_DONE);
+        return 1;
+      }
+      drain_set(ctx, c, ASR_DRAIN_WAIT_TAKEN);
+      return 1;
+    }
+    case ASR_DRAIN_WAIT_TAKEN:
+      if (c->peer_said == ASR_CTL_ACK && c->peer_taken >= c->drain_sent) {
+        drain_set(ctx, c, ASR_DRAIN_DONE);
+        return 1;
+      }
+      if (now >= c->drain_deadline_ms) {
+        drain_timed_out(ctx, c, 0);
+        return 1;
+      }
+      return 0;
+    default:
+      /* only POSTING and WAIT_TAKEN are stepped (asr__drain_tick) */
+      assert(0 && "a SEND comm's drain stepped in a state it cannot be in");
+      drain_set(ctx, c, ASR_DRAIN_DONE);
+      return 1;
+  }
+}
+
+/* Fails lingering RECV comm c: its sender is gone and so is what it did not take. */
+static void linger_end(asr_ctx_t *ctx, struct asr_comm *c) {
+  int before = watched(c);
+  c->lingering = 0;
+  ctx->nwatching += watched(c) - before;
+  uint32_t pid = c->watch >= 0 && c->watch < ctx->nwatch ? ctx->watch[c->watch]->pid : 0;
+  asr__watch_fail_comm(ctx, c, pid);
+}
+
+/* One step of watched RECV comm c (a FIN to answer, or lingering).
+ * comms_mutex held. Returns 1 when it moved. */
+static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
+  uint64_t taken = recv_taken(ctx, c);
+  if (c->fin && !c->answered && taken >= c->fin_count) {
+    int rc = asr__ofi_ctl_to_send(&ctx->ofi, &c->orecv, ASR_CTL_ACK, taken);
+    if (rc == ASR_EAGAIN) return 0; /* the next tick tries again */
+    if (rc)
+      asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: cannot answer its sender's FIN: %s", ctx->lnc,
+                c->peer_ip, c->peer_lnc, asr_strerror(rc));
+    c->answered = 1;
+    ctx->nwatching--;
+    return 1;
+  }
+  if (!c->lingering) return 0;
+  if (taken >= c->fin_count) {
+    linger_end(ctx, c);
+    return 1;
+  }
+  if (taken > c->linger_taken) { /* the application is taking them: give it the time again */
+    c->linger_taken = taken;
+    c->linger_until_ms = now + (uint64_t)ctx->drain_timeout_ms;
+    return 0;
+  }
+  if (now < c->linger_until_ms) return 0;
+  asr_warn(
+      "svc",
+      "lnc %d RECV comm from %s/lnc %d: its sender exited and %llu of the %llu messages it sent were not "
+      "taken within %ld ms (ASR_DRAIN_TIMEOUT_MS) after the last one was: they are lost",
+      ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)(c->fin_count - taken),
+      (unsigned long long)c->fin_count, ctx->drain_timeout_ms);
+  linger_end(ctx, c);
+  return 1;
+}
+
+/* Whether RECV comm c, whose sender exited, must stay CONNECTED for what
+ * the sender announced and c has not taken yet (then it lingers). */
+static int linger(asr_ctx_t *ctx, struct asr_comm *c) {
+  if (!c->fin) return 0; /* it never said how many: nothing to wait for */
+  uint64_t taken = recv_taken(ctx, c);
+  if (taken >= c->fin_count) return 0;
+  int before = watched(c);
+  c->lingering = 1;
+  c->answered = 1; /* nobody to answer */
+  c->linger_taken = taken;
+  c->linger_until_ms = asr_time_ms() + (uint64_t)ctx->drain_timeout_ms;
+  ctx->nwatching += watched(c) - before;
+  asr_debug("svc",
+            "lnc %d RECV comm from %s/lnc %d: its sender exited with %llu of %llu messages not taken yet",
+            ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)(c->fin_count - taken),
+            (unsigned long long)c->fin_count);
+  return 1;
+}
+
+/* The RECV comms whose sender peer_watch.c saw exit: each lingers or fails
+ * now, the mailbox having been read (a FIN sent just before the exit is
+ * in). comms_mutex held. */
+static void peers_exited(asr_ctx_t *ctx) {
+  ctx->peer_exits = 0;
+  for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+    if (!c->peer_exited) continue;
+    c->peer_exited = 0;
+    if (atomic_load(&c->status) != ASR_COMM_CONNECTED || linger(ctx, c)) continue;
+    uint32_t pid = c->watch >= 0 && c->watch < ctx->nwatch ? ctx->watch[c->watch]->pid : 0;
+    asr__watch_fail_comm(ctx, c, pid);
+  }
+}
+
+int asr__drain_tick(asr_ctx_t *ctx, int *tmo) {
+  int moved = 0;
+  uint64_t now = asr_time_ms();
+  pthread_mutex_lock(&ctx->task_mutex);
+  int busy = ctx->ndraining > 0 || ctx->nwatching > 0 || ctx->peer_exits > 0;
+  pthread_mutex_unlock(&ctx->task_mutex);
+  /* ctx->connected is written by this thread alone: no lock to look at it */
+  if (ctx->connected && (busy || now >= ctx->ctl_poll_at)) {
+    (void)asr__ofi_progress(&ctx->ofi);
+    ctx->ctl_poll_at = now + ASR_CTL_POLL_MS;
+  }
+  if (!ctx->ofi.mbox_posted) (void)asr__ofi_mbox_post(&ctx->ofi); /* a full queue: the next tick */
+  asr__ofi_ctl_t m;
+  for (int k = 0; k < ASR_CTL_TAKE_MAX; k++) {
+    int r = asr__ofi_mbox_take(&ctx->ofi, &m);
+    if (r == 0) break;
+    moved = 1;
+    if (r != 1) continue; /* not a mailbox message: dropped (ofi.c said so) */
+    pthread_mutex_lock(&ctx->comms_mutex);
+    dispatch(ctx, &m);
+    pthread_mutex_unlock(&ctx->comms_mutex);
+  }
+  if (ctx->peer_exits > 0) {
+    pthread_mutex_lock(&ctx->comms_mutex);
+    peers_exited(ctx);
+    pthread_mutex_unlock(&ctx->comms_mutex);
+    moved = 1;
+  }
+  pthread_mutex_lock(&ctx->task_mutex);
+  busy = ctx->ndraining > 0 || ctx->nwatching > 0;
+  pthread_mutex_unlock(&ctx->task_mutex);
+  if (busy) {
+    pthread_mutex_lock(&ctx->comms_mutex);
+    for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+      int d = atomic_load(&c->drain);
+      if (c->type == ASR_SEND_COMM && (d == ASR_DRAIN_POSTING || d == ASR_DRAIN_WAIT_TAKEN))
+        moved |= send_step(ctx, c, now);
+      else if (watched(c))
+        moved |= recv_step(ctx, c, now);
+    }
+    pthread_mutex_unlock(&ctx->comms_mutex);
+    *tmo = 1;
+  } else if (ctx->connected) {
+    *tmo = ctx->ctl_poll_at > now ? (int)(ctx->ctl_poll_at - now) : 0;
+  } else {
+    *tmo = ASR_LOOP_FOREVER;
+  }
+  return moved;
+}
+
+/* Starts the drain of SEND comm c: task_mutex held. 1 when it started. */
+static int drain_start(asr_ctx_t *ctx, struct asr_comm *c, uint64_t deadline) {
+  if (c->type != ASR_SEND_COMM || atomic_load(&c->status) != ASR_COMM_CONNECTED ||
+      atomic_load(&c->drain) != ASR_DRAIN_OPEN)
+    return 0;
+  c->drain_deadline_ms = deadline; /* published to the service thread by task_mutex */
+  atomic_store(&c->drain, ASR_DRAIN_POSTING);
+  ctx->ndraining++;
+  return 1;
+}
+
+void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c) {
+  if (ctx->drain_timeout_ms <= 0 || c->type != ASR_SEND_COMM) return;
+  /* A comm that posted nothing has nothing to drain: no need to involve
+   * the service thread (its close stays as quick as it was). */
+  asr__ofi_lock(&ctx->ofi);
+  uint64_t posted = c->osend.seq;
+  asr__ofi_unlock(&ctx->ofi);
+  if (posted == 0 && atomic_load(&c->stash_head) == atomic_load(&c->stash_tail)) return;
+  pthread_mutex_lock(&ctx->task_mutex);
+  if (!ctx->shutdown && drain_start(ctx, c, asr_time_ms() + (uint64_t)ctx->drain_timeout_ms)) {
+    asr__ctx_wake(ctx);
+    /* the service thread ends it by the deadline (it ticks every ms meanwhile) */
+    while (atomic_load(&c->drain) != ASR_DRAIN_DONE && !ctx->shutdown)
+      pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
+  }
+  pthread_mutex_unlock(&ctx->task_mutex);
+}
+
+void asr__drain_lnc(asr_ctx_t *ctx) {
+  if (ctx->drain_timeout_ms <= 0) return;
+  uint64_t deadline = asr_time_ms() + (uint64_t)ctx->drain_timeout_ms;
+  pthread_mutex_lock(&ctx->comms_mutex);
+  pthread_mutex_lock(&ctx->task_mutex);
+  for (struct asr_comm *c = ctx->connected; c; c = c->next)
+    if (!atomic_load(&c->close_requested)) (void)drain_start(ctx, c, deadline);
+  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->comms_mutex);
+  pthread_mutex_lock(&ctx->task_mutex);
+  asr__ctx_wake(ctx);
+  while (ctx->ndraining > 0 && !ctx->shutdown) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->task_mutex);
+}
+
+void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms) {
+  if (c->type != ASR_RECV_COMM || c->answered || atomic_load(&c->status) != ASR_COMM_CONNECTED) return;
+  uint64_t taken = recv_taken(ctx, c);
+  int rc;
+  while ((rc = asr__ofi_ctl_to_send(&ctx->ofi, &c->orecv, ASR_CTL_CLOSED, taken)) == ASR_EAGAIN &&
+         asr_time_ms() < until_ms)
+    asr_sleep_ms(1);
+  if (rc)
+    asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: cannot tell its sender it closed: %s", ctx->lnc,
+              c->peer_ip, c->peer_lnc, asr_strerror(rc));
+  c->answered = 1;
+}
+
+void asr__drain_detached(asr_ctx_t *ctx, struct asr_comm *c) {
+  int d = atomic_load(&c->drain);
+  if (d == ASR_DRAIN_POSTING || d == ASR_DRAIN_WAIT_TAKEN) drain_set(ctx, c, ASR_DRAIN_DONE);
+  if (watched(c)) ctx->nwatching--; /* off the connected list: never counted again */
+  c->lingering = 0;
+}
