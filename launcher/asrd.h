@@ -85,7 +85,8 @@ struct asrd_rank {
   int in_eof;         /* close in_fd once in_queue drains */
   int exited, status;
   int exit_sent;
-  int joined; /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls) */
+  int not_run; /* its execve failed (asrd_spawn.c) */
+  int joined;  /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls) */
 };
 
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */

@@ -49,7 +49,9 @@ static void report_exit(asrd_rank_t *r) {
   int failed = !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
   if (!r->exited || r->exit_sent || (!failed && !asrd_stdio_closed(r))) return;
   asr_ctl_msg_t m = {.type = ASR_CTL_EXIT,
-                     .u.exit = {.rank = (uint32_t)r->rank, .status = (uint32_t)r->status}};
+                     .u.exit = {.rank = (uint32_t)r->rank,
+                                .status = (uint32_t)r->status,
+                                .flags = r->not_run ? ASR_CTL_EXIT_NOT_RUN : 0}};
   asrd_up_send(r->d, &m);
   r->exit_sent = 1;
 }

@@ -344,6 +344,7 @@ static void spawn_finish(spawn_slot_t *s) {
     syscall(SYS_futex, &s->tid, FUTEX_WAIT, t, NULL, NULL, 0);
   if (s->bind_err)
     dprintf(s->err_w, "asrrun: warning: cannot bind rank %d: %s\n", s->rank->rank, strerror(s->bind_err));
+  if (s->exec_err) s->rank->not_run = 1;
   if (s->exec_err)
     dprintf(s->err_w, "asrrun: cannot execute '%s' on host %s: %s\n", s->program, s->hostname,
             strerror(s->exec_err));

@@ -192,7 +192,7 @@ static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what) {
   for (int i = 0; i < run->map.nranks; i++) early_exit_check(run, i);
 }
 
-static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status) {
+static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t flags) {
   asrrun_t *run = d->run;
   if (rank >= (uint32_t)run->map.nranks || run->ranks[rank].exited) return;
   int st = (int)status;
@@ -208,7 +208,7 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status) {
   if (WIFSIGNALED(st))
     run->fail(run, code, "rank %u on host %s was killed by signal %d (%s); aborting the job", rank,
               host_of(d), WTERMSIG(st), strsignal(WTERMSIG(st)));
-  else if (WEXITSTATUS(st) == 127)
+  else if (flags & ASR_CTL_EXIT_NOT_RUN)
     run->fail(run, ASRRUN_EXIT_NOTFOUND,
               "rank %u on host %s: program '%s' could not be executed; aborting the job", rank, host_of(d),
               run->cfg.program);
@@ -238,7 +238,7 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     case ASR_CTL_STDIN_CREDIT:
       if (d->index == run->map.ranks[0].host && run->stdin_taken) run->stdin_taken(run, m->u.credit.bytes);
       break;
-    case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status); break;
+    case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status, m->u.exit.flags); break;
     case ASR_CTL_ABORT: {
       int status = (int)m->u.abort.status;
       const char *msg = m->u.abort.msg;

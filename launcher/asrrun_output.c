@@ -389,6 +389,13 @@ void asrrun_output_close(asrrun_t *run) {
       for (item_t *it; (it = q_take(&o->held[s]));) to_writer(o, it);
     }
     if (o->started) {
+      /* The job is over and the loop gone: while the last lines wait for a
+       * stuck reader, the terminal's signals act as on any program. */
+      sigset_t term;
+      sigemptyset(&term);
+      int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT};
+      for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&term, sigs[i]);
+      pthread_sigmask(SIG_UNBLOCK, &term, NULL);
       pthread_mutex_lock(&o->lock);
       o->stopping = 1;
       pthread_cond_signal(&o->cond);

@@ -239,13 +239,19 @@ static int dec_output(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
 }
 
 static int enc_exit(const asr_ctl_msg_t *m, asr_buf_t *b) {
-  return asr_buf_put_u32(b, m->u.exit.rank) || asr_buf_put_u32(b, m->u.exit.status);
+  if (m->u.exit.flags & ~ASR_CTL_EXIT_NOT_RUN) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.exit.rank) || asr_buf_put_u32(b, m->u.exit.status) ||
+         asr_buf_put_u32(b, m->u.exit.flags);
 }
 
 static int dec_exit(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.exit.rank = asr_rd_u32(r);
   m->u.exit.status = asr_rd_u32(r);
-  return r->bad ? bad(why, wl, "EXIT is truncated") : 0;
+  m->u.exit.flags = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "EXIT is truncated");
+  if (m->u.exit.flags & ~ASR_CTL_EXIT_NOT_RUN)
+    return bad(why, wl, "EXIT has unknown flags %#x", m->u.exit.flags);
+  return 0;
 }
 
 static int enc_fence(const asr_ctl_msg_t *m, asr_buf_t *b) {

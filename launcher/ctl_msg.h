@@ -17,7 +17,8 @@
  *                                with ASR_CTL_OUT_PARTIAL a piece of one not ended
  *                                here; ASR_CTL_OUT_EOF: the stream ended after it.
  *                                Costs the sender ASR_CTL_OUTPUT_COST(len) of credit
- *   EXIT        asrd -> asrrun   u32 rank, u32 wait status
+ *   EXIT        asrd -> asrrun   u32 rank, u32 wait status, u32 flags (ASR_CTL_EXIT_NOT_RUN:
+ *                                asrd could not execute the program; the status is 127)
  *   FENCE       asrd -> asrrun   u32 fence id, bytes this host's blob
  *   FENCE_DONE  asrrun -> asrd   u32 fence id, bytes every host's blob in host order
  *   ABORT       asrd -> asrrun   u32 rank, u32 status, str message (PMIx_Abort)
@@ -96,6 +97,9 @@ typedef enum {
 #define ASR_CTL_OUTPUT_COST(len) ((uint64_t)(len) + 64u)
 #define ASR_CTL_STDIN_WINDOW (1u << 20)
 
+/* EXIT flags */
+#define ASR_CTL_EXIT_NOT_RUN 1u
+
 /* JOINED's what */
 #define ASR_CTL_JOINED_INIT 1u
 #define ASR_CTL_JOINED_FINALIZED 2u
@@ -162,7 +166,7 @@ typedef struct {
       uint32_t rank, what;
     } joined;
     struct {
-      uint32_t rank, status;
+      uint32_t rank, status, flags;
     } exit;
     struct {
       uint32_t id;

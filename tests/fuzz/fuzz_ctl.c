@@ -61,6 +61,7 @@ static void check_fields(const asr_ctl_msg_t *m) {
       FUZZ_ASSERT(m->u.output.stream == 1 || m->u.output.stream == 2, "OUTPUT stream");
       FUZZ_ASSERT(!(m->u.output.flags & ~ASR_CTL_OUT_FLAGS), "OUTPUT flags");
       break;
+    case ASR_CTL_EXIT: FUZZ_ASSERT(!(m->u.exit.flags & ~ASR_CTL_EXIT_NOT_RUN), "EXIT flags"); break;
     case ASR_CTL_CREDIT:
     case ASR_CTL_STDIN_CREDIT: FUZZ_ASSERT(m->u.credit.bytes > 0, "credit of 0"); break;
     case ASR_CTL_OUTPUT_CLOSED:

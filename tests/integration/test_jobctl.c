@@ -214,6 +214,21 @@ TEST_TIMEOUT(stdout_blocked_past_heartbeat, 90) {
   teardown();
 }
 
+/* The same for 20 s with the default heartbeat timeout (10 s). */
+TEST_LONG(stdout_blocked_20s, 120) {
+  setup();
+  job_t j;
+  START(&j, IN_NULL, "-n", "2", bin("tests/apps/outgen"), "lines", "100000");
+  long a, d;
+  pause_reader(&j, 20000, &a, &d);
+  JOB_FINISH(&j, 60000);
+  ASSERT_CODE(&j, 0);
+  long long bytes[2];
+  ASSERT_EQ(check_outgen_lines(&j, 2, 1, bytes), 200000);
+  ASSERT_NO_LEFTOVERS(NULL, 5000);
+  teardown();
+}
+
 /* `| head -1`: the reader goes away; the ranks see a closed pipe (SIGPIPE
  * ends outgen) and the job ends by their own behaviour: 128+SIGPIPE. */
 TEST_TIMEOUT(reader_goes_away, 60) {
@@ -618,6 +633,31 @@ TEST_TIMEOUT(early_exit_allowed_and_unaffected, 60) {
   RUN(&l, 30000, "-n", "3", bin("tests/apps/early_exit"), "none");
   ASSERT_CODE(&l, 0);
   ASSERT_EQ(count_substr(l.out, ": done\n"), 3);
+  ASSERT_NO_LEFTOVERS(NULL, 5000);
+  teardown();
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* exit codes: a rank's own 127 is the rank's                                          */
+
+/* A rank that runs and exits 127 (its own shell's "command not found") is
+ * reported as that rank's status, not as a program asrd could not start
+ * (at 05e6c52: "could not be executed"); one that asrd cannot execute (a
+ * script whose interpreter is missing) still is. */
+TEST_TIMEOUT(rank_status_127_is_the_ranks, 60) {
+  setup();
+  job_t j;
+  RUN(&j, 30000, "-n", "2", "sh", "-c", "[ $ASR_RANK = 1 ] && exit 127; sleep 5");
+  ASSERT_CODE(&j, 127);
+  ASSERT_CONTAINS(j.err, "rank 1 on host");
+  ASSERT_CONTAINS(j.err, "exited with status 127");
+  ASSERT_JOB(&j, !strstr(j.err, "could not be executed"));
+  const char *script = fmt("%s/badinterp.sh", W.dir);
+  write_file(script, "#!/nonexistent/asrt-interp\necho hi\n", 0755);
+  job_t k;
+  RUN(&k, 30000, "-n", "2", script);
+  ASSERT_CODE(&k, 127);
+  ASSERT_CONTAINS(k.err, "could not be executed");
   ASSERT_NO_LEFTOVERS(NULL, 5000);
   teardown();
 }

@@ -75,6 +75,7 @@ static asr_ctl_msg_t example(int type) {
     case ASR_CTL_EXIT:
       m.u.exit.rank = 1;
       m.u.exit.status = 0x0900;
+      m.u.exit.flags = ASR_CTL_EXIT_NOT_RUN;
       break;
     case ASR_CTL_FENCE:
     case ASR_CTL_FENCE_DONE:
@@ -156,6 +157,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
     case ASR_CTL_EXIT:
       ASSERT_EQ(a->u.exit.rank, b->u.exit.rank);
       ASSERT_EQ(a->u.exit.status, b->u.exit.status);
+      ASSERT_EQ(a->u.exit.flags, b->u.exit.flags);
       break;
     case ASR_CTL_FENCE:
     case ASR_CTL_FENCE_DONE:
