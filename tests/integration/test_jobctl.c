@@ -56,7 +56,8 @@ static char proc_state(pid_t pid) {
   return c;
 }
 
-/* The children of parent (the ranks, for an asrd), up to max. */
+/* The children of parent that lead their own process group (for an asrd:
+ * its ranks, not its shm watcher), up to max. */
 static int children_of(pid_t parent, pid_t *pids, int max) {
   DIR *d = opendir("/proc");
   int n = 0;
@@ -68,8 +69,10 @@ static int children_of(pid_t parent, pid_t *pids, int max) {
     char *st = read_file(path, NULL);
     if (!st) continue;
     char *rp = strrchr(st, ')');
-    int ppid = 0;
-    if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == parent && n < max) pids[n++] = atoi(e->d_name);
+    int ppid = 0, pgid = 0;
+    if (rp && sscanf(rp + 2, "%*c %d %d", &ppid, &pgid) == 2 && ppid == parent && pgid == atoi(e->d_name) &&
+        n < max)
+      pids[n++] = atoi(e->d_name);
     free(st);
   }
   if (d) closedir(d);
