@@ -69,6 +69,8 @@
     "print each rank's binding, as --report-bindings")                                                       \
   X(ASRRUN_TAG_OUTPUT, "ASRRUN_TAG_OUTPUT", BOOL, 0, 1, NULL, "true", ASR_ENV_ASRRUN,                        \
     "prefix output lines with the rank, as --tag-output / --no-tag-output")                                  \
+  X(ASRRUN_TIMESTAMP_OUTPUT, "ASRRUN_TIMESTAMP_OUTPUT", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \
+    "prefix each output line with the time asrrun got it, as --timestamp-output")                            \
   X(ASRRUN_OUTPUT_DIR, "ASRRUN_OUTPUT_DIR", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                       \
     "also write each rank's output under this directory, as --output-dir")                                   \
   X(ASRRUN_TIMEOUT, "ASRRUN_TIMEOUT", SECONDS, 0, 31536000, NULL, "0", ASR_ENV_ASRRUN,                       \

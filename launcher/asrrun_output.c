@@ -1,6 +1,7 @@
 /*
  * asrrun_output.c -- the ranks' output as asrrun prints it (asrrun.h):
- * each line whole, tagged "[rank] " unless --no-tag-output, on asrrun's
+ * each line whole, tagged "[rank] " unless --no-tag-output (and with
+ * --timestamp-output stamped with the time it came), on asrrun's
  * stdout or stderr as the rank wrote it, and with --output-dir also in
  * DIR/rank.N/stdout|stderr (exactly the rank's bytes).
  *
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "asr_err.h"
@@ -253,6 +255,18 @@ static void release(asrrun_t *run, int s) {
   }
 }
 
+/* "2026-12-01T23:59:59.123 ": the local time asrrun got the line (not when
+ * the rank wrote it: hosts' clocks need not agree). */
+static size_t stamp(char *buf, size_t len) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  localtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+  n += (size_t)snprintf(buf + n, len - n, ".%03ld ", ts.tv_nsec / 1000000);
+  return n;
+}
+
 static item_t *make_item(asrrun_t *run, int daemon, int rank, int stream, uint32_t flags, const uint8_t *line,
                          size_t len) {
   int known = rank >= 0 && rank < run->map.nranks;
@@ -260,12 +274,15 @@ static item_t *make_item(asrrun_t *run, int daemon, int rank, int stream, uint32
   if (!known) flags = 0; /* a line of nobody's: whole, with no state */
   int open = partial && *partial;
   int tag = run->cfg.tag_output && !open;
-  char tagbuf[32] = "";
-  size_t taglen = tag ? (size_t)snprintf(tagbuf, sizeof tagbuf, "[%d] ", rank) : 0;
+  char tagbuf[64] = "";
+  size_t taglen = 0;
+  if (run->cfg.timestamp_output && !open) taglen = stamp(tagbuf, sizeof tagbuf);
+  if (tag) taglen += (size_t)snprintf(tagbuf + taglen, sizeof tagbuf - taglen, "[%d] ", rank);
   int newline = !(flags & ASR_CTL_OUT_PARTIAL);
   /* the end of a stream closes an open line: a tagged terminal gets the
    * newline the rank did not write (the file, and untagged output, do not) */
-  int eof_newline = (flags & ASR_CTL_OUT_EOF) && run->cfg.tag_output && (open || len > 0);
+  int prefixed = run->cfg.tag_output || run->cfg.timestamp_output;
+  int eof_newline = (flags & ASR_CTL_OUT_EOF) && prefixed && (open || len > 0);
   item_t *it = malloc(sizeof *it + taglen + len + 1);
   if (!it) return NULL;
   memcpy(it->buf, tagbuf, taglen);

@@ -131,6 +131,8 @@ static const cli_opt_t cli_opts[] = {
     {"-x", NULL, "VAR[=VAL]", NULL, NULL, opt_export, "export VAR to the ranks (repeatable)"},
     {"--tag-output", NULL, NULL, "tag_output", "1", opt_key, "prefix output lines with the rank (default)"},
     {"--no-tag-output", NULL, NULL, "tag_output", "0", opt_key, "leave output lines as the ranks wrote them"},
+    {"--timestamp-output", NULL, NULL, "timestamp_output", "1", opt_key,
+     "prefix output lines with the time asrrun got them"},
     {"--output-dir", NULL, "DIR", "output_dir", NULL, opt_key, "also write each rank's output under DIR"},
     {"--timeout", NULL, "SECONDS", "timeout", NULL, opt_key, "abort the job after SECONDS (0: never)"},
     {"--bootstrap-port", NULL, "P", "bootstrap_port", NULL, opt_key, "KV server port (0: choose a free one)"},

@@ -53,6 +53,7 @@ typedef struct {
   asr_cfg_env_t env[ASR_CFG_MAX_ENV];
   int nenv;                     /* -x VAR[=val], repeatable */
   int tag_output;               /* --tag-output (default 1) / --no-tag-output */
+  int timestamp_output;         /* --timestamp-output */
   char output_dir[1024];        /* --output-dir */
   int timeout_s;                /* --timeout seconds; 0 = none */
   int bootstrap_port;           /* --bootstrap-port; 0 = choose a free one */

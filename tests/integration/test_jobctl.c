@@ -664,3 +664,33 @@ TEST_TIMEOUT(rank_status_127_is_the_ranks, 60) {
   ASSERT_NO_LEFTOVERS(NULL, 5000);
   teardown();
 }
+
+/* --timestamp-output stamps every line (before the tag) with the time asrrun
+ * got it; the --output-dir file keeps the rank's bytes only. */
+TEST_TIMEOUT(timestamp_output, 60) {
+  setup();
+  const char *dir = fmt("%s/out", W.dir);
+  job_t j;
+  RUN(&j, 30000, "-n", "2", "--timestamp-output", "--output-dir", dir, bin("tests/apps/outgen"), "lines",
+      "3");
+  ASSERT_CODE(&j, 0);
+  int n;
+  char **v = split_lines(j.out, &n);
+  int seen = 0;
+  for (int i = 0; i < n; i++) {
+    if (!*v[i]) continue;
+    int y, mo, d, h, mi, s, ms, r, r2;
+    long seq;
+    char c;
+    if (sscanf(v[i], "%4d-%2d-%2dT%2d:%2d:%2d.%3d [%d] %d:%ld:%c", &y, &mo, &d, &h, &mi, &s, &ms, &r, &r2,
+               &seq, &c) != 11 ||
+        r != r2 || y < 2024 || mo < 1 || mo > 12)
+      JOB_FAIL(&j, "line %d is not stamped: '%s'", i, v[i]);
+    seen++;
+  }
+  ASSERT_EQ(seen, 6);
+  char *f = read_file(fmt("%s/rank.1/stdout", dir), NULL);
+  ASSERT(f && strncmp(f, "1:0:", 4) == 0);
+  free(f);
+  teardown();
+}
