@@ -73,6 +73,8 @@
     "prefix each output line with the time asrrun got it, as --timestamp-output")                            \
   X(ASRRUN_OUTPUT_DIR, "ASRRUN_OUTPUT_DIR", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                       \
     "also write each rank's output under this directory, as --output-dir")                                   \
+  X(ASRRUN_WDIR, "ASRRUN_WDIR", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                                   \
+    "the ranks' working directory, as --wdir (default: asrrun's)")                                           \
   X(ASRRUN_TIMEOUT, "ASRRUN_TIMEOUT", SECONDS, 0, 31536000, NULL, "0", ASR_ENV_ASRRUN,                       \
     "abort the job after this long (0: never), as --timeout")                                                \
   X(ASRRUN_BOOTSTRAP_PORT, "ASRRUN_BOOTSTRAP_PORT", PORT, 0, 65535, NULL, "0", ASR_ENV_ASRRUN,               \

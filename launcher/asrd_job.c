@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,16 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
   }
   snprintf(d->hostname, sizeof d->hostname, "%s", d->job.host_names[d->host_index]);
   asr_log_set_host(d->hostname);
+  /* The ranks start in the job's directory (and a relative program is found
+   * from there): --wdir's must exist; asrrun's own is taken where it does. */
+  if (d->job.wdir[0] && chdir(d->job.wdir) != 0) {
+    if (d->job.wdir_given) {
+      snprintf(err, errlen, "--wdir %s: %s on host %s", d->job.wdir, strerror(errno), d->hostname);
+      return ASR_EINVAL;
+    }
+    asr_debug("asrd", "asrrun's directory %s is not here (%s): the ranks start in asrd's", d->job.wdir,
+              strerror(errno));
+  }
   if (d->job.if_spec[0]) {
     char ip[ASR_NETIF_ADDRLEN], why[400];
     if (asr_netif_resolve(d->job.if_spec, ip, why, sizeof why) != 0) {

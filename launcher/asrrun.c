@@ -238,8 +238,31 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     asr_map_print(&run->map, cfg, stdout);
     return 0;
   }
-  char resolved[PATH_MAX];
-  if (find_program(cfg->program, resolved, sizeof resolved) != 0) {
+  /* the ranks' directory: --wdir (absolute from here on, it must exist here
+   * when this host runs ranks, and on every host: asrd checks), else ours */
+  if (cfg->wdir[0]) {
+    char abs[PATH_MAX];
+    struct stat sb;
+    if (!realpath(cfg->wdir, abs) || stat(abs, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+      fprintf(stderr, "asrrun: --wdir %s: %s; nothing was started\n", cfg->wdir,
+              errno && !realpath(cfg->wdir, abs) ? strerror(errno) : "not a directory");
+      return ASRRUN_EXIT_USAGE;
+    }
+    snprintf(run->wdir, sizeof run->wdir, "%s", abs);
+  } else if (!getcwd(run->wdir, sizeof run->wdir)) {
+    run->wdir[0] = '\0'; /* gone from under us: the ranks start in asrd's */
+  }
+  char resolved[2 * PATH_MAX + 2], rel[PATH_MAX];
+  /* a relative path names a program in the ranks' directory */
+  const char *prog = cfg->program;
+  if (cfg->wdir[0] && strchr(prog, '/') && prog[0] != '/') {
+    if (snprintf(rel, sizeof rel, "%s/%s", run->wdir, prog) >= (int)sizeof rel) {
+      fprintf(stderr, "asrrun: --wdir %s: the program's path there is too long\n", run->wdir);
+      return ASRRUN_EXIT_USAGE;
+    }
+    prog = rel;
+  }
+  if (find_program(prog, resolved, sizeof resolved) != 0) {
     fprintf(stderr, "asrrun: program '%s' not found or not executable (checked %s); nothing was started\n",
             cfg->program, strchr(cfg->program, '/') ? "that path" : "every directory in PATH");
     return ASRRUN_EXIT_NOTFOUND;

@@ -106,6 +106,7 @@ struct asrrun {
   char secret_hex[ASR_KV_SECRET_HEX_LEN + 1];
   char nspace[64];
   int port;
+  char wdir[4096]; /* the ranks' working directory: --wdir made absolute, else asrrun's */
   run_state_t state;
   int exit_code; /* decided by the first failure; -1 until then */
   int interrupts;

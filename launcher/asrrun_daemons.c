@@ -336,6 +336,8 @@ static void send_job(daemon_t *d) {
       /* the spec each asrd resolves on its host ("" = the address it reached us from) */
       .if_spec = (char *)(map->nhosts == 1 && !cfg->if_include[0] ? "127.0.0.1" : cfg->if_include),
       .heartbeat_s = (uint32_t)cfg->heartbeat_timeout_s,
+      .wdir = run->wdir,
+      .wdir_given = cfg->wdir[0] != '\0',
   };
   int rc = asr_ctl_send(d->conn, &m);
   if (rc)

@@ -61,6 +61,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     BOOL_KEY("tag_output", "ASRRUN_TAG_OUTPUT", tag_output),
     BOOL_KEY("timestamp_output", "ASRRUN_TIMESTAMP_OUTPUT", timestamp_output),
     STR_KEY("output_dir", "ASRRUN_OUTPUT_DIR", output_dir, 0),
+    STR_KEY("wdir", "ASRRUN_WDIR", wdir, 0),
     INT_KEY("timeout", "ASRRUN_TIMEOUT", timeout_s, 0, ASR_CFG_MAX_TIMEOUT_S),
     INT_KEY("bootstrap_port", "ASRRUN_BOOTSTRAP_PORT", bootstrap_port, 0, 65535),
     STR_KEY("provider", "ASRRUN_PROVIDER", provider, 0),

@@ -134,6 +134,8 @@ typedef struct {
   char *nspace;         /* the PMIx namespace */
   char *if_spec;        /* --if-include, resolved on each host ("" = the address asrrun is reached from) */
   uint32_t heartbeat_s; /* asrrun silent this long is lost: 1..3600 */
+  char *wdir;           /* the ranks' working directory ("" = asrd's own) */
+  uint32_t wdir_given;  /* --wdir: it must exist (else asrrun's own, where it exists) */
 } asr_ctl_job_t;
 
 /* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE and STDIN point

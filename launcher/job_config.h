@@ -55,6 +55,7 @@ typedef struct {
   int tag_output;               /* --tag-output (default 1) / --no-tag-output */
   int timestamp_output;         /* --timestamp-output */
   char output_dir[1024];        /* --output-dir */
+  char wdir[1024];              /* --wdir: the ranks' working directory ("" = asrrun's) */
   int timeout_s;                /* --timeout seconds; 0 = none */
   int bootstrap_port;           /* --bootstrap-port; 0 = choose a free one */
   char provider[64];            /* --provider; "" = default (shm on one host, tcp;ofi_rxm across hosts) */

@@ -694,3 +694,32 @@ TEST_TIMEOUT(timestamp_output, 60) {
   free(f);
   teardown();
 }
+
+/* --wdir: the ranks start there (and a relative program is found there);
+ * without it, in asrrun's directory; a missing one is refused before
+ * launch. */
+TEST_TIMEOUT(wdir, 60) {
+  setup();
+  const char *dir = fmt("%s/work", W.dir);
+  ASSERT(mkdir(dir, 0755) == 0);
+  write_file(fmt("%s/where.sh", dir), "#!/bin/sh\necho \"in $(pwd)\"\n", 0755);
+  job_t j;
+  RUN(&j, 30000, "-n", "2", "--wdir", dir, "./where.sh");
+  ASSERT_CODE(&j, 0);
+  ASSERT_CONTAINS(j.out, fmt("[0] in %s\n", dir));
+  ASSERT_CONTAINS(j.out, fmt("[1] in %s\n", dir));
+  char cwd[4096];
+  ASSERT(getcwd(cwd, sizeof cwd));
+  job_t k;
+  RUN(&k, 30000, "-n", "1", "pwd");
+  ASSERT_CODE(&k, 0);
+  ASSERT_CONTAINS(k.out, fmt("[0] %s\n", cwd));
+  job_t l;
+  const char *missing = fmt("%s/nope", W.dir);
+  RUN(&l, 30000, "-n", "1", "--wdir", missing, "pwd");
+  ASSERT_CODE(&l, 2);
+  ASSERT_CONTAINS(l.err, "--wdir");
+  ASSERT_CONTAINS(l.err, missing);
+  ASSERT_STARTED_NOTHING();
+  teardown();
+}

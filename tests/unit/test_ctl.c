@@ -59,7 +59,9 @@ static asr_ctl_msg_t example(int type) {
                                 .provider = "shm",
                                 .nspace = "asr.1.x",
                                 .if_spec = "",
-                                .heartbeat_s = 10};
+                                .heartbeat_s = 10,
+                                .wdir = "/work/dir",
+                                .wdir_given = 1};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -141,6 +143,8 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_STREQ(x->nspace, y->nspace);
       ASSERT_STREQ(x->if_spec, y->if_spec);
       ASSERT_EQ(x->heartbeat_s, y->heartbeat_s);
+      ASSERT_STREQ(x->wdir, y->wdir);
+      ASSERT_EQ(x->wdir_given, y->wdir_given);
       break;
     }
     case ASR_CTL_STARTED:
