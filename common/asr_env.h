@@ -75,6 +75,8 @@
     "also write each rank's output under this directory, as --output-dir")                                   \
   X(ASRRUN_WDIR, "ASRRUN_WDIR", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                                   \
     "the ranks' working directory, as --wdir (default: asrrun's)")                                           \
+  X(ASRRUN_STDIN, "ASRRUN_STDIN", STR, 0, 15, NULL, "0", ASR_ENV_ASRRUN,                                     \
+    "which ranks read asrrun's stdin: a rank, all or none, as --stdin")                                      \
   X(ASRRUN_TIMEOUT, "ASRRUN_TIMEOUT", SECONDS, 0, 31536000, NULL, "0", ASR_ENV_ASRRUN,                       \
     "abort the job after this long (0: never), as --timeout")                                                \
   X(ASRRUN_BOOTSTRAP_PORT, "ASRRUN_BOOTSTRAP_PORT", PORT, 0, 65535, NULL, "0", ASR_ENV_ASRRUN,               \

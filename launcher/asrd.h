@@ -81,8 +81,10 @@ struct asrd_rank {
   asrd_stream_t out, err;
   int in_fd; /* rank 0's stdin pipe; -1 when closed */
   asr_loop_io_t in_io;
-  asr_buf_t in_queue; /* stdin bytes not yet written */
-  int in_eof;         /* close in_fd once in_queue drains */
+  asr_buf_t in_queue;        /* stdin bytes not yet written */
+  int in_eof;                /* close in_fd once in_queue drains */
+  int in_reads;              /* it reads the job's stdin (the JOB's stdin_rank, or all) */
+  uint64_t in_got, in_taken; /* stdin bytes sent to it; written into its pipe or dropped */
   int exited, status;
   int exit_sent;
   int not_run; /* its execve failed (asrd_spawn.c) */
@@ -137,7 +139,7 @@ struct asrd {
   asrd_stream_t *open_stream; /* a line whose start went up: only it is sent until it ends */
   int out_rr;                 /* the stream the next pass starts with (fair turns) */
   int out_closed[3];          /* asrrun's reader of stream 1 / 2 went away */
-  uint32_t in_written;        /* STDIN bytes not yet given back as STDIN_CREDIT */
+  uint64_t in_given;          /* STDIN bytes given back (STDIN_CREDIT) so far */
 
   /* the job (asrd_job.c): the JOB as decoded, owned here */
   asr_ctl_job_t job;

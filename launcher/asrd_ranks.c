@@ -84,13 +84,15 @@ static int pipe_nb(int p[2]) {
   return 0;
 }
 
-/* Starts one rank. Its stdout/stderr go to pipes we read; rank 0's stdin is
- * a pipe fed from asrrun, everyone else's is /dev/null. */
+/* Starts one rank. Its stdout/stderr go to pipes we read; the stdin of the
+ * ranks that read the job's (--stdin: rank 0 by default) is a pipe fed from
+ * asrrun, everyone else's is /dev/null. */
 static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
   int op[2], ep[2], ip[2] = {-1, -1};
   int rc = pipe_nb(op);
   if (rc == 0 && (rc = pipe_nb(ep)) != 0) close(op[0]), close(op[1]);
-  if (rc == 0 && r->rank == 0 && pipe2(ip, O_CLOEXEC) != 0) {
+  int reads = d->job.stdin_rank == ASR_CTL_STDIN_ALL || d->job.stdin_rank == (uint32_t)r->rank;
+  if (rc == 0 && reads && pipe2(ip, O_CLOEXEC) != 0) {
     rc = asr_err_from_errno(errno);
     close(op[0]), close(op[1]), close(ep[0]), close(ep[1]);
   }

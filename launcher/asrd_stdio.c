@@ -18,7 +18,8 @@
  * starve another.
  *
  * Stdin: asrrun sends at most ASR_CTL_STDIN_WINDOW bytes not yet given back;
- * they are given back (STDIN_CREDIT) as they go into rank 0's pipe, so
+ * they are given back (STDIN_CREDIT) as they go into the reading ranks'
+ * pipes (the JOB's stdin_rank, or every rank with --stdin all), so each
  * in_queue stays within that window.
  */
 #include "config.h"
@@ -161,12 +162,24 @@ static void on_stream(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
 
 /* --- stdin ------------------------------------------------------------------- */
 
-static void stdin_credit(asrd_t *d, size_t n, int force) {
-  d->in_written += (uint32_t)n;
-  if (d->in_written == 0 || (!force && d->in_written < STDIN_CREDIT_BATCH)) return;
-  asr_ctl_msg_t m = {.type = ASR_CTL_STDIN_CREDIT, .u.credit.bytes = d->in_written};
-  asrd_up_send(d, &m);
-  d->in_written = 0;
+/* Credit goes back as the slowest reading rank takes what it was sent
+ * (written into its pipe, or dropped once its stdin is closed): with
+ * --stdin all every local rank gets every byte, and one that does not read
+ * holds the others back, as one pipe would. */
+static void stdin_give_back(asrd_t *d, int force) {
+  uint64_t low = UINT64_MAX;
+  for (int i = 0; i < d->nlocal; i++)
+    if (d->ranks[i].in_reads && d->ranks[i].in_taken < low) low = d->ranks[i].in_taken;
+  if (low == UINT64_MAX || low <= d->in_given) return;
+  uint64_t n = low - d->in_given;
+  if (!force && n < STDIN_CREDIT_BATCH) return;
+  while (n > 0) {
+    uint32_t k = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    asr_ctl_msg_t m = {.type = ASR_CTL_STDIN_CREDIT, .u.credit.bytes = k};
+    asrd_up_send(d, &m);
+    n -= k;
+  }
+  d->in_given = low;
 }
 
 static void stdin_close(asrd_rank_t *r) {
@@ -174,9 +187,10 @@ static void stdin_close(asrd_rank_t *r) {
   asr_loop_io_stop(r->d->loop, &r->in_io);
   close(r->in_fd);
   r->in_fd = -1;
-  /* dropped bytes are given back too: asrrun goes on reading to its EOF */
-  stdin_credit(r->d, asr_buf_pending(&r->in_queue), 1);
+  /* dropped bytes are taken too: asrrun goes on reading to its EOF */
+  r->in_taken = r->in_got;
   asr_buf_free(&r->in_queue);
+  stdin_give_back(r->d, 1);
 }
 
 static void stdin_flush(asrd_rank_t *r) {
@@ -184,7 +198,8 @@ static void stdin_flush(asrd_rank_t *r) {
     ssize_t n = write(r->in_fd, r->in_queue.data + r->in_queue.off, asr_buf_pending(&r->in_queue));
     if (n > 0) {
       r->in_queue.off += (size_t)n;
-      stdin_credit(r->d, (size_t)n, 0);
+      r->in_taken += (uint64_t)n;
+      stdin_give_back(r->d, 0);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -197,7 +212,7 @@ static void stdin_flush(asrd_rank_t *r) {
   }
   if (r->in_fd < 0) return;
   r->in_queue.off = r->in_queue.len = 0;
-  stdin_credit(r->d, 0, 1);
+  stdin_give_back(r->d, 1);
   (void)asr_loop_io_set(r->d->loop, &r->in_io, 0);
   if (r->in_eof) stdin_close(r);
 }
@@ -228,6 +243,7 @@ int asrd_stdio_start(asrd_t *d, asrd_rank_t *r, int out_fd, int err_fd, int in_f
   if (d->out_closed[1]) stream_close_fd(&r->out);
   if (d->out_closed[2]) stream_close_fd(&r->err);
   r->in_fd = in_fd;
+  r->in_reads = in_fd >= 0;
   if (in_fd >= 0 && asr_loop_io_start(d->loop, &r->in_io, in_fd, 0, on_stdin_writable, r) != 0) {
     close(in_fd);
     r->in_fd = -1;
@@ -245,15 +261,19 @@ void asrd_stdio_drain(asrd_rank_t *r) {
 void asrd_stdio_input(asrd_t *d, const uint8_t *p, size_t n) {
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
-    if (r->rank != 0) continue;
+    if (!r->in_reads) continue;
+    r->in_got += n;
     if (n == 0)
       r->in_eof = 1;
     else if (r->in_fd < 0)
-      stdin_credit(d, n, 1); /* its stdin is closed: dropped, given back */
-    else if (asr_buf_put(&r->in_queue, p, n) != 0)
-      asr_error("asrd", "out of memory for rank 0's stdin; dropping %zu bytes", n);
+      r->in_taken += n; /* its stdin is closed: dropped */
+    else if (asr_buf_put(&r->in_queue, p, n) != 0) {
+      asr_error("asrd", "out of memory for rank %d's stdin; dropping %zu bytes", r->rank, n);
+      r->in_taken += n;
+    }
     stdin_flush(r);
   }
+  stdin_give_back(d, 1);
 }
 
 void asrd_stdio_credit(asrd_t *d, uint32_t bytes) {

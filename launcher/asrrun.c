@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -238,6 +239,20 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     asr_map_print(&run->map, cfg, stdout);
     return 0;
   }
+  /* which ranks read our stdin */
+  const char *si = cfg->stdin_to;
+  char *end = NULL;
+  long sr = *si ? strtol(si, &end, 10) : 0;
+  if (!strcmp(si, "all"))
+    run->stdin_rank = ASR_CTL_STDIN_ALL;
+  else if (!strcmp(si, "none"))
+    run->stdin_rank = ASR_CTL_STDIN_NONE;
+  else if ((!*si || (end && !*end && isdigit((unsigned char)si[0]))) && sr >= 0 && sr < run->map.nranks)
+    run->stdin_rank = (uint32_t)sr;
+  else {
+    fprintf(stderr, "asrrun: --stdin '%s': give a rank (0..%d), all or none\n", si, run->map.nranks - 1);
+    return ASRRUN_EXIT_USAGE;
+  }
   /* the ranks' directory: --wdir (absolute from here on, it must exist here
    * when this host runs ranks, and on every host: asrd checks), else ours */
   if (cfg->wdir[0]) {
@@ -360,7 +375,8 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
     fprintf(stderr, "asrrun: cannot start the output writer: %s\n", asr_strerror(rc));
     return ASRRUN_EXIT_LAUNCH;
   }
-  run->stdin_state = 1; /* asrrun_stdin.c: forwarded once rank 0's daemon runs its ranks */
+  /* asrrun_stdin.c: forwarded once the daemons of the ranks that read it run them */
+  run->stdin_state = run->stdin_rank == ASR_CTL_STDIN_NONE ? 0 : 1;
 
   char asrd[PATH_MAX], remote_asrd[PATH_MAX + 16];
   asrrun_asrd_path(asrd, sizeof asrd);

@@ -67,6 +67,7 @@ typedef struct daemon {
   int fence_in;
   pid_t *pgids; /* its ranks' process groups (from STARTED) */
   int npgids;
+  int64_t stdin_credit; /* STDIN bytes it will still take (ctl_msg.h's window) */
 } daemon_t;
 
 typedef struct {
@@ -132,8 +133,8 @@ struct asrrun {
   /* stdin (asrrun_stdin.c) */
   int stdin_state; /* 0 closed, 1 waiting for rank 0's daemon, 2 a file, 3 watched */
   asr_loop_io_t stdin_io;
-  int stdin_reading;    /* stdin_io waits for input (there is credit) */
-  int64_t stdin_credit; /* STDIN bytes rank 0's daemon will still take (ctl_msg.h) */
+  int stdin_reading;   /* stdin_io waits for input (there is credit) */
+  uint32_t stdin_rank; /* --stdin: a rank, ASR_CTL_STDIN_ALL or ASR_CTL_STDIN_NONE */
 
   /* set by asrrun.c: the job must end (the first caller decides the exit
    * code and prints why); a daemon changed state */
@@ -158,10 +159,12 @@ void asrrun_daemons_shutdown(asrrun_t *run);
  * daemon process is reaped and every connection closed. */
 int asrrun_daemons_all_done(const asrrun_t *run);
 int asrrun_daemons_all_ended(const asrrun_t *run);
-/* Sends STDIN bytes (n == 0: EOF) to rank 0's daemon. */
+/* Sends STDIN bytes (n == 0: EOF) to the daemons of the ranks that read it. */
 void asrrun_daemons_stdin(asrrun_t *run, const uint8_t *p, size_t n);
-/* Whether rank 0's daemon has started its ranks. */
-int asrrun_daemons_rank0_started(const asrrun_t *run);
+/* How many bytes every one of those daemons will take now. */
+int64_t asrrun_daemons_stdin_room(const asrrun_t *run);
+/* Whether the daemons of the ranks that read stdin have started them. */
+int asrrun_daemons_stdin_ready(const asrrun_t *run);
 /* Stops every source of theirs on the loop, kills and frees what is left. */
 void asrrun_daemons_stop(asrrun_t *run);
 

@@ -147,6 +147,13 @@ static void fence_check(asrrun_t *run) {
   asr_buf_free(&all);
 }
 
+/* Whether daemon h has a rank that reads stdin. */
+static int reads_stdin(const asrrun_t *run, int h) {
+  if (run->stdin_rank == ASR_CTL_STDIN_NONE) return 0;
+  if (run->stdin_rank == ASR_CTL_STDIN_ALL) return run->daemons[h].nlocal > 0;
+  return run->map.ranks[run->stdin_rank].host == h;
+}
+
 /* --- what a daemon says ------------------------------------------------------------ */
 
 static int rank_failed_code(int status) {
@@ -236,7 +243,11 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       break;
     case ASR_CTL_JOINED: on_joined_msg(d, m->u.joined.rank, m->u.joined.what); break;
     case ASR_CTL_STDIN_CREDIT:
-      if (d->index == run->map.ranks[0].host && run->stdin_taken) run->stdin_taken(run, m->u.credit.bytes);
+      if (!reads_stdin(run, d->index)) break;
+      d->stdin_credit += m->u.credit.bytes;
+      if (d->stdin_credit > ASR_CTL_STDIN_WINDOW)
+        d->stdin_credit = ASR_CTL_STDIN_WINDOW; /* no more than lent */
+      if (run->stdin_taken) run->stdin_taken(run, m->u.credit.bytes);
       break;
     case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status, m->u.exit.flags); break;
     case ASR_CTL_ABORT: {
@@ -338,6 +349,7 @@ static void send_job(daemon_t *d) {
       .heartbeat_s = (uint32_t)cfg->heartbeat_timeout_s,
       .wdir = run->wdir,
       .wdir_given = cfg->wdir[0] != '\0',
+      .stdin_rank = run->stdin_rank,
   };
   int rc = asr_ctl_send(d->conn, &m);
   if (rc)
@@ -401,6 +413,7 @@ static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   asr_loop_timer_stop(run->loop, &l->hello_timer);
   asr_ctl_set_owner(c, on_msg, on_close, d);
   d->conn = &l->c;
+  d->stdin_credit = ASR_CTL_STDIN_WINDOW;
   daemon_set_state(d, DAEMON_JOINED);
   if (run->state >= RUN_ABORTING) {
     /* it called back while the job is ending: it ends too */
@@ -613,13 +626,30 @@ int asrrun_daemons_all_ended(const asrrun_t *run) {
 }
 
 void asrrun_daemons_stdin(asrrun_t *run, const uint8_t *p, size_t n) {
-  daemon_t *d = &run->daemons[run->map.ranks[0].host];
   asr_ctl_msg_t m = {.type = ASR_CTL_STDIN, .u.input = {.data = p, .len = n}};
-  if (d->conn) (void)asr_ctl_send(d->conn, &m);
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (!reads_stdin(run, h)) continue;
+    d->stdin_credit -= (int64_t)n;
+    if (d->conn && !over(d)) (void)asr_ctl_send(d->conn, &m);
+  }
 }
 
-int asrrun_daemons_rank0_started(const asrrun_t *run) {
-  return run->daemons[run->map.ranks[0].host].state >= DAEMON_RUNNING;
+int64_t asrrun_daemons_stdin_room(const asrrun_t *run) {
+  int64_t room = -1;
+  for (int h = 0; h < run->map.nhosts; h++) {
+    const daemon_t *d = &run->daemons[h];
+    /* a daemon that is gone takes nothing more: it does not hold the others */
+    if (!reads_stdin(run, h) || !d->conn || over(d)) continue;
+    if (room < 0 || d->stdin_credit < room) room = d->stdin_credit;
+  }
+  return room < 0 ? 0 : room;
+}
+
+int asrrun_daemons_stdin_ready(const asrrun_t *run) {
+  for (int h = 0; h < run->map.nhosts; h++)
+    if (reads_stdin(run, h) && run->daemons[h].state < DAEMON_RUNNING) return 0;
+  return 1;
 }
 
 void asrrun_daemons_stop(asrrun_t *run) {

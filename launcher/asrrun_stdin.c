@@ -1,7 +1,8 @@
 /*
- * asrrun_stdin.c -- asrrun's stdin goes to rank 0 (asrrun.h), once rank 0's
- * daemon has started its ranks, and only as fast as rank 0 reads it: at
- * most ASR_CTL_STDIN_WINDOW bytes are on their way at any time (ctl_msg.h),
+ * asrrun_stdin.c -- asrrun's stdin goes to the ranks that read it (--stdin:
+ * rank 0 by default, every rank, or none), once their daemons have started
+ * them, and only as fast as the slowest of them reads it: at most
+ * ASR_CTL_STDIN_WINDOW bytes are on their way to any daemon (ctl_msg.h),
  * and stdin is not read while they are, so a writer into asrrun blocks as
  * it would writing into rank 0 directly. A pipe or terminal is watched on
  * the loop; a regular file or /dev/null cannot be (epoll refuses them) and
@@ -22,7 +23,8 @@ enum { STDIN_CLOSED = 0, STDIN_WAITING, STDIN_FILE, STDIN_WATCHED };
 /* Reads one piece (at most the credit); 1 if it may go on. */
 static int read_piece(asrrun_t *run, int fd_ok) {
   uint8_t buf[PIECE];
-  size_t want = run->stdin_credit < PIECE ? (size_t)run->stdin_credit : PIECE;
+  int64_t room = asrrun_daemons_stdin_room(run);
+  size_t want = room < PIECE ? (size_t)room : PIECE;
   if (want == 0) return 0;
   ssize_t n = fd_ok ? read(0, buf, want) : 0;
   if (n < 0 && errno == EINTR) return 1;
@@ -33,14 +35,13 @@ static int read_piece(asrrun_t *run, int fd_ok) {
     run->stdin_state = STDIN_CLOSED;
     return 0;
   }
-  run->stdin_credit -= n;
   return 1;
 }
 
 /* Watching follows the credit. */
 static void watch(asrrun_t *run) {
   if (run->stdin_state != STDIN_WATCHED) return;
-  int want = run->stdin_credit > 0;
+  int want = asrrun_daemons_stdin_room(run) > 0;
   if (want == run->stdin_reading) return;
   run->stdin_reading = want;
   (void)asr_loop_io_set(run->loop, &run->stdin_io, want ? ASR_LOOP_READ : 0);
@@ -56,9 +57,8 @@ static void on_stdin(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
 void asrrun_stdin_poll(asrrun_t *run) {
   if (run->stdin_state == STDIN_WAITING && fcntl(0, F_GETFL) < 0) run->stdin_state = STDIN_FILE;
   if (run->stdin_state != STDIN_WAITING && run->stdin_state != STDIN_FILE) return;
-  if (!asrrun_daemons_rank0_started(run)) return;
+  if (!asrrun_daemons_stdin_ready(run)) return;
   if (run->stdin_state == STDIN_WAITING) {
-    run->stdin_credit = ASR_CTL_STDIN_WINDOW;
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
     if (asr_loop_io_start(run->loop, &run->stdin_io, 0, ASR_LOOP_READ, on_stdin, run) == 0) {
       run->stdin_state = STDIN_WATCHED;
@@ -74,9 +74,7 @@ void asrrun_stdin_poll(asrrun_t *run) {
 }
 
 void asrrun_stdin_credit(asrrun_t *run, uint32_t n) {
-  run->stdin_credit += n;
-  if (run->stdin_credit > ASR_CTL_STDIN_WINDOW)
-    run->stdin_credit = ASR_CTL_STDIN_WINDOW; /* no more than lent */
+  (void)n; /* the daemons' credit is counted there */
   if (run->stdin_state == STDIN_FILE)
     asrrun_stdin_poll(run);
   else

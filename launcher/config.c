@@ -62,6 +62,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     BOOL_KEY("timestamp_output", "ASRRUN_TIMESTAMP_OUTPUT", timestamp_output),
     STR_KEY("output_dir", "ASRRUN_OUTPUT_DIR", output_dir, 0),
     STR_KEY("wdir", "ASRRUN_WDIR", wdir, 0),
+    STR_KEY("stdin", "ASRRUN_STDIN", stdin_to, 0),
     INT_KEY("timeout", "ASRRUN_TIMEOUT", timeout_s, 0, ASR_CFG_MAX_TIMEOUT_S),
     INT_KEY("bootstrap_port", "ASRRUN_BOOTSTRAP_PORT", bootstrap_port, 0, 65535),
     STR_KEY("provider", "ASRRUN_PROVIDER", provider, 0),
@@ -445,6 +446,7 @@ void asr_config_defaults(asr_config_t *cfg) {
   cfg->launcher = ASR_LAUNCHER_AUTO;
   snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "ssh");
   cfg->heartbeat_timeout_s = 10;
+  snprintf(cfg->stdin_to, sizeof cfg->stdin_to, "0");
 }
 
 void asr_config_free(asr_config_t *cfg) {

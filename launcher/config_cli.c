@@ -133,6 +133,8 @@ static const cli_opt_t cli_opts[] = {
     {"--no-tag-output", NULL, NULL, "tag_output", "0", opt_key, "leave output lines as the ranks wrote them"},
     {"--timestamp-output", NULL, NULL, "timestamp_output", "1", opt_key,
      "prefix output lines with the time asrrun got them"},
+    {"--stdin", NULL, "RANK|all|none", "stdin", NULL, opt_key,
+     "which ranks read asrrun's stdin (default: 0)"},
     {"--wdir", NULL, "DIR", "wdir", NULL, opt_key, "the ranks' working directory (default: asrrun's)"},
     {"--output-dir", NULL, "DIR", "output_dir", NULL, opt_key, "also write each rank's output under DIR"},
     {"--timeout", NULL, "SECONDS", "timeout", NULL, opt_key, "abort the job after SECONDS (0: never)"},

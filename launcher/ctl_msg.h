@@ -23,7 +23,8 @@
  *   FENCE_DONE  asrrun -> asrd   u32 fence id, bytes every host's blob in host order
  *   ABORT       asrd -> asrrun   u32 rank, u32 status, str message (PMIx_Abort)
  *   KILL        asrrun -> asrd   u32 signal (1..64) for every local rank
- *   STDIN       asrrun -> asrd   bytes for rank 0's stdin; empty = EOF
+ *   STDIN       asrrun -> asrd   bytes for the stdin of the JOB's stdin_rank (or of every
+ *                                local rank: ASR_CTL_STDIN_ALL); empty = EOF
  *   ERROR       either way       str message: the sender cannot go on
  *   DONE        asrd -> asrrun   (none) every local rank exited, its output sent
  *   SHUTDOWN    asrrun -> asrd   (none) the job is over: exit
@@ -97,6 +98,10 @@ typedef enum {
 #define ASR_CTL_OUTPUT_COST(len) ((uint64_t)(len) + 64u)
 #define ASR_CTL_STDIN_WINDOW (1u << 20)
 
+/* JOB's stdin_rank besides a rank */
+#define ASR_CTL_STDIN_ALL 0xffffffffu
+#define ASR_CTL_STDIN_NONE 0xfffffffeu
+
 /* EXIT flags */
 #define ASR_CTL_EXIT_NOT_RUN 1u
 
@@ -136,6 +141,7 @@ typedef struct {
   uint32_t heartbeat_s; /* asrrun silent this long is lost: 1..3600 */
   char *wdir;           /* the ranks' working directory ("" = asrd's own) */
   uint32_t wdir_given;  /* --wdir: it must exist (else asrrun's own, where it exists) */
+  uint32_t stdin_rank;  /* the rank that reads STDIN, or ASR_CTL_STDIN_ALL / _NONE */
 } asr_ctl_job_t;
 
 /* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE and STDIN point

@@ -56,6 +56,7 @@ typedef struct {
   int timestamp_output;         /* --timestamp-output */
   char output_dir[1024];        /* --output-dir */
   char wdir[1024];              /* --wdir: the ranks' working directory ("" = asrrun's) */
+  char stdin_to[16];            /* --stdin RANK|all|none (default "0") */
   int timeout_s;                /* --timeout seconds; 0 = none */
   int bootstrap_port;           /* --bootstrap-port; 0 = choose a free one */
   char provider[64];            /* --provider; "" = default (shm on one host, tcp;ofi_rxm across hosts) */

@@ -723,3 +723,38 @@ TEST_TIMEOUT(wdir, 60) {
   ASSERT_STARTED_NOTHING();
   teardown();
 }
+
+/* --stdin all: every rank reads every byte; --stdin 2: only rank 2; --stdin
+ * none: nobody (rank 0 reads EOF at once); a bad one is refused. */
+TEST_TIMEOUT(stdin_choice, 60) {
+  setup();
+  const char *prog = "wc -c | sed \"s/^/$ASR_RANK got /\"";
+  const char *modes[] = {"all", "2", "none"};
+  for (int m = 0; m < 3; m++) {
+    job_t j;
+    START(&j, IN_PIPE, "-n", "3", "--stdin", modes[m], "sh", "-c", prog);
+    static char chunk[300000];
+    memset(chunk, 'y', sizeof chunk);
+    size_t off = 0;
+    fcntl(j.in_fd, F_SETFL, O_NONBLOCK);
+    uint64_t until = now_ms() + 20000;
+    while (off < sizeof chunk && now_ms() < until) {
+      ssize_t w = write(j.in_fd, chunk + off, sizeof chunk - off);
+      if (w > 0) off += (size_t)w;
+      if (w < 0 && errno != EAGAIN) break; /* none: asrrun does not read it (EPIPE at its end) */
+      if (w < 0) job_pump(&j, 10);
+    }
+    JOB_FINISH(&j, 30000);
+    ASSERT_CODE(&j, 0);
+    for (int r = 0; r < 3; r++) {
+      int reads = m == 0 || (m == 1 && r == 2);
+      const char *want = fmt("[%d] %d got %d\n", r, r, reads ? (int)sizeof chunk : 0);
+      if (!strstr(j.out, want)) JOB_FAIL(&j, "--stdin %s: no '%s'", modes[m], want);
+    }
+  }
+  job_t k;
+  RUN(&k, 30000, "-n", "3", "--stdin", "3", "true");
+  ASSERT_CODE(&k, 2);
+  ASSERT_CONTAINS(k.err, "--stdin '3'");
+  teardown();
+}

@@ -61,7 +61,8 @@ static asr_ctl_msg_t example(int type) {
                                 .if_spec = "",
                                 .heartbeat_s = 10,
                                 .wdir = "/work/dir",
-                                .wdir_given = 1};
+                                .wdir_given = 1,
+                                .stdin_rank = 2};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -145,6 +146,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_EQ(x->heartbeat_s, y->heartbeat_s);
       ASSERT_STREQ(x->wdir, y->wdir);
       ASSERT_EQ(x->wdir_given, y->wdir_given);
+      ASSERT_EQ(x->stdin_rank, y->stdin_rank);
       break;
     }
     case ASR_CTL_STARTED:

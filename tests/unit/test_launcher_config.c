@@ -506,7 +506,8 @@ TEST(cli_help_lists_every_flag) {
                                       "--heartbeat-timeout SECONDS",
                                       "--allow-early-exit",
                                       "--timestamp-output",
-                                      "--wdir DIR"};
+                                      "--wdir DIR",
+                                      "--stdin RANK|all|none"};
   asr_config_t *cfg = cfg_new();
   int rc;
   char *out = parse_captured(cfg, (const char *const[]){"--help", NULL}, &rc);
@@ -1041,7 +1042,7 @@ TEST(yaml_errors_name_file_line_key) {
   } cases[] = {
       {"np: 4\nnpp: 3\n",
        "2: npp: unknown key; the keys are np, lnc_per_host, map_by, bind_to, report_bindings, "
-       "tag_output, timestamp_output, output_dir, wdir, timeout, bootstrap_port, provider, launcher, "
+       "tag_output, timestamp_output, output_dir, wdir, stdin, timeout, bootstrap_port, provider, launcher, "
        "launch_agent, "
        "prefix, if_include, heartbeat_timeout, allow_early_exit, verbose, hosts, hostfile, env, program, "
        "args"},
