@@ -95,6 +95,8 @@
     "end the job when a host is silent this long, as --heartbeat-timeout")                                   \
   X(ASRRUN_ALLOW_EARLY_EXIT, "ASRRUN_ALLOW_EARLY_EXIT", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \
     "let a rank exit before joining or finalizing while others run, as --allow-early-exit")                  \
+  X(ASRRUN_QUIET, "ASRRUN_QUIET", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,                                 \
+    "silence asrrun's own notices (not its errors), as --quiet")                                            \
   X(ASRRUN_HOSTFILE, "ASRRUN_HOSTFILE", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                           \
     "read the hosts from this file (one 'HOST [slots=N]' a line), as --hostfile")                            \
   /* where asrrun finds its files and programs */                                                            \

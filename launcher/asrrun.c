@@ -135,13 +135,13 @@ static void on_signal(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t fro
   run->interrupts++;
   if (run->interrupts == 1) {
     const char *abbrev = sigabbrev_np(sig);
-    fprintf(stderr, "asrrun: got SIG%s; %s (again to kill at once)\n", abbrev ? abbrev : "?",
-            sig == SIGQUIT ? "ending the job" : "forwarding it to the job");
+    asrrun_notice(run, "got SIG%s; %s (again to kill at once)", abbrev ? abbrev : "?",
+                  sig == SIGQUIT ? "ending the job" : "forwarding it to the job");
     if (run->exit_code < 0) run->exit_code = 128 + sig;
     asrrun_daemons_kill(run, sig == SIGQUIT ? SIGTERM : sig);
     if (run->state < RUN_ABORTING) run_set_state(run, RUN_ABORTING);
   } else {
-    fprintf(stderr, "asrrun: killing the job\n");
+    asrrun_notice(run, "killing the job");
     if (run->state < RUN_KILLING) run_set_state(run, RUN_KILLING);
   }
 }
@@ -223,6 +223,10 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   int alloc = asr_alloc_detect(cfg, err, sizeof err);
   if (alloc < 0) {
     fprintf(stderr, "asrrun: %s\n", err);
+    return ASRRUN_EXIT_USAGE;
+  }
+  if (cfg->verbose && cfg->quiet) {
+    fprintf(stderr, "asrrun: -v and --quiet contradict each other: give one\n");
     return ASRRUN_EXIT_USAGE;
   }
   if (cfg->verbose && alloc > 0)
@@ -370,6 +374,13 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   for (int i = 0; i < 4; i++) asr_loop_signal_start(run->loop, &sig_fwd[i], fwd_sigs[i], on_forward, run);
   asr_loop_signal_start(run->loop, &sig_tstp, SIGTSTP, on_tstp, run);
   asr_loop_signal_start(run->loop, &sig_cont, SIGCONT, on_cont, run);
+  asrrun_report_map(run,
+                    run->cfg.provider[0]  ? run->cfg.provider
+                    : run->map.nhosts > 1 ? "tcp;ofi_rxm"
+                                          : "shm",
+                    run->cfg.provider[0]  ? "--provider"
+                    : run->map.nhosts > 1 ? "the job spans hosts"
+                                          : "the job is on one host");
   rc = asrrun_output_start(run);
   if (rc) {
     fprintf(stderr, "asrrun: cannot start the output writer: %s\n", asr_strerror(rc));
@@ -414,6 +425,7 @@ int main(int argc, char **argv) {
   asr_log_set_role("asrrun", -1);
   r->exit_code = -1;
   r->lfd = -1;
+  r->daemons_up = 0;
   r->early = (asrrun_early_t){.lfd = -1, .index = -1};
   r->fail = fail;
   r->daemon_changed = daemon_changed;

@@ -7,6 +7,7 @@
  *                     back to the daemons), and --output-dir files
  *   asrrun_stdin.c    asrrun's stdin to rank 0
  *   asrrun_early.c    this host's asrd started before the configuration is read
+ *   asrrun_report.c   what -v tells as the job goes, and notices --quiet silences
  * Files below asrrun.c never call up into it: a failure of the job or a
  * daemon's change goes through the callbacks in asrrun_t.
  */
@@ -126,7 +127,9 @@ struct asrrun {
   /* control listeners (asrrun_daemons.c) */
   int lfd;
   asr_loop_io_t lio, early_lio;
-  asr_loop_timer_t heartbeat, hello_deadline;
+  asr_loop_timer_t heartbeat, hello_deadline, progress;
+  uint64_t launch_ms; /* when the daemons' launch began (the loop's clock) */
+  int daemons_up;
 
   asrrun_early_t early;
 
@@ -191,6 +194,18 @@ void asrrun_stdin_poll(asrrun_t *run);
 /* Rank 0's daemon took n more bytes (STDIN_CREDIT). */
 void asrrun_stdin_credit(asrrun_t *run, uint32_t n);
 void asrrun_stdin_stop(asrrun_t *run);
+
+/* asrrun_report.c */
+/* One line "asrrun: ..." on stderr, unless --quiet. */
+void asrrun_notice(const asrrun_t *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* -v: the map and the provider (why: how it was chosen); -vv every rank. */
+void asrrun_report_map(const asrrun_t *run, const char *provider, const char *why);
+/* -v: a daemon called back, the up-th of them, ms after the launch began. */
+void asrrun_report_daemon_up(const asrrun_t *run, const daemon_t *d, int up, uint64_t ms);
+/* -v: a launch taking long: how many are up, which are awaited. */
+void asrrun_report_progress(const asrrun_t *run, int up, uint64_t ms);
+/* -v: a daemon started its ranks (-vv: each rank with its pid). */
+void asrrun_report_started(const asrrun_t *run, const daemon_t *d);
 
 /* asrrun_early.c */
 void asrrun_early_start(asrrun_t *run, int argc, char **argv);

@@ -236,6 +236,7 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       for (uint32_t i = 0; d->pgids && i < m->u.started.n; i++)
         d->pgids[d->npgids++] = (pid_t)m->u.started.pids[i];
       if (d->state == DAEMON_JOINED) daemon_set_state(d, DAEMON_RUNNING);
+      asrrun_report_started(run, d);
       break;
     case ASR_CTL_OUTPUT:
       asrrun_output_msg(run, d->index, (int)m->u.output.rank, (int)m->u.output.stream, m->u.output.flags,
@@ -415,6 +416,8 @@ static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   d->conn = &l->c;
   d->stdin_credit = ASR_CTL_STDIN_WINDOW;
   daemon_set_state(d, DAEMON_JOINED);
+  asrrun_report_daemon_up(run, d, ++run->daemons_up, asr_loop_now(run->loop) - run->launch_ms);
+  if (run->daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->progress);
   if (run->state >= RUN_ABORTING) {
     /* it called back while the job is ending: it ends too */
     asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
@@ -515,6 +518,14 @@ static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
   asr_loop_timer_start(loop, t, HEARTBEAT_MS, on_heartbeat, run);
 }
 
+/* -v: a launch that takes over a second says how far it got, each second. */
+static void on_progress(asr_loop_t *loop, asr_loop_timer_t *t) {
+  asrrun_t *run = t->arg;
+  if (run->daemons_up >= run->map.nhosts || run->state >= RUN_ABORTING) return;
+  asrrun_report_progress(run, run->daemons_up, asr_loop_now(loop) - run->launch_ms);
+  asr_loop_timer_start(loop, t, 1000, on_progress, run);
+}
+
 static void on_callback_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
   (void)loop;
   asrrun_t *run = t->arg;
@@ -551,6 +562,8 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
   }
   int slurm = run->cfg.launcher == ASR_LAUNCHER_SLURM;
   char err[1024];
+  run->launch_ms = asr_loop_now(run->loop);
+  if (run->cfg.verbose) asr_loop_timer_start(run->loop, &run->progress, 1000, on_progress, run);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     if (d->pid <= 0) {
@@ -653,6 +666,7 @@ int asrrun_daemons_stdin_ready(const asrrun_t *run) {
 }
 
 void asrrun_daemons_stop(asrrun_t *run) {
+  asr_loop_timer_stop(run->loop, &run->progress);
   asr_loop_timer_stop(run->loop, &run->heartbeat);
   asr_loop_timer_stop(run->loop, &run->hello_deadline);
   asr_loop_io_stop(run->loop, &run->lio);

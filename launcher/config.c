@@ -75,6 +75,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     INT_KEY("heartbeat_timeout", "ASRRUN_HEARTBEAT_TIMEOUT", heartbeat_timeout_s, 2, 3600),
     BOOL_KEY("allow_early_exit", "ASRRUN_ALLOW_EARLY_EXIT", allow_early_exit),
     INT_KEY("verbose", NULL, verbose, 0, 100),
+    BOOL_KEY("quiet", "ASRRUN_QUIET", quiet),
 };
 const size_t asr__cfg_nkeys = sizeof asr__cfg_keys / sizeof asr__cfg_keys[0];
 

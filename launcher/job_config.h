@@ -62,6 +62,7 @@ typedef struct {
   char provider[64];            /* --provider; "" = default (shm on one host, tcp;ofi_rxm across hosts) */
   int dry_run;                  /* --dry-run */
   int verbose;                  /* -v (repeatable) */
+  int quiet;                    /* --quiet: asrrun's own notices silenced (errors are not) */
   asr_launcher_t launcher;      /* --launcher auto|local|rsh|slurm */
   char launch_agent[1024];      /* --launch-agent (default "ssh") */
   char prefix[1024];            /* --prefix: install prefix of asr on remote hosts */

@@ -758,3 +758,39 @@ TEST_TIMEOUT(stdin_choice, 60) {
   ASSERT_CONTAINS(k.err, "--stdin '3'");
   teardown();
 }
+
+/* -v tells the map, the provider, each daemon coming up and each host's
+ * ranks starting (-vv every rank); --quiet silences asrrun's notices (the
+ * signal it forwards) but not its errors; both at once are refused. */
+TEST_TIMEOUT(verbose_and_quiet, 60) {
+  setup();
+  job_t j;
+  RUN(&j, 30000, "-v", "-n", "3", "true");
+  ASSERT_CODE(&j, 0);
+  ASSERT_CONTAINS(j.err, "asrrun: 3 ranks of 'true' on 1 host; provider shm");
+  ASSERT_CONTAINS(j.err, fmt("asrrun: host %s: 3 ranks (0..2)", my_hostname()));
+  ASSERT_CONTAINS(j.err, fmt("asrrun: asrd on host %s is up (1 of 1,", my_hostname()));
+  ASSERT_CONTAINS(j.err, fmt("asrrun: host %s started 3 ranks (pids ", my_hostname()));
+  ASSERT_JOB(&j, !strstr(j.err, "rank 0 -> host"));
+  job_t k;
+  RUN(&k, 30000, "-vv", "-n", "2", "true");
+  ASSERT_CONTAINS(k.err, fmt("asrrun: rank 1 -> host %s lnc 1", my_hostname()));
+  ASSERT_CONTAINS(k.err, fmt("asrrun: rank 1 started on host %s (pid ", my_hostname()));
+  job_t q;
+  START(&q, IN_NULL, "--quiet", "-n", "2", "sh", "-c", "echo up; exec sleep 20");
+  JOB_WAIT_LINES(&q, 2, 20000);
+  kill(q.pid, SIGTERM);
+  JOB_FINISH(&q, 20000);
+  ASSERT_CODE(&q, 128 + SIGTERM);
+  ASSERT_JOB(&q, !strstr(q.err, "got SIGTERM"));
+  job_t e;
+  RUN(&e, 30000, "--quiet", "-n", "2", "sh", "-c", "exit 3");
+  ASSERT_CODE(&e, 3);
+  ASSERT_CONTAINS(e.err, "exited with status 3");
+  job_t b;
+  RUN(&b, 30000, "-v", "--quiet", "-n", "1", "true");
+  ASSERT_CODE(&b, 2);
+  ASSERT_CONTAINS(b.err, "contradict");
+  ASSERT_NO_LEFTOVERS(NULL, 5000);
+  teardown();
+}

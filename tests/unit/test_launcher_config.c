@@ -507,7 +507,8 @@ TEST(cli_help_lists_every_flag) {
                                       "--allow-early-exit",
                                       "--timestamp-output",
                                       "--wdir DIR",
-                                      "--stdin RANK|all|none"};
+                                      "--stdin RANK|all|none",
+                                      "-q, --quiet"};
   asr_config_t *cfg = cfg_new();
   int rc;
   char *out = parse_captured(cfg, (const char *const[]){"--help", NULL}, &rc);
@@ -1044,7 +1045,8 @@ TEST(yaml_errors_name_file_line_key) {
        "2: npp: unknown key; the keys are np, lnc_per_host, map_by, bind_to, report_bindings, "
        "tag_output, timestamp_output, output_dir, wdir, stdin, timeout, bootstrap_port, provider, launcher, "
        "launch_agent, "
-       "prefix, if_include, heartbeat_timeout, allow_early_exit, verbose, hosts, hostfile, env, program, "
+       "prefix, if_include, heartbeat_timeout, allow_early_exit, verbose, quiet, hosts, hostfile, env, "
+       "program, "
        "args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
       {"np:\n  a: 1\n", "2: np: expected a number, not a mapping"},
