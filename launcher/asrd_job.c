@@ -7,6 +7,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,10 +107,76 @@ static void on_registered(asrd_t *d, int ok, const char *err) {
   if (d->on_started) d->on_started(d, rc == 0, why);
 }
 
+/* Runs asr-ofi-probe PROVIDER (runtime/asr_ofi_probe.c: the runtime's own
+ * libfabric query, in a process of its own so that asrd never links the
+ * runtime): beside asrd in the build tree (../runtime), else where make
+ * install put it. 0 when the provider is there, or when no probe can be
+ * run (then the ranks' asr_init says what is wrong, as before); else
+ * ASR_ENOSYS with the probe's words in why. */
+static int probe_provider(const char *prov, char *why, size_t whylen) {
+  char self[PATH_MAX], path[PATH_MAX + 64];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  path[0] = '\0';
+  if (n > 0) {
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    snprintf(path, sizeof path, "%s/../runtime/asr-ofi-probe", self);
+  }
+  if (!path[0] || access(path, X_OK) != 0) snprintf(path, sizeof path, "%s/asr-ofi-probe", ASR_PKGLIBEXECDIR);
+  if (access(path, X_OK) != 0) {
+    asr_debug("asrd", "no asr-ofi-probe (%s): --provider %s is not checked ahead", path, prov);
+    return 0;
+  }
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return 0;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  char *const argv[] = {path, (char *)prov, NULL};
+  extern char **environ;
+  pid_t pid;
+  int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(p[1]);
+  if (rc != 0) {
+    close(p[0]);
+    return 0;
+  }
+  size_t got = 0;
+  for (;;) {
+    ssize_t k = read(p[0], why + got, whylen - 1 - got);
+    if (k > 0 && (got += (size_t)k) < whylen - 1) continue;
+    if (k < 0 && errno == EINTR) continue;
+    break;
+  }
+  close(p[0]);
+  why[got] = '\0';
+  why[strcspn(why, "\n")] = '\0';
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 1 && why[0]) return ASR_ENOSYS;
+  asr_debug("asrd", "asr-ofi-probe %s ended with status %#x: --provider not checked ahead", prov, st);
+  return 0;
+}
+
 int asrd_job_start(asrd_t *d, char *err, size_t errlen) {
   if (d->pmix_err[0]) { /* the PMIx server started before the JOB failed */
     snprintf(err, errlen, "%s", d->pmix_err);
     return ASR_EIO;
+  }
+  /* A --provider this host's libfabric lacks fails here, before any rank
+   * starts, rather than in every rank's asr_init (the default providers
+   * are libfabric's own: not asked, loading libfabric costs time). */
+  if (d->job.provider_given && d->nlocal > 0) {
+    char why[700];
+    int prc = probe_provider(d->job.provider, why, sizeof why);
+    if (prc) {
+      snprintf(err, errlen, "--provider %s: %s", d->job.provider, why);
+      return prc;
+    }
   }
   /* A one-host job keeps its KV traffic on loopback; otherwise peers on other
    * hosts must reach this server. The PMIx server's listener takes an

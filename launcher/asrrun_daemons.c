@@ -351,6 +351,7 @@ static void send_job(daemon_t *d) {
       .wdir = run->wdir,
       .wdir_given = cfg->wdir[0] != '\0',
       .stdin_rank = run->stdin_rank,
+      .provider_given = cfg->provider[0] != '\0',
   };
   int rc = asr_ctl_send(d->conn, &m);
   if (rc)

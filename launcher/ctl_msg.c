@@ -69,6 +69,7 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (j->nranks == 0 || j->nranks > ASR_CTL_MAX_RANKS || j->nhosts == 0 || j->nhosts > ASR_CTL_MAX_HOSTS ||
       j->index >= j->nhosts || j->nargs > ASR_CTL_MAX_ARGS || j->nenv > ASR_CTL_MAX_ARGS || !j->program ||
       !j->program[0] || j->port == 0 || j->port > 65535 || j->heartbeat_s < 1 || j->heartbeat_s > 3600 ||
+      j->provider_given > 1 || (j->provider_given && (!j->provider || !j->provider[0])) ||
       j->wdir_given > 1 || (j->wdir_given && (!j->wdir || !j->wdir[0])) ||
       !str_ok(j->wdir, ASR_CTL_MAX_TEXT) ||
       (j->stdin_rank >= j->nranks && j->stdin_rank != ASR_CTL_STDIN_ALL &&
@@ -94,7 +95,8 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
   rc = rc || asr_buf_put_u32(b, j->bind_to) || asr_buf_put_u32(b, j->report_bindings) ||
        asr_buf_put_u32(b, j->port) || asr_buf_put_str(b, j->provider) || asr_buf_put_str(b, j->nspace) ||
        asr_buf_put_str(b, j->if_spec) || asr_buf_put_u32(b, j->heartbeat_s) || asr_buf_put_str(b, j->wdir) ||
-       asr_buf_put_u32(b, j->wdir_given) || asr_buf_put_u32(b, j->stdin_rank);
+       asr_buf_put_u32(b, j->wdir_given) || asr_buf_put_u32(b, j->stdin_rank) ||
+       asr_buf_put_u32(b, j->provider_given);
   return rc ? ASR_ENOMEM : 0;
 }
 
@@ -169,6 +171,7 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->wdir = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->wdir_given = asr_rd_u32(r);
   j->stdin_rank = asr_rd_u32(r);
+  j->provider_given = asr_rd_u32(r);
   if (r->bad) return bad(why, wl, "JOB is truncated or a string in it is too long");
   if (j->bind_to > 3 || j->report_bindings > 1)
     return bad(why, wl, "JOB has binding %u and report %u", j->bind_to, j->report_bindings);
@@ -177,6 +180,8 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
     return bad(why, wl, "JOB's heartbeat timeout is %u s (1..3600)", j->heartbeat_s);
   if (j->stdin_rank >= j->nranks && j->stdin_rank != ASR_CTL_STDIN_ALL && j->stdin_rank != ASR_CTL_STDIN_NONE)
     return bad(why, wl, "JOB's stdin goes to rank %u of %u", j->stdin_rank, j->nranks);
+  if (j->provider_given > 1 || (j->provider_given && !j->provider[0]))
+    return bad(why, wl, "JOB's provider is '%s' (given %u)", j->provider, j->provider_given);
   if (j->wdir_given > 1 || (j->wdir_given && !j->wdir[0]))
     return bad(why, wl, "JOB's working directory is '%s' (given %u)", j->wdir, j->wdir_given);
   return 0;

@@ -134,14 +134,15 @@ typedef struct {
   char **env_values; /* [nenv] */
   uint32_t bind_to;  /* asr_bind_to_t */
   uint32_t report_bindings;
-  uint32_t port;        /* the bootstrap port, 1..65535 */
-  char *provider;       /* "" = libasr's default */
-  char *nspace;         /* the PMIx namespace */
-  char *if_spec;        /* --if-include, resolved on each host ("" = the address asrrun is reached from) */
-  uint32_t heartbeat_s; /* asrrun silent this long is lost: 1..3600 */
-  char *wdir;           /* the ranks' working directory ("" = asrd's own) */
-  uint32_t wdir_given;  /* --wdir: it must exist (else asrrun's own, where it exists) */
-  uint32_t stdin_rank;  /* the rank that reads STDIN, or ASR_CTL_STDIN_ALL / _NONE */
+  uint32_t port;           /* the bootstrap port, 1..65535 */
+  char *provider;          /* "" = libasr's default */
+  char *nspace;            /* the PMIx namespace */
+  char *if_spec;           /* --if-include, resolved on each host ("" = the address asrrun is reached from) */
+  uint32_t heartbeat_s;    /* asrrun silent this long is lost: 1..3600 */
+  char *wdir;              /* the ranks' working directory ("" = asrd's own) */
+  uint32_t wdir_given;     /* --wdir: it must exist (else asrrun's own, where it exists) */
+  uint32_t stdin_rank;     /* the rank that reads STDIN, or ASR_CTL_STDIN_ALL / _NONE */
+  uint32_t provider_given; /* --provider: asrd checks that libfabric offers it before ranks start */
 } asr_ctl_job_t;
 
 /* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE and STDIN point

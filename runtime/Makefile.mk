@@ -14,15 +14,30 @@ runtime_libasr_la_SOURCES = \
 	runtime/kv_host.c \
 	runtime/job_connect.c \
 	runtime/ofi.c runtime/ofi.h \
-	runtime/ofi_dl.c \
-	runtime/platform/ofi_kallsyms.c runtime/platform/ofi_kallsyms.h \
-	runtime/ofi_env.c runtime/ofi_env.h \
-	runtime/platform/ofi_nopsm.c runtime/platform/ofi_nopsm.h \
 	runtime/shm_names.c
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS) $(PMIX_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # libfabric is dlopened on first use (ofi_dl.c), not linked.
-runtime_libasr_la_LIBADD = bootstrap/libasrjob.la bootstrap/libasrboot.la $(PMIX_LIBS) -ldl
+runtime_libasr_la_LIBADD = runtime/libasrofi.la bootstrap/libasrjob.la bootstrap/libasrboot.la $(PMIX_LIBS) -ldl
+
+# libasrofi: loading libfabric (with the platform workarounds) and asking it
+# what libasr needs; libasr's, and asr-ofi-probe's, which asrd runs to check
+# --provider on its host before ranks start.
+noinst_LTLIBRARIES += runtime/libasrofi.la
+runtime_libasrofi_la_SOURCES = \
+	runtime/ofi_dl.c \
+	runtime/ofi_probe.c runtime/ofi_probe.h \
+	runtime/platform/ofi_kallsyms.c runtime/platform/ofi_kallsyms.h \
+	runtime/ofi_env.c runtime/ofi_env.h \
+	runtime/platform/ofi_nopsm.c runtime/platform/ofi_nopsm.h
+runtime_libasrofi_la_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -DASR_PKGLIBDIR='"$(pkglibdir)"'
+runtime_libasrofi_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+runtime_libasrofi_la_LIBADD = -ldl
+# asrd runs it to check --provider before a job's ranks start (asr_ofi_probe.c).
+pkglibexec_PROGRAMS = runtime/asr-ofi-probe
+runtime_asr_ofi_probe_SOURCES = runtime/asr_ofi_probe.c
+runtime_asr_ofi_probe_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS)
+runtime_asr_ofi_probe_LDADD = runtime/libasrofi.la common/libasrcommon.la
 
 # Stand-ins for libpsm2 and libpsm_infinipath (runtime/platform/ofi_nopsm.c), found
 # beside libasr (runtime/.libs here) or in its asr/ subdirectory once

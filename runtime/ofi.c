@@ -16,6 +16,7 @@
 #include "asr_log.h"
 #include "asr_time.h"
 #include "ofi.h"
+#include "ofi_probe.h"
 
 #define TAG_CTRL (1ull << 63)
 #define TAG_COMM_SHIFT 40
@@ -139,25 +140,13 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
   int is_shm = strcmp(prov, "shm") == 0;
   const char *step = NULL; /* the failed step, for errbuf; NULL: errbuf is written already */
   int rc;
-  pthread_mutex_init(&o->lock, NULL); /* 1 */
-  struct fi_info *hints = fi_allocinfo();
+  pthread_mutex_init(&o->lock, NULL);           /* 1 */
+  struct fi_info *hints = asr__ofi_hints(prov); /* ofi_probe.c: asrd asks the same ahead of a job */
   if (!hints) {
     snprintf(errbuf, errlen, "fi_allocinfo: out of memory");
     rc = -FI_ENOMEM;
     goto err1;
   }
-  hints->ep_attr->type = FI_EP_RDM;
-  /* shm is local-only and refuses FI_LOCAL_COMM/FI_REMOTE_COMM in the caps it
-   * is asked for (libfabric 1.17): ask it for neither (DESIGN §7). */
-  hints->caps = FI_TAGGED | FI_SEND | FI_RECV | (is_shm ? 0 : FI_LOCAL_COMM | FI_REMOTE_COMM);
-  hints->mode = FI_CONTEXT | FI_CONTEXT2;
-  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = FI_THREAD_SAFE;
-  hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
-  hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
-  hints->tx_attr->msg_order = FI_ORDER_SAS;
-  hints->rx_attr->msg_order = FI_ORDER_SAS;
-  hints->fabric_attr->prov_name = strdup(prov); /* freed with hints */
   const char *node = NULL;
   uint64_t flags = 0;
   if (!is_shm) {

@@ -49,8 +49,10 @@ static int any_file(const char *pattern) {
   return n > 0;
 }
 
-/* dlopens file from libasr's own directory, or from its asr/ subdirectory
- * (where make install puts it: $(pkglibdir)). */
+/* dlopens file from the directory of the object this code is in (libasr,
+ * or asr-ofi-probe, which links the same loader), or from its asr/
+ * subdirectory (where make install puts it: $(pkglibdir)); for the probe
+ * in the build tree, from runtime/.libs; then from $(pkglibdir) itself. */
 static void *open_beside_libasr(const char *file) {
   Dl_info di;
   if (!dladdr((void *)asr__ofi_nopsm_load, &di) || !di.dli_fname) return NULL;
@@ -58,12 +60,18 @@ static void *open_beside_libasr(const char *file) {
   int dirlen = slash ? (int)(slash - di.dli_fname) : 1;
   const char *dir = slash ? di.dli_fname : ".";
   char path[4096];
-  static const char *const sub[] = {"", "/asr"};
-  for (int i = 0; i < 2; i++) {
+  static const char *const sub[] = {"", "/asr", "/.libs"};
+  for (int i = 0; i < 3; i++) {
     if (snprintf(path, sizeof path, "%.*s%s/%s", dirlen, dir, sub[i], file) >= (int)sizeof path) continue;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (h) return h;
   }
+#ifdef ASR_PKGLIBDIR
+  if (snprintf(path, sizeof path, "%s/%s", ASR_PKGLIBDIR, file) < (int)sizeof path) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h) return h;
+  }
+#endif
   return NULL;
 }
 

@@ -794,3 +794,23 @@ TEST_TIMEOUT(verbose_and_quiet, 60) {
   ASSERT_NO_LEFTOVERS(NULL, 5000);
   teardown();
 }
+
+/* A --provider that libfabric here does not offer is refused before any
+ * rank starts, naming what it offers (at 6dcea9d each rank failed in its
+ * own asr_init); a real one runs. */
+TEST_TIMEOUT(provider_checked_before_ranks, 60) {
+  setup();
+  const char *mark = fmt("%s/rank-ran", W.dir);
+  job_t j;
+  RUN(&j, 30000, "-n", "2", "--provider", "asrt-no-such-provider", "sh", "-c", fmt("touch %s", mark));
+  ASSERT_CODE(&j, 125);
+  ASSERT_CONTAINS(j.err, "--provider asrt-no-such-provider: libfabric offers no provider");
+  ASSERT_CONTAINS(j.err, "it offers: ");
+  ASSERT_CONTAINS(j.err, "shm");
+  ASSERT_JOB(&j, !exists(mark));
+  job_t k;
+  RUN(&k, 30000, "-n", "2", "--provider", "shm", bin("tests/apps/early_exit"), "none");
+  ASSERT_CODE(&k, 0);
+  ASSERT_NO_LEFTOVERS(NULL, 5000);
+  teardown();
+}

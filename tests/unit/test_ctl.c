@@ -62,7 +62,8 @@ static asr_ctl_msg_t example(int type) {
                                 .heartbeat_s = 10,
                                 .wdir = "/work/dir",
                                 .wdir_given = 1,
-                                .stdin_rank = 2};
+                                .stdin_rank = 2,
+                                .provider_given = 1};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -147,6 +148,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_STREQ(x->wdir, y->wdir);
       ASSERT_EQ(x->wdir_given, y->wdir_given);
       ASSERT_EQ(x->stdin_rank, y->stdin_rank);
+      ASSERT_EQ(x->provider_given, y->provider_given);
       break;
     }
     case ASR_CTL_STARTED:
