@@ -468,3 +468,53 @@ void asr_env_print(FILE *f, int markdown) {
     }
   }
 }
+
+/* Writes s as roff text: '\\' and '-' escaped, `code` in bold, a leading
+ * '.' or '\'' kept from being read as a request. */
+static void roff_text(FILE *f, const char *s) {
+  int bold = 0;
+  if (*s == '.' || *s == '\'') fputs("\\&", f);
+  for (; *s; s++) {
+    if (*s == '\\')
+      fputs("\\e", f);
+    else if (*s == '-')
+      fputs("\\-", f);
+    else if (*s == '`')
+      fputs((bold = !bold) ? "\\fB" : "\\fR", f);
+    else
+      fputc(*s, f);
+  }
+  if (bold) fputs("\\fR", f);
+}
+
+void asr_env_print_man(FILE *f, unsigned who) {
+  char type[320], whos[160];
+  for (int i = 0; i < ASR_ENV__COUNT; i++) {
+    const asr_env_row_t *r = &rows[i];
+    if (!(r->who & who)) continue;
+    type_text(r, type, sizeof type);
+    who_text(r->who, whos, sizeof whos);
+    fprintf(f, ".TP\n.B %s%s\n", r->name, r->who & ASR_ENV_FAMILY ? "*" : "");
+    roff_text(f, r->doc);
+    fputs(".\n.br\n", f);
+    roff_text(f, type);
+    fputs("; default: ", f);
+    if (r->dflt) {
+      fputs("\\fB", f);
+      roff_text(f, r->dflt);
+      fputs("\\fR", f);
+    } else {
+      fputs("none", f);
+    }
+    fputs("; read by ", f);
+    roff_text(f, whos);
+    fputs(".\n", f);
+    for (size_t k = 0; k < N_ALIASES; k++) {
+      if (aliases[k].id != r->id) continue;
+      fprintf(f, ".TP\n.B %s\n", aliases[k].name);
+      fprintf(f, "alias of\n.BR %s ,\nwhich wins when both are set: ", r->name);
+      roff_text(f, aliases[k].doc);
+      fputs(".\n", f);
+    }
+  }
+}

@@ -301,6 +301,11 @@ void asr_env_warn_unknown_once(void);
  * a Markdown table (--list-env=markdown, the README's copy). */
 void asr_env_print(FILE *f, int markdown);
 
+/* Prints, as man(7) text (a .TP entry each, with its aliases), the rows that
+ * one of who's readers reads: the man pages' ENVIRONMENT sections
+ * (doc/man_env.c fills them in at build time). */
+void asr_env_print_man(FILE *f, unsigned who);
+
 /*
  * The value parsers, one per kind of value: the getters use them, and so do
  * asrrun's YAML and command-line layers (launcher/config.c), so a setting
