@@ -12,7 +12,6 @@ launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS)
 
 sysconf_asrdir = $(sysconfdir)/asr
 dist_sysconf_asr_DATA = conf/asrrun.yaml
-EXTRA_DIST += conf/job-example.yaml
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
 launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c \

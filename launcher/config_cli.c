@@ -185,7 +185,8 @@ static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const ch
       "signal S; 2 bad command line or configuration.\n"
       "\nSignals: INT, TERM, HUP go to every rank and end the job (again: kill at once); QUIT ends the\n"
       "job; USR1, USR2, ALRM, WINCH go to every rank; TSTP stops the ranks (SIGSTOP) and asrrun; CONT\n"
-      "resumes them.\n",
+      "resumes them.\n"
+      "\nasrrun(1) (man asrrun) describes every flag, setting and exit status.\n",
       ASR_SYSCONFDIR);
   return 1;
 }
