@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs, with apt, whatever this project needs that is missing on a Debian
 # bookworm machine (run as root). Installs nothing when all is present.
+#   scripts/deps.sh [--test]
+# --test (scripts/test.sh) adds what only the test suite needs: groff, with
+# which test_docs checks that the man pages render without warnings.
 set -euo pipefail
 pkgs=(
   build-essential autoconf automake libtool pkg-config
@@ -8,6 +11,9 @@ pkgs=(
   iproute2 procps clang-format valgrind
   clang libclang-rt-14-dev # tests/fuzz/run.sh: clang's libFuzzer and sanitizer runtimes
 )
+if [ "${1:-}" = --test ]; then
+  pkgs+=(groff-base)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

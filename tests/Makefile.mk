@@ -16,6 +16,7 @@ UNIT_TESTS = \
 	tests/unit/test_kv_server \
 	tests/unit/test_kv_elect \
 	tests/unit/test_asrkv_cli \
+	tests/unit/test_docs \
 	tests/unit/test_runtime \
 	tests/unit/test_runtime_mt
 
@@ -40,6 +41,10 @@ tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(AM_CPPFLAGS) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_env_LDADD = $(TEST_LIBS)
+# The man pages against asrrun --help and the settings table (doc/).
+tests_unit_test_docs_SOURCES = tests/unit/test_docs.c
+tests_unit_test_docs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_unit_test_docs_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_client_SOURCES = tests/unit/test_kv_client.c
