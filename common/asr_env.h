@@ -61,10 +61,18 @@
     "number of ranks, as -n (default: one per slot)")                                                        \
   X(ASRRUN_LNC_PER_HOST, "ASRRUN_LNC_PER_HOST", INT, 1, 128, NULL, NULL, ASR_ENV_ASRRUN,                     \
     "slots of a host that has no count, as --lnc-per-host (default: its cores)")                             \
-  X(ASRRUN_MAP_BY, "ASRRUN_MAP_BY", WORD, 0, 0, ASR_ENV_WORDS("slot", "node"), "slot", ASR_ENV_ASRRUN,       \
-    "fill each host first (slot) or round robin (node), as --map-by")                                        \
-  X(ASRRUN_BIND_TO, "ASRRUN_BIND_TO", WORD, 0, 0, ASR_ENV_WORDS("none", "core", "numa", "package"),          \
-    "core", ASR_ENV_ASRRUN, "what each rank is bound to, as --bind-to")                                      \
+  X(ASRRUN_NPERNODE, "ASRRUN_NPERNODE", INT, 1, 128, NULL, NULL, ASR_ENV_ASRRUN,                            \
+    "ranks per host, within its slots, as --npernode / -ppn (default: as the slots allow)")                  \
+  X(ASRRUN_MAP_BY, "ASRRUN_MAP_BY", STR, 1, 63, NULL, "slot", ASR_ENV_ASRRUN,                                \
+    "slot, node, core, numa, package or ppr:N:node, ppr:N:numa, ppr:N:package, as --map-by")                 \
+  X(ASRRUN_BIND_TO, "ASRRUN_BIND_TO", WORD, 0, 0, ASR_ENV_WORDS("none", "core", "numa", "package", "auto"),  \
+    "auto", ASR_ENV_ASRRUN, "what each rank is bound to, as --bind-to (auto: a core each while they fit)")   \
+  X(ASRRUN_CPUS_PER_RANK, "ASRRUN_CPUS_PER_RANK", INT, 1, 4096, NULL, "1", ASR_ENV_ASRRUN,                   \
+    "cores each rank is bound to, as --cpus-per-rank")                                                       \
+  X(ASRRUN_OVERSUBSCRIBE, "ASRRUN_OVERSUBSCRIBE", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,                 \
+    "allow more ranks than slots or than bound objects (a warning), as --oversubscribe")                     \
+  X(ASRRUN_RANKFILE, "ASRRUN_RANKFILE", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                           \
+    "place and bind each rank from this file ('rank R=HOST slot=CORES' lines), as --rankfile")               \
   X(ASRRUN_REPORT_BINDINGS, "ASRRUN_REPORT_BINDINGS", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,             \
     "print each rank's binding, as --report-bindings")                                                       \
   X(ASRRUN_TAG_OUTPUT, "ASRRUN_TAG_OUTPUT", BOOL, 0, 1, NULL, "true", ASR_ENV_ASRRUN,                        \

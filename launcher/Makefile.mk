@@ -3,12 +3,12 @@
 noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
 	launcher/config.c launcher/config_cli.c launcher/config_load.c launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
-	launcher/map.c launcher/map.h \
+	launcher/map.c launcher/map.h launcher/bind.c launcher/bind.h \
 	launcher/ctl.c launcher/ctl.h launcher/ctl_msg.c launcher/ctl_msg.h \
 	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h \
 	launcher/asrd_dir.c launcher/asrd_dir.h
-launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
-launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS)
+launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) $(HWLOC_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
+launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_LIBS)
 
 sysconf_asrdir = $(sysconfdir)/asr
 dist_sysconf_asr_DATA = conf/asrrun.yaml

@@ -325,8 +325,12 @@ int main(int argc, char **argv) {
   signal(SIGTTOU, SIG_IGN);
   signal(SIGTTIN, SIG_IGN);
   signal(SIGTSTP, SIG_IGN);
-  /* PMIx's hwloc would otherwise probe for X11 displays and GPUs at every start. */
-  setenv("HWLOC_COMPONENTS", "-gl,-opencl", 0);
+  /* PMIx's hwloc would otherwise probe for X11 displays and GPUs at every
+   * start. Not when a synthetic or XML topology is asked for (the tests' NUMA
+   * and package cases, bind.h): hwloc ignores HWLOC_SYNTHETIC and
+   * HWLOC_XMLFILE once HWLOC_COMPONENTS is set, and asrd would then bind on
+   * another topology than asrrun's --dry-run showed. */
+  if (!getenv("HWLOC_SYNTHETIC") && !getenv("HWLOC_XMLFILE")) setenv("HWLOC_COMPONENTS", "-gl,-opencl", 0);
   if (host)
     snprintf(d->hostname, sizeof d->hostname, "%s", host);
   else

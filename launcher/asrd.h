@@ -29,6 +29,7 @@
 
 #include "asr_buf.h"
 #include "asr_loop.h"
+#include "bind.h"
 #include "ctl.h"
 #include "kv_frame.h"
 #include "kv_server.h"
@@ -225,10 +226,13 @@ void *asrd_topo(void);
 void *asrd_topo_generic(void);
 /* Whether asrd set HWLOC_PLUGINS_BLACKLIST itself (the ranks do not get it). */
 int asrd_topo_env_set(void);
-/* The CPUs local rank `local` is bound to (glibc's set), its object's index
- * and a printable list; 0 when bound, 1 when not (bind none, or no topology). */
-int asrd_topo_binding(int bind_to, int local, cpu_set_t *cpus, int *obj_index, char *list, size_t listlen);
-const char *asrd_topo_bind_name(int bind_to);
+/* The binding of local rank `local` of nlocal (cores: its rankfile cores, or
+ * NULL) on this host's topology: bind.h's asr_bind_rank, the function
+ * asrrun's --dry-run prints with. Fills *b and *cpus (glibc's set); returns
+ * 0 when bound, 1 when not (bind none, auto with too few cores, or no
+ * topology), or ASR_ECONFIG with errbuf (a rankfile core this host lacks). */
+int asrd_topo_binding(const asr_bind_policy_t *p, int local, int nlocal, const char *cores, cpu_set_t *cpus,
+                      asr_binding_t *b, char *errbuf, size_t errlen);
 
 /* asrd_spawn.c */
 /* Once per job, before the first start: the environment common to every rank,

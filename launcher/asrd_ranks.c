@@ -101,17 +101,25 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
     return rc;
   }
   cpu_set_t cpus;
-  int obj;
-  char list[256];
-  int bind = asrd_topo_binding((int)d->job.bind_to, r->local, &cpus, &obj, list, sizeof list) == 0;
-  if (d->job.report_bindings) {
-    char line[512];
-    int n = d->job.bind_to == ASR_BIND_NONE
-                ? snprintf(line, sizeof line, "asrrun: rank %d (host %s, lnc %d) not bound", r->rank,
-                           d->hostname, r->lnc)
-                : snprintf(line, sizeof line, "asrrun: rank %d (host %s, lnc %d) bound to %s %d: cpus %s",
-                           r->rank, d->hostname, r->lnc, asrd_topo_bind_name((int)d->job.bind_to), obj, list);
+  asr_binding_t b;
+  char berr[256], line[700];
+  asr_bind_policy_t p = {.bind_to = (asr_bind_to_t)d->job.bind_to,
+                         .map_by = (asr_map_by_t)d->job.map_by,
+                         .ppr = (int)d->job.ppr,
+                         .cpus_per_rank = (int)d->job.cpus_per_rank};
+  const char *cores = d->job.cores ? d->job.cores[r->rank] : NULL;
+  int brc = asrd_topo_binding(&p, r->local, d->nlocal, cores, &cpus, &b, berr, sizeof berr);
+  int bind = brc == 0;
+  if (brc < 0) { /* a rankfile core this host lacks: run it unbound, and say why */
+    int n = snprintf(line, sizeof line, "asrrun: warning: cannot bind rank %d on host %s: %s", r->rank,
+                     d->hostname, berr);
     asrd_up_output(d, r->rank, 2, line, (size_t)n);
+  }
+  if (d->job.report_bindings) {
+    /* the dry run's line for the rank (bind.h), after asrrun's prefix */
+    int n = snprintf(line, sizeof line, "asrrun: ");
+    n += asr_bind_format(&b, r->rank, d->hostname, r->lnc, line + n, sizeof line - (size_t)n);
+    asrd_up_output(d, r->rank, 2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   }
   /* ep[1] is the spawn's now (it closes it once the child is past execve) */
   pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], &cpus, bind, errbuf, errlen);

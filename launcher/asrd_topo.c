@@ -10,11 +10,13 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "asrd.h"
+#include "bind.h"
 #include "job_config.h"
 
-static hwloc_topology_t topo;
+static asr_topo_t *topo;
 static int topo_state; /* 0: not tried yet, 1: loaded, -1: failed */
 
 /* hwloc dlopens every plugin it finds at its first topology_init: on Debian
@@ -38,27 +40,10 @@ static void topo_env(void) {
 
 int asrd_topo_env_set(void) { return topo_env_set; }
 
+/* The same load as asrrun's dry run (bind.c), so both see one topology. */
 static void load_topology(void) {
-  topo_state = -1;
-  if (hwloc_topology_init(&topo) != 0) return;
-#if HWLOC_API_VERSION >= 0x00020800
-  /* neither binding nor the PMIx server reads these: skip their discovery */
-  hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
-                                     HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
-#endif
-  /* nor these (binding is to cores, NUMA nodes or packages) */
-  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-  hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-#if defined(__linux__) && HWLOC_API_VERSION >= 0x00020100
-  /* On Linux the sysfs backend finds packages, cores, caches and NUMA
-   * nodes by itself; the x86 (cpuid) backend on top of it only annotates,
-   * and doubled the load time. */
-  hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
-#endif
-  if (hwloc_topology_load(topo) == 0)
-    topo_state = 1;
-  else
-    hwloc_topology_destroy(topo);
+  char err[256];
+  topo_state = asr_topo_load(NULL, &topo, err, sizeof err) == 0 ? 1 : -1;
 }
 
 /* The load (about 1 ms) runs on a thread of its own, started first thing,
@@ -101,7 +86,7 @@ void *asrd_topo(void) {
     topo_env();
     load_topology();
   }
-  return topo_state == 1 ? topo : NULL;
+  return topo_state == 1 ? asr_topo_hwloc(topo) : NULL;
 }
 
 void *asrd_topo_generic(void) {
@@ -124,42 +109,12 @@ void *asrd_topo_generic(void) {
   return state == 1 ? generic : NULL;
 }
 
-static hwloc_obj_type_t bind_type(int bind_to) {
-  switch (bind_to) {
-    case ASR_BIND_CORE: return HWLOC_OBJ_CORE;
-    case ASR_BIND_NUMA: return HWLOC_OBJ_NUMANODE;
-    case ASR_BIND_PACKAGE: return HWLOC_OBJ_PACKAGE;
-    default: return HWLOC_OBJ_MACHINE;
-  }
-}
-
-const char *asrd_topo_bind_name(int bind_to) {
-  switch (bind_to) {
-    case ASR_BIND_CORE: return "core";
-    case ASR_BIND_NUMA: return "numa";
-    case ASR_BIND_PACKAGE: return "package";
-    default: return "none";
-  }
-}
-
-int asrd_topo_binding(int bind_to, int local, cpu_set_t *cpus, int *obj_index, char *list, size_t listlen) {
-  snprintf(list, listlen, "all");
-  *obj_index = -1;
-  if (bind_to == ASR_BIND_NONE || !asrd_topo()) return 1;
-  /* round robin over the objects of the type; none of it (no NUMA objects,
-   * say): the whole machine */
-  hwloc_const_cpuset_t set;
-  int n = hwloc_get_nbobjs_by_type(topo, bind_type(bind_to));
-  if (n <= 0) {
-    *obj_index = 0;
-    set = hwloc_topology_get_topology_cpuset(topo);
-  } else {
-    hwloc_obj_t o = hwloc_get_obj_by_type(topo, bind_type(bind_to), (unsigned)(local % n));
-    *obj_index = (int)o->logical_index;
-    set = o->cpuset;
-  }
-  hwloc_bitmap_list_snprintf(list, listlen, set);
-  /* The child is single-threaded: binding it is sched_setaffinity, which is
-   * what hwloc_set_cpubind(HWLOC_CPUBIND_PROCESS) does for each thread. */
-  return hwloc_cpuset_to_glibc_sched_affinity(topo, set, cpus, sizeof *cpus) == 0 ? 0 : 1;
+int asrd_topo_binding(const asr_bind_policy_t *p, int local, int nlocal, const char *cores, cpu_set_t *cpus,
+                      asr_binding_t *b, char *errbuf, size_t errlen) {
+  memset(b, 0, sizeof *b);
+  snprintf(b->cpus, sizeof b->cpus, "all");
+  if ((p->bind_to == ASR_BIND_NONE && !cores) || !asrd_topo()) return 1;
+  int rc = asr_bind_rank(topo, p, local, nlocal, cores, b, cpus, errbuf, errlen);
+  if (rc) return rc;
+  return b->bound ? 0 : 1;
 }

@@ -234,15 +234,32 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   char host[128] = "localhost";
   gethostname(host, sizeof host - 1);
   /* before the dry run too: it shows the job that would run, or why none would */
-  if (asr_map_check_hosts(cfg, host, runs_here, host, err, sizeof err) != 0 ||
-      asr_map_build(cfg, host, &run->map, err, sizeof err) != 0) {
+  /* This host's topology counts NUMA nodes, packages and cores for the map
+   * and the dry run (the hosts are taken to be alike; each asrd binds on its
+   * own). A job that needs none of it does not pay for the load. */
+  asr_topo_t *topo = NULL;
+  if (asr_map_needs_topo(cfg) && asr_topo_load(NULL, &topo, err, sizeof err) != 0 && cfg->verbose)
+    fprintf(stderr, "asrrun: %s\n", err);
+  rc = asr_map_check_hosts(cfg, host, runs_here, host, err, sizeof err);
+  if (rc == 0) rc = asr_map_build_topo(cfg, host, topo, &run->map, err, sizeof err);
+  if (rc) {
+    asr_topo_free(topo);
     fprintf(stderr, "asrrun: %s\n", err);
     return ASRRUN_EXIT_USAGE;
   }
+  /* what --oversubscribe lets ranks share, a warning line each */
+  for (const char *w = run->map.warnings; w && *w;) {
+    size_t n = strcspn(w, "\n");
+    fprintf(stderr, "asrrun: warning: %.*s\n", (int)n, w);
+    w += n + (w[n] == '\n');
+  }
   if (cfg->dry_run) {
     asr_map_print(&run->map, cfg, stdout);
+    asr_map_print_bindings(&run->map, cfg, topo, stdout);
+    asr_topo_free(topo);
     return 0;
   }
+  asr_topo_free(topo);
   /* which ranks read our stdin */
   const char *si = cfg->stdin_to;
   char *end = NULL;

@@ -308,7 +308,8 @@ static void send_job(daemon_t *d) {
   char **hosts = calloc((size_t)map->nhosts, sizeof *hosts);
   char **env_n = calloc((size_t)cfg->nenv + 1, sizeof *env_n),
        **env_v = calloc((size_t)cfg->nenv + 1, sizeof *env_v);
-  if (!host_of_rank || !lnc_of_rank || !hosts || !env_n || !env_v) {
+  char **cores = cfg->nrf ? calloc((size_t)map->nranks, sizeof *cores) : NULL;
+  if (!host_of_rank || !lnc_of_rank || !hosts || !env_n || !env_v || (cfg->nrf && !cores)) {
     run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory describing the job");
     goto out;
   }
@@ -316,6 +317,7 @@ static void send_job(daemon_t *d) {
   for (int r = 0; r < map->nranks; r++) {
     host_of_rank[r] = (uint32_t)map->ranks[r].host;
     lnc_of_rank[r] = (uint32_t)map->ranks[r].lnc;
+    if (cores) cores[r] = (char *)map->ranks[r].cores;
   }
   uint32_t nenv = 0;
   for (int i = 0; i < cfg->nenv; i++) {
@@ -352,6 +354,10 @@ static void send_job(daemon_t *d) {
       .wdir_given = cfg->wdir[0] != '\0',
       .stdin_rank = run->stdin_rank,
       .provider_given = cfg->provider[0] != '\0',
+      .map_by = (uint32_t)cfg->map_by,
+      .ppr = (uint32_t)cfg->ppr,
+      .cpus_per_rank = (uint32_t)cfg->cpus_per_rank,
+      .cores = cores,
   };
   int rc = asr_ctl_send(d->conn, &m);
   if (rc)
@@ -367,6 +373,7 @@ out:
   free(hosts);
   free(env_n);
   free(env_v);
+  free(cores);
 }
 
 /* --- call back -------------------------------------------------------------------- */

@@ -32,8 +32,12 @@ _Static_assert(sizeof(asr_launcher_t) == sizeof(int), "enum settings are stored 
 /* The key table                                                            */
 /* ------------------------------------------------------------------------ */
 
-static const char *const map_by_words[] = {"slot", "node", NULL};
-static const char *const bind_to_words[] = {"none", "core", "numa", "package", NULL};
+/* The plain --map-by words, in asr_map_by_t order; then, for messages, the
+ * ppr forms (set_map parses those). */
+static const char *const map_by_words[] = {"slot",       "node",       "core",          "numa", "package",
+                                           "ppr:N:node", "ppr:N:numa", "ppr:N:package", NULL};
+#define N_MAP_WORDS 5
+static const char *const bind_to_words[] = {"none", "core", "numa", "package", "auto", NULL};
 static const char *const launcher_words[] = {"auto", "local", "rsh", "slurm", NULL};
 
 #define INT_KEY(n, e, f, lo, hi) \
@@ -42,8 +46,13 @@ static const char *const launcher_words[] = {"auto", "local", "rsh", "slurm", NU
   { n, e, ASR__KEY_BOOL, offsetof(asr_config_t, f), 0, 0, 1, NULL }
 #define WORD_KEY(n, e, f, w) \
   { n, e, ASR__KEY_WORD, offsetof(asr_config_t, f), 0, 0, 0, w }
+#define MAP_KEY(n, e, f) \
+  { n, e, ASR__KEY_MAP, offsetof(asr_config_t, f), 0, 1, 63, map_by_words }
 #define STR_KEY(n, e, f, minlen) \
   { n, e, ASR__KEY_STR, offsetof(asr_config_t, f), sizeof(((asr_config_t *)0)->f), minlen, 0, NULL }
+
+/* --cpus-per-rank: more cores than any one machine has is a typo. */
+#define ASR_CFG_MAX_CPUS_PER_RANK 4096L
 
 /* The largest job: every host full, one rank per LNC. */
 #define ASR_CFG_MAX_NP ((long)ASR_CFG_MAX_HOSTS * ASR_CFG_MAX_SLOTS)
@@ -55,8 +64,11 @@ static const char *const launcher_words[] = {"auto", "local", "rsh", "slurm", NU
 const asr__cfg_key_t asr__cfg_keys[] = {
     INT_KEY("np", "ASRRUN_NP", np, 1, ASR_CFG_MAX_NP),
     INT_KEY("lnc_per_host", "ASRRUN_LNC_PER_HOST", lnc_per_host, 1, ASR_CFG_MAX_SLOTS),
-    WORD_KEY("map_by", "ASRRUN_MAP_BY", map_by, map_by_words),
+    INT_KEY("npernode", "ASRRUN_NPERNODE", npernode, 1, ASR_CFG_MAX_SLOTS),
+    MAP_KEY("map_by", "ASRRUN_MAP_BY", map_by),
     WORD_KEY("bind_to", "ASRRUN_BIND_TO", bind_to, bind_to_words),
+    INT_KEY("cpus_per_rank", "ASRRUN_CPUS_PER_RANK", cpus_per_rank, 1, ASR_CFG_MAX_CPUS_PER_RANK),
+    BOOL_KEY("oversubscribe", "ASRRUN_OVERSUBSCRIBE", oversubscribe),
     BOOL_KEY("report_bindings", "ASRRUN_REPORT_BINDINGS", report_bindings),
     BOOL_KEY("tag_output", "ASRRUN_TAG_OUTPUT", tag_output),
     BOOL_KEY("timestamp_output", "ASRRUN_TIMESTAMP_OUTPUT", timestamp_output),
@@ -85,8 +97,19 @@ const asr__cfg_key_t *asr__config_key(const char *name) {
   return NULL;
 }
 
-const char *asr__config_map_by_name(asr_map_by_t m) { return (unsigned)m < 2 ? map_by_words[m] : "?"; }
-const char *asr__config_bind_to_name(asr_bind_to_t b) { return (unsigned)b < 4 ? bind_to_words[b] : "?"; }
+const char *asr__config_map_by_name(asr_map_by_t m) {
+  static const char *const ppr_objs[] = {"node", "numa", "package"};
+  if ((unsigned)m < N_MAP_WORDS) return map_by_words[m];
+  return (unsigned)m <= ASR_MAP_PPR_PACKAGE ? ppr_objs[m - ASR_MAP_PPR_NODE] : "?";
+}
+const char *asr__config_bind_to_name(asr_bind_to_t b) { return (unsigned)b < 5 ? bind_to_words[b] : "?"; }
+
+void asr__config_map_by_format(const asr_config_t *cfg, char *buf, size_t len) {
+  if (cfg->map_by >= ASR_MAP_PPR_NODE)
+    snprintf(buf, len, "ppr:%d:%s", cfg->ppr, asr__config_map_by_name(cfg->map_by));
+  else
+    snprintf(buf, len, "%s", asr__config_map_by_name(cfg->map_by));
+}
 const char *asr__config_launcher_name(asr_launcher_t l) { return (unsigned)l < 4 ? launcher_words[l] : "?"; }
 
 int asr__config_fail(char *errbuf, size_t errlen, const char *fmt, ...) {
@@ -132,9 +155,49 @@ static int set_str(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
   return rc;
 }
 
+/* --map-by: a plain word, or ppr:N:OBJ with N ranks per node, NUMA node or
+ * package. map_by and ppr are written together (ppr 0 for a word), so a
+ * later layer's word forgets a lower layer's count. */
+static int set_map(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
+                   char *errbuf, size_t errlen) {
+  if (strncmp(val, "ppr:", 4) != 0) {
+    int m;
+    int rc = asr_env_parse_word(what, val, k->words, &m, errbuf, errlen);
+    if (rc) return rc;
+    if (m >= N_MAP_WORDS) /* a ppr placeholder: it starts with "ppr:", so never here */
+      return asr__config_fail(errbuf, errlen, "%s: write ppr:N:node, ppr:N:numa or ppr:N:package", what);
+    cfg->map_by = (asr_map_by_t)m;
+    cfg->ppr = 0;
+    return 0;
+  }
+  const char *n = val + 4, *colon = strchr(n, ':');
+  if (!colon)
+    return asr__config_fail(errbuf, errlen, "%s: '%s': write ppr:N:node, ppr:N:numa or ppr:N:package", what,
+                            val);
+  char num[16];
+  long v = 0;
+  size_t nl = (size_t)(colon - n);
+  snprintf(num, sizeof num, "%.*s", (int)(nl < sizeof num ? nl : sizeof num - 1), n);
+  if (nl >= sizeof num || asr_env_parse_long("ppr", num, 1, ASR_CFG_MAX_SLOTS, &v, NULL, 0) != 0)
+    return asr__config_fail(errbuf, errlen, "%s: '%s': N must be a number from 1 to %d", what, val,
+                            ASR_CFG_MAX_SLOTS);
+  static const struct {
+    const char *obj;
+    asr_map_by_t by;
+  } objs[] = {{"node", ASR_MAP_PPR_NODE}, {"numa", ASR_MAP_PPR_NUMA}, {"package", ASR_MAP_PPR_PACKAGE}};
+  for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+    if (strcmp(colon + 1, objs[i].obj) == 0) {
+      cfg->map_by = objs[i].by;
+      cfg->ppr = (int)v;
+      return 0;
+    }
+  return asr__config_fail(errbuf, errlen, "%s: '%s': the object must be node, numa or package", what, val);
+}
+
 int asr__config_set(asr_config_t *cfg, const asr__cfg_key_t *key, const char *val, const char *what,
                     char *errbuf, size_t errlen) {
   switch (key->kind) {
+    case ASR__KEY_MAP: return set_map(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_INT: return set_int(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_BOOL: return set_bool(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_WORD: return set_word(cfg, key, val, what, errbuf, errlen);
@@ -347,6 +410,201 @@ int asr_config_parse_hostlist(asr_config_t *cfg, const char *list, char *errbuf,
 }
 
 /* ------------------------------------------------------------------------ */
+/* Rankfiles                                                                */
+/* ------------------------------------------------------------------------ */
+
+int asr__config_parse_cores(const char *s, unsigned char *bits, size_t nbits, int *max) {
+  int top = -1;
+  const char *p = s;
+  if (!*p) return ASR_EINVAL;
+  for (;;) {
+    long a, b;
+    char *end;
+    if (!isdigit((unsigned char)*p)) return ASR_EINVAL;
+    errno = 0;
+    a = b = strtol(p, &end, 10);
+    if (errno || a >= ASR_CFG_MAX_CORE) return ASR_EINVAL;
+    p = end;
+    if (*p == '-') {
+      if (!isdigit((unsigned char)p[1])) return ASR_EINVAL;
+      b = strtol(p + 1, &end, 10);
+      if (errno || b >= ASR_CFG_MAX_CORE || b < a) return ASR_EINVAL;
+      p = end;
+    }
+    for (long c = a; bits && c <= b && (size_t)c < nbits; c++) bits[c / 8] |= (unsigned char)(1u << (c % 8));
+    if (b > top) top = (int)b;
+    if (*p == '\0') break;
+    if (*p != ',') return ASR_EINVAL;
+    p++;
+  }
+  if (max) *max = top;
+  return 0;
+}
+
+#define RF_USAGE "'rank R=HOST slot=CORES'"
+
+/* The lines read so far, in file order (malloc'd, grown by doubling). */
+typedef struct {
+  asr_cfg_rank_t *v;
+  int n, cap;
+} rf_list_t;
+
+/* Parses one rankfile line (comment cut off) onto l. */
+static int rankfile_line(rf_list_t *l, char *line, unsigned lineno, const char *where, char *errbuf,
+                         size_t errlen) {
+  char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
+  if (!tok) return 0; /* blank or comment-only */
+  if (strcmp(tok, "rank") != 0)
+    return asr__config_fail(errbuf, errlen, "%s: expected " RF_USAGE ", not '%s'", where, tok);
+  char *rh = strtok_r(NULL, " \t\r\n", &save);
+  if (!rh) return asr__config_fail(errbuf, errlen, "%s: 'rank' needs R=HOST slot=CORES", where);
+  char *eq = strchr(rh, '=');
+  if (!eq)
+    return asr__config_fail(errbuf, errlen, "%s: '%s' is not R=HOST (a rank number, '=', a host name)", where,
+                            rh);
+  *eq = '\0';
+  long r;
+  if (asr_env_parse_long("rank", rh, 0, ASR_CFG_MAX_NP - 1, &r, NULL, 0) != 0)
+    return asr__config_fail(errbuf, errlen, "%s: rank '%s' is not a number from 0 to %ld", where, rh,
+                            ASR_CFG_MAX_NP - 1);
+  const char *host = eq + 1;
+  size_t hl = strlen(host);
+  if (hl == 0) return asr__config_fail(errbuf, errlen, "%s: rank %ld has an empty host name", where, r);
+  if (hl >= sizeof l->v->host)
+    return asr__config_fail(errbuf, errlen, "%s: host name '%.40s...' is longer than %zu bytes", where, host,
+                            sizeof l->v->host - 1);
+  if (!is_host_name(host, hl))
+    return asr__config_fail(errbuf, errlen, "%s: '%s' is not a host name (letters, digits, '-', '.', '_')",
+                            where, host);
+  char *slot = strtok_r(NULL, " \t\r\n", &save);
+  if (!slot) return asr__config_fail(errbuf, errlen, "%s: rank %ld has no slot=CORES", where, r);
+  if (strncmp(slot, "slot=", 5) != 0)
+    return asr__config_fail(errbuf, errlen, "%s: unexpected '%s'; write " RF_USAGE, where, slot);
+  const char *cores = slot + 5;
+  if (strlen(cores) >= sizeof l->v->cores || asr__config_parse_cores(cores, NULL, 0, NULL) != 0)
+    return asr__config_fail(errbuf, errlen, "%s: slot '%.60s' is not a core list (N, N-M, comma-separated)",
+                            where, cores);
+  char *extra = strtok_r(NULL, " \t\r\n", &save);
+  if (extra) return asr__config_fail(errbuf, errlen, "%s: unexpected '%s' after slot=CORES", where, extra);
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 64;
+    asr_cfg_rank_t *v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v) return fail_nomem(errbuf, errlen);
+    l->v = v;
+    l->cap = cap;
+  }
+  asr_cfg_rank_t *e = &l->v[l->n++];
+  e->rank = (int)r;
+  e->line = (int)lineno;
+  memcpy(e->host, host, hl + 1);
+  snprintf(e->cores, sizeof e->cores, "%s", cores);
+  return 0;
+}
+
+/* Puts the lines in rank order into *out: every rank 0..N-1 once (the
+ * first repeat is named with both its lines). */
+static int rankfile_order(const char *name, const rf_list_t *l, asr_cfg_rank_t **out, char *errbuf,
+                          size_t errlen) {
+  int n = 0;
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i].rank + 1 > n) n = l->v[i].rank + 1;
+  int *at = malloc((size_t)n * sizeof *at); /* rank -> index in l, -1: none yet */
+  asr_cfg_rank_t *v = malloc((size_t)n * sizeof *v);
+  if (!at || !v) {
+    free(at);
+    free(v);
+    return fail_nomem(errbuf, errlen);
+  }
+  int rc = 0;
+  for (int r = 0; r < n; r++) at[r] = -1;
+  for (int i = 0; i < l->n && rc == 0; i++) {
+    const asr_cfg_rank_t *e = &l->v[i];
+    if (at[e->rank] >= 0)
+      rc = asr__config_fail(errbuf, errlen, "%s:%d: rank %d is given twice (first on line %d)", name, e->line,
+                            e->rank, l->v[at[e->rank]].line);
+    at[e->rank] = i;
+  }
+  for (int r = 0; r < n && rc == 0; r++) {
+    if (at[r] < 0)
+      rc = asr__config_fail(errbuf, errlen,
+                            "%s: no line for rank %d (a rankfile names every rank from 0 to %d)", name, r,
+                            n - 1);
+    else
+      v[r] = l->v[at[r]];
+  }
+  free(at);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  return n;
+}
+
+/* The one rankfile parser: text[0..len) is writable with a NUL at text[len]
+ * (cut into lines in place, as the hostfile's). cfg changes only when the
+ * whole file parsed. */
+static int read_rankfile_text(asr_config_t *cfg, const char *name, char *text, size_t len, char *errbuf,
+                              size_t errlen) {
+  if (strlen(name) >= sizeof cfg->rankfile)
+    return asr__config_fail(errbuf, errlen, "rankfile path '%.40s...' is too long", name);
+  rf_list_t l = {0};
+  char where[1100], *line = text, *end = text + len;
+  int rc = 0;
+  for (unsigned lineno = 1; rc == 0 && line < end; lineno++) {
+    char *nl = memchr(line, '\n', (size_t)(end - line)), *next = nl ? nl + 1 : end;
+    snprintf(where, sizeof where, "%s:%u", name, lineno);
+    if (memchr(line, '\0', (size_t)((nl ? nl : end) - line))) {
+      rc = asr__config_fail(errbuf, errlen, "%s: a NUL byte; a rankfile is text, " RF_USAGE " a line", where);
+      break;
+    }
+    if (nl) *nl = '\0';
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    rc = rankfile_line(&l, line, lineno, where, errbuf, errlen);
+    line = next;
+  }
+  if (rc == 0 && l.n == 0)
+    rc = asr__config_fail(errbuf, errlen, "%s: no ranks in the file (one " RF_USAGE " a line)", name);
+  asr_cfg_rank_t *v = NULL;
+  int n = rc == 0 ? rankfile_order(name, &l, &v, errbuf, errlen) : rc;
+  free(l.v);
+  if (n < 0) return n;
+  free(cfg->rf);
+  cfg->rf = v;
+  cfg->nrf = n;
+  snprintf(cfg->rankfile, sizeof cfg->rankfile, "%s", name); /* fits: checked */
+  return 0;
+}
+
+int asr_config_read_rankfile_buffer(asr_config_t *cfg, const char *name, const void *buf, size_t len,
+                                    char *errbuf, size_t errlen) {
+  char *text = malloc(len + 1);
+  if (!text) return fail_nomem(errbuf, errlen);
+  if (len) memcpy(text, buf, len);
+  text[len] = '\0';
+  int rc = read_rankfile_text(cfg, name, text, len, errbuf, errlen);
+  free(text);
+  return rc;
+}
+
+int asr_config_read_rankfile(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen) {
+  char *text;
+  size_t len;
+  int rc = asr_fs_read_file(path, ASR_CFG_FILE_MAX, &text, &len);
+  if (rc) {
+    if (rc == ASR_ENOMEM) return fail_nomem(errbuf, errlen);
+    if (rc == ASR_ETOOBIG)
+      return asr__config_fail(errbuf, errlen, "rankfile '%s' is larger than %d MiB", path,
+                              ASR_CFG_FILE_MAX >> 20);
+    return asr__config_fail(errbuf, errlen, "cannot open rankfile '%s': %s", path, strerror(errno));
+  }
+  rc = read_rankfile_text(cfg, path, text, len, errbuf, errlen);
+  free(text);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Exported variables, program and arguments                                */
 /* ------------------------------------------------------------------------ */
 
@@ -442,7 +700,8 @@ int asr__config_set_program(asr_config_t *cfg, const char *program, const char *
 void asr_config_defaults(asr_config_t *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->map_by = ASR_MAP_SLOT;
-  cfg->bind_to = ASR_BIND_CORE;
+  cfg->bind_to = ASR_BIND_AUTO;
+  cfg->cpus_per_rank = 1;
   cfg->tag_output = 1;
   cfg->launcher = ASR_LAUNCHER_AUTO;
   snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "ssh");
@@ -454,6 +713,9 @@ void asr_config_free(asr_config_t *cfg) {
   free_args(cfg->args, cfg->nargs);
   memset(cfg->args, 0, sizeof cfg->args);
   cfg->nargs = 0;
+  free(cfg->rf);
+  cfg->rf = NULL;
+  cfg->nrf = 0;
 }
 
 /* An empty ASRRUN_* variable counts as unset, the usual shell convention
@@ -476,6 +738,13 @@ int asr_config_load_env(asr_config_t *cfg, char *errbuf, size_t errlen) {
     char inner[1200];
     rc = asr_config_read_hostfile(cfg, hf, inner, sizeof inner);
     if (rc) return asr__config_fail(errbuf, errlen, "ASRRUN_HOSTFILE: %s", inner);
+  }
+  const char *rf = NULL;
+  if (rc == 0) rc = asr_env_str(ASR_ENV_ASRRUN_RANKFILE, &rf, errbuf, errlen);
+  if (rc == 0 && rf) {
+    char inner[1200];
+    rc = asr_config_read_rankfile(cfg, rf, inner, sizeof inner);
+    if (rc) return asr__config_fail(errbuf, errlen, "ASRRUN_RANKFILE: %s", inner);
   }
   return rc;
 }

@@ -72,6 +72,12 @@ static int opt_hostfile(cli_ctx_t *c, const cli_opt_t *o, const char *flag, cons
   return rc ? asr__config_fail(c->errbuf, c->errlen, "%s: %s", flag, inner) : 0;
 }
 
+static int opt_rankfile(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
+  char inner[1200];
+  int rc = asr_config_read_rankfile(c->cfg, val, inner, sizeof inner);
+  return rc ? asr__config_fail(c->errbuf, c->errlen, "%s: %s", flag, inner) : 0;
+}
+
 /* -f is read by asr_config_load's pre-scan, before the environment; here it
  * is only checked and remembered for messages. */
 static int opt_job_file(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
@@ -124,9 +130,17 @@ static const cli_opt_t cli_opts[] = {
     {"--lnc-per-host", NULL, "N", "lnc_per_host", NULL, opt_key,
      "slots of a host that has no count (1..128)"},
     {"-f", NULL, "FILE", NULL, NULL, opt_job_file, "job YAML file (env and command line override it)"},
-    {"--map-by", NULL, "slot|node", "map_by", NULL, opt_key,
-     "fill each host first (slot) or round robin (node)"},
-    {"--bind-to", NULL, "none|core|numa|package", "bind_to", NULL, opt_key, "bind each rank (default: core)"},
+    /* -N is left out on purpose: mpirun's -N is ranks per node, srun's is nodes */
+    {"--npernode", "-ppn", "N", "npernode", NULL, opt_key, "ranks per host (1..128), within its slots"},
+    {"--map-by", NULL, "slot|node|core|numa|package|ppr:N:OBJ", "map_by", NULL, opt_key,
+     "fill hosts, round robin, spread over objects, N per object"},
+    {"--rankfile", NULL, "FILE", NULL, NULL, opt_rankfile,
+     "place and bind each rank: 'rank R=HOST slot=CORES'"},
+    {"--bind-to", NULL, "auto|none|core|numa|package", "bind_to", NULL, opt_key,
+     "bind each rank (auto: a core each while they fit)"},
+    {"--cpus-per-rank", NULL, "N", "cpus_per_rank", NULL, opt_key, "cores each rank is bound to (default 1)"},
+    {"--oversubscribe", NULL, NULL, "oversubscribe", "1", opt_key,
+     "allow more ranks than slots or bound objects (warns)"},
     {"--report-bindings", NULL, NULL, "report_bindings", "1", opt_key, "print each rank's binding"},
     {"-x", NULL, "VAR[=VAL]", NULL, NULL, opt_export, "export VAR to the ranks (repeatable)"},
     {"--tag-output", NULL, NULL, "tag_output", "1", opt_key, "prefix output lines with the rank (default)"},

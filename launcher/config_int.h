@@ -29,6 +29,7 @@ typedef enum {
   ASR__KEY_BOOL, /* true/false, yes/no, on/off, 1/0, stored as 0/1 in an int */
   ASR__KEY_WORD, /* one of words[], stored as its index (the enum value) */
   ASR__KEY_STR,  /* text of at least min and less than cap bytes */
+  ASR__KEY_MAP,  /* --map-by: one of words[] or ppr:N:node|numa|package, into map_by and ppr */
 } asr__key_kind_t;
 
 typedef struct {
@@ -106,6 +107,14 @@ int asr__config_set_program(asr_config_t *cfg, const char *program, const char *
 const char *asr__config_map_by_name(asr_map_by_t m);
 const char *asr__config_bind_to_name(asr_bind_to_t b);
 const char *asr__config_launcher_name(asr_launcher_t l);
+/* cfg's --map-by as the user writes it ("node", "ppr:2:numa") into buf. */
+void asr__config_map_by_format(const asr_config_t *cfg, char *buf, size_t len);
+
+/* Parses a core list ("0", "2-5", "0,4-7": numbers below
+ * ASR_CFG_MAX_CORE): 0, or ASR_EINVAL. With bits (nbits wide), also sets
+ * the bit of every core listed, and *max is the largest. */
+#define ASR_CFG_MAX_CORE 65536
+int asr__config_parse_cores(const char *s, unsigned char *bits, size_t nbits, int *max);
 
 /* What the command line says before any layer runs (config_cli.c; read
  * by config_load.c): walking argv exactly as the parser will, so that

@@ -39,7 +39,7 @@ typedef struct {
   yaml_node_t *hosts, *hostfile; /* either may be given, not both */
 } yctx_t;
 
-static const char *const special_keys[] = {"hosts", "hostfile", "env", "program", "args"};
+static const char *const special_keys[] = {"hosts", "hostfile", "rankfile", "env", "program", "args"};
 #define N_SPECIAL (sizeof special_keys / sizeof special_keys[0])
 
 static size_t line_of(const yaml_node_t *n) { return n->start_mark.line + 1; }
@@ -94,6 +94,7 @@ static const char *wanted_for(const asr__cfg_key_t *k) {
     case ASR__KEY_BOOL: return "true or false";
     case ASR__KEY_WORD: return "a word";
     case ASR__KEY_STR: return "a string";
+    case ASR__KEY_MAP: return "a word";
   }
   return "a value";
 }
@@ -162,21 +163,25 @@ static int apply_hosts(yctx_t *y, yaml_node_t *v) {
   return rc;
 }
 
-/* A relative hostfile is found next to the YAML file, so a job file and its
- * hostfile can move together and be used from any directory. */
-static int apply_hostfile(yctx_t *y, yaml_node_t *v) {
+/* A relative hostfile or rankfile is found next to the YAML file, so a job
+ * file and its hostfile can move together and be used from any directory. */
+static int apply_file(yctx_t *y, yaml_node_t *v, const char *key,
+                      int (*read)(asr_config_t *, const char *, char *, size_t)) {
   char path[1024], inner[1200];
-  int rc = expect_scalar(y, v, "hostfile", "a file name");
+  int rc = expect_scalar(y, v, key, "a file name");
   if (rc) return rc;
   const char *name = is_null(v) ? "" : text_of(v), *slash = strrchr(y->path, '/');
-  if (!*name) return yerr(y, v, "hostfile", "needs a file name");
+  if (!*name) return yerr(y, v, key, "needs a file name");
   int n = name[0] == '/' || !slash
               ? snprintf(path, sizeof path, "%s", name)
               : snprintf(path, sizeof path, "%.*s/%s", (int)(slash - y->path), y->path, name);
-  if (n < 0 || (size_t)n >= sizeof path) return yerr(y, v, "hostfile", "path '%.40s...' is too long", name);
-  if ((rc = asr_config_read_hostfile(y->cfg, path, inner, sizeof inner)) != 0)
-    return yerr(y, v, "hostfile", "%s", inner);
+  if (n < 0 || (size_t)n >= sizeof path) return yerr(y, v, key, "path '%.40s...' is too long", name);
+  if ((rc = read(y->cfg, path, inner, sizeof inner)) != 0) return yerr(y, v, key, "%s", inner);
   return 0;
+}
+
+static int apply_hostfile(yctx_t *y, yaml_node_t *v) {
+  return apply_file(y, v, "hostfile", asr_config_read_hostfile);
 }
 
 /* ---- env, program, args --------------------------------------------------- */
@@ -285,6 +290,7 @@ static int apply_key(yctx_t *y, yaml_node_t *k, yaml_node_t *v) {
     y->hostfile = k;
     return y->hosts ? hosts_twice(y, k, "hosts", y->hosts) : apply_hostfile(y, v);
   }
+  if (strcmp(name, "rankfile") == 0) return apply_file(y, v, "rankfile", asr_config_read_rankfile);
   if (strcmp(name, "env") == 0) return apply_env(y, v);
   if (strcmp(name, "program") == 0) {
     y->program = v;

@@ -97,6 +97,15 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
        asr_buf_put_str(b, j->if_spec) || asr_buf_put_u32(b, j->heartbeat_s) || asr_buf_put_str(b, j->wdir) ||
        asr_buf_put_u32(b, j->wdir_given) || asr_buf_put_u32(b, j->stdin_rank) ||
        asr_buf_put_u32(b, j->provider_given);
+  if (j->bind_to > 4 || j->map_by > 7 || j->ppr > ASR_CTL_MAX_LNC || j->cpus_per_rank < 1 ||
+      j->cpus_per_rank > ASR_CTL_MAX_CPUS_PER_RANK)
+    return ASR_EINVAL;
+  rc = rc || asr_buf_put_u32(b, j->map_by) || asr_buf_put_u32(b, j->ppr) ||
+       asr_buf_put_u32(b, j->cpus_per_rank) || asr_buf_put_u32(b, j->cores ? 1 : 0);
+  for (uint32_t i = 0; j->cores && i < j->nranks; i++) {
+    if (!j->cores[i] || !str_ok(j->cores[i], 255)) return ASR_EINVAL;
+    rc = rc || asr_buf_put_str(b, j->cores[i]);
+  }
   return rc ? ASR_ENOMEM : 0;
 }
 
@@ -172,8 +181,22 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->wdir_given = asr_rd_u32(r);
   j->stdin_rank = asr_rd_u32(r);
   j->provider_given = asr_rd_u32(r);
+  j->map_by = asr_rd_u32(r);
+  j->ppr = asr_rd_u32(r);
+  j->cpus_per_rank = asr_rd_u32(r);
+  uint32_t has_cores = asr_rd_u32(r);
   if (r->bad) return bad(why, wl, "JOB is truncated or a string in it is too long");
-  if (j->bind_to > 3 || j->report_bindings > 1)
+  if (has_cores > 1 || (has_cores && (size_t)j->nranks * 4 > r->len - r->pos))
+    return bad(why, wl, "JOB's rankfile cores are truncated");
+  if (has_cores) {
+    j->cores = rd_strs(r, j->nranks, 255, 1);
+    if (r->bad) return bad(why, wl, "JOB's rankfile cores are truncated, empty or too long");
+  }
+  if (j->map_by > 7 || j->ppr > ASR_CTL_MAX_LNC || j->cpus_per_rank < 1 ||
+      j->cpus_per_rank > ASR_CTL_MAX_CPUS_PER_RANK)
+    return bad(why, wl, "JOB has map-by %u, ppr %u and %u cpus per rank", j->map_by, j->ppr,
+               j->cpus_per_rank);
+  if (j->bind_to > 4 || j->report_bindings > 1)
     return bad(why, wl, "JOB has binding %u and report %u", j->bind_to, j->report_bindings);
   if (j->port == 0 || j->port > 65535) return bad(why, wl, "JOB's bootstrap port is %u", j->port);
   if (j->heartbeat_s < 1 || j->heartbeat_s > 3600)
@@ -203,6 +226,8 @@ void asr_ctl_job_free(asr_ctl_job_t *j) {
   free(j->nspace);
   free(j->if_spec);
   free(j->wdir);
+  for (uint32_t i = 0; j->cores && i < j->nranks; i++) free(j->cores[i]);
+  free(j->cores);
   memset(j, 0, sizeof *j);
 }
 

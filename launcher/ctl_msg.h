@@ -117,6 +117,7 @@ typedef enum {
 #define ASR_CTL_MAX_HOSTNAME 127 /* the KV store's 128-byte hostname field, with its NUL */
 #define ASR_CTL_MAX_TEXT 65536   /* messages, names, values, arguments, paths */
 #define ASR_CTL_SECRET_HEX 64
+#define ASR_CTL_MAX_CPUS_PER_RANK 4096
 
 /* The job, as asrrun hands it to each daemon. Decoded, every pointer is
  * malloc'd and the job's (asr_ctl_job_free); encoded, it is only read. */
@@ -132,7 +133,7 @@ typedef struct {
   uint32_t nenv;     /* -x list */
   char **env_names;  /* [nenv] */
   char **env_values; /* [nenv] */
-  uint32_t bind_to;  /* asr_bind_to_t */
+  uint32_t bind_to;  /* asr_bind_to_t, AUTO included (each asrd resolves it: bind.h) */
   uint32_t report_bindings;
   uint32_t port;           /* the bootstrap port, 1..65535 */
   char *provider;          /* "" = libasr's default */
@@ -143,6 +144,11 @@ typedef struct {
   uint32_t wdir_given;     /* --wdir: it must exist (else asrrun's own, where it exists) */
   uint32_t stdin_rank;     /* the rank that reads STDIN, or ASR_CTL_STDIN_ALL / _NONE */
   uint32_t provider_given; /* --provider: asrd checks that libfabric offers it before ranks start */
+  /* the rest of bind.h's policy, so asrd binds as asrrun's --dry-run shows */
+  uint32_t map_by;        /* asr_map_by_t */
+  uint32_t ppr;           /* map_by PPR_*: ranks per object, 1..128; else 0 */
+  uint32_t cpus_per_rank; /* 1..ASR_CTL_MAX_CPUS_PER_RANK */
+  char **cores;           /* [nranks]: each rank's rankfile slot=CORES, or NULL for none at all */
 } asr_ctl_job_t;
 
 /* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE and STDIN point

@@ -21,8 +21,28 @@
 #define ASR_CFG_MAX_ENV 256
 #define ASR_CFG_MAX_ARGS 1024
 
-typedef enum { ASR_MAP_SLOT = 0, ASR_MAP_NODE = 1 } asr_map_by_t;
-typedef enum { ASR_BIND_NONE = 0, ASR_BIND_CORE, ASR_BIND_NUMA, ASR_BIND_PACKAGE } asr_bind_to_t;
+/* --map-by. Across hosts every policy fills a host before the next, except
+ * NODE (round robin); within a host CORE, NUMA and PACKAGE deal the ranks to
+ * those objects in turn, and PPR_* give each object cfg->ppr ranks (map.h). */
+typedef enum {
+  ASR_MAP_SLOT = 0,
+  ASR_MAP_NODE,
+  ASR_MAP_CORE,
+  ASR_MAP_NUMA,
+  ASR_MAP_PACKAGE,
+  ASR_MAP_PPR_NODE, /* ppr:N:node, the same as --npernode N */
+  ASR_MAP_PPR_NUMA,
+  ASR_MAP_PPR_PACKAGE
+} asr_map_by_t;
+/* --bind-to. AUTO, the default, is CORE on a host with a core for every
+ * rank (times --cpus-per-rank), else NONE (bind.h). */
+typedef enum {
+  ASR_BIND_NONE = 0,
+  ASR_BIND_CORE,
+  ASR_BIND_NUMA,
+  ASR_BIND_PACKAGE,
+  ASR_BIND_AUTO
+} asr_bind_to_t;
 typedef enum {
   ASR_LAUNCHER_AUTO = 0,
   ASR_LAUNCHER_LOCAL,
@@ -34,6 +54,14 @@ typedef struct {
   char name[128]; /* host name as the user wrote it (or Slurm's node name) */
   int slots;      /* ranks it may take; 0 = not given (use --lnc-per-host or cores) */
 } asr_cfg_host_t;
+
+/* One line of a rankfile: "rank R=HOST slot=CORES". */
+typedef struct {
+  int rank;        /* R, 0..ASR_CFG_MAX_NP-1 */
+  int line;        /* its line in the rankfile, for messages */
+  char host[128];  /* HOST, a host name as -H takes it */
+  char cores[256]; /* CORES: hwloc logical core numbers "N", "N-M", comma-separated (checked) */
+} asr_cfg_rank_t;
 
 typedef struct {
   char name[128];
@@ -47,9 +75,16 @@ typedef struct {
   int nhosts;            /* 0 = just this host */
   char hostfile[1024];   /* --hostfile (already read into hosts[]) */
   int lnc_per_host;      /* --lnc-per-host, 1..128; 0 = not given */
-  asr_map_by_t map_by;   /* --map-by slot|node (default slot) */
-  asr_bind_to_t bind_to; /* --bind-to none|core|numa|package (default core) */
-  int report_bindings;   /* --report-bindings */
+  int npernode;          /* --npernode / -ppn, 1..128; 0 = not given */
+  asr_map_by_t map_by;   /* --map-by (default slot) */
+  int ppr;               /* map_by PPR_*: N of ppr:N:OBJ; else 0 */
+  asr_bind_to_t bind_to; /* --bind-to auto|none|core|numa|package (default auto) */
+  int cpus_per_rank;     /* --cpus-per-rank: cores a rank is bound to (default 1) */
+  int oversubscribe;     /* --oversubscribe: more ranks than slots or bound objects only warns */
+  char rankfile[1024];   /* --rankfile (already read into rf[]) */
+  asr_cfg_rank_t *rf;    /* its lines in rank order, rf[r].rank == r (malloc'd; NULL: none) */
+  int nrf;
+  int report_bindings; /* --report-bindings */
   asr_cfg_env_t env[ASR_CFG_MAX_ENV];
   int nenv;                     /* -x VAR[=val], repeatable */
   int tag_output;               /* --tag-output (default 1) / --no-tag-output */
@@ -125,6 +160,18 @@ int asr_config_read_hostfile(asr_config_t *cfg, const char *path, char *errbuf, 
  * buf[0..len) (no NUL needed) and name stands for its path, in messages and
  * in cfg->hostfile. Returns and fails as asr_config_read_hostfile does. */
 int asr_config_read_hostfile_buffer(asr_config_t *cfg, const char *name, const void *buf, size_t len,
+                                    char *errbuf, size_t errlen);
+
+/* Reads a rankfile ("rank R=HOST slot=CORES" lines, '#' comments, blank
+ * lines) into cfg->rf, replacing what a lower layer read, and its path into
+ * cfg->rankfile. The ranks must be 0..N-1, each once. Returns 0, or
+ * ASR_ECONFIG (ASR_ENOMEM) with errbuf "FILE:LINE: what is wrong"; on error
+ * cfg is unchanged. */
+int asr_config_read_rankfile(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen);
+
+/* The parser behind asr_config_read_rankfile, on buf[0..len); name stands
+ * for the path. */
+int asr_config_read_rankfile_buffer(asr_config_t *cfg, const char *name, const void *buf, size_t len,
                                     char *errbuf, size_t errlen);
 
 /* Parses "-H a:2,b,c:4". */

@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <arpa/inet.h>
@@ -563,7 +564,7 @@ TEST_TIMEOUT(bad_env_values, 40) {
   setup();
   static const char *const cases[][3] = {
       {"ASRRUN_NP", "abc", "ASRRUN_NP: 'abc' is not a positive number"},
-      {"ASRRUN_BIND_TO", "elbow", "ASRRUN_BIND_TO: 'elbow' is not one of none, core, numa, package"},
+      {"ASRRUN_BIND_TO", "elbow", "ASRRUN_BIND_TO: 'elbow' is not one of none, core, numa, package, auto"},
       {"ASR_INJECT_MAX", "lots", "ASR_INJECT_MAX: 'lots' is not a number"},
       {"ASR_BOOTSTRAP_PORT", "70000", "ASR_BOOTSTRAP_PORT: '70000' is out of range: use 1 to 65535"},
       {"ASR_KV_TIMEOUT_MS", "5s", "ASR_KV_TIMEOUT_MS: '5s' is not a positive number"},
@@ -702,14 +703,16 @@ static char *own_cpus(void) {
 TEST_TIMEOUT(bindings, 40) {
   setup();
   job_t j;
-  RUN(&j, 25000, "--timeout", "20", "-n", "3", "--bind-to", "core", "--report-bindings", "sh", "-c",
-      "grep Cpus_allowed_list /proc/self/status");
+  /* three ranks may share two cores only with --oversubscribe (a warning then) */
+  RUN(&j, 25000, "--timeout", "20", "-n", "3", "--bind-to", "core", "--oversubscribe", "--report-bindings",
+      "sh", "-c", "grep Cpus_allowed_list /proc/self/status");
   ASSERT_CODE(&j, 0);
   char *reported[3] = {0}, *actual[3] = {0};
   int n;
   char **el = split_lines(j.err, &n);
   for (int i = 0; i < n; i++) {
     const char *rest;
+    if (strncmp(el[i], "asrrun: warning: host ", 22) == 0 && strstr(el[i], "--oversubscribe")) continue;
     int r = tag_of(el[i], &rest), rr, lnc, core;
     char cpus[256];
     if (r < 0 || r >= 3) JOB_FAIL(&j, "stray stderr line '%s'", el[i]);
@@ -1019,6 +1022,170 @@ TEST_TIMEOUT(one_machine_under_two_names, 40) {
   /* written once, the same slots run */
   RUN(&j, 20000, "--timeout", "15", "-H", fmt("%s:4", my_hostname()), "true");
   ASSERT_CODE(&j, 0);
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  teardown();
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* 13. placement: --npernode/-ppn, --map-by ppr/core/numa/package, --rankfile,        */
+/*     --cpus-per-rank, --oversubscribe; the bindings --dry-run shows are asrd's      */
+
+/* The dry run's line for rank r, "rank R (host H, lnc L) ...", or NULL. */
+static char *dry_binding(const char *out, int r) {
+  const char *p = strstr(out, fmt("\nrank %d (host ", r));
+  if (!p) return NULL;
+  p++;
+  return strndup(p, strcspn(p, "\n"));
+}
+
+/* hwloc itself reads HWLOC_SYNTHETIC: asrrun and asrd see the topology it
+ * describes, as the ranks' hwloc does. */
+TEST_TIMEOUT(placement_dry_run_synthetic, 40) {
+  setup();
+  job_t j;
+  setenv("HWLOC_SYNTHETIC", "pack:2 numa:2 core:2 pu:1", 1);
+  RUN(&j, 10000, "--dry-run", "-H", "a:8,b:8", "--map-by", "ppr:2:numa", "--bind-to", "core", "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.out, "(map-by ppr:2:numa, bind-to core)"));
+  ASSERT_EQ(count_substr(j.out, " -> host "), 16);
+  ASSERT_JOB(&j, strstr(j.out, "rank 8 -> host b lnc 0\n"));
+  ASSERT_JOB(&j, strstr(j.out, "(2 packages, 4 NUMA nodes, 8 cores, 8 PUs)"));
+  ASSERT_JOB(&j, strstr(j.out, "\nrank 3 (host a, lnc 3) bound to core 3: cpus 3\n"));
+  /* bound to NUMA nodes, 8 ranks share 4: refused, or a warning that says so */
+  RUN(&j, 10000, "--dry-run", "-H", "a:8", "--map-by", "ppr:2:numa", "--bind-to", "numa", "prog");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(
+      &j, strstr(j.err, "host 'a' runs 8 ranks with --bind-to numa but has 4 NUMA nodes") && j.outlen == 0);
+  RUN(&j, 10000, "--dry-run", "-H", "a:8", "--map-by", "ppr:2:numa", "--bind-to", "numa", "--oversubscribe",
+      "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.err,
+                        "asrrun: warning: host a: 8 ranks share 4 NUMA nodes (--bind-to numa, "
+                        "--oversubscribe)\n"));
+  ASSERT_JOB(&j, strstr(j.out, "\nrank 5 (host a, lnc 5) bound to numa 2: cpus 4-5\n"));
+  /* map by package, bind to cores within; -ppn; --cpus-per-rank */
+  RUN(&j, 10000, "--dry-run", "-n", "4", "--map-by", "package", "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.out, fmt("\nrank 1 (host %s, lnc 1) bound to core 4: cpus 4\n", my_hostname())));
+  RUN(&j, 10000, "--dry-run", "-H", "a:4,b:4", "-ppn", "2", "--cpus-per-rank", "4", "--bind-to", "core",
+      "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_EQ(count_substr(j.out, " -> host "), 4);
+  ASSERT_JOB(&j, strstr(j.out, "rank 2 -> host b lnc 0\n"));
+  ASSERT_JOB(&j, strstr(j.out, "\nrank 1 (host a, lnc 1) bound to cores 4-7: cpus 4-7\n"));
+  RUN(&j, 10000, "--dry-run", "-H", "a:4", "-ppn", "3", "--cpus-per-rank", "4", "--bind-to", "core", "prog");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, "host 'a' runs 3 ranks of 4 cores (--cpus-per-rank 4) but has 8 cores"));
+  /* the same from a job file and from the environment */
+  const char *y = fmt("%s/job.yaml", W.dir);
+  write_file(y, "hosts: [a:8]\nmap_by: ppr:1:package\nbind_to: package\nprogram: prog\n", 0644);
+  RUN(&j, 10000, "--dry-run", "-f", y);
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.out, "\nrank 1 (host a, lnc 1) bound to package 1: cpus 4-7\n"));
+  setenv("ASRRUN_MAP_BY", "ppr:1:numa", 1);
+  setenv("ASRRUN_BIND_TO", "numa", 1);
+  RUN(&j, 10000, "--dry-run", "-H", "a:8", "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_EQ(count_substr(j.out, " -> host "), 4);
+  ASSERT_JOB(&j, strstr(j.out, "\nrank 3 (host a, lnc 3) bound to numa 3: cpus 6-7\n"));
+  unsetenv("ASRRUN_MAP_BY");
+  unsetenv("ASRRUN_BIND_TO");
+  ASSERT_MSG(!exists(W.spied), "a dry run started asrd");
+  teardown();
+}
+
+/* This machine's own topology: unbound ranks may outnumber its cores (LNCs
+ * are not cores), ranks bound to cores may not, unless --oversubscribe. */
+TEST_TIMEOUT(placement_oversubscribe_this_host, 40) {
+  setup();
+  unsetenv("HWLOC_SYNTHETIC");
+  job_t j;
+  RUN(&j, 10000, "--dry-run", "-n", "100", "--bind-to", "none", "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, j.errlen == 0 && strstr(j.out, "rank 99 ("));
+  /* how many cores: the dry run says */
+  RUN(&j, 10000, "--dry-run", "-n", "1", "prog");
+  ASSERT_CODE(&j, 0);
+  const char *c = strstr(j.out, " NUMA node");
+  int cores = 0;
+  ASSERT_JOB(&j, c && sscanf(strchr(c, ',') + 1, "%d cores", &cores) == 1 && cores > 0);
+  if (cores >= 128) SKIP("this host has %d cores: more ranks than cores do not fit one host's LNCs", cores);
+  const char *np = fmt("%d", cores + 1);
+  RUN(&j, 10000, "--dry-run", "-n", np, "--bind-to", "core", "prog");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, fmt("runs %d ranks with --bind-to core but has %d core", cores + 1, cores)));
+  RUN(&j, 10000, "--dry-run", "-n", np, "--bind-to", "core", "--oversubscribe", "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.err, fmt("ranks share %d core", cores)));
+  /* the default binds to cores only while each rank has one */
+  RUN(&j, 10000, "--dry-run", "-n", np, "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, j.errlen == 0 && strstr(j.out, "lnc 0) not bound\n"));
+  /* more ranks than slots */
+  RUN(&j, 10000, "--dry-run", "-H", "a:1,b:1", "-n", "3", "prog");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(
+      &j, strstr(j.err, "3 ranks requested but only 2 slots on 2 hosts") && strstr(j.err, "--oversubscribe"));
+  RUN(&j, 10000, "--dry-run", "-H", "a:1,b:1", "-n", "3", "--bind-to", "none", "--oversubscribe", "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.err, "asrrun: warning: host a: 2 ranks on 1 slot (--oversubscribe)\n"));
+  ASSERT_JOB(&j, strstr(j.out, "rank 2 -> host a lnc 1\n"));
+  ASSERT_MSG(!exists(W.spied), "a dry run started asrd");
+  teardown();
+}
+
+TEST_TIMEOUT(placement_rankfile, 40) {
+  setup();
+  setenv("HWLOC_SYNTHETIC", "pack:2 numa:2 core:2 pu:1", 1);
+  job_t j;
+  const char *rf = fmt("%s/ranks", W.dir);
+  write_file(rf, "# two hosts\nrank 1=b slot=2-3\nrank 0=a slot=0\nrank 2=a slot=5,7\n", 0644);
+  RUN(&j, 10000, "--dry-run", "--rankfile", rf, "prog");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(&j, strstr(j.out, "rank 0 -> host a lnc 0\nrank 1 -> host b lnc 0\nrank 2 -> host a lnc 1\n"));
+  ASSERT_JOB(&j, strstr(j.out, "\nrank 1 (host b, lnc 0) bound to cores 2-3: cpus 2-3\n"));
+  ASSERT_JOB(&j, strstr(j.out, "\nrank 2 (host a, lnc 1) bound to cores 5,7: cpus 5,7\n"));
+  /* a bad line: file:line, nothing started */
+  write_file(rf, "rank 0=a slot=0\nrank 1=a slot=x\n", 0644);
+  RUN(&j, 10000, "--timeout", "10", "--rankfile", rf, "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, fmt("%s:2: slot 'x' is not a core list", rf)));
+  ASSERT_STARTED_NOTHING();
+  write_file(rf, "rank 0=a slot=0\nrank 1=a slot=0\n", 0644);
+  RUN(&j, 10000, "--dry-run", "--rankfile", rf, "prog");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j, strstr(j.err, fmt("%s:2: rank 1 shares core 0 with rank 0 (line 1) on host a", rf)));
+  teardown();
+}
+
+/* A real job on a synthetic topology whose PUs are this machine's CPUs 0
+ * and 1: what asrd binds and reports is what the dry run printed, and what
+ * the kernel says each rank may run on. */
+TEST_TIMEOUT(placement_asrd_binds_as_dry_run, 60) {
+  setup();
+  char *all = own_cpus();
+  cpu_set_t mine;
+  ASSERT(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  if (!CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) SKIP("CPUs 0 and 1 are not both ours (we have %s)", all);
+  setenv("HWLOC_SYNTHETIC", "pack:2 [numa] core:1 pu:1", 1);
+  static const char *const binds[] = {"package", "numa", "core"};
+  for (int b = 0; b < 3; b++) {
+    job_t d, j;
+    RUN(&d, 10000, "--dry-run", "-n", "2", "--bind-to", binds[b], "sh");
+    ASSERT_CODE(&d, 0);
+    RUN(&j, 25000, "--timeout", "20", "-n", "2", "--bind-to", binds[b], "--report-bindings", "sh", "-c",
+        "grep Cpus_allowed_list /proc/self/status");
+    ASSERT_CODE(&j, 0);
+    for (int r = 0; r < 2; r++) {
+      char *want = dry_binding(d.out, r);
+      ASSERT_MSG(want, "dry run shows no binding for rank %d:\n%s", r, d.out);
+      if (!strstr(j.err, fmt("[%d] asrrun: %s\n", r, want)))
+        JOB_FAIL(&j, "--bind-to %s: rank %d: no report '%s'", binds[b], r, want);
+      ASSERT_JOB(&j, strstr(want, fmt("bound to %s %d: cpus %d", binds[b], r, r)));
+      ASSERT_JOB(&j, strstr(j.out, fmt("[%d] Cpus_allowed_list:\t%d\n", r, r)));
+      free(want);
+    }
+  }
   ASSERT_NO_LEFTOVERS(NULL, 3000);
   teardown();
 }

@@ -28,6 +28,7 @@ static uint32_t lnc_of[] = {0, 1, 0};
 static char *args[] = {"--x", "", "two words"};
 static char *env_n[] = {"FOO", "EMPTY"};
 static char *env_v[] = {"bar=baz", ""};
+static char *cores[] = {"0", "1-3", "4,6"};
 static uint32_t pids[] = {4242, 4243, 99999};
 static const uint8_t blob[] = {0, 1, 2, 0xff, 0};
 
@@ -63,7 +64,11 @@ static asr_ctl_msg_t example(int type) {
                                 .wdir = "/work/dir",
                                 .wdir_given = 1,
                                 .stdin_rank = 2,
-                                .provider_given = 1};
+                                .provider_given = 1,
+                                .map_by = 6, /* ppr:2:numa */
+                                .ppr = 2,
+                                .cpus_per_rank = 3,
+                                .cores = cores};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -149,6 +154,11 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_EQ(x->wdir_given, y->wdir_given);
       ASSERT_EQ(x->stdin_rank, y->stdin_rank);
       ASSERT_EQ(x->provider_given, y->provider_given);
+      ASSERT_EQ(x->map_by, y->map_by);
+      ASSERT_EQ(x->ppr, y->ppr);
+      ASSERT_EQ(x->cpus_per_rank, y->cpus_per_rank);
+      ASSERT_EQ(!x->cores, !y->cores);
+      for (uint32_t i = 0; x->cores && i < x->nranks; i++) ASSERT_STREQ(x->cores[i], y->cores[i]);
       break;
     }
     case ASR_CTL_STARTED:
@@ -321,6 +331,16 @@ TEST(out_of_range_fields_refused) {
   j = example(ASR_CTL_JOB);
   uint32_t bad_lnc[] = {0, 128, 0};
   j.u.job.lnc_of = bad_lnc;
+  ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
+  /* a binding policy asrd could not follow: bind_to past auto, no cpus per rank, ppr 129 */
+  j = example(ASR_CTL_JOB);
+  j.u.job.bind_to = 5;
+  ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
+  j = example(ASR_CTL_JOB);
+  j.u.job.cpus_per_rank = 0;
+  ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
+  j = example(ASR_CTL_JOB);
+  j.u.job.ppr = 129;
   ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
   /* hand-made: a JOB announcing a million ranks in a few bytes */
   asr_buf_put_u32(&b, ASR_CTL_MAX_RANKS), asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 0);

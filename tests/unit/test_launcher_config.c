@@ -10,6 +10,7 @@
 #include "asr_env.h"
 #include "asr_err.h"
 #include "asr_test.h"
+#include "bind.h"
 #include "config_int.h" /* launcher/: found by -I; it brings job_config.h (asr_config_t) */
 #include "map.h"
 
@@ -124,8 +125,12 @@ TEST(defaults) {
   ASSERT_EQ(cfg->nhosts, 0);
   ASSERT_EQ(cfg->lnc_per_host, 0);
   ASSERT_EQ(cfg->map_by, ASR_MAP_SLOT);
-  ASSERT_EQ(cfg->bind_to, ASR_BIND_CORE);
+  ASSERT_EQ(cfg->bind_to, ASR_BIND_AUTO);
   ASSERT_EQ(cfg->report_bindings, 0);
+  ASSERT_EQ(cfg->npernode, 0);
+  ASSERT_EQ(cfg->cpus_per_rank, 1);
+  ASSERT_EQ(cfg->oversubscribe, 0);
+  ASSERT_EQ(cfg->nrf, 0);
   ASSERT_EQ(cfg->nenv, 0);
   ASSERT_EQ(cfg->tag_output, 1);
   ASSERT_STREQ(cfg->output_dir, "");
@@ -358,13 +363,20 @@ TEST(load_help_reads_no_files) {
 TEST(cli_every_flag) {
   isolate_env();
   const char *hf = write_file("hosts.txt", "h1 slots=2\n");
+  const char *rf = write_file("ranks.txt", "rank 0=h1 slot=0\n");
   asr_config_t *cfg = cfg_new();
   char err[512];
   ASSERT_OK(PARSE(cfg, err, "-n", "6", "--hostfile", hf, "--lnc-per-host", "4", "-f", "job.yaml", "--map-by",
                   "node", "--bind-to", "numa", "--report-bindings", "-x", "A=1", "-x", "B", "--no-tag-output",
                   "--output-dir", "/tmp/out", "--timeout", "90", "--bootstrap-port", "4242", "--provider",
                   "tcp", "--dry-run", "-v", "--launcher", "rsh", "--launch-agent", "ip netns exec ns1",
-                  "--prefix", "/opt/asr", "--if-include", "eth1", "./app", "arg1", "--arg2"));
+                  "--prefix", "/opt/asr", "--if-include", "eth1", "--npernode", "2", "--cpus-per-rank", "3",
+                  "--oversubscribe", "--rankfile", rf, "./app", "arg1", "--arg2"));
+  ASSERT_EQ(cfg->npernode, 2);
+  ASSERT_EQ(cfg->cpus_per_rank, 3);
+  ASSERT_EQ(cfg->oversubscribe, 1);
+  ASSERT_STREQ(cfg->rankfile, rf);
+  ASSERT_EQ(cfg->nrf, 1);
   ASSERT_EQ(cfg->np, 6);
   ASSERT_EQ(cfg->nhosts, 1);
   ASSERT_STREQ(cfg->hosts[0].name, "h1");
@@ -484,8 +496,12 @@ TEST(cli_help_lists_every_flag) {
                                       "--hostfile FILE",
                                       "--lnc-per-host N",
                                       "-f FILE",
-                                      "--map-by slot|node",
-                                      "--bind-to none|core|numa|package",
+                                      "--npernode, -ppn N",
+                                      "--map-by slot|node|core|numa|package|ppr:N:OBJ",
+                                      "--rankfile FILE",
+                                      "--bind-to auto|none|core|numa|package",
+                                      "--cpus-per-rank N",
+                                      "--oversubscribe",
                                       "--report-bindings",
                                       "-x VAR[=VAL]",
                                       "--tag-output",
@@ -560,7 +576,7 @@ TEST(cli_bad_inputs) {
     const char *args[6];
     const char *msg; /* the whole message, or a prefix ending in '*' */
   } cases[] = {
-      {{"--bind-to", "cores", "p"}, "--bind-to: 'cores' is not one of none, core, numa, package"},
+      {{"--bind-to", "cores", "p"}, "--bind-to: 'cores' is not one of none, core, numa, package, auto"},
       {{"-n", "abc", "p"}, "-n: 'abc' is not a positive number"},
       {{"-n", "0", "p"}, "-n: '0' is not a positive number"},
       {{"-np", "-3", "p"}, "-np: '-3' is not a positive number"},
@@ -573,7 +589,19 @@ TEST(cli_bad_inputs) {
       {{"-N", "2", "p"}, "unknown option '-N' (see asrrun --help)"},
       {{"-n", "2"}, "no program given: asrrun [options] PROGRAM [ARGS]"},
       {{"--"}, "no program given: asrrun [options] PROGRAM [ARGS]"},
-      {{"--map-by", "core", "p"}, "--map-by: 'core' is not one of slot, node"},
+      {{"--map-by", "socket", "p"},
+       "--map-by: 'socket' is not one of slot, node, core, numa, package, ppr:N:node, ppr:N:numa, "
+       "ppr:N:package"},
+      {{"--map-by", "ppr:0:node", "p"}, "--map-by: 'ppr:0:node': N must be a number from 1 to 128"},
+      {{"--map-by", "ppr:x:numa", "p"}, "--map-by: 'ppr:x:numa': N must be a number from 1 to 128"},
+      {{"--map-by", "ppr:2:core", "p"}, "--map-by: 'ppr:2:core': the object must be node, numa or package"},
+      {{"--map-by", "ppr:2", "p"}, "--map-by: 'ppr:2': write ppr:N:node, ppr:N:numa or ppr:N:package"},
+      {{"--npernode", "0", "p"}, "--npernode: '0' is not a positive number"},
+      {{"-ppn", "129", "p"}, "-ppn: '129' is out of range: use 1 to 128"},
+      {{"--cpus-per-rank", "0", "p"}, "--cpus-per-rank: '0' is not a positive number"},
+      {{"--oversubscribe=1", "p"}, "--oversubscribe takes no value (got '--oversubscribe=1')"},
+      {{"--rankfile", "/nonexistent/rf", "p"},
+       "--rankfile: cannot open rankfile '/nonexistent/rf': No such file or directory"},
       {{"--launcher", "ssh", "p"}, "--launcher: 'ssh' is not one of auto, local, rsh, slurm"},
       {{"--lnc-per-host", "200", "p"}, "--lnc-per-host: '200' is out of range: use 1 to 128"},
       {{"--lnc-per-host", "0", "p"}, "--lnc-per-host: '0' is not a positive number"},
@@ -592,7 +620,7 @@ TEST(cli_bad_inputs) {
       {{"-x", long_arg, "p"}, "-x: variable name 'xxxx*"},
       {{"-n"}, "-n needs a value: -n N"},
       {{"--version=2", "p"}, "--version takes no value (got '--version=2')"},
-      {{"--bind-to"}, "--bind-to needs a value: --bind-to none|core|numa|package"},
+      {{"--bind-to"}, "--bind-to needs a value: --bind-to auto|none|core|numa|package"},
       {{"--dry-run=1", "p"}, "--dry-run takes no value (got '--dry-run=1')"},
       {{"-H", "a,,b", "p"}, "-H: empty host in 'a,,b'; write HOST[:SLOTS],..."},
       {{"--host", "", "p"}, "--host: empty host in ''; write HOST[:SLOTS],..."},
@@ -676,6 +704,10 @@ TEST(env_every_variable) {
   setenv("ASRRUN_PREFIX", "/pre", 1);
   setenv("ASRRUN_IF_INCLUDE", "ib0", 1);
   setenv("ASRRUN_REPORT_BINDINGS", "1", 1);
+  setenv("ASRRUN_NPERNODE", "3", 1);
+  setenv("ASRRUN_CPUS_PER_RANK", "2", 1);
+  setenv("ASRRUN_OVERSUBSCRIBE", "yes", 1);
+  setenv("ASRRUN_RANKFILE", write_file("ranks.txt", "rank 0=e1 slot=1\n"), 1);
   asr_config_t *cfg = cfg_new();
   char err[512] = "";
   ASSERT_OK(asr_config_load_env(cfg, err, sizeof err));
@@ -696,6 +728,18 @@ TEST(env_every_variable) {
   ASSERT_STREQ(cfg->prefix, "/pre");
   ASSERT_STREQ(cfg->if_include, "ib0");
   ASSERT_EQ(cfg->report_bindings, 1);
+  ASSERT_EQ(cfg->npernode, 3);
+  ASSERT_EQ(cfg->cpus_per_rank, 2);
+  ASSERT_EQ(cfg->oversubscribe, 1);
+  ASSERT_EQ(cfg->nrf, 1);
+  ASSERT_STREQ(cfg->rf[0].cores, "1");
+  cfg_del(cfg);
+  isolate_env();
+  setenv("ASRRUN_MAP_BY", "ppr:4:package", 1);
+  cfg = cfg_new();
+  ASSERT_OK(asr_config_load_env(cfg, err, sizeof err));
+  ASSERT_EQ(cfg->map_by, ASR_MAP_PPR_PACKAGE);
+  ASSERT_EQ(cfg->ppr, 4);
   cfg_del(cfg);
 
   /* an empty variable counts as unset */
@@ -714,9 +758,16 @@ TEST(env_bad_values_name_the_variable) {
   struct {
     const char *var, *val, *msg;
   } cases[] = {
-      {"ASRRUN_BIND_TO", "cores", "ASRRUN_BIND_TO: 'cores' is not one of none, core, numa, package"},
+      {"ASRRUN_BIND_TO", "cores", "ASRRUN_BIND_TO: 'cores' is not one of none, core, numa, package, auto"},
       {"ASRRUN_NP", "many", "ASRRUN_NP: 'many' is not a positive number"},
-      {"ASRRUN_MAP_BY", "socket", "ASRRUN_MAP_BY: 'socket' is not one of slot, node"},
+      {"ASRRUN_MAP_BY", "socket",
+       "ASRRUN_MAP_BY: 'socket' is not one of slot, node, core, numa, package, ppr:N:node, ppr:N:numa, "
+       "ppr:N:package"},
+      {"ASRRUN_NPERNODE", "0", "ASRRUN_NPERNODE: '0' is not a positive number"},
+      {"ASRRUN_CPUS_PER_RANK", "x", "ASRRUN_CPUS_PER_RANK: 'x' is not a positive number"},
+      {"ASRRUN_OVERSUBSCRIBE", "2", "ASRRUN_OVERSUBSCRIBE: '2' is not a boolean: use true or false (1 or 0)"},
+      {"ASRRUN_RANKFILE", "/nonexistent/rf",
+       "ASRRUN_RANKFILE: cannot open rankfile '/nonexistent/rf': No such file or directory"},
       {"ASRRUN_TIMEOUT", "soon", "ASRRUN_TIMEOUT: 'soon' is not a number"},
       {"ASRRUN_BOOTSTRAP_PORT", "65536", "ASRRUN_BOOTSTRAP_PORT: '65536' is out of range: use 0 to 65535"},
       {"ASRRUN_LNC_PER_HOST", "129", "ASRRUN_LNC_PER_HOST: '129' is out of range: use 1 to 128"},
@@ -778,6 +829,10 @@ TEST(env_rows_mirror_the_key_table) {
           ASSERT_MSG(k->words[w] && r->words[w] && !strcmp(k->words[w], r->words[w]), "%s: word %d", k->env,
                      w);
         break;
+      case ASR__KEY_MAP:
+        /* slot, node, ... and ppr:N:OBJ: checked by the key, text to the table */
+        ASSERT_MSG(r->type == ASR_ENV_T_STR && r->min == 1 && r->max == 63, "%s: type", k->env);
+        break;
       case ASR__KEY_STR:
         ASSERT_MSG(r->type == ASR_ENV_T_STR || r->type == ASR_ENV_T_PATH || r->type == ASR_ENV_T_CMD,
                    "%s: type", k->env);
@@ -799,12 +854,12 @@ TEST(env_rows_mirror_the_key_table) {
     const asr_env_row_t *r = asr_env_row((asr_env_id_t)i);
     if (strncmp(r->name, "ASRRUN_", 7) != 0) continue;
     rows++;
-    int found = !strcmp(r->name, "ASRRUN_HOSTFILE");
+    int found = !strcmp(r->name, "ASRRUN_HOSTFILE") || !strcmp(r->name, "ASRRUN_RANKFILE");
     for (size_t j = 0; j < asr__cfg_nkeys && !found; j++)
       found = asr__cfg_keys[j].env && !strcmp(asr__cfg_keys[j].env, r->name);
     ASSERT_MSG(found, "%s is a row but no key's variable", r->name);
   }
-  ASSERT_EQ(rows, mirrored + 1);
+  ASSERT_EQ(rows, mirrored + 2);
 }
 
 /* asrrun checks its whole environment: an unknown ASRRUN_* name is an error
@@ -935,6 +990,9 @@ TEST(yaml_every_key) {
                                 "prefix: /opt/asr\n"
                                 "if_include: 192.168.1.0\n"
                                 "heartbeat_timeout: 7\n"
+                                "npernode: 5\n"
+                                "cpus_per_rank: 2\n"
+                                "oversubscribe: true\n"
                                 "verbose: 2\n"
                                 "program: ./train\n"
                                 "args:\n"
@@ -975,6 +1033,9 @@ TEST(yaml_every_key) {
   ASSERT_STREQ(cfg->prefix, "/opt/asr");
   ASSERT_STREQ(cfg->if_include, "192.168.1.0");
   ASSERT_EQ(cfg->heartbeat_timeout_s, 7);
+  ASSERT_EQ(cfg->npernode, 5);
+  ASSERT_EQ(cfg->cpus_per_rank, 2);
+  ASSERT_EQ(cfg->oversubscribe, 1);
   ASSERT_EQ(cfg->verbose, 2);
   ASSERT_STREQ(cfg->program, "./train");
   ASSERT_EQ(cfg->nargs, 2);
@@ -1002,7 +1063,7 @@ TEST(yaml_env_as_list_and_empty_files) {
   ASSERT_OK(asr_config_load_yaml(cfg, write_file("c.yaml", "# nothing\n\n# here\n"), err, sizeof err));
   ASSERT_OK(asr_config_load_yaml(cfg, write_file("d.yaml", "---\n...\n"), err, sizeof err));
   ASSERT_EQ(cfg->np, 0);
-  ASSERT_EQ(cfg->bind_to, ASR_BIND_CORE);
+  ASSERT_EQ(cfg->bind_to, ASR_BIND_AUTO);
   cfg_del(cfg);
   check_no_leaks();
 }
@@ -1042,18 +1103,24 @@ TEST(yaml_errors_name_file_line_key) {
     const char *yaml, *msg; /* msg follows "PATH:" */
   } cases[] = {
       {"np: 4\nnpp: 3\n",
-       "2: npp: unknown key; the keys are np, lnc_per_host, map_by, bind_to, report_bindings, "
-       "tag_output, timestamp_output, output_dir, wdir, stdin, timeout, bootstrap_port, provider, launcher, "
-       "launch_agent, "
-       "prefix, if_include, heartbeat_timeout, allow_early_exit, verbose, quiet, hosts, hostfile, env, "
-       "program, "
-       "args"},
+       "2: npp: unknown key; the keys are np, lnc_per_host, npernode, map_by, bind_to, cpus_per_rank, "
+       "oversubscribe, report_bindings, tag_output, timestamp_output, output_dir, wdir, stdin, timeout, "
+       "bootstrap_port, provider, launcher, launch_agent, prefix, if_include, heartbeat_timeout, "
+       "allow_early_exit, verbose, quiet, hosts, hostfile, rankfile, env, program, args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
       {"np:\n  a: 1\n", "2: np: expected a number, not a mapping"},
       {"np:\n", "1: np: needs a value (a positive number)"},
       {"np: 0\n", "1: np: '0' is not a positive number"},
       {"timeout: 1.5\n", "1: timeout: '1.5' is not a number"},
-      {"map_by: slot\n\nbind_to: cores\n", "3: bind_to: 'cores' is not one of none, core, numa, package"},
+      {"map_by: slot\n\nbind_to: cores\n",
+       "3: bind_to: 'cores' is not one of none, core, numa, package, auto"},
+      {"map_by: ppr:2:pu\n", "1: map_by: 'ppr:2:pu': the object must be node, numa or package"},
+      {"map_by: [slot]\n", "1: map_by: expected a word, not a list"},
+      {"npernode: 200\n", "1: npernode: '200' is out of range: use 1 to 128"},
+      {"oversubscribe: sometimes\n",
+       "1: oversubscribe: 'sometimes' is not a boolean: use true or false (1 or 0)"},
+      {"rankfile: [a]\n", "1: rankfile: expected a file name, not a list"},
+      {"rankfile: nope.txt\n", "*cannot open rankfile"},
       {"tag_output: maybe\n", "1: tag_output: 'maybe' is not a boolean: use true or false (1 or 0)"},
       {"report_bindings: [true]\n", "1: report_bindings: expected true or false, not a list"},
       {"launcher: [rsh]\n", "1: launcher: expected a word, not a list"},
@@ -1417,8 +1484,10 @@ TEST(map_local_host) {
   asr_map_free(&m);
   cfg->np = 7; /* --lnc-per-host bounds the local host too */
   ASSERT_EQ(asr_map_build(cfg, "myhost", &m, err, sizeof err), ASR_ECONFIG);
-  ASSERT_STREQ(err,
-               "7 ranks requested but only 6 slots on 1 host; add hosts or slots, or use --lnc-per-host");
+  ASSERT_STREQ(
+      err,
+      "7 ranks requested but only 6 slots on 1 host; add hosts or slots, use --lnc-per-host, or allow it "
+      "with --oversubscribe");
   cfg->lnc_per_host = 0;
   cfg->np = 128;
   ASSERT_OK(asr_map_build(cfg, "myhost", &m, err, sizeof err));
@@ -1438,13 +1507,18 @@ TEST(map_too_many_ranks) {
   asr_map_t m = {0};
   char err[512];
   ASSERT_EQ(asr_map_build(cfg, "me", &m, err, sizeof err), ASR_ECONFIG);
-  ASSERT_STREQ(err,
-               "8 ranks requested but only 4 slots on 2 hosts; add hosts or slots, or use --lnc-per-host");
+  ASSERT_STREQ(
+      err,
+      "8 ranks requested but only 4 slots on 2 hosts; add hosts or slots, use --lnc-per-host, or allow it "
+      "with --oversubscribe");
   ASSERT(m.ranks == NULL); /* not written on failure */
   cfg_del(cfg);
   cfg = cfg_hosts("a", 2, ASR_MAP_SLOT);
   ASSERT_EQ(asr_map_build(cfg, "me", &m, err, sizeof err), ASR_ECONFIG);
-  ASSERT_STREQ(err, "2 ranks requested but only 1 slot on 1 host; add hosts or slots, or use --lnc-per-host");
+  ASSERT_STREQ(
+      err,
+      "2 ranks requested but only 1 slot on 1 host; add hosts or slots, use --lnc-per-host, or allow "
+      "it with --oversubscribe");
   cfg_del(cfg);
   check_no_leaks();
 }
@@ -1513,7 +1587,7 @@ TEST(map_dry_run_print) {
   asr_map_print(&m, cfg, out);
   fclose(out);
   ASSERT_STREQ(buf,
-               "asrrun dry run: 4 ranks on 3 hosts (map-by node, bind-to core): ./app x\n"
+               "asrrun dry run: 4 ranks on 3 hosts (map-by node, bind-to auto): ./app x\n"
                "rank 0 -> host a lnc 0\n"
                "rank 1 -> host b lnc 0\n"
                "rank 2 -> host c lnc 0\n"
@@ -1548,10 +1622,12 @@ TEST(conf_files_parse) {
   size_t n = fread(text, 1, 65535, f);
   fclose(f);
   text[n] = '\0';
-  static const char *const keys[] = {"np",      "hosts",           "hostfile", "lnc_per_host", "map_by",
-                                     "bind_to", "report_bindings", "env",      "tag_output",   "output_dir",
-                                     "timeout", "bootstrap_port",  "provider", "launcher",     "launch_agent",
-                                     "prefix",  "if_include",      "verbose",  "program",      "args"};
+  static const char *const keys[] = {"np",         "hosts",         "hostfile",        "lnc_per_host",
+                                     "map_by",     "bind_to",       "report_bindings", "env",
+                                     "tag_output", "output_dir",    "timeout",         "bootstrap_port",
+                                     "provider",   "launcher",      "launch_agent",    "prefix",
+                                     "if_include", "verbose",       "program",         "args",
+                                     "npernode",   "cpus_per_rank", "oversubscribe",   "rankfile"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     char line[64];
     snprintf(line, sizeof line, "\n%s:", keys[i]);
@@ -1615,5 +1691,475 @@ TEST(map_check_hosts_this_machine_once) {
   cfg->nhosts = 1;
   ASSERT_OK(asr_map_check_hosts(cfg, "me", here_in, (void *)me, err, sizeof err));
   cfg_del(cfg);
+  check_no_leaks();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Placement: --npernode, --map-by ppr/core/numa/package, --rankfile,       */
+/* --cpus-per-rank, --oversubscribe, and the binding each rank gets         */
+/* ------------------------------------------------------------------------ */
+
+/* Two packages of two NUMA nodes of two cores: core L#i is PU P#i, NUMA node
+ * j holds cores 2j and 2j+1, package p cores 4p..4p+3. */
+#define TOPO_2P4N8C "pack:2 numa:2 core:2 pu:1"
+/* One package, one NUMA node, two cores (this test machine's shape). */
+#define TOPO_1P2C "pack:1 core:2 pu:1"
+
+/* "PATH" + rest, for messages about a rankfile (static). */
+static const char *fmt_rf(const char *path, const char *rest) {
+  static char buf[2][1024];
+  static int next;
+  char *b = buf[next++ % 2];
+  snprintf(b, sizeof buf[0], "%s%s", path, rest);
+  return b;
+}
+
+static asr_topo_t *topo_of(const char *synthetic) {
+  asr_topo_t *t = NULL;
+  char err[512] = "";
+  ASSERT_MSG(asr_topo_load(synthetic, &t, err, sizeof err) == 0, "topology '%s': %s", synthetic, err);
+  return t;
+}
+
+/* Parses "asrrun ARGS... prog" into a new config (NULL-ended args). */
+static asr_config_t *cfg_args(const char *const *args) {
+  asr_config_t *cfg = cfg_new();
+  char err[512];
+  int rc = parse(cfg, err, sizeof err, args);
+  ASSERT_MSG(rc == 0, "parse: %s", err);
+  return cfg;
+}
+#define CFG_ARGS(...) cfg_args((const char *const[]){__VA_ARGS__, "prog", NULL})
+
+/* Builds the map on topology t (NULL: none) and returns its binding lines
+ * (malloc'd), or NULL with err set when the map is refused. */
+static char *bindings_of(const asr_config_t *cfg, const asr_topo_t *t, asr_map_t *m, char *err,
+                         size_t errlen) {
+  if (asr_map_build_topo(cfg, "me", t, m, err, errlen) != 0) return NULL;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  ASSERT(out);
+  asr_map_print_bindings(m, cfg, t, out);
+  fclose(out);
+  return buf;
+}
+
+TEST(place_cli_yaml_forms) {
+  asr_config_t *cfg = CFG_ARGS("-ppn", "3", "--map-by", "ppr:2:numa", "--bind-to", "auto");
+  ASSERT_EQ(cfg->npernode, 3);
+  ASSERT_EQ(cfg->map_by, ASR_MAP_PPR_NUMA);
+  ASSERT_EQ(cfg->ppr, 2);
+  ASSERT_EQ(cfg->bind_to, ASR_BIND_AUTO);
+  cfg_del(cfg);
+  static const struct {
+    const char *word;
+    asr_map_by_t by;
+    int ppr;
+  } forms[] = {{"slot", ASR_MAP_SLOT, 0},
+               {"node", ASR_MAP_NODE, 0},
+               {"core", ASR_MAP_CORE, 0},
+               {"numa", ASR_MAP_NUMA, 0},
+               {"package", ASR_MAP_PACKAGE, 0},
+               {"ppr:1:node", ASR_MAP_PPR_NODE, 1},
+               {"ppr:128:numa", ASR_MAP_PPR_NUMA, 128},
+               {"ppr:4:package", ASR_MAP_PPR_PACKAGE, 4}};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    cfg = CFG_ARGS("--map-by", forms[i].word);
+    ASSERT_MSG(cfg->map_by == forms[i].by && cfg->ppr == forms[i].ppr, "%s", forms[i].word);
+    char name[64];
+    asr__config_map_by_format(cfg, name, sizeof name);
+    ASSERT_STREQ(name, forms[i].word);
+    /* a later layer's plain word forgets the count */
+    char err[512];
+    ASSERT_OK(PARSE(cfg, err, "--map-by", "node", "p"));
+    ASSERT_EQ(cfg->ppr, 0);
+    cfg_del(cfg);
+  }
+  /* the YAML keys, a rankfile found next to the job file */
+  write_file("rf.txt", "rank 0=n1 slot=0-1\nrank 1=n2 slot=2\n");
+  const char *y = write_file("place.yaml",
+                             "npernode: 2\nmap_by: ppr:3:package\nrankfile: rf.txt\ncpus_per_rank: 2\n"
+                             "oversubscribe: yes\nbind_to: numa\n");
+  cfg = cfg_new();
+  char err[1024] = "";
+  ASSERT_MSG(asr_config_load_yaml(cfg, y, err, sizeof err) == 0, "%s", err);
+  ASSERT_EQ(cfg->npernode, 2);
+  ASSERT_EQ(cfg->map_by, ASR_MAP_PPR_PACKAGE);
+  ASSERT_EQ(cfg->ppr, 3);
+  ASSERT_EQ(cfg->cpus_per_rank, 2);
+  ASSERT_EQ(cfg->oversubscribe, 1);
+  ASSERT_EQ(cfg->bind_to, ASR_BIND_NUMA);
+  ASSERT_EQ(cfg->nrf, 2);
+  ASSERT_STREQ(cfg->rf[0].host, "n1");
+  ASSERT_STREQ(cfg->rf[0].cores, "0-1");
+  ASSERT_STREQ(cfg->rf[1].host, "n2");
+  ASSERT_EQ(cfg->rf[1].line, 2);
+  /* a later layer's rankfile replaces the list */
+  ASSERT_OK(asr_config_read_rankfile(cfg, write_file("rf2.txt", "rank 0=x slot=3\n"), err, sizeof err));
+  ASSERT_EQ(cfg->nrf, 1);
+  ASSERT_STREQ(cfg->rf[0].host, "x");
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+TEST(rankfile_parses_ranks_hosts_cores) {
+  static const char text[] =
+      "# a rankfile\n"
+      "rank 1=b slot=2,4-5   # rank 1\n"
+      "\n"
+      "  rank\t0=a   slot=0\n"
+      "rank 2=a slot=1";
+  asr_config_t *cfg = cfg_new();
+  char err[512] = "";
+  ASSERT_OK(asr_config_read_rankfile_buffer(cfg, "RF", text, sizeof text - 1, err, sizeof err));
+  ASSERT_STREQ(cfg->rankfile, "RF");
+  ASSERT_EQ(cfg->nrf, 3);
+  /* kept in rank order, each with its line */
+  ASSERT_STREQ(cfg->rf[0].host, "a");
+  ASSERT_STREQ(cfg->rf[0].cores, "0");
+  ASSERT_EQ(cfg->rf[0].line, 4);
+  ASSERT_STREQ(cfg->rf[1].host, "b");
+  ASSERT_STREQ(cfg->rf[1].cores, "2,4-5");
+  ASSERT_EQ(cfg->rf[1].line, 2);
+  ASSERT_EQ(cfg->rf[2].line, 5);
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+/* Every bad line is a "FILE:LINE: what" error, and a bad file keeps the
+ * ranks of the layer below. */
+TEST(rankfile_errors_name_file_and_line) {
+  struct {
+    const char *text, *msg; /* msg follows "PATH" */
+  } cases[] = {
+      {"rank 0=a slot=0\nrnk 1=a slot=1\n", ":2: expected 'rank R=HOST slot=CORES', not 'rnk'"},
+      {"rank\n", ":1: 'rank' needs R=HOST slot=CORES"},
+      {"rank 0 a slot=0\n", ":1: '0' is not R=HOST (a rank number, '=', a host name)"},
+      {"rank x=a slot=0\n", ":1: rank 'x' is not a number from 0 to 131071"},
+      {"rank -1=a slot=0\n", ":1: rank '-1' is not a number from 0 to 131071"},
+      {"rank 131072=a slot=0\n", ":1: rank '131072' is not a number from 0 to 131071"},
+      {"rank 0= slot=0\n", ":1: rank 0 has an empty host name"},
+      {"rank 0=a;b slot=0\n", ":1: 'a;b' is not a host name (letters, digits, '-', '.', '_')"},
+      {"rank 0=a\n", ":1: rank 0 has no slot=CORES"},
+      {"rank 0=a cores=1\n", ":1: unexpected 'cores=1'; write 'rank R=HOST slot=CORES'"},
+      {"rank 0=a slot=\n", ":1: slot '' is not a core list (N, N-M, comma-separated)"},
+      {"rank 0=a slot=1-\n", ":1: slot '1-' is not a core list (N, N-M, comma-separated)"},
+      {"rank 0=a slot=3-1\n", ":1: slot '3-1' is not a core list (N, N-M, comma-separated)"},
+      {"rank 0=a slot=0:1\n", ":1: slot '0:1' is not a core list (N, N-M, comma-separated)"},
+      {"rank 0=a slot=1,,2\n", ":1: slot '1,,2' is not a core list (N, N-M, comma-separated)"},
+      {"rank 0=a slot=70000\n", ":1: slot '70000' is not a core list (N, N-M, comma-separated)"},
+      {"rank 0=a slot=0 extra\n", ":1: unexpected 'extra' after slot=CORES"},
+      {"rank 0=a slot=0\n# c\nrank 0=b slot=1\n", ":3: rank 0 is given twice (first on line 1)"},
+      {"rank 0=a slot=0\nrank 2=a slot=1\n",
+       ": no line for rank 1 (a rankfile names every rank from 0 to 2)"},
+      {"# only comments\n\n", ": no ranks in the file (one 'rank R=HOST slot=CORES' a line)"},
+      {"rank 0=a slot=0\0\n", ":1: a NUL byte; a rankfile is text, 'rank R=HOST slot=CORES' a line"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[32], want[1024], err[1024] = "";
+    snprintf(name, sizeof name, "rf%zu", i);
+    asr_config_t *cfg = cfg_new();
+    ASSERT_OK(asr_config_read_rankfile_buffer(cfg, "keep", "rank 0=k slot=0\n", 16, err, sizeof err));
+    size_t len = strlen(cases[i].text);
+    if (strstr(cases[i].msg, "NUL")) len += 2; /* the NUL and the newline after it */
+    ASSERT_EQ(asr_config_read_rankfile_buffer(cfg, name, cases[i].text, len, err, sizeof err), ASR_ECONFIG);
+    snprintf(want, sizeof want, "%s%s", name, cases[i].msg);
+    ASSERT_MSG(strcmp(err, want) == 0, "case %zu:\n got '%s'\nwant '%s'", i, err, want);
+    ASSERT_EQ(cfg->nrf, 1);
+    ASSERT_STREQ(cfg->rf[0].host, "k");
+    ASSERT_STREQ(cfg->rankfile, "keep");
+    cfg_del(cfg);
+  }
+  /* the file reader says which file it could not open */
+  asr_config_t *cfg = cfg_new();
+  char err[512];
+  ASSERT_EQ(asr_config_read_rankfile(cfg, "/nonexistent/rf", err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "cannot open rankfile '/nonexistent/rf': No such file or directory");
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+TEST(map_npernode) {
+  asr_config_t *cfg = CFG_ARGS("-H", "a:4,b:4,c:4", "--npernode", "2");
+  asr_map_t m;
+  char err[512];
+  ASSERT_OK(asr_map_build(cfg, "me", &m, err, sizeof err));
+  expect_ranks(&m, (const char *const[]){"a", "a", "b", "b", "c", "c"}, (const int[]){0, 1, 0, 1, 0, 1}, 6);
+  ASSERT(m.warnings == NULL);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  /* -ppn is the same, and combines with --map-by node */
+  cfg = CFG_ARGS("-H", "a:4,b:4,c:4", "-ppn", "2", "--map-by", "node", "-n", "5");
+  ASSERT_OK(asr_map_build(cfg, "me", &m, err, sizeof err));
+  expect_ranks(&m, (const char *const[]){"a", "b", "c", "a", "b"}, (const int[]){0, 0, 0, 1, 1}, 5);
+  asr_map_free(&m);
+  cfg->np = 7;
+  ASSERT_EQ(asr_map_build(cfg, "me", &m, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "-n 7 but --npernode 2 runs at most 6 ranks on 3 hosts; raise it or add hosts");
+  cfg_del(cfg);
+  /* ppr:N:node is --npernode N */
+  cfg = CFG_ARGS("-H", "a:4,b:4", "--map-by", "ppr:3:node");
+  ASSERT_OK(asr_map_build(cfg, "me", &m, err, sizeof err));
+  expect_ranks(&m, (const char *const[]){"a", "a", "a", "b", "b", "b"}, (const int[]){0, 1, 2, 0, 1, 2}, 6);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  /* more than a host's slots: an error, or with --oversubscribe a warning */
+  cfg = CFG_ARGS("-H", "a:2,b:4", "--npernode", "3");
+  ASSERT_EQ(asr_map_build(cfg, "me", &m, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(
+      err,
+      "host 'a' has 2 slots but --npernode 3 puts 3 ranks on it; give it more slots (HOST:N, slots=N, "
+      "--lnc-per-host), or --oversubscribe to share them");
+  cfg->oversubscribe = 1;
+  ASSERT_OK(asr_map_build(cfg, "me", &m, err, sizeof err));
+  ASSERT_EQ(m.nranks, 6);
+  ASSERT_EQ(m.nlocal[0], 3);
+  ASSERT(m.warnings);
+  ASSERT_STREQ(m.warnings, "host a: 3 ranks on 2 slots (--oversubscribe)\n");
+  asr_map_free(&m);
+  cfg_del(cfg);
+  /* on this host alone, --npernode is its slot count as -n is */
+  cfg = CFG_ARGS("--npernode", "4");
+  ASSERT_OK(asr_map_build(cfg, "me", &m, err, sizeof err));
+  ASSERT_EQ(m.nranks, 4);
+  ASSERT(m.warnings == NULL);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  /* one count of ranks per host, not two */
+  cfg = CFG_ARGS("--npernode", "2", "--map-by", "ppr:1:numa");
+  ASSERT_EQ(asr_map_build(cfg, "me", &m, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "--npernode and --map-by ppr:1:numa both set the ranks per host; give one");
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+/* More ranks than slots without --npernode: refused, or with
+ * --oversubscribe the slots filled first and the rest round robin. */
+TEST(map_oversubscribe_slots) {
+  asr_config_t *cfg = CFG_ARGS("-H", "a:2,b:1", "-n", "5", "--oversubscribe");
+  asr_map_t m;
+  char err[512];
+  ASSERT_OK(asr_map_build(cfg, "me", &m, err, sizeof err));
+  expect_ranks(&m, (const char *const[]){"a", "a", "b", "a", "b"}, (const int[]){0, 1, 0, 2, 1}, 5);
+  ASSERT_STREQ(m.warnings,
+               "host a: 3 ranks on 2 slots (--oversubscribe)\nhost b: 2 ranks on 1 slot (--oversubscribe)\n");
+  asr_map_free(&m);
+  /* still at most 128 per host: one LNC each */
+  cfg->np = 257;
+  ASSERT_EQ(asr_map_build(cfg, "me", &m, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "257 ranks requested but 2 hosts run at most 256 (128 each, one per LNC); add hosts");
+  cfg_del(cfg);
+  check_no_leaks();
+}
+
+TEST(map_ppr_numa_package_synthetic) {
+  asr_topo_t *t = topo_of(TOPO_2P4N8C);
+  ASSERT_EQ(asr_topo_count(t, ASR_BIND_CORE), 8);
+  ASSERT_EQ(asr_topo_count(t, ASR_BIND_NUMA), 4);
+  ASSERT_EQ(asr_topo_count(t, ASR_BIND_PACKAGE), 2);
+  asr_map_t m;
+  char err[512];
+  /* ppr:2:numa: 2 ranks for each of 4 NUMA nodes, so 8 a host */
+  asr_config_t *cfg = CFG_ARGS("-H", "a:8,b:8", "--map-by", "ppr:2:numa", "--bind-to", "core");
+  char *b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_EQ(m.nranks, 16);
+  ASSERT_EQ(m.nlocal[0], 8);
+  ASSERT_CONTAINS(b, "(2 packages, 4 NUMA nodes, 8 cores, 8 PUs)");
+  ASSERT_CONTAINS(b, "\nrank 2 (host a, lnc 2) bound to core 2: cpus 2\n");
+  ASSERT_CONTAINS(b, "\nrank 9 (host b, lnc 1) bound to core 1: cpus 1\n");
+  free(b);
+  asr_map_free(&m);
+  /* without a topology ppr:2:numa cannot be counted */
+  ASSERT_EQ(asr_map_build(cfg, "me", &m, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "--map-by ppr:2:numa needs this host's topology, which hwloc could not load");
+  cfg_del(cfg);
+  /* bound to numa: 8 ranks on 4 NUMA nodes share them, only with --oversubscribe */
+  cfg = CFG_ARGS("-H", "a:8", "--map-by", "ppr:2:numa", "--bind-to", "numa");
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err,
+               "host 'a' runs 8 ranks with --bind-to numa but has 4 NUMA nodes (this host's topology); use "
+               "fewer ranks, --bind-to none, or --oversubscribe to share them");
+  cfg->oversubscribe = 1;
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_STREQ(m.warnings, "host a: 8 ranks share 4 NUMA nodes (--bind-to numa, --oversubscribe)\n");
+  ASSERT_CONTAINS(b, "\nrank 1 (host a, lnc 1) bound to numa 0: cpus 0-1\n");
+  ASSERT_CONTAINS(b, "\nrank 2 (host a, lnc 2) bound to numa 1: cpus 2-3\n");
+  ASSERT_CONTAINS(b, "\nrank 7 (host a, lnc 7) bound to numa 3: cpus 6-7\n");
+  free(b);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  /* ppr:1:package on this host alone: one rank a package, bound to it */
+  cfg = CFG_ARGS("--map-by", "ppr:1:package", "--bind-to", "package");
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_EQ(m.nranks, 2);
+  ASSERT_CONTAINS(b, "\nrank 0 (host me, lnc 0) bound to package 0: cpus 0-3\n");
+  ASSERT_CONTAINS(b, "\nrank 1 (host me, lnc 1) bound to package 1: cpus 4-7\n");
+  ASSERT(m.warnings == NULL);
+  free(b);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  asr_topo_free(t);
+  check_no_leaks();
+}
+
+/* --map-by core|numa|package spreads a host's ranks over those objects in
+ * turn; --bind-to then picks within (or around) the object. */
+TEST(map_by_objects_synthetic) {
+  asr_topo_t *t = topo_of(TOPO_2P4N8C);
+  asr_map_t m;
+  char err[512];
+  asr_config_t *cfg = CFG_ARGS("-n", "4", "--map-by", "numa", "--bind-to", "core");
+  char *b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_CONTAINS(b, "\nrank 0 (host me, lnc 0) bound to core 0: cpus 0\n");
+  ASSERT_CONTAINS(b, "\nrank 1 (host me, lnc 1) bound to core 2: cpus 2\n");
+  ASSERT_CONTAINS(b, "\nrank 3 (host me, lnc 3) bound to core 6: cpus 6\n");
+  free(b);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  cfg = CFG_ARGS("-n", "4", "--map-by", "package", "--bind-to", "core");
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_CONTAINS(b, "\nrank 1 (host me, lnc 1) bound to core 4: cpus 4\n");
+  ASSERT_CONTAINS(b, "\nrank 2 (host me, lnc 2) bound to core 1: cpus 1\n");
+  ASSERT_CONTAINS(b, "\nrank 3 (host me, lnc 3) bound to core 5: cpus 5\n");
+  free(b);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  /* map by core, bind to the package around it */
+  cfg = CFG_ARGS("-n", "2", "--map-by", "core", "--bind-to", "package");
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_CONTAINS(b, "\nrank 0 (host me, lnc 0) bound to package 0: cpus 0-3\n");
+  ASSERT_CONTAINS(b, "\nrank 1 (host me, lnc 1) bound to package 0: cpus 0-3\n");
+  free(b);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  /* --cpus-per-rank: consecutive cores */
+  cfg = CFG_ARGS("-n", "4", "--cpus-per-rank", "2", "--bind-to", "core");
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_CONTAINS(b, "\nrank 0 (host me, lnc 0) bound to cores 0-1: cpus 0-1\n");
+  ASSERT_CONTAINS(b, "\nrank 3 (host me, lnc 3) bound to cores 6-7: cpus 6-7\n");
+  free(b);
+  asr_map_free(&m);
+  cfg->np = 5;
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err,
+               "host 'me' runs 5 ranks of 2 cores (--cpus-per-rank 2) but has 8 cores (this host's "
+               "topology); use fewer ranks, --bind-to none, or --oversubscribe to share them");
+  cfg_del(cfg);
+  cfg = CFG_ARGS("-n", "2", "--cpus-per-rank", "2", "--bind-to", "numa");
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err,
+               "--cpus-per-rank 2 binds each rank to 2 cores, which needs --bind-to core or auto (not numa)");
+  cfg_del(cfg);
+  asr_topo_free(t);
+  check_no_leaks();
+}
+
+/* On a host of two cores: auto binds to cores while each rank has one, and
+ * leaves three unbound; none never counts cores (LNCs are not cores); an
+ * explicit --bind-to core counts them. */
+TEST(bind_counts_on_two_cores) {
+  asr_topo_t *t = topo_of(TOPO_1P2C);
+  asr_map_t m;
+  char err[512];
+  asr_config_t *cfg = CFG_ARGS("-n", "2");
+  char *b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_CONTAINS(b, "\nrank 1 (host me, lnc 1) bound to core 1: cpus 1\n");
+  free(b);
+  asr_map_free(&m);
+  cfg->np = 3;
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_CONTAINS(b, "\nrank 0 (host me, lnc 0) not bound\n");
+  ASSERT_CONTAINS(b, "\nrank 2 (host me, lnc 2) not bound\n");
+  ASSERT(m.warnings == NULL);
+  free(b);
+  asr_map_free(&m);
+  cfg->bind_to = ASR_BIND_NONE;
+  cfg->np = 100;
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT(m.warnings == NULL);
+  free(b);
+  asr_map_free(&m);
+  cfg->bind_to = ASR_BIND_CORE;
+  cfg->np = 3;
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err,
+               "host 'me' runs 3 ranks with --bind-to core but has 2 cores (this host's topology); use fewer "
+               "ranks, --bind-to none, or --oversubscribe to share them");
+  cfg->oversubscribe = 1;
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_STREQ(m.warnings, "host me: 3 ranks share 2 cores (--bind-to core, --oversubscribe)\n");
+  ASSERT_CONTAINS(b, "\nrank 2 (host me, lnc 2) bound to core 0: cpus 0\n");
+  free(b);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  asr_topo_free(t);
+  check_no_leaks();
+}
+
+TEST(map_rankfile) {
+  asr_topo_t *t = topo_of(TOPO_2P4N8C);
+  const char *rf = write_file("ranks", "rank 0=a slot=1\nrank 1=b slot=0-3\nrank 2=a slot=4,6\n");
+  asr_config_t *cfg = CFG_ARGS("--rankfile", rf);
+  asr_map_t m;
+  char err[1024];
+  /* no host list: the rankfile's hosts, in the order they first appear */
+  char *b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  expect_ranks(&m, (const char *const[]){"a", "b", "a"}, (const int[]){0, 0, 1}, 3);
+  ASSERT_EQ(m.nhosts, 2);
+  ASSERT_CONTAINS(b, "\nrank 0 (host a, lnc 0) bound to core 1: cpus 1\n");
+  ASSERT_CONTAINS(b, "\nrank 1 (host b, lnc 0) bound to cores 0-3: cpus 0-3\n");
+  ASSERT_CONTAINS(b, "\nrank 2 (host a, lnc 1) bound to cores 4,6: cpus 4,6\n");
+  free(b);
+  asr_map_free(&m);
+  /* with a host list, every rankfile host must be in it, within its slots */
+  char e2[512];
+  ASSERT_OK(asr_config_parse_hostlist(cfg, "a:2,c:2", e2, sizeof e2));
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err, fmt_rf(rf, ":2: host 'b' is not one of the job's hosts (-H, --hostfile or hosts)"));
+  ASSERT_OK(asr_config_parse_hostlist(cfg, "a:1,b:1", e2, sizeof e2));
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err, fmt_rf(rf,
+                           ": host 'a' has 1 slot but the rankfile puts 2 ranks on it; give it more slots "
+                           "(HOST:N, slots=N, --lnc-per-host), or --oversubscribe to share them"));
+  cfg->nhosts = 0;
+  cfg->np = 4;
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err, fmt_rf(rf, ": names 3 ranks but -n is 4; leave out -n or make them agree"));
+  cfg->np = 0;
+  cfg->npernode = 1;
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_STREQ(err, "--rankfile places every rank; leave out --npernode");
+  cfg_del(cfg);
+  /* two ranks on one core of a host, and a core the topology lacks */
+  cfg = CFG_ARGS("--rankfile", write_file("r2", "rank 0=a slot=0-1\nrank 1=a slot=1\n"));
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_CONTAINS(err,
+                  "r2:2: rank 1 shares core 1 with rank 0 (line 1) on host a; give each rank its own "
+                  "cores, or --oversubscribe to share them");
+  cfg->oversubscribe = 1;
+  b = bindings_of(cfg, t, &m, err, sizeof err);
+  ASSERT_MSG(b, "%s", err);
+  ASSERT_STREQ(m.warnings, "host a: rank 1 shares core 1 with rank 0 (--oversubscribe)\n");
+  free(b);
+  asr_map_free(&m);
+  cfg_del(cfg);
+  cfg = CFG_ARGS("--rankfile", write_file("r3", "rank 0=a slot=0\nrank 1=a slot=7-9\n"));
+  ASSERT(bindings_of(cfg, t, &m, err, sizeof err) == NULL);
+  ASSERT_CONTAINS(err, "r3:2: rank 1: core 8 is not one of this host's 8 cores (0-7)");
+  cfg_del(cfg);
+  asr_topo_free(t);
   check_no_leaks();
 }
