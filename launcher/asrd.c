@@ -192,7 +192,7 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_STDIN: asrd_stdio_input(d, m->u.input.data, m->u.input.len); break;
     case ASR_CTL_CREDIT: asrd_stdio_credit(d, m->u.credit.bytes); break;
     case ASR_CTL_OUTPUT_CLOSED: asrd_stdio_reader_gone(d, (int)m->u.closed.stream); break;
-    case ASR_CTL_FENCE_DONE: asrd_pmix_fence_done(d, m->u.fence.data, m->u.fence.len); break;
+    case ASR_CTL_FENCE_DONE: asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len); break;
     case ASR_CTL_SHUTDOWN:
       if (d->state < ASRD_TERMINATING && d->nalive > 0)
         begin_kill(d, SIGTERM);

@@ -4,6 +4,8 @@
  *   asrd_up.c     the control connection up to asrrun: HELLO, heartbeats, sending
  *   asrd_job.c    taking the JOB and starting it: KV server, PMIx registration, ranks
  *   asrd_pmix.c   the PMIx server (libpmix server API) and its upcalls
+ *   asrd_pmi.c    the simple PMI-1 server (MPICH's wire protocol, pmi_wire.h)
+ *                 on a socket each rank gets as PMI_FD
  *   asrd_ranks.c  the local ranks: start, exit, signals, what is still running
  *   asrd_spawn.c  the environment every rank gets, and the clone() that starts one
  *   asrd_topo.c   the hwloc topology and each rank's binding
@@ -61,6 +63,17 @@ typedef enum {
 
 typedef struct asrd asrd_t;
 typedef struct asrd_rank asrd_rank_t;
+typedef struct asrd_pmi_conn asrd_pmi_conn_t;
+
+/* A fence sent up to asrrun (FENCE) and not answered yet (asrd_up.c keeps
+ * them in order: each FENCE_DONE answers the oldest). Its owner (the PMIx
+ * or the PMI server) embeds it and learns the outcome through done: ok with
+ * every host's blobs, or not ok (data NULL) when the job ends first. */
+typedef struct asrd_fence asrd_fence_t;
+struct asrd_fence {
+  void (*done)(asrd_t *d, asrd_fence_t *f, int ok, const uint8_t *data, size_t len);
+  asrd_fence_t *next;
+};
 
 /* One output stream of a rank (asrd_stdio.c). */
 typedef struct {
@@ -89,7 +102,9 @@ struct asrd_rank {
   int exited, status;
   int exit_sent;
   int not_run; /* its execve failed (asrd_spawn.c) */
-  int joined;  /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls) */
+  int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */
+  int via;              /* how it joined: ASR_CTL_VIA_PMIX or ASR_CTL_VIA_PMI1 (0 until then) */
+  asrd_pmi_conn_t *pmi; /* its PMI-1 connection (asrd_pmi.c), or NULL */
 };
 
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
@@ -102,6 +117,7 @@ typedef enum {
 } asrd_ev_type_t;
 typedef struct asrd_ev {
   asrd_ev_type_t type;
+  asrd_fence_t fence; /* ASRD_EV_FENCE: while asrrun has it */
   int rank, status;
   char *msg;
   uint8_t *data;
@@ -167,7 +183,9 @@ struct asrd {
   asr_loop_async_t pmix_async;
   pthread_mutex_t ev_lock;
   asrd_ev_t *ev_head, *ev_tail;
-  asrd_ev_t *fence_pending; /* waiting for FENCE_DONE */
+
+  /* fences (asrd_up.c): sent up, waiting for FENCE_DONE, oldest first */
+  asrd_fence_t *fences;
   uint32_t fence_seq;
 };
 
@@ -184,6 +202,15 @@ void asrd_up_output(asrd_t *d, int rank, int stream, const char *line, size_t le
  * heartbeat_timeout_ms (again once the JOB sets it). */
 void asrd_up_set_liveness(asrd_t *d);
 void asrd_up_error(asrd_t *d, const char *msg);
+/* Sends this host's blob as the next FENCE; f->done follows, once. */
+void asrd_up_fence(asrd_t *d, asrd_fence_t *f, const uint8_t *blob, size_t len);
+/* asrrun's FENCE_DONE: every host's blobs, for the oldest fence. */
+void asrd_up_fence_done(asrd_t *d, const uint8_t *data, size_t len);
+/* The job ends: every fence still pending is done, not ok. */
+void asrd_up_fences_fail(asrd_t *d);
+/* Tells asrrun that rank r joined (ASR_CTL_JOINED_INIT) or finalized
+ * through via (ASR_CTL_VIA_*); once per step, in order. */
+void asrd_up_joined(asrd_t *d, asrd_rank_t *r, int what, int via);
 /* Ends the connection cleanly (on_up_lost with quiet = 1 once it is closed). */
 void asrd_up_finish(asrd_t *d);
 void asrd_up_close(asrd_t *d);
@@ -206,11 +233,24 @@ int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen);
 int asrd_pmix_register_start(asrd_t *d, char *errbuf, size_t errlen);
 /* Appends rank r's PMIx variables to env (malloc'd, NULL-terminated). */
 int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env);
-void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len);
 /* Handles what PMIx's thread queued, now (a rank's exit is reported after
  * its JOINED: its upcalls happened before it could exit). */
 void asrd_pmix_take_events(asrd_t *d);
 void asrd_pmix_stop(asrd_t *d);
+
+/* asrd_pmi.c */
+/* Once per job, before the first rank starts: the KVS (its name, the
+ * PMI_process_mapping key). */
+int asrd_pmi_prepare(asrd_t *d, char *errbuf, size_t errlen);
+/* Rank r's connection: a socket pair whose one end asrd serves on its loop;
+ * returns the other end (for the child: PMI_FD; the caller closes it once
+ * the child has it) or a negative ASR_E*. */
+int asrd_pmi_open(asrd_t *d, asrd_rank_t *r);
+/* Handles what rank r sent and asrd has not read yet (its process ended:
+ * its last commands, its JOINED among them, go before its EXIT). */
+void asrd_pmi_drain(asrd_rank_t *r);
+/* Closes every connection and frees the KVS. */
+void asrd_pmi_stop(asrd_t *d);
 
 /* asrd_topo.c */
 /* Starts loading this host's hwloc topology on a thread of its own (call it
@@ -241,8 +281,9 @@ int asrd_spawn_prepare(asrd_t *d, char *errbuf, size_t errlen);
 /* Starts rank r: stdout/stderr on pipes (*out_fd, *err_fd), stdin from
  * in_fd (-1: /dev/null), bound to cpus when bind; returns its pid or a
  * negative ASR_E* with errbuf set. */
-pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, const cpu_set_t *cpus,
-                      int bind, char *errbuf, size_t errlen);
+/* pmi_fd (or -1) stays open across its execve, as PMI_FD. */
+pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd,
+                      const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen);
 /* After the last start: waits until every child is past its execve, writes
  * their exec errors to their stderr, frees what prepare made. */
 void asrd_spawn_done(void);

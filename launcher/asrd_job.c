@@ -221,7 +221,9 @@ int asrd_job_start_ranks(asrd_t *d, char *err, size_t errlen) {
 
 void asrd_job_stop(asrd_t *d) {
   asrd_ranks_stop(d);
+  asrd_up_fences_fail(d); /* no client waits on a fence of ours */
   asrd_pmix_stop(d);
+  asrd_pmi_stop(d);
   if (d->kv) asr_kv_server_free(d->kv);
   d->kv = NULL;
   if (d->port_hold >= 0) close(d->port_hold);

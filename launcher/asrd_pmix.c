@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pmix.h>
 #include <pmix_server.h>
 #include <stdio.h>
@@ -343,20 +344,22 @@ int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env) {
 
 static void release_blob(void *cbdata) { free(cbdata); }
 
-void asrd_pmix_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
-  asrd_ev_t *ev = d->fence_pending;
-  if (!ev) {
-    asr_warn("pmix", "FENCE_DONE without a pending fence; ignored");
-    return;
-  }
-  d->fence_pending = ev->next;
-  char *copy = len ? malloc(len) : NULL;
-  if (len && copy) memcpy(copy, data, len);
+/* asrrun answered the fence (ok: every host's blob, copied for the library,
+ * which frees it through release_blob), or the job ends first. */
+static void fence_done(asrd_t *d, asrd_fence_t *f, int ok, const uint8_t *data, size_t len) {
+  (void)d;
+  asrd_ev_t *ev = (asrd_ev_t *)((char *)f - offsetof(asrd_ev_t, fence));
   pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)ev->cbfunc;
-  if (cb)
-    cb(PMIX_SUCCESS, copy, copy ? len : 0, ev->cbdata, release_blob, copy);
-  else
-    free(copy);
+  if (!ok) {
+    if (cb) cb(PMIX_ERR_TIMEOUT, NULL, 0, ev->cbdata, NULL, NULL);
+  } else {
+    char *copy = len ? malloc(len) : NULL;
+    if (len && copy) memcpy(copy, data, len);
+    if (cb)
+      cb(PMIX_SUCCESS, copy, copy ? len : 0, ev->cbdata, release_blob, copy);
+    else
+      free(copy);
+  }
   free(ev->data);
   free(ev);
 }
@@ -378,26 +381,15 @@ void asrd_pmix_take_events(asrd_t *d) {
     switch (ev->type) {
       case ASRD_EV_REGISTERED: registered(d, ev->status); break;
       case ASRD_EV_JOINED:
-        for (int i = 0; i < d->nlocal; i++) {
-          asrd_rank_t *r = &d->ranks[i];
-          if (r->rank != ev->rank || r->joined >= ev->status) continue;
-          r->joined = ev->status;
-          asr_ctl_msg_t m = {.type = ASR_CTL_JOINED,
-                             .u.joined = {.rank = (uint32_t)r->rank, .what = (uint32_t)ev->status}};
-          asrd_up_send(d, &m);
-        }
+        for (int i = 0; i < d->nlocal; i++)
+          if (d->ranks[i].rank == ev->rank) asrd_up_joined(d, &d->ranks[i], ev->status, ASR_CTL_VIA_PMIX);
         break;
-      case ASRD_EV_FENCE: {
-        asr_ctl_msg_t m = {.type = ASR_CTL_FENCE,
-                           .u.fence = {.id = d->fence_seq++, .data = ev->data, .len = ev->ndata}};
-        asrd_up_send(d, &m);
-        /* keep it (FIFO) until asrrun answers */
-        asrd_ev_t **pp = &d->fence_pending;
-        while (*pp) pp = &(*pp)->next;
-        *pp = ev;
+      case ASRD_EV_FENCE:
+        /* kept until asrrun answers (fence_done frees it) */
+        ev->fence.done = fence_done;
+        asrd_up_fence(d, &ev->fence, ev->data, ev->ndata);
         ev = NULL;
         break;
-      }
       case ASRD_EV_ABORT: {
         asr_ctl_msg_t m = {
             .type = ASR_CTL_ABORT,
@@ -427,15 +419,6 @@ void asrd_pmix_take_events(asrd_t *d) {
 
 void asrd_pmix_stop(asrd_t *d) {
   if (d->pmix_up) {
-    /* Fail pending fences so no client waits on us. */
-    while (d->fence_pending) {
-      asrd_ev_t *ev = d->fence_pending;
-      d->fence_pending = ev->next;
-      pmix_modex_cbfunc_t cb = (pmix_modex_cbfunc_t)ev->cbfunc;
-      if (cb) cb(PMIX_ERR_TIMEOUT, NULL, 0, ev->cbdata, NULL, NULL);
-      free(ev->data);
-      free(ev);
-    }
     /* A registration still in flight (the job failed to start) would create
      * files in our directory: let it finish (bounded) before removing it. */
     op_wait(&reg_wait, 2000);

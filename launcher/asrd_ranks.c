@@ -71,6 +71,7 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   d->nalive--;
   sweep_later(d, r->pid);
   asrd_pmix_take_events(d); /* its JOINED goes before its EXIT */
+  asrd_pmi_drain(r);        /* so do its last PMI commands */
   /* Its output may still sit in the pipes: take what is there now. A
    * descendant that keeps a pipe open delays the EXIT until it is gone. */
   asrd_stdio_drain(r);
@@ -121,10 +122,20 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
     n += asr_bind_format(&b, r->rank, d->hostname, r->lnc, line + n, sizeof line - (size_t)n);
     asrd_up_output(d, r->rank, 2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   }
+  /* its PMI_FD: without one it would still run (MPICH as a singleton), but
+   * not as the rank of a job the user asked for */
+  int pmi_fd = asrd_pmi_open(d, r);
+  if (pmi_fd < 0) {
+    snprintf(errbuf, errlen, "cannot make rank %d's PMI connection: %s", r->rank, asr_strerror(pmi_fd));
+    close(op[0]), close(op[1]), close(ep[0]), close(ep[1]);
+    if (ip[0] >= 0) close(ip[0]), close(ip[1]);
+    return pmi_fd;
+  }
   /* ep[1] is the spawn's now (it closes it once the child is past execve) */
-  pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], &cpus, bind, errbuf, errlen);
+  pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], pmi_fd, &cpus, bind, errbuf, errlen);
   /* the child has its own copies of these (or has exec'd already) */
   close(op[1]);
+  close(pmi_fd);
   if (ip[0] >= 0) close(ip[0]);
   if (pid < 0) {
     close(op[0]);
@@ -150,7 +161,8 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
 int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen) {
   if (d->nlocal == 0) return 0;
   d->on_output_closed = on_output_closed;
-  int rc = asrd_spawn_prepare(d, errbuf, errlen);
+  int rc = asrd_pmi_prepare(d, errbuf, errlen);
+  if (rc == 0) rc = asrd_spawn_prepare(d, errbuf, errlen);
   for (int i = 0; i < d->nlocal && rc == 0; i++) rc = start_rank(d, &d->ranks[i], errbuf, errlen);
   asrd_spawn_done();
   return rc;

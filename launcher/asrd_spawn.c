@@ -36,10 +36,32 @@ static int env_has_prefix(const char *e, const char *name) {
 }
 
 /* The environment every local rank shares, built once per job: ours minus
- * what we set, the ASR_* variables, the -x list. The slots of the three
- * per-rank variables are NULL here and filled in by rank_env. */
+ * what we set, the ASR_* variables, the variables MPIs look for, the -x
+ * list. The slots of the per-rank variables are NULL here and filled in by
+ * rank_env. */
 static char **base_env;
-static size_t nbase, slot_rank, slot_lnc, slot_local;
+static size_t nbase, slot_rank, slot_lnc, slot_local, slot_pmi_rank, slot_pmi_fd;
+
+/* What MPICH's simple PMI client reads (asrd_pmi.c serves it): asrd's own
+ * copies of these (asrd started under another launcher) never reach a rank. */
+static const char *const pmi_vars[] = {"PMI_FD",         "PMI_PORT",    "PMI_ID",        "PMI_RANK",
+                                       "PMI_SIZE",       "PMI_SPAWNED", "PMI_TOTALVIEW", "PMI_VERSION",
+                                       "PMI_SUBVERSION", NULL};
+
+/* Open MPI 4.1's app-side launch detection (orte/mca/schizo): its "orte"
+ * component claims every process that was not started by its own orted and
+ * no other component claims (Slurm's: SLURM_NODELIST and SLURM_STEP_ID,
+ * flux's, jsm's) as a singleton, whatever PMIx server is there; without it,
+ * ess picks its pmi component, a PMIx client of ours. So the ranks get
+ * OMPI_MCA_schizo=^orte -- unless the user set that variable (in asrrun's
+ * environment, -x or a job YAML's env): theirs wins. Nothing else reads it. */
+static const char *const ompi_vars[][2] = {{"OMPI_MCA_schizo", "^orte"}};
+
+static int user_sets(asrd_t *d, const char *name) {
+  for (uint32_t j = 0; j < d->job.nenv; j++)
+    if (strcmp(d->job.env_names[j], name) == 0) return 1;
+  return getenv(name) != NULL;
+}
 
 static int build_base_env(asrd_t *d) {
   size_t n = 0;
@@ -55,6 +77,7 @@ static int build_base_env(asrd_t *d) {
                (row && (row->who & ASR_ENV_SET) && env_has_prefix(environ[i], row->name));
     for (uint32_t j = 0; j < d->job.nenv && !skip; j++)
       skip = env_has_prefix(environ[i], d->job.env_names[j]);
+    for (int j = 0; pmi_vars[j] && !skip; j++) skip = env_has_prefix(environ[i], pmi_vars[j]);
     if (!skip) base_env[k++] = environ[i]; /* borrowed: copied per rank */
   }
   char tmp[1200];
@@ -76,6 +99,12 @@ static int build_base_env(asrd_t *d) {
   SETENV("ASR_HOST_INDEX=%d", d->host_index);
   if (d->job.provider && *d->job.provider) SETENV("ASR_PROVIDER=%s", d->job.provider);
   if (d->if_addr && *d->if_addr) SETENV("ASR_IF_ADDR=%s", d->if_addr);
+  /* MPICH's simple PMI (asrd_pmi.c): PMI_FD and PMI_RANK are per rank */
+  SETENV("PMI_SIZE=%d", d->nranks);
+  slot_pmi_rank = k++;
+  slot_pmi_fd = k++;
+  for (size_t j = 0; j < sizeof ompi_vars / sizeof ompi_vars[0]; j++)
+    if (!user_sets(d, ompi_vars[j][0])) SETENV("%s=%s", ompi_vars[j][0], ompi_vars[j][1]);
   for (uint32_t j = 0; j < d->job.nenv; j++) SETENV("%s=%s", d->job.env_names[j], d->job.env_values[j]);
 #undef SETENV
   nbase = k;
@@ -90,26 +119,35 @@ static void free_base_env(void) {
 }
 
 /* Rank r's environment: a malloc'd copy of every string, as PMIx's
- * setup_fork may replace or append entries (and frees what it replaces). */
-static char **rank_env(asrd_rank_t *r) {
+ * setup_fork may replace or append entries (and frees what it replaces).
+ * pmi_fd is its PMI_FD (-1: none). */
+static char **rank_env(asrd_rank_t *r, int pmi_fd) {
   char **env = calloc(nbase + 1, sizeof *env);
   if (!env) return NULL;
+  size_t k = 0;
   for (size_t i = 0; i < nbase; i++) {
     int rc = 0;
     if (i == slot_rank)
-      rc = asprintf(&env[i], "ASR_RANK=%d", r->rank);
+      rc = asprintf(&env[k], "ASR_RANK=%d", r->rank);
     else if (i == slot_lnc)
-      rc = asprintf(&env[i], "ASR_LNC=%d", r->lnc);
+      rc = asprintf(&env[k], "ASR_LNC=%d", r->lnc);
     else if (i == slot_local)
-      rc = asprintf(&env[i], "ASR_LOCAL_RANK=%d", r->local);
+      rc = asprintf(&env[k], "ASR_LOCAL_RANK=%d", r->local);
+    else if (i == slot_pmi_rank)
+      rc = asprintf(&env[k], "PMI_RANK=%d", r->rank);
+    else if (i == slot_pmi_fd && pmi_fd < 0)
+      continue; /* no PMI server for it: MPICH runs it as a singleton */
+    else if (i == slot_pmi_fd)
+      rc = asprintf(&env[k], "PMI_FD=%d", pmi_fd);
     else
-      env[i] = base_env[i] ? strdup(base_env[i]) : NULL;
-    if (rc < 0) env[i] = NULL;
-    if (!env[i]) {
-      for (size_t j = 0; j < i; j++) free(env[j]);
+      env[k] = base_env[i] ? strdup(base_env[i]) : NULL;
+    if (rc < 0) env[k] = NULL;
+    if (!env[k]) {
+      for (size_t j = 0; j < k; j++) free(env[j]);
       free(env);
       return NULL;
     }
+    k++;
   }
   return env;
 }
@@ -193,7 +231,8 @@ typedef struct {
   /* read by the child */
   const char *path; /* the program, searched in PATH (NULL: not found) */
   char *const *argv, *const *sh_argv, *const *envp;
-  int fds[3]; /* become its 0, 1, 2 */
+  int fds[3];  /* become its 0, 1, 2 */
+  int keep_fd; /* stays open across the execve (PMI_FD), or -1 */
   cpu_set_t cpus;
   int bind;
   pid_t parent;
@@ -243,6 +282,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) static int spawn_
     else
       raw_sys(SYS_fcntl, i, F_SETFD, 0, 0); /* keep it across the execve */
   }
+  if (s->keep_fd >= 0) raw_sys(SYS_fcntl, s->keep_fd, F_SETFD, 0, 0);
   if (s->bind) {
     long rc = raw_sys(SYS_sched_setaffinity, 0, sizeof s->cpus, (long)&s->cpus, 0);
     if (rc < 0) s->bind_err = (int)-rc;
@@ -360,11 +400,11 @@ static void spawn_finish(spawn_slot_t *s) {
  * (a failed execve, a failed binding) go there as if the child wrote them. */
 static unsigned next_slot;
 
-pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, const cpu_set_t *cpus,
-                      int bind, char *errbuf, size_t errlen) {
+pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd,
+                      const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen) {
   spawn_slot_t *s = &slots[next_slot++ % SPAWN_SLOTS];
   spawn_finish(s);
-  char **env = rank_env(r);
+  char **env = rank_env(r, pmi_fd);
   if (!env || asrd_pmix_setup_rank(d, r, &env) != 0) {
     free_env(env);
     close(err_w);
@@ -378,6 +418,7 @@ pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w
   s->fds[0] = in_fd >= 0 ? in_fd : devnull;
   s->fds[1] = out_w;
   s->fds[2] = err_w;
+  s->keep_fd = pmi_fd;
   s->bind = bind;
   if (bind) s->cpus = *cpus;
   s->parent = getpid();

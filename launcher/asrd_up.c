@@ -168,6 +168,47 @@ void asrd_up_error(asrd_t *d, const char *msg) {
   asrd_up_send(d, &m);
 }
 
+/* Fences: asrrun answers them in the order they were sent (its fence_check
+ * gathers one blob per host, then answers every host), so one FIFO matches
+ * each FENCE_DONE to its fence, whichever server (PMIx, PMI) sent it. */
+void asrd_up_fence(asrd_t *d, asrd_fence_t *f, const uint8_t *blob, size_t len) {
+  asr_ctl_msg_t m = {.type = ASR_CTL_FENCE, .u.fence = {.id = d->fence_seq++, .data = blob, .len = len}};
+  asrd_up_send(d, &m);
+  f->next = NULL;
+  asrd_fence_t **pp = &d->fences;
+  while (*pp) pp = &(*pp)->next;
+  *pp = f;
+}
+
+void asrd_up_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
+  asrd_fence_t *f = d->fences;
+  if (!f) {
+    asr_warn("asrd", "FENCE_DONE without a pending fence; ignored");
+    return;
+  }
+  d->fences = f->next;
+  f->next = NULL;
+  f->done(d, f, 1, data, len); /* may free f */
+}
+
+void asrd_up_fences_fail(asrd_t *d) {
+  while (d->fences) {
+    asrd_fence_t *f = d->fences;
+    d->fences = f->next;
+    f->next = NULL;
+    f->done(d, f, 0, NULL, 0);
+  }
+}
+
+void asrd_up_joined(asrd_t *d, asrd_rank_t *r, int what, int via) {
+  if (r->joined >= what) return;
+  r->joined = what;
+  r->via = via;
+  asr_ctl_msg_t m = {.type = ASR_CTL_JOINED,
+                     .u.joined = {.rank = (uint32_t)r->rank, .what = (uint32_t)what, .via = (uint32_t)via}};
+  asrd_up_send(d, &m);
+}
+
 void asrd_up_finish(asrd_t *d) {
   if (!d->up_open) return;
   asr_loop_timer_stop(d->loop, &d->heartbeat);

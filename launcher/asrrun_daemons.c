@@ -184,7 +184,7 @@ static void early_exit_check(asrrun_t *run, int rank) {
               rank, host);
 }
 
-static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what) {
+static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what, uint32_t via) {
   asrrun_t *run = d->run;
   if (rank >= (uint32_t)run->map.nranks || run->map.ranks[rank].host != d->index) {
     run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent JOINED for rank %u, not one of its ranks",
@@ -193,16 +193,41 @@ static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what) {
   }
   rank_t *r = &run->ranks[rank];
   if ((int)what > r->joined) r->joined = (int)what;
+  r->via = (int)via;
   if (run->any_joined) return;
   run->any_joined = 1;
   /* ranks that left before anyone joined are judged now */
   for (int i = 0; i < run->map.nranks; i++) early_exit_check(run, i);
 }
 
+/* -v: how a rank ended and how it had joined the job, so that a rank that
+ * ran as a singleton (an MPI program that saw no launcher: Open MPI or
+ * MPICH that found neither PMIx nor PMI-1) stands out from a PMIx and a
+ * PMI-1 rank. */
+static void say_how_it_ended(daemon_t *d, int rank, int st) {
+  const rank_t *r = &d->run->ranks[rank];
+  char how[64];
+  if (WIFSIGNALED(st))
+    snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(st));
+  else
+    snprintf(how, sizeof how, "exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  const char *via = r->via == ASR_CTL_VIA_PMI1 ? "PMI-1" : "PMIx";
+  if (r->joined)
+    fprintf(stderr, "asrrun: rank %d (host %s) %s; it joined the job through %s and %s\n", rank, host_of(d),
+            how, via, r->joined == ASR_CTL_JOINED_FINALIZED ? "finalized" : "did not finalize");
+  else
+    fprintf(
+        stderr,
+        "asrrun: rank %d (host %s) %s; it never joined the job (neither a PMIx nor a PMI-1 client: an MPI "
+        "program there ran as a singleton)\n",
+        rank, host_of(d), how);
+}
+
 static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t flags) {
   asrrun_t *run = d->run;
   if (rank >= (uint32_t)run->map.nranks || run->ranks[rank].exited) return;
   int st = (int)status;
+  if (run->cfg.verbose) say_how_it_ended(d, (int)rank, st);
   run->ranks[rank].exited = 1;
   run->ranks[rank].status = st;
   run->ranks_exited++;
@@ -242,7 +267,7 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       asrrun_output_msg(run, d->index, (int)m->u.output.rank, (int)m->u.output.stream, m->u.output.flags,
                         m->u.output.line, m->u.output.len);
       break;
-    case ASR_CTL_JOINED: on_joined_msg(d, m->u.joined.rank, m->u.joined.what); break;
+    case ASR_CTL_JOINED: on_joined_msg(d, m->u.joined.rank, m->u.joined.what, m->u.joined.via); break;
     case ASR_CTL_STDIN_CREDIT:
       if (!reads_stdin(run, d->index)) break;
       d->stdin_credit += m->u.credit.bytes;

@@ -380,16 +380,21 @@ static int joined_ok(uint32_t what) {
   return what == ASR_CTL_JOINED_INIT || what == ASR_CTL_JOINED_FINALIZED;
 }
 
+static int via_ok(uint32_t via) { return via == ASR_CTL_VIA_PMIX || via == ASR_CTL_VIA_PMI1; }
+
 static int enc_joined(const asr_ctl_msg_t *m, asr_buf_t *b) {
-  if (!joined_ok(m->u.joined.what)) return ASR_EINVAL;
-  return asr_buf_put_u32(b, m->u.joined.rank) || asr_buf_put_u32(b, m->u.joined.what);
+  if (!joined_ok(m->u.joined.what) || !via_ok(m->u.joined.via)) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.joined.rank) || asr_buf_put_u32(b, m->u.joined.what) ||
+         asr_buf_put_u32(b, m->u.joined.via);
 }
 
 static int dec_joined(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.joined.rank = asr_rd_u32(r);
   m->u.joined.what = asr_rd_u32(r);
+  m->u.joined.via = asr_rd_u32(r);
   if (r->bad) return bad(why, wl, "JOINED is truncated");
   if (!joined_ok(m->u.joined.what)) return bad(why, wl, "JOINED says %u (1 or 2)", m->u.joined.what);
+  if (!via_ok(m->u.joined.via)) return bad(why, wl, "JOINED through %u (1 or 2)", m->u.joined.via);
   return 0;
 }
 

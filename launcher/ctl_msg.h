@@ -36,8 +36,10 @@
  *   OUTPUT_CLOSED asrrun -> asrd u32 stream: asrrun's stdout (1) or stderr (2) reader
  *                                went away; the ranks' pipes of that stream are closed
  *   JOINED      asrd -> asrrun   u32 rank, u32 what (ASR_CTL_JOINED_INIT: the rank
- *                                joined through PMIx; ASR_CTL_JOINED_FINALIZED: and
- *                                finalized), sent before that rank's EXIT
+ *                                joined; ASR_CTL_JOINED_FINALIZED: and finalized),
+ *                                u32 via (ASR_CTL_VIA_PMIX: through PMIx,
+ *                                ASR_CTL_VIA_PMI1: through PMI-1), sent before that
+ *                                rank's EXIT
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
@@ -108,6 +110,9 @@ typedef enum {
 /* JOINED's what */
 #define ASR_CTL_JOINED_INIT 1u
 #define ASR_CTL_JOINED_FINALIZED 2u
+/* JOINED's via */
+#define ASR_CTL_VIA_PMIX 1u
+#define ASR_CTL_VIA_PMI1 2u
 
 /* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
 #define ASR_CTL_MAX_RANKS (1u << 20)
@@ -178,7 +183,7 @@ typedef struct {
       uint32_t stream;
     } closed; /* OUTPUT_CLOSED */
     struct {
-      uint32_t rank, what;
+      uint32_t rank, what, via;
     } joined;
     struct {
       uint32_t rank, status, flags;

@@ -10,6 +10,9 @@ pkgs=(
   libfabric-dev libfabric-bin libpmix-dev libhwloc-dev hwloc-nox libyaml-dev
   iproute2 procps clang-format valgrind
   clang libclang-rt-14-dev # tests/fuzz/run.sh: clang's libFuzzer and sanitizer runtimes
+  # tests/integration/test_mpi: real Open MPI and MPICH programs (the two install side by
+  # side: each names its binaries mpicc.openmpi, mpicc.mpich, ...; mpicc itself is an alternative)
+  openmpi-bin libopenmpi-dev mpich libmpich-dev
 )
 if [ "${1:-}" = --test ]; then
   pkgs+=(groff-base)

@@ -135,7 +135,7 @@ EXTRA_DIST += tests/fuzz
 # distcheck configures --disable-integration-tests: its tree runs the unit
 # tests only (scripts/test.sh runs these from the default build).
 INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_jobctl tests/integration/test_apps \
-	tests/integration/test_late_recv
+	tests/integration/test_late_recv tests/integration/test_mpi
 if ASR_INTEGRATION_TESTS
 check_PROGRAMS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
@@ -149,6 +149,13 @@ tests_integration_test_jobctl_SOURCES = tests/integration/test_jobctl.c tests/in
 	tests/integration/job_util.h
 tests_integration_test_jobctl_LDADD = $(TEST_LIBS) -lutil
 tests_integration_test_apps_SOURCES = tests/integration/test_apps.c
+# Open MPI and MPICH programs under asrrun (tests/integration/test_mpi.c): the
+# test builds tests/apps/mpi/*.c with mpicc.openmpi / mpicc.mpich itself.
+tests_integration_test_mpi_SOURCES = tests/integration/test_mpi.c tests/integration/job_util.c \
+	tests/integration/job_util.h
+tests_integration_test_mpi_CPPFLAGS = $(AM_CPPFLAGS) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_integration_test_mpi_LDADD = $(TEST_LIBS)
+EXTRA_DIST += tests/apps/mpi
 tests_integration_test_late_recv_SOURCES = tests/integration/test_late_recv.c tests/integration/job_util.c \
 	tests/integration/job_util.h
 tests_integration_test_late_recv_LDADD = $(TEST_LIBS)

@@ -109,6 +109,7 @@ static asr_ctl_msg_t example(int type) {
     case ASR_CTL_JOINED:
       m.u.joined.rank = 4;
       m.u.joined.what = ASR_CTL_JOINED_FINALIZED;
+      m.u.joined.via = ASR_CTL_VIA_PMI1;
       break;
     default: break;
   }
@@ -200,6 +201,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
     case ASR_CTL_JOINED:
       ASSERT_EQ(a->u.joined.rank, b->u.joined.rank);
       ASSERT_EQ(a->u.joined.what, b->u.joined.what);
+      ASSERT_EQ(a->u.joined.via, b->u.joined.via);
       break;
     default: break;
   }
@@ -311,7 +313,7 @@ TEST(out_of_range_fields_refused) {
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_OUTPUT, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
   ASSERT_CONTAINS(why, "flags");
   asr_buf_free(&b);
-  /* CREDIT of 0, OUTPUT_CLOSED of stream 0, JOINED saying 3 */
+  /* CREDIT of 0, OUTPUT_CLOSED of stream 0, JOINED saying 3, JOINED through 3 */
   asr_ctl_msg_t c = {.type = ASR_CTL_CREDIT};
   ASSERT_EQ(asr_ctl_msg_encode(&c, &b), ASR_EINVAL);
   asr_buf_put_u32(&b, 0);
@@ -320,8 +322,13 @@ TEST(out_of_range_fields_refused) {
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_OUTPUT_CLOSED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
   ASSERT_CONTAINS(why, "stream 0");
   asr_buf_put_u32(&b, 3);
+  asr_buf_put_u32(&b, ASR_CTL_VIA_PMIX);
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOINED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
   ASSERT_CONTAINS(why, "says 3");
+  asr_buf_free(&b);
+  asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, ASR_CTL_JOINED_INIT), asr_buf_put_u32(&b, 3);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOINED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "through 3");
   asr_buf_free(&b);
   /* a JOB whose rank sits on a host that does not exist, or LNC 128 */
   asr_ctl_msg_t j = example(ASR_CTL_JOB);
