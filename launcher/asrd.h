@@ -101,7 +101,7 @@ struct asrd_rank {
   uint64_t in_got, in_taken; /* stdin bytes sent to it; written into its pipe or dropped */
   int exited, status;
   int exit_sent;
-  int not_run; /* its execve failed (asrd_spawn.c) */
+  int not_run;          /* its execve failed (asrd_spawn.c) */
   int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */
   int via;              /* how it joined: ASR_CTL_VIA_PMIX or ASR_CTL_VIA_PMI1 (0 until then) */
   asrd_pmi_conn_t *pmi; /* its PMI-1 connection (asrd_pmi.c), or NULL */
