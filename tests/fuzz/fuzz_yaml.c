@@ -64,9 +64,15 @@ static void check_config(const asr_config_t *c) {
   FUZZ_ASSERT(c->np >= 0 && c->np <= ASR_CFG_MAX_HOSTS * ASR_CFG_MAX_SLOTS, "np %d", c->np);
   FUZZ_ASSERT(c->lnc_per_host >= 0 && c->lnc_per_host <= ASR_CFG_MAX_SLOTS, "lnc_per_host %d",
               c->lnc_per_host);
-  FUZZ_ASSERT((unsigned)c->map_by <= ASR_MAP_NODE && (unsigned)c->bind_to <= ASR_BIND_PACKAGE &&
+  FUZZ_ASSERT((unsigned)c->map_by <= ASR_MAP_PPR_PACKAGE && (unsigned)c->bind_to <= ASR_BIND_AUTO &&
                   (unsigned)c->launcher <= ASR_LAUNCHER_SLURM,
               "an enum setting out of range");
+  FUZZ_ASSERT((c->map_by >= ASR_MAP_PPR_NODE) == (c->ppr > 0) && c->ppr <= ASR_CFG_MAX_SLOTS,
+              "ppr %d for map_by %d", c->ppr, (int)c->map_by);
+  FUZZ_ASSERT(c->cpus_per_rank >= 1, "cpus_per_rank %d", c->cpus_per_rank);
+  FUZZ_ASSERT(c->quiet == 0 || c->quiet == 1, "quiet %d", c->quiet);
+  FUZZ_ASSERT(c->timestamp_output == 0 || c->timestamp_output == 1, "timestamp_output %d",
+              c->timestamp_output);
   FUZZ_ASSERT(c->report_bindings == 0 || c->report_bindings == 1, "report_bindings %d", c->report_bindings);
   FUZZ_ASSERT(c->tag_output == 0 || c->tag_output == 1, "tag_output %d", c->tag_output);
   FUZZ_ASSERT(c->bootstrap_port >= 0 && c->bootstrap_port <= 65535, "port %d", c->bootstrap_port);
