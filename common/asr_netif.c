@@ -147,3 +147,18 @@ int asr_netif_route_src(const char *host, char ip[ASR_NETIF_ADDRLEN]) {
 }
 
 int asr_netif_first_external(char ip[ASR_NETIF_ADDRLEN]) { return find_addr(match_external, NULL, ip); }
+
+int asr_netif_name_of(const char *ip, char *name, size_t len) {
+  struct in_addr want;
+  if (inet_pton(AF_INET, ip, &want) != 1) return ASR_EINVAL;
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) != 0) return ASR_EIO;
+  int rc = ASR_ENOTFOUND;
+  for (struct ifaddrs *i = ifs; i && rc; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+    if (((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr != want.s_addr) continue;
+    rc = snprintf(name, len, "%s", i->ifa_name) < (int)len ? 0 : ASR_ETOOBIG;
+  }
+  freeifaddrs(ifs);
+  return rc;
+}

@@ -34,6 +34,10 @@ int asr_netif_route_src(const char *host, char ip[ASR_NETIF_ADDRLEN]);
 /* The first up, non-loopback IPv4 address, or ASR_ENOTFOUND. */
 int asr_netif_first_external(char ip[ASR_NETIF_ADDRLEN]);
 
+/* The name of the up interface that has address ip ("eth0"). Returns 0,
+ * ASR_EINVAL (not an IPv4 address), ASR_ENOTFOUND or ASR_ETOOBIG. */
+int asr_netif_name_of(const char *ip, char *name, size_t len);
+
 /* Writes "lo 127.0.0.1, eth0 10.0.0.2" (up interfaces) into buf. */
 void asr_netif_list(char *buf, size_t len);
 

@@ -26,6 +26,7 @@
 
 #include "asr_env.h"
 #include "asr_err.h"
+#include "asr_netif.h"
 #include "asrd.h"
 
 extern char **environ;
@@ -105,6 +106,22 @@ static int build_base_env(asrd_t *d) {
   slot_pmi_fd = k++;
   for (size_t j = 0; j < sizeof ompi_vars / sizeof ompi_vars[0]; j++)
     if (!user_sets(d, ompi_vars[j][0])) SETENV("%s=%s", ompi_vars[j][0], ompi_vars[j][1]);
+  /* Across hosts Open MPI's TCP traffic stays on the job's network: the
+   * interface of the address this host's ranks publish (--if-include, or the
+   * one asrrun is reached from; by name: Open MPI 4.1 matches a CIDR against
+   * each interface's own netmask, so a /32 matches nothing). Else it
+   * publishes loopback too, and a peer on another host dials its own.
+   * Vader's shared-memory segments go in asrd's own directory, which asrd
+   * (or asrrun, for a killed asrd) removes: ranks that are killed leave
+   * them behind, and hosts that share one kernel (emulated hosts) would
+   * share their names, which carry the kernel's host name. The user's
+   * settings win. */
+  char ifname[64];
+  if (d->nhosts > 1 && d->if_addr && *d->if_addr && !user_sets(d, "OMPI_MCA_btl_tcp_if_include") &&
+      asr_netif_name_of(d->if_addr, ifname, sizeof ifname) == 0)
+    SETENV("OMPI_MCA_btl_tcp_if_include=%s", ifname);
+  if (d->tmpdir[0] && !user_sets(d, "OMPI_MCA_btl_vader_backing_directory"))
+    SETENV("OMPI_MCA_btl_vader_backing_directory=%s", d->tmpdir);
   for (uint32_t j = 0; j < d->job.nenv; j++) SETENV("%s=%s", d->job.env_names[j], d->job.env_values[j]);
 #undef SETENV
   nbase = k;

@@ -38,16 +38,23 @@
 # The load average (1, 5, 15 min) at the start and end of each part is printed
 # with its results, so a table can be judged by the load it ran under.
 #
+# Part 1 also has a second table: the same MPI_Init+MPI_Barrier+MPI_Finalize
+# programs started by asrrun (asrrun OMPI prog, asrrun MPICH prog) beside
+# their own launcher, with the ratio per MPI (goal: at most 1.05).
+#
 # Part 2, reliability: `asrrun -n REL_N /bin/true` REL_RUNS times in a row
 # (128 and 100), each under `timeout -k 5 TIMEOUT`, counting hangs and
 # failures; median and max are over the runs that did not hang.
+#
+# Part 3, MPI soak: `asrrun -n MPI_SOAK_N` (128) of each MPI's program
+# MPI_SOAK_RUNS times (100), counting hangs and failures.
 #
 # -q (quick): N = 1 and 8, one rep, and 10 runs of -n 32 for reliability.
 #
 # Exit status: 0, 1 if any asrrun run failed or hung (MPI results never fail
 # the script), 2 on a usage or setup error.
 #
-# Knobs (environment): NS, REPS (or -r), TIMEOUT (60), REL_N, REL_RUNS,
+# Knobs (environment): NS, REPS (or -r), TIMEOUT (60), REL_N, REL_RUNS, MPI_SOAK_N, MPI_SOAK_RUNS,
 # KEEP=1 keeps the work directory (per-run logs, data) and prints its path.
 #
 # Hygiene: only loopback (Open MPI: OMPI_MCA_btl=self,vader and
@@ -87,11 +94,15 @@ if [ "$QUICK" = 1 ]; then
   REPS=${REPS_OPT:-${REPS:-1}}
   REL_N=${REL_N:-32}
   REL_RUNS=${REL_RUNS:-10}
+  MPI_SOAK_N=${MPI_SOAK_N:-32}
+  MPI_SOAK_RUNS=${MPI_SOAK_RUNS:-3}
 else
   NS=${NS:-"1 8 32 64 128"}
   REPS=${REPS_OPT:-${REPS:-5}}
   REL_N=${REL_N:-128}
   REL_RUNS=${REL_RUNS:-100}
+  MPI_SOAK_N=${MPI_SOAK_N:-128}
+  MPI_SOAK_RUNS=${MPI_SOAK_RUNS:-100}
 fi
 TIMEOUT=${TIMEOUT:-60}
 case $REPS in '' | *[!0-9]* | 0) usage ;; esac
@@ -114,6 +125,7 @@ DATA=$WORK/data # lines: N column status seconds
 export LAUNCH_BENCH_TAG="$$.${WORK##*.}.$RANDOM$RANDOM"
 PIDS=()
 ASR_BAD=0
+MPI_ASR_BAD=0
 
 # Loopback only, for both MPIs.
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,vader
@@ -192,13 +204,13 @@ median() { # of the numbers on stdin ('' if none)
 }
 
 # --- what is installed --------------------------------------------------------
-COLS="asr_true asr_ib ompi_true ompi_ib mpich_true mpich_ib"
+COLS="asr_true asr_ib ompi_true ompi_ib mpich_true mpich_ib asr_ompi asr_mpich"
 declare -A AVAIL CMD
 AVAIL[asr_true]=1
 AVAIL[asr_ib]=1
 CMD[asr_true]="$ASRRUN -n @N@ /bin/true"
 CMD[asr_ib]="$ASRRUN -n @N@ $INIT_BARRIER"
-for c in ompi_true ompi_ib mpich_true mpich_ib; do AVAIL[$c]=0; done
+for c in ompi_true ompi_ib mpich_true mpich_ib asr_ompi asr_mpich; do AVAIL[$c]=0; done
 NOTES=()
 if command -v mpirun.openmpi >/dev/null 2>&1; then
   AVAIL[ompi_true]=1
@@ -207,6 +219,8 @@ if command -v mpirun.openmpi >/dev/null 2>&1; then
     if mpicc.openmpi -O2 -o "$WORK/mpi_init_barrier.ompi" "$SRC/tests/bench/mpi_init_barrier.c" >"$WORK/mpicc.ompi.log" 2>&1; then
       AVAIL[ompi_ib]=1
       CMD[ompi_ib]="mpirun.openmpi --oversubscribe --allow-run-as-root -n @N@ $WORK/mpi_init_barrier.ompi"
+      AVAIL[asr_ompi]=1
+      CMD[asr_ompi]="$ASRRUN -n @N@ $WORK/mpi_init_barrier.ompi"
     else
       NOTES+=("mpicc.openmpi could not build mpi_init_barrier.c: $(tail -n 1 "$WORK/mpicc.ompi.log")")
     fi
@@ -219,6 +233,8 @@ if command -v mpiexec.mpich >/dev/null 2>&1; then
     if mpicc.mpich -O2 -o "$WORK/mpi_init_barrier.mpich" "$SRC/tests/bench/mpi_init_barrier.c" >"$WORK/mpicc.mpich.log" 2>&1; then
       AVAIL[mpich_ib]=1
       CMD[mpich_ib]="mpiexec.mpich -n @N@ $WORK/mpi_init_barrier.mpich"
+      AVAIL[asr_mpich]=1
+      CMD[asr_mpich]="$ASRRUN -n @N@ $WORK/mpi_init_barrier.mpich"
     else
       NOTES+=("mpicc.mpich could not build mpi_init_barrier.c: $(tail -n 1 "$WORK/mpicc.mpich.log")")
     fi
@@ -240,7 +256,7 @@ for n in $NS; do
       if [ "$ST" != ok ]; then
         echo "launch_bench: $c N=$n rep $rep: $ST after ${T}s: ${CMD[$c]//@N@/$n}" >&2
         tail -n 8 "$log" | sed 's/^/    /' >&2
-        case $c in asr_*) ASR_BAD=$((ASR_BAD + 1)) ;; esac
+        case $c in asr_true | asr_ib) ASR_BAD=$((ASR_BAD + 1)) ;; asr_*) MPI_ASR_BAD=$((MPI_ASR_BAD + 1)) ;; esac
       fi
       [ "$ST" = hang ] && SKIP[$c.$n]=1
     done
@@ -307,6 +323,17 @@ for n in $NS; do
     "${CELL[mpich_true.$n]}" "${CELL[mpich_ib.$n]}" "$rt" "$ri"
 done
 echo "(asr/MPI: asrrun's median over the faster of Open MPI and MPICH; < 1 means asrrun is faster)"
+echo
+echo "MPI programs (MPI_Init + MPI_Barrier + MPI_Finalize) started by asrrun beside their own launcher"
+FMT2="%-4s %-20s %-21s %-10s %-21s %-21s %s\n"
+# shellcheck disable=SC2059
+printf "$FMT2" "N" "asrrun OMPI prog" "mpirun OMPI prog" "ratio" "asrrun MPICH prog" "mpiexec MPICH prog" "ratio"
+for n in $NS; do
+  # shellcheck disable=SC2059
+  printf "$FMT2" "$n" "${CELL[asr_ompi.$n]}" "${CELL[ompi_ib.$n]}" "$(ratio "${CELL[asr_ompi.$n]}" "${CELL[ompi_ib.$n]}")" \
+    "${CELL[asr_mpich.$n]}" "${CELL[mpich_ib.$n]}" "$(ratio "${CELL[asr_mpich.$n]}" "${CELL[mpich_ib.$n]}")"
+done
+echo "(ratio: asrrun's median over the MPI's own launcher's, same program, same run; goal <= 1.05)"
 echo "(load average 1/5/15 min: $LOAD_T0 at the start, $(loadavg) at the end)"
 for note in "${NOTES[@]+"${NOTES[@]}"}"; do echo "note: $note"; done
 
@@ -333,6 +360,28 @@ max=$(awk '$1 != "hang" { print $2 }' "$REL" | sort -g | tail -n 1)
 echo "$REL_RUNS runs of asrrun -n $REL_N /bin/true: $hangs hangs, $fails failures, median ${med:--} s, max ${max:--} s"
 echo "(load average 1/5/15 min: $LOAD_R0 at the start, $(loadavg) at the end)"
 ASR_BAD=$((ASR_BAD + hangs + fails))
+
+# --- part 3: MPI soak: asrrun -n MPI_SOAK_N with each MPI's program ---------------
+for mpi in ompi mpich; do
+  [ "${AVAIL[asr_$mpi]}" = 1 ] || { echo "MPI soak ($mpi): not installed"; continue; }
+  : >"$REL"
+  for ((i = 1; i <= MPI_SOAK_RUNS; i++)); do
+    timed "$WORK/soak.$mpi.$i.log" "$ASRRUN" -n "$MPI_SOAK_N" "$WORK/mpi_init_barrier.$mpi"
+    echo "$ST $T" >>"$REL"
+    if [ "$ST" != ok ]; then
+      echo "launch_bench: MPI soak ($mpi) run $i: $ST after ${T}s" >&2
+      tail -n 8 "$WORK/soak.$mpi.$i.log" | sed 's/^/    /' >&2
+      MPI_ASR_BAD=$((MPI_ASR_BAD + 1))
+    else
+      rm -f "$WORK/soak.$mpi.$i.log"
+    fi
+  done
+  hangs=$(awk '$1 == "hang"' "$REL" | wc -l)
+  fails=$(awk '$1 == "fail"' "$REL" | wc -l)
+  med=$(awk '$1 != "hang" { print $2 }' "$REL" | median)
+  echo "$MPI_SOAK_RUNS runs of asrrun -n $MPI_SOAK_N ($mpi MPI_Init+Barrier+Finalize): $hangs hangs, $fails failures, median ${med:--} s"
+done
+[ "$MPI_ASR_BAD" -gt 0 ] && echo "launch_bench: $MPI_ASR_BAD asrrun run(s) of MPI programs hung or failed" >&2
 
 if [ "$ASR_BAD" -gt 0 ]; then
   echo "launch_bench: FAILED: $ASR_BAD asrrun run(s) hung or failed" >&2

@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,9 +133,21 @@ static void allreduce(const mpi_t *mpi, int n) {
 /* The last rank of n calls MPI_Abort(code) (abort) or exits code (fail)
  * while the others wait in a barrier: asrrun exits code, names the rank,
  * and kills the rest. */
+/* Files in /dev/shm whose names start with prefix. */
+static int shm_files(const char *prefix) {
+  DIR *d = opendir("/dev/shm");
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (!strncmp(e->d_name, prefix, strlen(prefix))) n++;
+  if (d) closedir(d);
+  return n;
+}
+
 static void rank_ends_job(const mpi_t *mpi, int n, const char *mode, int code) {
   setup();
   const char *prog = build_job(mpi);
+  int vader0 = shm_files("vader_segment.");
   job_t j;
   RUN(&j, 60000, "--timeout", "50", "-n", fmt("%d", n), prog, mode, fmt("%d", code));
   ASSERT_CODE(&j, code);
@@ -143,6 +156,10 @@ static void rank_ends_job(const mpi_t *mpi, int n, const char *mode, int code) {
   if (!strcmp(mode, "abort")) ASSERT_JOB(&j, strstr(j.err, "abort") != NULL);
   ASSERT_NO_LEFTOVERS(NULL, 5000);
   assert_tmpdir_clean();
+  /* killed ranks leave Open MPI's shared-memory segments: in asrd's own
+   * directory, removed with it, not in /dev/shm (at 30f9a8f they stayed) */
+  int vader1 = shm_files("vader_segment.");
+  ASSERT_MSG(vader1 <= vader0, "%d vader segment(s) left in /dev/shm", vader1 - vader0);
   teardown();
 }
 

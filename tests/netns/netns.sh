@@ -20,7 +20,8 @@ trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
-  link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile)
+  link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile mpi_openmpi_hosts
+  mpi_mpich_hosts)
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
   for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
@@ -213,3 +214,26 @@ grep -q "rank 1 (host $H2, lnc 1)" "$out" || fail "rank 1 is not on $H2 LNC 1 (2
 grep -q "rank 4 (host $H3, lnc 2)" "$out" || fail "rank 4 is not on $H3 LNC 2 (3 slots there)"
 check_clean
 result "\$PBS_NODEFILE as the host list: 2 slots on $H2, 3 on $H3"
+
+# MPI programs across hosts: tests/apps/mpi/mpi_job.c built with each MPI's
+# compiler; 6 ranks on 3 hosts in one job (the allreduce's sum proves it),
+# Open MPI's TCP on the job's network and its shared memory per emulated host.
+for mpi in openmpi mpich; do
+  case=mpi_${mpi}_hosts failed=0 out=$work/$case
+  cc=mpicc.$mpi
+  if ! command -v "$cc" >/dev/null; then
+    echo "SKIP: netns/$case ($cc is not installed: apt-get install $([ $mpi = mpich ] && echo mpich libmpich-dev || echo openmpi-bin libopenmpi-dev))"
+    continue
+  fi
+  if ! "$cc" -o "$work/mpi_job_$mpi" "$here/../apps/mpi/mpi_job.c" >"$out.cc" 2>&1; then
+    fail "$cc failed: $(tail -3 "$out.cc" | tr '\n' ' ')"
+    continue
+  fi
+  run_job "$out" -H "$H1:2,$H2:2,$H3:2" "$work/mpi_job_$mpi" allreduce
+  rc=$?
+  [ $rc = 0 ] || fail "exit $rc"
+  n=$(grep -c 'allreduce [0-5] of 6 sum 21$' "$out")
+  [ "$n" = 6 ] || fail "$n of 6 ranks summed 21 in one job of 6"
+  check_clean
+  result "$mpi allreduce: 6 ranks on 3 hosts in one job"
+done
