@@ -57,7 +57,6 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   c->watch = -1;
   c->kv_open_fd = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
-  pthread_mutex_init(&c->mr_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */
   for (int i = 0; i < ASR_RING; i++) {
     c->reqs[i].comm = c;
@@ -95,13 +94,21 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
   (void)endpoint_closed;
 #endif
   if (c->kv_req) asr_kv_req_free(c->kv_req);
+  /* out of asr_forget's sight before its entries go */
+  pthread_mutex_lock(&c->ctx->mr_mutex);
+  if (c->mr_listed) {
+    struct asr_comm **pp = &c->ctx->mr_comms;
+    while (*pp != c) pp = &(*pp)->mr_next;
+    *pp = c->mr_next;
+    c->mr_listed = 0;
+  }
+  pthread_mutex_unlock(&c->ctx->mr_mutex);
   for (asr_mr_entry_t *e = atomic_load(&c->mrs), *n; e; e = n) {
     n = e->next;
     asr__ofi_mr_dereg(e->mr);
     free(e);
   }
   pthread_mutex_destroy(&c->stash_mutex);
-  pthread_mutex_destroy(&c->mr_mutex);
   free(c);
 }
 
@@ -202,10 +209,19 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
 }
 
 /* --- MR cache (seed: mhandle_cache keyed by (va, comm), never evicted) -----
- * Lookups: asr__mr_lookup (rt.h), lock-free. Inserts serialise on mr_mutex. */
+ * Lookups: asr__mr_lookup (rt.h), under ep_lock. Inserts and removals
+ * serialise on the context's mr_mutex. Beyond the seed, whose cache lives
+ * until comm close, asr_forget evicts (asr__mr_forget). */
 
+/* The service thread's lookup before a stashed request is posted, and its
+ * lazy registration on a miss (outside every lock but the insert's: fi_mr_reg
+ * may be slow). Returns 0 with *mr, or an ASR_E* code. */
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr) {
-  if (asr__mr_lookup(c, t->va, t->size, mr)) return 0;
+  asr__ofi_t *o = &c->ctx->ofi;
+  asr__ofi_lock(o);
+  int hit = asr__mr_lookup(c, t->va, t->size, mr);
+  asr__ofi_unlock(o);
+  if (hit) return 0;
   asr_mr_entry_t *e = malloc(sizeof *e);
   if (!e) return ASR_ENOMEM;
   struct fid_mr *m = NULL;
@@ -214,10 +230,47 @@ int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr *
     free(e);
     return rc;
   }
-  pthread_mutex_lock(&c->mr_mutex);
+  asr_ctx_t *ctx = c->ctx;
+  pthread_mutex_lock(&ctx->mr_mutex);
   *e = (asr_mr_entry_t){(uintptr_t)t->va, t->size, m, atomic_load_explicit(&c->mrs, memory_order_relaxed)};
   atomic_store_explicit(&c->mrs, e, memory_order_release);
-  pthread_mutex_unlock(&c->mr_mutex);
+  if (!c->mr_listed) {
+    c->mr_next = ctx->mr_comms;
+    ctx->mr_comms = c;
+    c->mr_listed = 1;
+  }
+  pthread_mutex_unlock(&ctx->mr_mutex);
   *mr = m;
   return 0;
+}
+
+void asr__mr_forget(asr_ctx_t *ctx, uintptr_t va, size_t len) {
+  asr_mr_entry_t *gone = NULL;
+  pthread_mutex_lock(&ctx->mr_mutex);
+  for (struct asr_comm *c = ctx->mr_comms; c; c = c->mr_next) {
+    /* unlinked under ep_lock: a lookup, which holds it, never walks onto
+     * an entry freed below */
+    asr__ofi_lock(&ctx->ofi);
+    asr_mr_entry_t *keep = NULL, **tail = &keep, *n;
+    for (asr_mr_entry_t *e = atomic_load_explicit(&c->mrs, memory_order_relaxed); e; e = n) {
+      n = e->next;
+      if (e->va >= va && e->len <= len && e->va - va <= len - e->len) { /* within [va, va + len) */
+        e->next = gone;
+        gone = e;
+      } else {
+        *tail = e;
+        tail = &e->next;
+      }
+    }
+    *tail = NULL;
+    atomic_store_explicit(&c->mrs, keep, memory_order_release);
+    asr__ofi_unlock(&ctx->ofi);
+  }
+  pthread_mutex_unlock(&ctx->mr_mutex);
+  /* (deregistration outside the locks: nothing can reach these any more) */
+  for (asr_mr_entry_t *n; gone; gone = n) {
+    n = gone->next;
+    asr__ofi_mr_dereg(gone->mr);
+    free(gone);
+  }
 }

@@ -122,6 +122,7 @@ int asr_init(int lnc) {
   pthread_cond_init(&ctx->detach_cv, NULL);
   pthread_mutex_init(&ctx->comms_mutex, NULL);
   pthread_mutex_init(&ctx->wait_mutex, NULL);
+  pthread_mutex_init(&ctx->mr_mutex, NULL);
   pthread_condattr_t ca; /* asr_comm_wait_connected's deadline is on the monotonic clock */
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -148,6 +149,7 @@ int asr_init(int lnc) {
   /* every failure undoes, in reverse, what came before it */
 err_sync:
   pthread_cond_destroy(&ctx->wait_cv);
+  pthread_mutex_destroy(&ctx->mr_mutex);
   pthread_mutex_destroy(&ctx->wait_mutex);
   pthread_mutex_destroy(&ctx->comms_mutex);
   pthread_cond_destroy(&ctx->detach_cv);
@@ -172,6 +174,22 @@ static void free_list(struct asr_comm *c) {
     asr__comm_free(c, 1);
     c = n;
   }
+}
+
+/* asr_forget (asr.h): each LNC that is up, under its init mutex so that
+ * asr_close cannot free its context (and comms) meanwhile. An LNC that is
+ * down has nothing registered: asr_close freed its comms, and asr_init
+ * starts with none. */
+int asr_forget(void *va, size_t len) {
+  if (!va || len == 0) return ASR_INVALID;
+  for (int lnc = 0; lnc < ASR_MAX_LNC; lnc++) {
+    if (!asr__ctx_get(lnc)) continue; /* the common case: one lock per LNC that is up */
+    pthread_mutex_lock(&init_mutex[lnc]);
+    asr_ctx_t *ctx = asr__ctx_get(lnc);
+    if (ctx) asr__mr_forget(ctx, (uintptr_t)va, len);
+    pthread_mutex_unlock(&init_mutex[lnc]);
+  }
+  return ASR_SUCCESS;
 }
 
 int asr_close(int lnc) {
@@ -214,7 +232,9 @@ int asr_close(int lnc) {
   /* the rest in the reverse order of asr_init */
   asr__watch_free(ctx);
   free(ctx->hosts);
+  assert(!ctx->mr_comms); /* each comm freed above took itself off */
   pthread_cond_destroy(&ctx->wait_cv);
+  pthread_mutex_destroy(&ctx->mr_mutex);
   pthread_mutex_destroy(&ctx->wait_mutex);
   pthread_mutex_destroy(&ctx->comms_mutex);
   pthread_cond_destroy(&ctx->detach_cv);

@@ -110,15 +110,16 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
     asr_error("svc", "%s: Failed to obtain virtual address of tensor", fn);
     return ASR_INVALID;
   }
+  /* The MR lookup, the freelist pop and the fast path's post share one
+   * hold of ep_lock (the lookup needs it: asr_forget frees entries under it). */
+  asr__ofi_t *o = &ctx->ofi;
+  asr__ofi_lock(o);
   /* FAST PATH only if the MR is cached AND the stash ring is empty: once
    * anything is stashed every later post stashes too, so the service thread
    * can never let a registration-pending request be overtaken (seed §2 QUIRK). */
   struct fid_mr *mr;
   int fast = atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) &&
              asr__mr_lookup(comm, va, tensor->size, &mr);
-  /* The freelist pop and the fast path's post share one hold of ep_lock. */
-  asr__ofi_t *o = &ctx->ofi;
-  asr__ofi_lock(o);
   if (comm->free_top == 0) {
     asr__ofi_unlock(o);
     asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);

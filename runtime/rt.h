@@ -70,7 +70,9 @@ struct asr_request {
 _Static_assert(sizeof(struct asr_request) == 56, "the seed's request record is 56 bytes");
 
 /* One registration in a comm's MR cache. Written once, before it is
- * published; never changed or freed until the comm is freed. */
+ * published; never changed. Freed when the comm is freed or, beyond the
+ * seed, when asr_forget drops the memory it covers (unlinked under the
+ * context's mr_mutex and ep_lock, which every lookup holds). */
 typedef struct asr_mr_entry {
   uintptr_t va;
   size_t len;
@@ -124,13 +126,17 @@ struct asr_comm {
   uint64_t drain_blocked;          /* service thread: the drain pass in which its head had to wait */
   _Atomic uint64_t stash_head, stash_tail;
 
-  /* MR cache keyed by va (per comm, so (va, comm) as in the seed): a list
-   * that only grows until the comm is freed. Inserts (the service thread's
-   * lazy registration) serialise on mr_mutex and publish the new head with a
-   * release store; lookups (every fast-path post) walk it from an acquire
-   * load of the head, without the lock. */
-  pthread_mutex_t mr_mutex;
+  /* MR cache keyed by va (per comm, so (va, comm) as in the seed). The
+   * seed's list only grows until the comm is freed; ours also shrinks when
+   * the application says memory is going away (asr_forget, asr_tensor_free
+   * of an allocated tensor), so a program that sends from fresh memory each
+   * time (Python's habit) keeps it bounded. Inserts (the service thread's
+   * lazy registration) and removals serialise on the context's mr_mutex;
+   * lookups (every post) walk it under ep_lock, which removals take too, so
+   * no lookup ever stands on an entry being freed. */
   asr_mr_entry_t *_Atomic mrs;
+  struct asr_comm *mr_next; /* in ctx->mr_comms once it has a registration (mr_mutex) */
+  int mr_listed;            /* it is there (mr_mutex) */
 
   /* service-thread bookkeeping */
   struct asr_comm *next; /* in a pending queue or the connected list */
@@ -233,6 +239,11 @@ typedef struct asr_ctx {
   int peer_exits;        /* service thread: RECV comms marked peer_exited, not yet looked at */
   uint64_t ctl_poll_at;  /* service thread: when the CQ is read next for the mailbox */
 
+  /* The comms with registrations (their mr_next), for asr_forget: every
+   * change to a comm's MR list, and to this list, holds mr_mutex. */
+  pthread_mutex_t mr_mutex;
+  struct asr_comm *mr_comms;
+
   asr__ofi_op_t flush_op;
   uint8_t flush_buf[4];
   struct fid_mr *flush_mr;
@@ -281,11 +292,17 @@ void asr__comm_set_status(struct asr_comm *c, int status);
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr);
 void asr__req_recycle(struct asr_request *r);
 
+/* Drops every registration of ctx's comms that lies within [va, va + len)
+ * (asr_forget, context.c, which holds the LNC's init mutex). */
+void asr__mr_forget(asr_ctx_t *ctx, uintptr_t va, size_t len);
+
 /* Finds a registration of c covering [va, va + need) (seed: mhandle_cache.find
- * under mhandle_cache_mutex, on every post). Entries are immutable once
- * published and live until the comm is freed, so the acquire load of the
- * head is all a lookup needs: the fast path takes no lock for it. */
+ * under mhandle_cache_mutex, on every post). The caller holds ep_lock: that
+ * is the lock asr_forget's removals take before they free an entry, and a
+ * post holds it anyway (its freelist pop and fast-path post), so the lookup
+ * costs the fast path no lock of its own. */
 static inline int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, struct fid_mr **mr) {
+  assert(asr__ofi_locked(&c->ctx->ofi));
   for (const asr_mr_entry_t *e = atomic_load_explicit(&c->mrs, memory_order_acquire); e; e = e->next)
     if (e->va == (uintptr_t)va && e->len >= need) {
       *mr = e->mr;

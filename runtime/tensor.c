@@ -43,7 +43,12 @@ int asr_tensor_wrap(void *va, size_t size, asr_tensor_t **out) {
 
 void asr_tensor_free(asr_tensor_t *t) {
   if (!t) return;
-  if (t->owned) free(t->va);
+  /* Memory we free may come back from malloc for another tensor: a
+   * registration of it left in a comm's cache would be found for that one. */
+  if (t->owned) {
+    asr_forget(t->va, t->size);
+    free(t->va);
+  }
   free(t);
 }
 

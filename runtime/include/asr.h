@@ -97,11 +97,27 @@ ASR_API int asr_close(int lnc);
 ASR_API int asr_tensor_alloc(size_t size, asr_tensor_t **out);
 
 /* Wraps user memory [va, va + size) without copying; the caller keeps it
- * valid until asr_tensor_free() and until every comm that used it is closed. */
+ * valid until asr_tensor_free() and until every comm that used it is
+ * closed, or until asr_forget() of it returned. */
 ASR_API int asr_tensor_wrap(void *va, size_t size, asr_tensor_t **out);
 
-/* Frees the tensor (and its memory when asr_tensor_alloc made it). */
+/* Frees the tensor (and its memory when asr_tensor_alloc made it: then its
+ * registrations are dropped first, as asr_forget does). No request on it
+ * may be stashed or in flight. */
 ASR_API void asr_tensor_free(asr_tensor_t *t);
+
+/* Says that memory [va, va + len) is going away: every comm of every LNC
+ * drops the registrations it holds that lie within it (a comm registers a
+ * tensor's memory at its first post on it and, in the seed, keeps that until
+ * the comm is closed). Call it before freeing memory that asr_tensor_wrap
+ * wrapped, so that a program that sends from fresh memory each time (a new
+ * array per message) keeps every comm's cache, and its memory, bounded,
+ * and so that memory malloc hands out again at that address is never taken
+ * for the old registration. No request on that memory may be stashed or in
+ * flight; a later post on it registers it again. It may run while other
+ * threads post and test (on other memory); while asr_close of an LNC runs
+ * on another thread it waits for that close. Returns ASR_SUCCESS, or ASR_INVALID for NULL or len 0. */
+ASR_API int asr_forget(void *va, size_t len);
 
 /* The tensor's size in bytes / virtual address (0 / NULL for NULL). */
 ASR_API size_t asr_tensor_size(const asr_tensor_t *t);
