@@ -25,7 +25,9 @@
  *     an unknown ASR_* name is a warning, once per process.
  *
  * Foreign variables (PATH, HOME, TMPDIR, FI_*, PMIX_*, SLURM_*, PBS_NODEFILE,
- * HWLOC_*) are not rows: their owners define them.
+ * HWLOC_*) are not rows: their owners define them. torchrun's names (RANK,
+ * MASTER_ADDR, ...) are the exception: asrd sets them for every rank, so
+ * they are rows (text, never checked: asr does not read them).
  *
  * Columns: X(ID, NAME, TYPE, MIN, MAX, WORDS, DEFAULT, WHO, DOC)
  *   ID       the enum name is ASR_ENV_<ID>
@@ -138,6 +140,22 @@
     "the number of hosts in the job")                                                                        \
   X(HOST_INDEX, "ASR_HOST_INDEX", INT, 0, 1023, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                       \
     "this host's index in the job's host list")                                                              \
+  /* torchrun's names for the same (torch.distributed's env:// rendezvous); text, since asr only sets them */ \
+  X(TORCH_RANK, "RANK", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                                    \
+    "torchrun's name: ASR_RANK (asrd replaces an inherited value; -x wins)")                                 \
+  X(TORCH_LOCAL_RANK, "LOCAL_RANK", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                        \
+    "torchrun's name: ASR_LOCAL_RANK (asrd replaces an inherited value; -x wins)")                           \
+  X(TORCH_WORLD_SIZE, "WORLD_SIZE", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                        \
+    "torchrun's name: ASR_SIZE (asrd replaces an inherited value; -x wins)")                                 \
+  X(TORCH_LOCAL_WORLD_SIZE, "LOCAL_WORLD_SIZE", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,            \
+    "torchrun's name: ASR_LOCAL_SIZE (asrd replaces an inherited value; -x wins)")                           \
+  X(TORCH_MASTER_ADDR, "MASTER_ADDR", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                      \
+    "rank 0's host: the ranks' address on one host, else the address or name other hosts reach it at (-x "  \
+    "wins)")                                                                                                 \
+  X(TORCH_MASTER_PORT, "MASTER_PORT", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                      \
+    "a port asrrun found free for torch.distributed's store on rank 0 (not the bootstrap port; -x wins)")    \
+  X(TORCH_GLOO_IFNAME, "GLOO_SOCKET_IFNAME", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,               \
+    "jobs over several hosts with --if-include: the interface of the host's address for gloo (-x wins)")     \
   X(BOOTSTRAP_PORT, "ASR_BOOTSTRAP_PORT", PORT, 1, 65535, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_SET,          \
     "the port of every host's KV server; asr_init fails without it (direct launch under srun: derived "      \
     "from the job and step ids)")                                                                            \

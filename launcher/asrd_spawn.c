@@ -11,10 +11,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +39,20 @@ static int env_has_prefix(const char *e, const char *name) {
   return strncmp(e, name, n) == 0 && e[n] == '=';
 }
 
+/* Whether the job's -x list names name: then the user's value wins over
+ * what we would set (torchrun's names: an inherited value is replaced). */
+static int job_sets(const asrd_t *d, const char *name) {
+  for (uint32_t j = 0; j < d->job.nenv; j++)
+    if (strcmp(d->job.env_names[j], name) == 0) return 1;
+  return 0;
+}
+
 /* The environment every local rank shares, built once per job: ours minus
  * what we set, the ASR_* variables, the variables MPIs look for, the -x
  * list. The slots of the per-rank variables are NULL here and filled in by
  * rank_env. */
 static char **base_env;
-static size_t nbase, slot_rank, slot_lnc, slot_local, slot_pmi_rank, slot_pmi_fd;
+static size_t nbase, slot_rank, slot_lnc, slot_local, slot_pmi_rank, slot_pmi_fd, slot_trank, slot_tlocal;
 
 /* What MPICH's simple PMI client reads (asrd_pmi.c serves it): asrd's own
  * copies of these (asrd started under another launcher) never reach a rank. */
@@ -67,7 +78,7 @@ static int user_sets(asrd_t *d, const char *name) {
 static int build_base_env(asrd_t *d) {
   size_t n = 0;
   while (environ[n]) n++;
-  base_env = calloc(n + (size_t)d->job.nenv + 32, sizeof *base_env);
+  base_env = calloc(n + (size_t)d->job.nenv + 40, sizeof *base_env);
   if (!base_env) return ASR_ENOMEM;
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
@@ -92,6 +103,20 @@ static int build_base_env(asrd_t *d) {
   slot_lnc = k++;
   slot_local = k++;
   SETENV("ASR_LOCAL_SIZE=%d", d->nlocal);
+  /* torchrun's names, so torch.distributed's env:// rendezvous works as
+   * under torchrun; the user's -x wins (asr_env.h's rows, ASR_ENV_SET, keep
+   * inherited values out above). */
+  slot_trank = job_sets(d, "RANK") ? SIZE_MAX : k++;
+  slot_tlocal = job_sets(d, "LOCAL_RANK") ? SIZE_MAX : k++;
+  if (!job_sets(d, "WORLD_SIZE")) SETENV("WORLD_SIZE=%d", d->nranks);
+  if (!job_sets(d, "LOCAL_WORLD_SIZE")) SETENV("LOCAL_WORLD_SIZE=%d", d->nlocal);
+  const char *maddr = d->job.master_addr && d->job.master_addr[0] ? d->job.master_addr : d->if_addr;
+  if (!job_sets(d, "MASTER_ADDR") && maddr && *maddr) SETENV("MASTER_ADDR=%s", maddr);
+  if (!job_sets(d, "MASTER_PORT")) SETENV("MASTER_PORT=%u", d->job.master_port);
+  char ifname[64];
+  if (d->nhosts > 1 && d->job.if_spec && d->job.if_spec[0] && !job_sets(d, "GLOO_SOCKET_IFNAME") &&
+      d->if_addr && asr_netif_name_of(d->if_addr, ifname, sizeof ifname) == 0)
+    SETENV("GLOO_SOCKET_IFNAME=%s", ifname);
   SETENV("ASR_BOOTSTRAP_PORT=%d", d->port);
   SETENV("ASR_JOB_SECRET=%s", d->secret_hex);
   SETENV("ASR_HOSTNAME=%s", d->hostname);
@@ -116,7 +141,6 @@ static int build_base_env(asrd_t *d) {
    * them behind, and hosts that share one kernel (emulated hosts) would
    * share their names, which carry the kernel's host name. The user's
    * settings win. */
-  char ifname[64];
   if (d->nhosts > 1 && d->if_addr && *d->if_addr && !user_sets(d, "OMPI_MCA_btl_tcp_if_include") &&
       asr_netif_name_of(d->if_addr, ifname, sizeof ifname) == 0)
     SETENV("OMPI_MCA_btl_tcp_if_include=%s", ifname);
@@ -156,6 +180,10 @@ static char **rank_env(asrd_rank_t *r, int pmi_fd) {
       continue; /* no PMI server for it: MPICH runs it as a singleton */
     else if (i == slot_pmi_fd)
       rc = asprintf(&env[k], "PMI_FD=%d", pmi_fd);
+    else if (i == slot_trank)
+      rc = asprintf(&env[k], "RANK=%d", r->rank);
+    else if (i == slot_tlocal)
+      rc = asprintf(&env[k], "LOCAL_RANK=%d", r->local);
     else
       env[k] = base_env[i] ? strdup(base_env[i]) : NULL;
     if (rc < 0) env[k] = NULL;

@@ -370,6 +370,21 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   }
   snprintf(ctl_local, ctllen, "127.0.0.1:%u", ctl_port);
   snprintf(ctl_remote, ctllen, "%s:%u", ctl_ip, ctl_port);
+  /* torchrun's names (asrd_spawn.c): on one host each asrd's own address;
+   * across hosts rank 0's host as the other hosts reach it: this host by
+   * the address its daemons call back on (chosen with --if-include), any
+   * other by the name the host list gives it. The port is one free here,
+   * as the bootstrap port is (rank 0's host is this one unless the host
+   * list leaves it out). */
+  run->master_port = asrrun_pick_port();
+  if (run->master_port <= 0) {
+    fprintf(stderr, "asrrun: cannot find a free port for MASTER_PORT\n");
+    return ASRRUN_EXIT_LAUNCH;
+  }
+  int h0 = map->ranks[0].host;
+  if (map->nhosts > 1)
+    snprintf(run->master_addr, sizeof run->master_addr, "%s",
+             run->daemons[h0].local ? ctl_ip : map->host_names[h0]);
   if (slurm) snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "srun"); /* for messages */
   if (cfg->verbose && nremote)
     fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,

@@ -109,7 +109,9 @@ struct asrrun {
   char secret_hex[ASR_KV_SECRET_HEX_LEN + 1];
   char nspace[64];
   int port;
-  char wdir[4096]; /* the ranks' working directory: --wdir made absolute, else asrrun's */
+  int master_port;       /* MASTER_PORT: free here when the job was prepared */
+  char master_addr[128]; /* MASTER_ADDR: rank 0's host on the job's network ("" on one host) */
+  char wdir[4096];       /* the ranks' working directory: --wdir made absolute, else asrrun's */
   run_state_t state;
   int exit_code; /* decided by the first failure; -1 until then */
   int interrupts;

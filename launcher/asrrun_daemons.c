@@ -383,6 +383,8 @@ static void send_job(daemon_t *d) {
       .ppr = (uint32_t)cfg->ppr,
       .cpus_per_rank = (uint32_t)cfg->cpus_per_rank,
       .cores = cores,
+      .master_addr = run->master_addr,
+      .master_port = (uint32_t)run->master_port,
   };
   int rc = asr_ctl_send(d->conn, &m);
   if (rc)

@@ -73,7 +73,8 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
       j->wdir_given > 1 || (j->wdir_given && (!j->wdir || !j->wdir[0])) ||
       !str_ok(j->wdir, ASR_CTL_MAX_TEXT) ||
       (j->stdin_rank >= j->nranks && j->stdin_rank != ASR_CTL_STDIN_ALL &&
-       j->stdin_rank != ASR_CTL_STDIN_NONE))
+       j->stdin_rank != ASR_CTL_STDIN_NONE) ||
+      !str_ok(j->master_addr, ASR_CTL_MAX_HOSTNAME) || j->master_port == 0 || j->master_port > 65535)
     return ASR_EINVAL;
   int rc = asr_buf_put_u32(b, j->nranks) || asr_buf_put_u32(b, j->nhosts) || asr_buf_put_u32(b, j->index);
   for (uint32_t h = 0; h < j->nhosts; h++) {
@@ -106,6 +107,7 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
     if (!j->cores[i] || !str_ok(j->cores[i], 255)) return ASR_EINVAL;
     rc = rc || asr_buf_put_str(b, j->cores[i]);
   }
+  rc = rc || asr_buf_put_str(b, j->master_addr) || asr_buf_put_u32(b, j->master_port);
   return rc ? ASR_ENOMEM : 0;
 }
 
@@ -192,6 +194,9 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
     j->cores = rd_strs(r, j->nranks, 255, 1);
     if (r->bad) return bad(why, wl, "JOB's rankfile cores are truncated, empty or too long");
   }
+  j->master_addr = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
+  j->master_port = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "JOB's MASTER_ADDR is truncated or too long");
   if (j->map_by > 7 || j->ppr > ASR_CTL_MAX_LNC || j->cpus_per_rank < 1 ||
       j->cpus_per_rank > ASR_CTL_MAX_CPUS_PER_RANK)
     return bad(why, wl, "JOB has map-by %u, ppr %u and %u cpus per rank", j->map_by, j->ppr,
@@ -199,6 +204,8 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   if (j->bind_to > 4 || j->report_bindings > 1)
     return bad(why, wl, "JOB has binding %u and report %u", j->bind_to, j->report_bindings);
   if (j->port == 0 || j->port > 65535) return bad(why, wl, "JOB's bootstrap port is %u", j->port);
+  if (j->master_port == 0 || j->master_port > 65535)
+    return bad(why, wl, "JOB's MASTER_PORT is %u", j->master_port);
   if (j->heartbeat_s < 1 || j->heartbeat_s > 3600)
     return bad(why, wl, "JOB's heartbeat timeout is %u s (1..3600)", j->heartbeat_s);
   if (j->stdin_rank >= j->nranks && j->stdin_rank != ASR_CTL_STDIN_ALL && j->stdin_rank != ASR_CTL_STDIN_NONE)
@@ -228,6 +235,7 @@ void asr_ctl_job_free(asr_ctl_job_t *j) {
   free(j->wdir);
   for (uint32_t i = 0; j->cores && i < j->nranks; i++) free(j->cores[i]);
   free(j->cores);
+  free(j->master_addr);
   memset(j, 0, sizeof *j);
 }
 

@@ -154,6 +154,11 @@ typedef struct {
   uint32_t ppr;           /* map_by PPR_*: ranks per object, 1..128; else 0 */
   uint32_t cpus_per_rank; /* 1..ASR_CTL_MAX_CPUS_PER_RANK */
   char **cores;           /* [nranks]: each rank's rankfile slot=CORES, or NULL for none at all */
+  /* torchrun's rendezvous (MASTER_ADDR, MASTER_PORT): rank 0's host as the
+   * job's network reaches it ("" = each asrd's own address: one host), and
+   * a port asrrun found free, 1..65535 */
+  char *master_addr;
+  uint32_t master_port;
 } asr_ctl_job_t;
 
 /* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE and STDIN point

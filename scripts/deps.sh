@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs, with apt, whatever this project needs that is missing on a Debian
 # bookworm machine (run as root). Installs nothing when all is present.
-#   scripts/deps.sh [--test]
-# --test (scripts/test.sh) adds what only the test suite needs: groff, with
-# which test_docs checks that the man pages render without warnings.
+#   scripts/deps.sh          what the quick start needs (build and run)
+#   scripts/deps.sh --test   that and what the test suite needs on top: groff
+#                            (test_docs renders the man pages), the Python
+#                            module's headers, numpy, pytest and torch
+#                            (about 180 packages more; scripts/test.sh)
 set -euo pipefail
 pkgs=(
   build-essential autoconf automake libtool pkg-config
@@ -16,6 +18,9 @@ pkgs=(
 )
 if [ "${1:-}" = --test ]; then
   pkgs+=(groff-base)
+  # python/: the module is built for Debian's /usr/bin/python3 against its
+  # headers; its tests (tests/python/) import numpy and torch under pytest.
+  pkgs+=(python3-dev python3-numpy python3-pytest python3-torch)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -102,6 +102,68 @@ TEST_TIMEOUT(rank_env, 40) {
   teardown();
 }
 
+/* torchrun's names: every rank sees RANK, LOCAL_RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT (one free port for the
+ * job, not the bootstrap port; on one host MASTER_ADDR is the ranks' own
+ * address, 127.0.0.1); values inherited from asrrun's environment are
+ * replaced, and -x wins. GLOO_SOCKET_IFNAME is for jobs over several hosts
+ * only (the netns suite's case). */
+TEST_TIMEOUT(torchrun_env, 40) {
+  setup();
+  setenv("RANK", "77", 1); /* inherited: not every rank's */
+  setenv("MASTER_ADDR", "10.9.9.9", 1);
+  unsetenv("GLOO_SOCKET_IFNAME");
+  job_t j;
+  const char *prog =
+      "echo \"$RANK|$LOCAL_RANK|$WORLD_SIZE|$LOCAL_WORLD_SIZE|$MASTER_ADDR|$MASTER_PORT|"
+      "$ASR_BOOTSTRAP_PORT|${GLOO_SOCKET_IFNAME-unset}|$ASR_RANK\"";
+  RUN(&j, 30000, "--timeout", "25", "-n", "3", "sh", "-c", prog);
+  ASSERT_CODE(&j, 0);
+  int n;
+  char **lines = split_lines(j.out, &n);
+  if (n != 3) JOB_FAIL(&j, "%d lines, expected one per rank", n);
+  int port = -1;
+  for (int i = 0; i < n; i++) {
+    const char *rest;
+    int tag = tag_of(lines[i], &rest);
+    ASSERT_MSG(tag >= 0 && tag < 3, "untagged line '%s'", lines[i]);
+    char *copy = strdup(rest), *p = copy, *f[16];
+    int nf = 0;
+    while (nf < 16 && (f[nf] = strsep(&p, "|"))) nf++;
+    ASSERT_MSG(nf == 9, "line '%s' has %d fields", lines[i], nf);
+    ASSERT_EQ(atoi(f[0]), tag);
+    ASSERT_STREQ(f[0], f[8]); /* RANK is ASR_RANK */
+    ASSERT_EQ(atoi(f[1]), tag);
+    ASSERT_STREQ(f[2], "3");
+    ASSERT_STREQ(f[3], "3");
+    ASSERT_STREQ(f[4], "127.0.0.1");
+    int pt = atoi(f[5]);
+    ASSERT_MSG(pt > 0 && pt < 65536, "bad MASTER_PORT '%s'", f[5]);
+    ASSERT_MSG(pt != atoi(f[6]), "MASTER_PORT is the bootstrap port %d", pt);
+    if (port < 0) port = pt;
+    ASSERT_EQ(pt, port); /* one for the job */
+    ASSERT_STREQ(f[7], "unset");
+    free(copy);
+  }
+  /* the user's -x wins */
+  RUN(&j, 30000, "--timeout", "25", "-n", "2", "-x", "MASTER_PORT=29555", "-x", "WORLD_SIZE=9", "-x",
+      "MASTER_ADDR", "sh", "-c", "echo \"$MASTER_PORT|$WORLD_SIZE|$MASTER_ADDR|$RANK\"");
+  ASSERT_CODE(&j, 0);
+  lines = split_lines(j.out, &n);
+  if (n != 2) JOB_FAIL(&j, "%d lines, expected one per rank", n);
+  for (int i = 0; i < n; i++) {
+    const char *rest;
+    int tag = tag_of(lines[i], &rest);
+    char *want = fmt("29555|9|10.9.9.9|%d", tag);
+    ASSERT_STREQ(rest, want);
+    free(want);
+  }
+  unsetenv("RANK");
+  unsetenv("MASTER_ADDR");
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  teardown();
+}
+
 /* A configured bootstrap port is the job's, although this host's asrd was
  * started (holding a port of asrrun's choice) before the configuration was
  * read. */

@@ -68,7 +68,9 @@ static asr_ctl_msg_t example(int type) {
                                 .map_by = 6, /* ppr:2:numa */
                                 .ppr = 2,
                                 .cpus_per_rank = 3,
-                                .cores = cores};
+                                .cores = cores,
+                                .master_addr = "10.1.0.7",
+                                .master_port = 29500};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -160,6 +162,8 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_EQ(x->cpus_per_rank, y->cpus_per_rank);
       ASSERT_EQ(!x->cores, !y->cores);
       for (uint32_t i = 0; x->cores && i < x->nranks; i++) ASSERT_STREQ(x->cores[i], y->cores[i]);
+      ASSERT_STREQ(x->master_addr, y->master_addr);
+      ASSERT_EQ(x->master_port, y->master_port);
       break;
     }
     case ASR_CTL_STARTED:
