@@ -5,7 +5,9 @@
 #     sanitizer builds are debug builds: assert() is live);
 #   - integration tests (real asrrun jobs) under the -Werror build, and the
 #     cases named in tests/sanitized-cases.txt under ASan and TSan;
-#   - the multi-host (network namespaces) and Slurm suites, the fuzz
+#   - the Python module's tests (tests/python: pytest, /usr/bin/python3,
+#     real asrrun jobs; SKIP lines where the module was not built), the
+#     multi-host (network namespaces) and Slurm suites, the fuzz
 #     targets (corpus replay and 10 s each), the format and layering checks,
 #     the runtime's close cases under valgrind, benchmark smoke runs, and
 #     make distcheck (its tree runs the unit tests only);
@@ -62,6 +64,8 @@ script_suite() { # name command...
   rm -f "$log"
 }
 
+echo "== Python module (pytest under asrrun jobs)"
+script_suite python "$top/tests/python/run.sh" "$top/build"
 echo "== multi-host (network namespaces)"
 script_suite netns "$top/tests/netns/netns.sh" "$top/build"
 echo "== Slurm (a private two-node cluster)"
