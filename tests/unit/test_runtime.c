@@ -880,6 +880,18 @@ static int threads_named(const char *name) {
   return n;
 }
 
+/* Whether no thread is named a or b within ms: a joined thread's task lives
+ * on for a moment (pthread_join returns at its tid's clearing, before the
+ * kernel removes it), longer on a loaded machine or under TSan. */
+__attribute__((unused)) static int threads_gone(const char *a, const char *b, int ms) {
+  uint64_t until = asr_time_ms() + (uint64_t)ms;
+  while (threads_named(a) + threads_named(b) > 0) {
+    if (asr_time_ms() >= until) return 0;
+    asr_sleep_ms(5);
+  }
+  return 1;
+}
+
 static void eight_proc(int rank, void *arg) {
   (void)rank;
   (void)arg;
@@ -2172,8 +2184,8 @@ static void open_fail_proc(int rank, void *arg) {
     int now = open_fds();
     ASSERT_MSG(now == fds, "%s: %s failing left %d descriptor(s) open", rt_g.provider, step, now - fds);
     ASSERT_MSG(rt_shm_regions(getpid(), 0) == 0, "%s: %s failing left a shm region", rt_g.provider, step);
-    ASSERT_MSG(threads_named("asr-svc-0") == 0 && threads_named("asr-kv-server") == 0,
-               "%s: %s failing left a thread running", rt_g.provider, step);
+    ASSERT_MSG(threads_gone("asr-svc-0", "asr-kv-server", 2000), "%s: %s failing left a thread running",
+               rt_g.provider, step);
   }
   /* and the LNC still opens afterwards */
   ASSERT_OK(asr_init(rank));
@@ -2195,7 +2207,23 @@ TEST(ofi_open_unwinds) {
  * Registrations of memory that goes away (asr_forget)
  * ========================================================================= */
 
+/* Under a sanitizer, freed memory stays in its allocator (ASan's
+ * quarantine, TSan's shadow), so RSS says nothing of what libasr keeps, and
+ * each send costs tens of microseconds more: there the case checks the data
+ * and the forgetting only, on fewer sends; the default build checks the
+ * bound. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FORGET_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FORGET_SANITIZED 1
+#endif
+#endif
+#ifdef FORGET_SANITIZED
+#define FORGET_N 10000
+#else
 #define FORGET_N 100000
+#endif
 #define FORGET_STRIDE 64 /* every message from a new address */
 
 /* Rank 0 sends FORGET_N 16-byte messages, each from memory at an address no
@@ -2256,14 +2284,19 @@ static void forget_proc(int rank, void *arg) {
       fprintf(stderr, "%s%s: RSS %lld -> %lld KiB; first tenth %.2f us/msg, all %.2f us/msg\n", rt_g.provider,
               alloc_each ? " (alloc)" : "", rss0, rss1, t_first / 1e3 / (FORGET_N / 10),
               t_all / 1e3 / FORGET_N);
-    /* 90,000 registrations kept grew it by 26 MiB on shm (and made each
-     * post walk them: 1 ms a message by the end). tcp;ofi_rxm grows by
-     * about 48 bytes a message on both sides even when every message comes
-     * from one address (libfabric 1.17, measured here): only shm's RSS
-     * says what libasr keeps. */
+      /* 90,000 registrations kept grew it by 26 MiB on shm (and made each
+       * post walk them: 1 ms a message by the end). tcp;ofi_rxm grows by
+       * about 48 bytes a message on both sides even when every message comes
+       * from one address (libfabric 1.17, measured here): only shm's RSS
+       * says what libasr keeps. */
+#ifdef FORGET_SANITIZED
+    fprintf(stderr, "forget_keeps_registrations_bounded: RSS not checked under a sanitizer (%lld KiB)\n",
+            rss1 - rss0);
+#else
     if (strcmp(rt_g.provider, "shm") == 0)
       ASSERT_MSG(rss1 - rss0 < 2048, "%s: RSS grew by %lld KiB over %d sends from fresh memory",
                  rt_g.provider, rss1 - rss0, FORGET_N * 9 / 10);
+#endif
   }
   /* a forgotten address, used again */
   asr_tensor_t *again;
