@@ -373,7 +373,9 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   /* torchrun's names (asrd_spawn.c): on one host each asrd's own address;
    * across hosts rank 0's host as the other hosts reach it: this host by
    * the address its daemons call back on (chosen with --if-include), any
-   * other by the name the host list gives it. The port is one free here,
+   * other by the name the host list gives it, or, where this host cannot
+   * resolve that name (emulated hosts), by the address its asrd calls back
+   * from (asrrun_daemons.c: the JOBs wait for that HELLO). The port is one free here,
    * as the bootstrap port is (rank 0's host is this one unless the host
    * list leaves it out). */
   run->master_port = asrrun_pick_port();
@@ -382,9 +384,12 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     return ASRRUN_EXIT_LAUNCH;
   }
   int h0 = map->ranks[0].host;
-  if (map->nhosts > 1)
-    snprintf(run->master_addr, sizeof run->master_addr, "%s",
-             run->daemons[h0].local ? ctl_ip : map->host_names[h0]);
+  if (map->nhosts > 1 && run->daemons[h0].local)
+    snprintf(run->master_addr, sizeof run->master_addr, "%s", ctl_ip);
+  else if (map->nhosts > 1 && asr_launch_host_resolves(map->host_names[h0]))
+    snprintf(run->master_addr, sizeof run->master_addr, "%s", map->host_names[h0]);
+  else if (map->nhosts > 1)
+    run->master_later = 1; /* a name only its launch agent knows (emulated hosts) */
   if (slurm) snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "srun"); /* for messages */
   if (cfg->verbose && nremote)
     fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,

@@ -69,6 +69,7 @@ typedef struct daemon {
   pid_t *pgids; /* its ranks' process groups (from STARTED) */
   int npgids;
   int64_t stdin_credit; /* STDIN bytes it will still take (ctl_msg.h's window) */
+  int job_waits;        /* its JOB waits for MASTER_ADDR (run->master_later) */
 } daemon_t;
 
 typedef struct {
@@ -111,6 +112,8 @@ struct asrrun {
   int port;
   int master_port;       /* MASTER_PORT: free here when the job was prepared */
   char master_addr[128]; /* MASTER_ADDR: rank 0's host on the job's network ("" on one host) */
+  int master_later;      /* rank 0's host has no address here: it is the one its asrd calls from,
+                          * and JOBs wait for that asrd's HELLO (asrrun_daemons.c) */
   char wdir[4096];       /* the ranks' working directory: --wdir made absolute, else asrrun's */
   run_state_t state;
   int exit_code; /* decided by the first failure; -1 until then */

@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -326,6 +327,10 @@ static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
 
 static void send_job(daemon_t *d) {
   asrrun_t *run = d->run;
+  if (run->master_later) { /* MASTER_ADDR is what rank 0's asrd calls from: it first */
+    d->job_waits = 1;
+    return;
+  }
   const asr_config_t *cfg = &run->cfg;
   const asr_map_t *map = &run->map;
   uint32_t *host_of_rank = calloc((size_t)map->nranks, sizeof *host_of_rank);
@@ -458,6 +463,22 @@ static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
     (void)asr_ctl_send(d->conn, &k);
     return;
+  }
+  if (run->master_later && d->index == run->map.ranks[0].host) {
+    /* rank 0's host as the others reach it: the address its asrd called us
+     * from (the job's network, as asrd's own default --if-include) */
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    if (getpeername(d->conn->fd, (struct sockaddr *)&a, &al) == 0 &&
+        inet_ntop(AF_INET, &a.sin_addr, run->master_addr, sizeof run->master_addr))
+      run->master_later = 0;
+    else
+      run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot tell the address of host %s for MASTER_ADDR", host_of(d));
+    for (int h = 0; !run->master_later && h < run->map.nhosts; h++)
+      if (run->daemons[h].job_waits && &run->daemons[h] != d) {
+        run->daemons[h].job_waits = 0;
+        send_job(&run->daemons[h]);
+      }
   }
   send_job(d);
 }

@@ -51,6 +51,9 @@ pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *er
  * --launcher local and for this host itself, else rsh). */
 int asr_launch_host_is_local(const char *host, const char *local_hostname);
 
+/* Whether host is a name (or address) this host's resolver knows. */
+int asr_launch_host_resolves(const char *host);
+
 /* The address remote daemons call asrrun back on: if_include when it names
  * an address of this host, else the source address of the route to
  * remote_host, else the first non-loopback address. Returns 0, or

@@ -56,3 +56,10 @@ int asr_launch_callback_ip(const char *if_include, const char *remote_host, char
            remote_host);
   return ASR_ENOTFOUND;
 }
+
+int asr_launch_host_resolves(const char *host) {
+  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+  if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res) return 0;
+  freeaddrinfo(res);
+  return 1;
+}

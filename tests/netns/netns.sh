@@ -21,7 +21,7 @@ trap 'exit 130' INT TERM
 
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
   link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile mpi_openmpi_hosts
-  mpi_mpich_hosts)
+  mpi_mpich_hosts torch_gloo_hosts)
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
   for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
@@ -237,3 +237,22 @@ for mpi in openmpi mpich; do
   check_clean
   result "$mpi allreduce: 6 ranks on 3 hosts in one job"
 done
+
+# torch.distributed across hosts as under torchrun: examples/torch_slice.py
+# (a tensor slice through libasr, then a gloo all_reduce that finds the job
+# through RANK, WORLD_SIZE, MASTER_ADDR/PORT and GLOO_SOCKET_IFNAME) with
+# one rank on each of two hosts.
+case=torch_gloo_hosts failed=0 out=$work/$case
+if ! ls "$build"/python/asr.*so >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "SKIP: netns/$case (no Python module in $build, or no python3-torch)"
+else
+  PYTHONPATH=$build/python run_job "$out" -H "$H2:1,$H3:1" --if-include 198.18.0.0/24 \
+    /usr/bin/python3 "$here/../../examples/torch_slice.py"
+  rc=$?
+  [ $rc = 0 ] || fail "exit $rc"
+  grep -q '^\[1\] rank 1: got 4000 bytes: elements 1000..1999$' "$out" || fail "rank 1 did not get the slice"
+  n=$(grep -c 'all_reduce -> \[3.0, 3.0, 3.0, 3.0\]$' "$out")
+  [ "$n" = 2 ] || fail "$n of 2 ranks all_reduced to 3.0"
+  check_clean
+  result "torch slice and gloo all_reduce across 2 hosts (torchrun's variables)"
+fi

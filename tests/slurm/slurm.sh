@@ -28,7 +28,7 @@ export ASR_KV_LOCK_DIR=$base/kvlock
 mkdir -p "$ASR_KV_LOCK_DIR"
 
 cases=(salloc_pairwise sbatch_pairwise srun_direct_pairwise salloc_failing_rank sbatch_failing_rank
-  srun_direct_failing_rank srun_direct_abort)
+  srun_direct_failing_rank srun_direct_abort salloc_mpi_openmpi salloc_mpi_mpich)
 skip_all() {
   for c in "${cases[@]}"; do echo "SKIP: slurm/$c ($1)"; done
   exit 0
@@ -181,3 +181,26 @@ rc=$?
 [ $rc = 5 ] || fail "exit $rc after PMIx_Abort(5)"
 check_clean
 result "PMIx_Abort(5) under srun ends the step, srun exits 5"
+
+# MPI programs (tests/apps/mpi/mpi_job.c, built with each MPI's compiler)
+# under salloc asrrun: 4 ranks on n1 and n2 in one job (the allreduce sums
+# 1..4 over all of them).
+for mpi in openmpi mpich; do
+  case=salloc_mpi_$mpi failed=0 log=$base/$case.log
+  cc=mpicc.$mpi
+  if ! command -v "$cc" >/dev/null; then
+    echo "SKIP: slurm/$case ($cc is not installed)"
+    continue
+  fi
+  if ! "$cc" -o "$base/mpi_job_$mpi" "$here/../apps/mpi/mpi_job.c" >"$log" 2>&1; then
+    fail "$cc failed"
+    continue
+  fi
+  client salloc -N 2 -n 4 "$ASRRUN" --bind-to none "$base/mpi_job_$mpi" allreduce >"$log" 2>&1
+  rc=$?
+  [ $rc = 0 ] || fail "exit $rc"
+  n=$(grep -c 'allreduce [0-3] of 4 sum 10$' "$log")
+  [ "$n" = 4 ] || fail "$n of 4 ranks summed 10 in one job of 4"
+  check_clean
+  result "salloc -N 2 -n 4 asrrun $mpi allreduce: one job of 4 on n1 and n2"
+done
