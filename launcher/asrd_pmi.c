@@ -346,16 +346,24 @@ static void barrier_check(asrd_t *d) {
 /* Whether kvsname (optional: MPICH always sends it) names this job's KVS. */
 static int our_kvs(const char *kvsname) { return !kvsname || strcmp(kvsname, S.kvsname) == 0; }
 
-static void do_put(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
-  const char *key = asr_pmi_get(m, "key"), *val = asr_pmi_get(m, "value");
+/* The key of a put or get, checked with the KVS it names; NULL (the
+ * failure replied) when either is wrong. */
+static const char *checked_key(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
+  const char *key = asr_pmi_get(m, "key");
   if (!our_kvs(asr_pmi_get(m, "kvsname"))) {
     reply_fail(c, m->cmd, "no_such_kvs");
-    return;
+    return NULL;
   }
   if (!asr_pmi_word_ok(key, ASR_PMI_KEY_MAX)) {
     reply_fail(c, m->cmd, "bad_key");
-    return;
+    return NULL;
   }
+  return key;
+}
+
+static void do_put(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
+  const char *key = checked_key(c, m), *val = asr_pmi_get(m, "value");
+  if (!key) return;
   if (!val) {
     reply_fail(c, m->cmd, "no_value");
     return;
@@ -378,15 +386,8 @@ static void do_put(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
 }
 
 static void do_get(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
-  const char *key = asr_pmi_get(m, "key");
-  if (!our_kvs(asr_pmi_get(m, "kvsname"))) {
-    reply_fail(c, m->cmd, "no_such_kvs");
-    return;
-  }
-  if (!asr_pmi_word_ok(key, ASR_PMI_KEY_MAX)) {
-    reply_fail(c, m->cmd, "bad_key");
-    return;
-  }
+  const char *key = checked_key(c, m);
+  if (!key) return;
   kv_t *e = kv_find(key);
   if (!e) {
     reply_fail(c, m->cmd, "key_not_found");
