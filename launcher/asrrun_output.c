@@ -114,12 +114,15 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
   return 0;
 }
 
-static int open_rank_file(asrrun_t *run, int rank, int stream, char *path, size_t pathlen) {
+/* Opens DIR/rank.N/stdout|stderr into *fd (its path in path); 0, or the
+ * errno value of what failed. */
+static int open_rank_file(asrrun_t *run, int rank, int stream, char *path, size_t pathlen, int *fd) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/rank.%d", run->cfg.output_dir, rank);
   snprintf(path, pathlen, "%s/%s", dir, stream == 1 ? "stdout" : "stderr");
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
-  return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return errno;
+  *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+  return *fd < 0 ? errno : 0;
 }
 
 static void write_item(asrrun_t *run, struct asrrun_out *o, item_t *it) {
@@ -140,8 +143,7 @@ static void write_item(asrrun_t *run, struct asrrun_out *o, item_t *it) {
     char path[PATH_MAX + 32] = "";
     int e = 0;
     if (r->out_fd[it->stream] <= 0) {
-      r->out_fd[it->stream] = open_rank_file(run, it->rank, it->stream, path, sizeof path);
-      if (r->out_fd[it->stream] < 0) e = errno;
+      e = open_rank_file(run, it->rank, it->stream, path, sizeof path, &r->out_fd[it->stream]);
     }
     if (!e && it->file_len) e = write_all(r->out_fd[it->stream], it->buf + it->file_off, it->file_len);
     if (e) {

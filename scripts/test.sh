@@ -76,6 +76,8 @@ script_suite fuzz "$top/tests/fuzz/run.sh" "$top/build"
 echo "== checks"
 step format-check "$top/scripts/check-format.sh"
 step layering-check "$top/tests/check-layering.sh" "$top/build"
+# one error space (ASR_E*): no bare -1 returned in the C layers (issue 20)
+step error-space-check bash -c "cd '$top' && ! grep -rn 'return -1' common bootstrap runtime launcher"
 step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"
 step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
 step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
