@@ -8,7 +8,8 @@
 #   - the Python module's tests (tests/python: pytest, /usr/bin/python3,
 #     real asrrun jobs; SKIP lines where the module was not built), the
 #     multi-host (network namespaces) and Slurm suites, the fuzz
-#     targets (corpus replay and 10 s each), the format and layering checks,
+#     targets (corpus replay and 10 s each), the format, layering and
+#     error-space checks,
 #     the runtime's close cases under valgrind, benchmark smoke runs, and
 #     make distcheck (its tree runs the unit tests only);
 #   - ASR_LONG=1 adds the long tier: soaks, long stalls, large emulations
