@@ -3,7 +3,8 @@
 # bookworm machine (run as root). Installs nothing when all is present.
 #   scripts/deps.sh          what the quick start needs (build and run)
 #   scripts/deps.sh --test   that and what the test suite needs on top: groff
-#                            (test_docs renders the man pages), the Python
+#                            (test_docs renders the man pages), Open MPI and
+#                            MPICH (test_mpi, launch_bench), the Python
 #                            module's headers, numpy, pytest and torch
 #                            (about 180 packages more; scripts/test.sh)
 set -euo pipefail
@@ -12,12 +13,12 @@ pkgs=(
   libfabric-dev libfabric-bin libpmix-dev libhwloc-dev hwloc-nox libyaml-dev
   iproute2 procps clang-format valgrind
   clang libclang-rt-14-dev # tests/fuzz/run.sh: clang's libFuzzer and sanitizer runtimes
-  # tests/integration/test_mpi: real Open MPI and MPICH programs (the two install side by
-  # side: each names its binaries mpicc.openmpi, mpicc.mpich, ...; mpicc itself is an alternative)
-  openmpi-bin libopenmpi-dev mpich libmpich-dev
 )
 if [ "${1:-}" = --test ]; then
   pkgs+=(groff-base)
+  # tests/integration/test_mpi: real Open MPI and MPICH programs (the two install side by
+  # side: each names its binaries mpicc.openmpi, mpicc.mpich, ...; mpicc itself is an alternative)
+  pkgs+=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
   # python/: the module is built for Debian's /usr/bin/python3 against its
   # headers; its tests (tests/python/) import numpy and torch under pytest.
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch)
