@@ -266,6 +266,11 @@ void *asrd_topo(void);
 void *asrd_topo_generic(void);
 /* Whether asrd set HWLOC_PLUGINS_BLACKLIST itself (the ranks do not get it). */
 int asrd_topo_env_set(void);
+/* Whether nlocal ranks of cpus_per_rank cores each oversubscribe this host:
+ * more cores asked for than its topology has (or than the CPUs asrd may
+ * run on, when fewer), the rule by which --bind-to auto leaves ranks
+ * unbound (bind.c's asr_bind_resolve). */
+int asrd_topo_oversubscribed(int nlocal, int cpus_per_rank);
 /* The binding of local rank `local` of nlocal (cores: its rankfile cores, or
  * NULL) on this host's topology: bind.h's asr_bind_rank, the function
  * asrrun's --dry-run prints with. Fills *b and *cpus (glibc's set); returns

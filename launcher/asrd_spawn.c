@@ -146,6 +146,14 @@ static int build_base_env(asrd_t *d) {
     SETENV("OMPI_MCA_btl_tcp_if_include=%s", ifname);
   if (d->tmpdir[0] && !user_sets(d, "OMPI_MCA_btl_vader_backing_directory"))
     SETENV("OMPI_MCA_btl_vader_backing_directory=%s", d->tmpdir);
+  /* More ranks than cores: Open MPI's ranks then yield the processor while
+   * they poll (mpi_yield_when_idle defaults to mpi_oversubscribe, which its
+   * own launcher sets on exactly this condition); spinning instead, each
+   * waits out the others' time slices. The user's mpi_yield_when_idle, if
+   * set, still decides. */
+  if (asrd_topo_oversubscribed(d->nlocal, (int)d->job.cpus_per_rank) &&
+      !user_sets(d, "OMPI_MCA_mpi_oversubscribe"))
+    SETENV("%s", "OMPI_MCA_mpi_oversubscribe=1");
   for (uint32_t j = 0; j < d->job.nenv; j++) SETENV("%s=%s", d->job.env_names[j], d->job.env_values[j]);
 #undef SETENV
   nbase = k;

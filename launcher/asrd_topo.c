@@ -109,6 +109,15 @@ void *asrd_topo_generic(void) {
   return state == 1 ? generic : NULL;
 }
 
+int asrd_topo_oversubscribed(int nlocal, int cpus_per_rank) {
+  int ncores = asrd_topo() ? asr_topo_count(topo, ASR_BIND_CORE) : 0;
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof mine, &mine) == 0 && (ncores == 0 || CPU_COUNT(&mine) < ncores))
+    ncores = CPU_COUNT(&mine);
+  if (ncores <= 0) return 0; /* nothing known: not claimed */
+  return (long)nlocal * (cpus_per_rank > 0 ? cpus_per_rank : 1) > ncores;
+}
+
 int asrd_topo_binding(const asr_bind_policy_t *p, int local, int nlocal, const char *cores, cpu_set_t *cpus,
                       asr_binding_t *b, char *errbuf, size_t errlen) {
   memset(b, 0, sizeof *b);

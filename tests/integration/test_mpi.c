@@ -10,7 +10,8 @@
  * whose sum proves every rank is in one job, MPI_Abort's code as asrrun's
  * exit code, a rank that fails while the others wait in a barrier; nothing
  * of the job may be left behind. Then: the user's own setting of a
- * variable asrd sets for Open MPI wins; -v tells a PMIx rank, a PMI rank
+ * variable asrd sets for Open MPI wins; more ranks than cores make Open
+ * MPI's ranks yield while they poll; -v tells a PMIx rank, a PMI rank
  * and a rank that never joined apart; a PMI rank counts as joined for the
  * early-exit rule; and the PMI server survives malformed and oversized
  * commands (a shell script speaking the wire protocol by hand).
@@ -183,6 +184,35 @@ TEST_TIMEOUT(openmpi_user_setting_wins, 90) {
   RUN(&j, 60000, "--timeout", "50", "-n", "2", "-x", "OMPI_MCA_schizo=orte", prog, "hello");
   ASSERT_CODE(&j, 0);
   ASSERT_EQ(count_substr(j.out, "hello 0 of 1"), 2);
+  ASSERT_NO_LEFTOVERS(NULL, 2000);
+  teardown();
+}
+
+/* More ranks than cores: Open MPI's ranks yield the processor while they
+ * poll, as under its own mpirun (which sets mpi_oversubscribe then); with
+ * a core each they spin; and the user's own mpi_yield_when_idle decides
+ * over asrd's setting. The value is the one the rank's Open MPI holds (its
+ * MPI_T control variable). */
+TEST_TIMEOUT(openmpi_yields_when_oversubscribed, 120) {
+  setup();
+  const char *prog = build_job(&OMPI);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 1 || cpus > 31)
+    SKIP("%ld CPUs: oversubscribing them takes more ranks than this case runs", cpus);
+  int over = (int)cpus + 1;
+  job_t j;
+  RUN(&j, 60000, "--timeout", "50", "-n", "1", prog, "cvar", "mpi_yield_when_idle");
+  ASSERT_CODE(&j, 0);
+  expect_per_rank(&j, 1, "cvar mpi_yield_when_idle %d of %d = 0");
+  free(j.out), free(j.err);
+  RUN(&j, 60000, "--timeout", "50", "-n", fmt("%d", over), prog, "cvar", "mpi_yield_when_idle");
+  ASSERT_CODE(&j, 0);
+  expect_per_rank(&j, over, "cvar mpi_yield_when_idle %d of %d = 1");
+  free(j.out), free(j.err);
+  RUN(&j, 60000, "--timeout", "50", "-n", fmt("%d", over), "-x", "OMPI_MCA_mpi_yield_when_idle=0", prog,
+      "cvar", "mpi_yield_when_idle");
+  ASSERT_CODE(&j, 0);
+  expect_per_rank(&j, over, "cvar mpi_yield_when_idle %d of %d = 0");
   ASSERT_NO_LEFTOVERS(NULL, 2000);
   teardown();
 }

@@ -14,6 +14,9 @@
  *                           in a second barrier that never completes
  *   mpi_job fail CODE       the same, but the last rank just exits CODE
  *                           (no MPI_Finalize)
+ *   mpi_job cvar NAME       every rank prints "cvar NAME R of N = V", the
+ *                           value of the MPI_T control variable NAME (an
+ *                           int or bool), or "= none" where there is none
  *
  * A rank that runs as a singleton (its MPI saw no launcher) prints "of 1":
  * the sums prove that every rank was in one job of N.
@@ -22,6 +25,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The value of the int-sized MPI_T control variable name, or -1 when the
+ * MPI has none of that name. */
+static int cvar_value(const char *name) {
+  int provided, n = 0, value = -1;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return -1;
+  MPI_T_cvar_get_num(&n);
+  for (int i = 0; i < n && value < 0; i++) {
+    char cname[256], desc[256];
+    int nlen = sizeof cname, dlen = sizeof desc, verb, bind, scope, count;
+    MPI_Datatype type;
+    MPI_T_enum e;
+    if (MPI_T_cvar_get_info(i, cname, &nlen, &verb, &type, &e, desc, &dlen, &bind, &scope) != MPI_SUCCESS)
+      continue;
+    if (strcmp(cname, name) != 0 || (type != MPI_INT && type != MPI_C_BOOL && type != MPI_UNSIGNED)) continue;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_handle_alloc(i, NULL, &h, &count) != MPI_SUCCESS) continue;
+    int v = 0;
+    if (MPI_T_cvar_read(h, &v) == MPI_SUCCESS) value = type == MPI_C_BOOL ? *(_Bool *)&v : v;
+    MPI_T_cvar_handle_free(&h);
+  }
+  MPI_T_finalize();
+  return value;
+}
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "hello";
@@ -60,6 +87,12 @@ int main(int argc, char **argv) {
       exit(code);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* never completes: the last rank is gone */
+  } else if (!strcmp(mode, "cvar") && argc > 2) {
+    int v = cvar_value(argv[2]);
+    if (v < 0)
+      printf("cvar %s %d of %d = none\n", argv[2], rank, size);
+    else
+      printf("cvar %s %d of %d = %d\n", argv[2], rank, size, v);
   } else {
     fprintf(stderr, "mpi_job: unknown mode '%s'\n", mode);
     MPI_Abort(MPI_COMM_WORLD, 2);
