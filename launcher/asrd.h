@@ -103,7 +103,7 @@ struct asrd_rank {
   int exit_sent;
   int not_run;          /* its execve failed (asrd_spawn.c) */
   int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */
-  int via;              /* how it joined: ASR_CTL_VIA_PMIX or ASR_CTL_VIA_PMI1 (0 until then) */
+  int via;              /* how it joined: ASR_CTL_VIA_PMIX, _PMI1 or _PMI2 (0 until then) */
   asrd_pmi_conn_t *pmi; /* its PMI-1 connection (asrd_pmi.c), or NULL */
 };
 

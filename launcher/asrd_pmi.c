@@ -1,6 +1,7 @@
 /*
- * asrd_pmi.c -- asrd as a simple PMI-1 server for its ranks, the way
- * Hydra's proxy is one (asrd.h; the protocol and its table: pmi_wire.h).
+ * asrd_pmi.c -- asrd as a PMI server for its ranks, the way Hydra's proxy
+ * is one: the simple PMI-1 protocol (pmi_wire.h) and PMI-2 (pmi2_wire.h),
+ * which starts as PMI-1 and turns into PMI-2 frames at its init (asrd.h).
  *
  * Programs built with MPICH (Debian's libmpich.so.12 does not link
  * libpmix) find their launcher through PMI_FD, PMI_RANK and PMI_SIZE: every
@@ -17,10 +18,13 @@
  * to its table before it lets its ranks out (barrier_out). So after a
  * barrier every rank of the job can get every key put before it. The table
  * also holds PMI_process_mapping (which ranks share a node, in MPICH's
- * "(vector,(node,nodes,ranks),...)" form), as Hydra's does.
+ * "(vector,(node,nodes,ranks),...)" form), as Hydra's does. A PMI-2 kvs-fence
+ * is the same barrier (a job may mix both kinds of rank), and PMI-2's node
+ * attributes live in a second table of this host's only, where a get that
+ * asks to wait is answered at the put.
  *
  * A rank joins the job (JOINED to asrrun, for the early-exit rule) at its
- * init and finalizes at its finalize; its abort ends the job with its code
+ * init (PMI-2: its fullinit) and finalizes at its finalize; its abort ends the job with its code
  * (ABORT to asrrun). Whatever a rank sends is bounded: a line is at most
  * ASR_PMI_LINE_MAX bytes (longer ones are answered with an error and
  * dropped), replies that it does not read stop its commands being read
@@ -39,6 +43,7 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asrd.h"
+#include "pmi2_wire.h"
 #include "pmi_wire.h"
 
 #define REPLY_MAX (1u << 20) /* unread replies: past this the rank's commands wait */
@@ -63,6 +68,9 @@ struct asrd_pmi_conn {
   asr_pmi_reader_t rd;
   asr_buf_t out; /* replies not written yet */
   int in_mcmd;   /* inside a multi-line command (spawn), up to its "endcmd" */
+  int v2;        /* past a PMI-2 init: the rest of the stream is PMI-2 frames */
+  asr_pmi2_reader_t *rd2;
+  char *wait_key; /* an info-getnodeattr with wait=TRUE, answered at that key's put */
 };
 
 /* One key of the KVS (a chained hash table). */
@@ -73,13 +81,19 @@ typedef struct kv {
 
 #define KV_BUCKETS_MIN 64
 
+/* A table of keys. */
+typedef struct {
+  kv_t **buckets;
+  size_t nbuckets, nkeys;
+} kvt_t;
+
 /* The job's PMI state on this host (one job per asrd). */
 static struct {
   asrd_t *d;
   int ready;
   char kvsname[ASR_PMI_KVSNAME_MAX];
-  kv_t **buckets;
-  size_t nbuckets, nkeys;
+  kvt_t job;         /* the KVS: every rank's puts, every host's after a barrier */
+  kvt_t node;        /* PMI-2's node attributes: this host's ranks' */
   asr_buf_t puts;    /* this host's puts since the last barrier: (u32 len, key, u32 len, value)... */
   int in_barrier;    /* local ranks in BARRIER */
   int fence_pending; /* the barrier's FENCE is up, FENCE_DONE not back */
@@ -97,33 +111,40 @@ static size_t kv_hash(const char *s) {
   return h;
 }
 
-static kv_t *kv_find(const char *key) {
-  if (!S.buckets) return NULL;
-  for (kv_t *e = S.buckets[kv_hash(key) % S.nbuckets]; e; e = e->next)
+static kv_t *kv_find(kvt_t *t, const char *key) {
+  if (!t->buckets) return NULL;
+  for (kv_t *e = t->buckets[kv_hash(key) % t->nbuckets]; e; e = e->next)
     if (strcmp(e->key, key) == 0) return e;
   return NULL;
 }
 
 /* Doubles the table once it holds a key per bucket (gets stay O(1) as the
  * job grows: every host holds every rank's keys). */
-static void kv_grow(void) {
-  size_t n = S.nbuckets * 2;
+static void kv_grow(kvt_t *t) {
+  size_t n = t->nbuckets * 2;
   kv_t **b = calloc(n, sizeof *b);
   if (!b) return; /* longer chains, still correct */
-  for (size_t i = 0; i < S.nbuckets; i++)
-    for (kv_t *e = S.buckets[i], *next; e; e = next) {
+  for (size_t i = 0; i < t->nbuckets; i++)
+    for (kv_t *e = t->buckets[i], *next; e; e = next) {
       next = e->next;
       size_t h = kv_hash(e->key) % n;
       e->next = b[h];
       b[h] = e;
     }
-  free(S.buckets);
-  S.buckets = b;
-  S.nbuckets = n;
+  free(t->buckets);
+  t->buckets = b;
+  t->nbuckets = n;
+}
+
+static int kv_init(kvt_t *t) {
+  t->nbuckets = KV_BUCKETS_MIN;
+  t->nkeys = 0;
+  t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
+  return t->buckets ? 0 : ASR_ENOMEM;
 }
 
 /* Sets key to val (a later put of a key wins, as in Hydra). 0 or ASR_ENOMEM. */
-static int kv_set(const char *key, size_t klen, const char *val, size_t vlen) {
+static int kv_set(kvt_t *t, const char *key, size_t klen, const char *val, size_t vlen) {
   char k[ASR_PMI_KEY_MAX + 1];
   if (klen > ASR_PMI_KEY_MAX) return ASR_ETOOBIG;
   memcpy(k, key, klen);
@@ -132,7 +153,7 @@ static int kv_set(const char *key, size_t klen, const char *val, size_t vlen) {
   if (!v) return ASR_ENOMEM;
   memcpy(v, val, vlen);
   v[vlen] = '\0';
-  kv_t *e = kv_find(k);
+  kv_t *e = kv_find(t, k);
   if (e) {
     free(e->val);
     e->val = v;
@@ -145,24 +166,24 @@ static int kv_set(const char *key, size_t klen, const char *val, size_t vlen) {
     return ASR_ENOMEM;
   }
   e->val = v;
-  size_t h = kv_hash(k) % S.nbuckets;
-  e->next = S.buckets[h];
-  S.buckets[h] = e;
-  if (++S.nkeys > S.nbuckets) kv_grow();
+  size_t h = kv_hash(k) % t->nbuckets;
+  e->next = t->buckets[h];
+  t->buckets[h] = e;
+  if (++t->nkeys > t->nbuckets) kv_grow(t);
   return 0;
 }
 
-static void kv_free(void) {
-  for (size_t i = 0; S.buckets && i < S.nbuckets; i++)
-    for (kv_t *e = S.buckets[i], *next; e; e = next) {
+static void kv_free(kvt_t *t) {
+  for (size_t i = 0; t->buckets && i < t->nbuckets; i++)
+    for (kv_t *e = t->buckets[i], *next; e; e = next) {
       next = e->next;
       free(e->key);
       free(e->val);
       free(e);
     }
-  free(S.buckets);
-  S.buckets = NULL;
-  S.nbuckets = S.nkeys = 0;
+  free(t->buckets);
+  t->buckets = NULL;
+  t->nbuckets = t->nkeys = 0;
 }
 
 /* --- the process mapping ----------------------------------------------------------- */
@@ -228,16 +249,16 @@ int asrd_pmi_prepare(asrd_t *d, char *errbuf, size_t errlen) {
   memset(&S, 0, sizeof S);
   S.d = d;
   snprintf(S.kvsname, sizeof S.kvsname, "%s", d->job.nspace);
-  S.nbuckets = KV_BUCKETS_MIN;
-  S.buckets = calloc(S.nbuckets, sizeof *S.buckets);
   char *map = process_mapping(d);
   static const char key[] = "PMI_process_mapping";
-  int rc = S.buckets ? 0 : ASR_ENOMEM;
-  if (rc == 0 && map) rc = kv_set(key, sizeof key - 1, map, strlen(map));
+  int rc = kv_init(&S.job);
+  if (rc == 0) rc = kv_init(&S.node);
+  if (rc == 0 && map) rc = kv_set(&S.job, key, sizeof key - 1, map, strlen(map));
   if (!map) asr_debug("pmi", "PMI_process_mapping would be longer than a value: not set");
   free(map);
   if (rc) {
-    kv_free();
+    kv_free(&S.job);
+    kv_free(&S.node);
     snprintf(errbuf, errlen, "cannot prepare the PMI server: %s", asr_strerror(rc));
     return rc;
   }
@@ -298,6 +319,23 @@ static void reply_ok(asrd_pmi_conn_t *c, int cmd, const char *const *kv) {
   conn_reply(c, rc);
 }
 
+/* PMI-2's replies: the frame for cmd with its pairs (a reply over the
+ * frame's bound is a failure instead), and a failure. */
+static void reply2_fail(asrd_pmi_conn_t *c, int cmd, const char *why) {
+  asr_debug("pmi", "rank %d: %s fails: %s", c->r->rank,
+            asr_pmi2_cmd_name(cmd) ? asr_pmi2_cmd_name(cmd) : "frame", why);
+  conn_reply(c, asr_pmi2_reply_fail(&c->out, cmd, why));
+}
+
+static void reply2_ok(asrd_pmi_conn_t *c, int cmd, const char *const *kv) {
+  int rc = asr_pmi2_reply(&c->out, asr_pmi2_reply_name(cmd), kv);
+  if (rc == ASR_ETOOBIG) {
+    reply2_fail(c, cmd, "the reply would be longer than a PMI-2 frame");
+    return;
+  }
+  conn_reply(c, rc);
+}
+
 /* --- barriers ---------------------------------------------------------------------- */
 
 /* FENCE_DONE: every host's puts since the barrier before (its own among
@@ -315,7 +353,7 @@ static void barrier_done(asrd_t *d, asrd_fence_t *f, int ok, const uint8_t *data
       rd.bad = 1;
       break;
     }
-    if (kv_set((const char *)k, kl, (const char *)v, vl) != 0) {
+    if (kv_set(&S.job, (const char *)k, kl, (const char *)v, vl) != 0) {
       asrd_up_error(d, "asrd: out of memory for the PMI keys of a barrier");
       return;
     }
@@ -328,7 +366,12 @@ static void barrier_done(asrd_t *d, asrd_fence_t *f, int ok, const uint8_t *data
     asrd_pmi_conn_t *c = d->ranks[i].pmi;
     if (!c || c->state != CONN_BARRIER) continue;
     conn_set_state(c, CONN_JOINED);
-    reply_ok(c, ASR_PMI_BARRIER_IN, NULL);
+    if (c->v2) {
+      static const char *const rc0[] = {"rc", "0", NULL};
+      reply2_ok(c, ASR_PMI2_KVS_FENCE, rc0);
+    } else {
+      reply_ok(c, ASR_PMI_BARRIER_IN, NULL);
+    }
   }
 }
 
@@ -374,7 +417,7 @@ static void do_put(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
     return;
   }
   size_t kl = strlen(key), vl = strlen(val);
-  int rc = kv_set(key, kl, val, vl);
+  int rc = kv_set(&S.job, key, kl, val, vl);
   if (rc == 0 && (asr_buf_put_bytes(&S.puts, key, kl) || asr_buf_put_bytes(&S.puts, val, vl)))
     rc = ASR_ENOMEM;
   if (rc) {
@@ -388,7 +431,7 @@ static void do_put(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
 static void do_get(asrd_pmi_conn_t *c, const asr_pmi_msg_t *m) {
   const char *key = checked_key(c, m);
   if (!key) return;
-  kv_t *e = kv_find(key);
+  kv_t *e = kv_find(&S.job, key);
   if (!e) {
     reply_fail(c, m->cmd, "key_not_found");
     return;
@@ -438,8 +481,20 @@ static void handle_line(asrd_pmi_conn_t *c, char *line, size_t len, int too_long
   switch (m.cmd) {
     case ASR_PMI_INIT: {
       const char *v = asr_pmi_get(&m, "pmi_version");
+      if (v && strcmp(v, "2") == 0 && c->state == CONN_OPEN) {
+        /* PMI-2: the rest of the stream is frames; it joins at fullinit */
+        c->rd2 = calloc(1, sizeof *c->rd2);
+        if (!c->rd2) {
+          reply_fail(c, m.cmd, "out_of_memory");
+          return;
+        }
+        c->v2 = 1;
+        static const char *const ok[] = {"pmi_version", "2", "pmi_subversion", "0", "rc", "0", NULL};
+        reply_ok(c, m.cmd, ok);
+        return;
+      }
       if (!v || strcmp(v, "1") != 0) {
-        reply_fail(c, m.cmd, "only_pmi_version_1_is_served");
+        reply_fail(c, m.cmd, "only_pmi_versions_1_and_2_are_served");
         return;
       }
       if (c->state == CONN_OPEN) conn_set_state(c, CONN_JOINED);
@@ -506,6 +561,199 @@ static void handle_line(asrd_pmi_conn_t *c, char *line, size_t len, int too_long
   }
 }
 
+/* --- PMI-2 commands ------------------------------------------------------------------ */
+
+/* Whether v is a PMI-2 boolean's TRUE. */
+static int is_true(const char *v) { return v && strcmp(v, "TRUE") == 0; }
+
+/* fullinit: the rank says who it is (pmirank from PMI_RANK, or the PMI_ID
+ * asrd does not set); it must be this connection's rank. */
+static void do2_fullinit(asrd_pmi_conn_t *c, const asr_pmi2_msg_t *m) {
+  asrd_t *d = S.d;
+  const char *who = asr_pmi2_get(m, "pmirank");
+  if (!who) who = asr_pmi2_get(m, "srcid");
+  char *end = NULL;
+  long rank = who ? strtol(who, &end, 10) : c->r->rank;
+  if (who && (!*who || *end || rank != c->r->rank)) {
+    char why[128];
+    snprintf(why, sizeof why, "this connection is rank %d's, not rank %s's", c->r->rank, who);
+    reply2_fail(c, m->cmd, why);
+    return;
+  }
+  if (c->state != CONN_OPEN) {
+    reply2_fail(c, m->cmd, "fullinit came twice");
+    return;
+  }
+  conn_set_state(c, CONN_JOINED);
+  asrd_up_joined(d, c->r, ASR_CTL_JOINED_INIT, ASR_CTL_VIA_PMI2);
+  char r[16], n[16];
+  snprintf(r, sizeof r, "%d", c->r->rank);
+  snprintf(n, sizeof n, "%d", d->nranks);
+  const char *ok[] = {"rc",     "0", "pmi-version", "2",     "pmi-subversion", "0",     "rank", r, "size", n,
+                      "appnum", "0", "debugged",    "FALSE", "pmiverbose",     "FALSE", NULL};
+  reply2_ok(c, m->cmd, ok);
+}
+
+/* The key of a put or a get: 1..ASR_PMI2_KEY_MAX bytes (the client's own
+ * PMI2_MAX_KEYLEN), or NULL with the failure replied. */
+static const char *key2(asrd_pmi_conn_t *c, const asr_pmi2_msg_t *m) {
+  const char *key = asr_pmi2_get(m, "key");
+  if (!key || !*key) {
+    reply2_fail(c, m->cmd, "no key");
+    return NULL;
+  }
+  if (strlen(key) > ASR_PMI2_KEY_MAX) {
+    reply2_fail(c, m->cmd, "a key longer than 64 bytes");
+    return NULL;
+  }
+  return key;
+}
+
+static void do2_put(asrd_pmi_conn_t *c, const asr_pmi2_msg_t *m, kvt_t *t) {
+  const char *key = key2(c, m), *val = asr_pmi2_get(m, "value");
+  if (!key) return;
+  if (!val) {
+    reply2_fail(c, m->cmd, "no value");
+    return;
+  }
+  size_t kl = strlen(key), vl = strlen(val);
+  int rc = kv_set(t, key, kl, val, vl);
+  if (rc == 0 && t == &S.job && (asr_buf_put_bytes(&S.puts, key, kl) || asr_buf_put_bytes(&S.puts, val, vl)))
+    rc = ASR_ENOMEM;
+  if (rc) {
+    reply2_fail(c, m->cmd, "out of memory");
+    return;
+  }
+  static const char *const ok[] = {"rc", "0", NULL};
+  reply2_ok(c, m->cmd, ok);
+  if (t != &S.node) return;
+  /* the ranks that wait for this node attribute have it now */
+  for (int i = 0; i < S.d->nlocal; i++) {
+    asrd_pmi_conn_t *w = S.d->ranks[i].pmi;
+    if (!w || w->fd < 0 || !w->wait_key || strcmp(w->wait_key, key) != 0) continue;
+    free(w->wait_key);
+    w->wait_key = NULL;
+    kv_t *e = kv_find(&S.node, key);
+    const char *found[] = {"rc", "0", "found", "TRUE", "value", e ? e->val : "", NULL};
+    reply2_ok(w, ASR_PMI2_GETNODEATTR, found);
+  }
+}
+
+/* A get from t: found or not, rc=0 either way; a node attribute asked with
+ * wait=TRUE waits for its put. */
+static void do2_get(asrd_pmi_conn_t *c, const asr_pmi2_msg_t *m, kvt_t *t) {
+  const char *key = key2(c, m);
+  if (!key) return;
+  if (m->cmd == ASR_PMI2_KVS_GET) {
+    const char *job = asr_pmi2_get(m, "jobid");
+    if (job && *job && strcmp(job, S.kvsname) != 0) {
+      reply2_fail(c, m->cmd, "no such job (asrrun serves one)");
+      return;
+    }
+  }
+  kv_t *e = kv_find(t, key);
+  if (!e && t == &S.node && is_true(asr_pmi2_get(m, "wait"))) {
+    free(c->wait_key);
+    c->wait_key = strdup(key);
+    if (!c->wait_key) reply2_fail(c, m->cmd, "out of memory");
+    return;
+  }
+  const char *ok[] = {"rc", "0", "found", e ? "TRUE" : "FALSE", e ? "value" : NULL, e ? e->val : NULL, NULL};
+  reply2_ok(c, m->cmd, ok);
+}
+
+/* info-getjobattr: the job's attributes MPICH's PMI-2 layer asks for. */
+static void do2_jobattr(asrd_pmi_conn_t *c, const asr_pmi2_msg_t *m) {
+  const char *key = key2(c, m);
+  if (!key) return;
+  char num[16];
+  const char *val = NULL;
+  if (strcmp(key, "PMI_process_mapping") == 0) {
+    kv_t *e = kv_find(&S.job, key);
+    val = e ? e->val : NULL;
+  } else if (strcmp(key, "universeSize") == 0) {
+    snprintf(num, sizeof num, "%d", S.d->nranks);
+    val = num;
+  }
+  const char *ok[] = {"rc", "0", "found", val ? "TRUE" : "FALSE", val ? "value" : NULL, val, NULL};
+  reply2_ok(c, m->cmd, ok);
+}
+
+/* abort: the job ends (asrrun: ABORT; PMI-2 carries no exit code, the
+ * client exits 1 right after); no reply. */
+static void do2_abort(asrd_pmi_conn_t *c, const asr_pmi2_msg_t *m) {
+  const char *msg = asr_pmi2_get(m, "msg");
+  asr_ctl_msg_t up = {
+      .type = ASR_CTL_ABORT,
+      .u.abort = {.rank = (uint32_t)c->r->rank, .status = 1, .msg = (char *)(msg ? msg : "")}};
+  asrd_up_send(S.d, &up);
+}
+
+/* One PMI-2 frame of c's (the reader's buffer, parsed in place). */
+static void handle_frame(asrd_pmi_conn_t *c, char *body, size_t len, int too_long) {
+  asrd_t *d = S.d;
+  if (too_long) {
+    reply2_fail(c, asr_pmi2_cmd_of_prefix(body, len), "the command is longer than 8192 bytes");
+    return;
+  }
+  asr_pmi2_msg_t m;
+  char why[96];
+  int rc = asr_pmi2_parse(body, len, &m, why, sizeof why);
+  if (rc) {
+    reply2_fail(c, m.cmd, why);
+    return;
+  }
+  if (c->state == CONN_OPEN && m.cmd != ASR_PMI2_FULLINIT && m.cmd != ASR_PMI2_ABORT) {
+    reply2_fail(c, m.cmd, "fullinit must come first");
+    return;
+  }
+  switch (m.cmd) {
+    case ASR_PMI2_FULLINIT: do2_fullinit(c, &m); return;
+    case ASR_PMI2_JOB_GETID: {
+      const char *ok[] = {"rc", "0", "jobid", S.kvsname, NULL};
+      reply2_ok(c, m.cmd, ok);
+      return;
+    }
+    case ASR_PMI2_KVS_PUT: do2_put(c, &m, &S.job); return;
+    case ASR_PMI2_KVS_GET: do2_get(c, &m, &S.job); return;
+    case ASR_PMI2_PUTNODEATTR: do2_put(c, &m, &S.node); return;
+    case ASR_PMI2_GETNODEATTR: do2_get(c, &m, &S.node); return;
+    case ASR_PMI2_GETJOBATTR: do2_jobattr(c, &m); return;
+    case ASR_PMI2_KVS_FENCE:
+      if (c->state == CONN_BARRIER) {
+        reply2_fail(c, m.cmd, "already in the fence");
+        return;
+      }
+      conn_set_state(c, CONN_BARRIER);
+      barrier_check(d);
+      return;
+    case ASR_PMI2_FINALIZE: {
+      if (c->state == CONN_BARRIER) {
+        reply2_fail(c, m.cmd, "finalize inside a fence");
+        return;
+      }
+      conn_set_state(c, CONN_FINALIZED);
+      asrd_up_joined(d, c->r, ASR_CTL_JOINED_FINALIZED, ASR_CTL_VIA_PMI2);
+      static const char *const ok[] = {"rc", "0", NULL};
+      reply2_ok(c, m.cmd, ok);
+      return;
+    }
+    case ASR_PMI2_ABORT: do2_abort(c, &m); return;
+    case ASR_PMI2_JOB_CONNECT:
+    case ASR_PMI2_JOB_DISCONNECT:
+      reply2_fail(c, m.cmd, "connecting to other jobs is not supported by asrrun");
+      return;
+    case ASR_PMI2_NAME_PUBLISH:
+    case ASR_PMI2_NAME_UNPUBLISH:
+    case ASR_PMI2_NAME_LOOKUP: reply2_fail(c, m.cmd, "name publishing is not supported by asrrun"); return;
+    case ASR_PMI2_SPAWN: reply2_fail(c, m.cmd, "spawn is not supported by asrrun"); return;
+    case ASR_PMI2_RING: reply2_fail(c, m.cmd, "ring is not supported by asrrun"); return;
+    case ASR_PMI2_INVALID:
+    case ASR_PMI2__COUNT:
+    default: reply2_fail(c, ASR_PMI2_INVALID, "unknown command"); return;
+  }
+}
+
 /* --- the connection ------------------------------------------------------------------ */
 
 /* Reads while the rank's replies are read (REPLY_MAX), writes while any wait. */
@@ -529,6 +777,23 @@ static int conn_read(asrd_pmi_conn_t *c) {
       return 0;
     }
     for (size_t off = 0; off < (size_t)n && c->fd >= 0;) {
+      if (c->v2) { /* past a PMI-2 init, even within this chunk */
+        size_t took, len;
+        asr_pmi2_feed_t f = asr_pmi2_reader_feed(c->rd2, buf + off, (size_t)n - off, &took, &len);
+        off += took;
+        if (f == ASR_PMI2_FRAME || f == ASR_PMI2_TOO_LONG) {
+          handle_frame(c, c->rd2->body, len, f == ASR_PMI2_TOO_LONG);
+        } else if (f == ASR_PMI2_BAD_LENGTH) {
+          /* no frame's end can be found: say why, then hang up */
+          asr_warn("pmi", "rank %d: a PMI-2 frame's length is not a number; closing its PMI connection",
+                   c->r->rank);
+          (void)asr_pmi2_reply_fail(&c->out, ASR_PMI2_INVALID, "a frame's length is not a number");
+          conn_flush(c);
+          conn_close(c);
+          return 0;
+        }
+        continue;
+      }
       long ll;
       int too_long;
       off += asr_pmi_reader_feed(&c->rd, buf + off, (size_t)n - off, &ll, &too_long);
@@ -600,10 +865,13 @@ void asrd_pmi_stop(asrd_t *d) {
     asrd_pmi_conn_t *c = d->ranks[i].pmi;
     if (!c) continue;
     conn_close(c);
+    free(c->rd2);
+    free(c->wait_key);
     free(c);
     d->ranks[i].pmi = NULL;
   }
-  kv_free();
+  kv_free(&S.job);
+  kv_free(&S.node);
   asr_buf_free(&S.puts);
   S.ready = 0;
 }

@@ -76,7 +76,7 @@ typedef struct {
   int exited;
   int status;
   int joined;     /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (its daemon's JOINED) */
-  int via;        /* how it joined: ASR_CTL_VIA_PMIX, ASR_CTL_VIA_PMI1, or 0 */
+  int via;        /* how it joined: ASR_CTL_VIA_PMIX, _PMI1, _PMI2, or 0 */
   int out_fd[3];  /* --output-dir files (stdout, stderr): the writer thread's */
   int partial[3]; /* a line of stream 1 / 2 is open: its next piece has no tag */
 } rank_t;

@@ -212,16 +212,15 @@ static void say_how_it_ended(daemon_t *d, int rank, int st) {
     snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(st));
   else
     snprintf(how, sizeof how, "exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-  const char *via = r->via == ASR_CTL_VIA_PMI1 ? "PMI-1" : "PMIx";
+  const char *via = r->via == ASR_CTL_VIA_PMI1 ? "PMI-1" : r->via == ASR_CTL_VIA_PMI2 ? "PMI-2" : "PMIx";
   if (r->joined)
     fprintf(stderr, "asrrun: rank %d (host %s) %s; it joined the job through %s and %s\n", rank, host_of(d),
             how, via, r->joined == ASR_CTL_JOINED_FINALIZED ? "finalized" : "did not finalize");
   else
-    fprintf(
-        stderr,
-        "asrrun: rank %d (host %s) %s; it never joined the job (neither a PMIx nor a PMI-1 client: an MPI "
-        "program there ran as a singleton)\n",
-        rank, host_of(d), how);
+    fprintf(stderr,
+            "asrrun: rank %d (host %s) %s; it never joined the job (neither a PMIx nor a PMI client: an MPI "
+            "program there ran as a singleton)\n",
+            rank, host_of(d), how);
 }
 
 static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t flags) {

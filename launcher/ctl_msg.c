@@ -388,7 +388,9 @@ static int joined_ok(uint32_t what) {
   return what == ASR_CTL_JOINED_INIT || what == ASR_CTL_JOINED_FINALIZED;
 }
 
-static int via_ok(uint32_t via) { return via == ASR_CTL_VIA_PMIX || via == ASR_CTL_VIA_PMI1; }
+static int via_ok(uint32_t via) {
+  return via == ASR_CTL_VIA_PMIX || via == ASR_CTL_VIA_PMI1 || via == ASR_CTL_VIA_PMI2;
+}
 
 static int enc_joined(const asr_ctl_msg_t *m, asr_buf_t *b) {
   if (!joined_ok(m->u.joined.what) || !via_ok(m->u.joined.via)) return ASR_EINVAL;

@@ -38,7 +38,8 @@
  *   JOINED      asrd -> asrrun   u32 rank, u32 what (ASR_CTL_JOINED_INIT: the rank
  *                                joined; ASR_CTL_JOINED_FINALIZED: and finalized),
  *                                u32 via (ASR_CTL_VIA_PMIX: through PMIx,
- *                                ASR_CTL_VIA_PMI1: through PMI-1), sent before that
+ *                                ASR_CTL_VIA_PMI1: through PMI-1,
+ *                                ASR_CTL_VIA_PMI2: through PMI-2), sent before that
  *                                rank's EXIT
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
@@ -113,6 +114,7 @@ typedef enum {
 /* JOINED's via */
 #define ASR_CTL_VIA_PMIX 1u
 #define ASR_CTL_VIA_PMI1 2u
+#define ASR_CTL_VIA_PMI2 3u
 
 /* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
 #define ASR_CTL_MAX_RANKS (1u << 20)

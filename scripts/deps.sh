@@ -19,6 +19,8 @@ if [ "${1:-}" = --test ]; then
   # tests/integration/test_mpi: real Open MPI and MPICH programs (the two install side by
   # side: each names its binaries mpicc.openmpi, mpicc.mpich, ...; mpicc itself is an alternative)
   pkgs+=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
+  # ... and PMI-2 programs, against Slurm's PMI-2 client library
+  pkgs+=(libpmi2-0-dev)
   # python/: the module is built for Debian's /usr/bin/python3 against its
   # headers; its tests (tests/python/) import numpy and torch under pytest.
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch)

@@ -70,7 +70,9 @@ static void check_fields(const asr_ctl_msg_t *m) {
     case ASR_CTL_JOINED:
       FUZZ_ASSERT(m->u.joined.what == ASR_CTL_JOINED_INIT || m->u.joined.what == ASR_CTL_JOINED_FINALIZED,
                   "JOINED what");
-      FUZZ_ASSERT(m->u.joined.via == ASR_CTL_VIA_PMIX || m->u.joined.via == ASR_CTL_VIA_PMI1, "JOINED via");
+      FUZZ_ASSERT(m->u.joined.via == ASR_CTL_VIA_PMIX || m->u.joined.via == ASR_CTL_VIA_PMI1 ||
+                      m->u.joined.via == ASR_CTL_VIA_PMI2,
+                  "JOINED via");
       break;
     case ASR_CTL_KILL: FUZZ_ASSERT(m->u.kill.sig >= 1 && m->u.kill.sig <= 64, "KILL signal"); break;
     case ASR_CTL_ABORT: FUZZ_ASSERT(m->u.abort.msg != NULL, "ABORT message"); break;

@@ -34,6 +34,7 @@ TARGETS=(
   "ctl | tests/fuzz/fuzz_ctl.c launcher/ctl.c launcher/ctl_msg.c common/asr_buf.c common/asr_err.c
      common/asr_loop.c common/asr_time.c | common launcher |"
   "pmi | tests/fuzz/fuzz_pmi.c launcher/pmi_wire.c common/asr_buf.c common/asr_err.c | common launcher |"
+  "pmi2 | tests/fuzz/fuzz_pmi2.c launcher/pmi2_wire.c common/asr_buf.c common/asr_err.c | common launcher |"
 )
 
 # The compiler, and what every target is built with: the tree's warnings

@@ -14,7 +14,10 @@
  * MPI's ranks yield while they poll; -v tells a PMIx rank, a PMI rank
  * and a rank that never joined apart; a PMI rank counts as joined for the
  * early-exit rule; and the PMI server survives malformed and oversized
- * commands (a shell script speaking the wire protocol by hand).
+ * commands (a shell script speaking the wire protocol by hand). Last, PMI-2:
+ * tests/apps/mpi/pmi2_job.c built against Slurm's PMI-2 client library
+ * (a visible SKIP without it) for init, puts and gets across a fence, node
+ * and job attributes and abort, and the PMI-2 wire by hand.
  */
 #include "config.h"
 
@@ -329,5 +332,150 @@ TEST_TIMEOUT(pmi_rank_joins_and_aborts, 60) {
   ASSERT_CODE(&j, 9);
   ASSERT_CONTAINS(j.err, "it is over");
   ASSERT_NO_LEFTOVERS(NULL, 5000);
+  teardown();
+}
+
+/* --- PMI-2: Slurm's client library, and the wire by hand --------------------------- */
+
+/* Builds tests/apps/mpi/pmi2_job.c against Slurm's PMI-2 client library
+ * (<slurm/pmi2.h>, -lpmi2) into the case's directory; SKIPs when it is not
+ * installed. */
+static const char *build_pmi2_job(void) {
+  if (access("/usr/include/slurm/pmi2.h", R_OK) != 0)
+    SKIP(
+        "<slurm/pmi2.h> not found: Slurm's PMI-2 client library is not installed (scripts/deps.sh --test "
+        "installs libpmi2-0-dev)");
+  const char *out = fmt("%s/pmi2_job", W.dir);
+  const char *src = ASR_TOP_SRCDIR "/tests/apps/mpi/pmi2_job.c";
+  const char *log = fmt("%s/build.log", W.dir);
+  int rc = system(fmt("cc -O1 -o '%s' '%s' -lpmi2 >'%s' 2>&1", out, src, log));
+  char *text = read_file(log, NULL);
+  ASSERT_MSG(rc == 0, "cc could not build %s against libpmi2: %s", src, text ? text : "");
+  free(text);
+  return out;
+}
+
+static void pmi2_case(int n, const char *mode, const char *line_fmt) {
+  setup();
+  const char *prog = build_pmi2_job();
+  job_t j;
+  RUN(&j, 60000, "--timeout", "50", "-n", fmt("%d", n), prog, mode);
+  ASSERT_CODE(&j, 0);
+  expect_per_rank(&j, n, line_fmt);
+  ASSERT_NO_LEFTOVERS(NULL, 2000);
+  assert_tmpdir_clean();
+  teardown();
+}
+
+/* PMI2_Init's rank, size and appnum; puts with ';' in their values, a
+ * fence and every rank's key got back; a node attribute that all but one
+ * rank wait for; a key nobody put is a failed get. */
+TEST_TIMEOUT(pmi2_hello_4, 90) { pmi2_case(4, "hello", "hello %d of %d appnum 0 spawned 0"); }
+TEST_TIMEOUT(pmi2_exchange_8, 90) { pmi2_case(8, "exchange", "exchange %d of %d ok"); }
+TEST_TIMEOUT(pmi2_missing_key, 90) { pmi2_case(3, "missing", "missing %d of %d: get failed"); }
+
+TEST_TIMEOUT(pmi2_node_and_job_attributes, 90) {
+  setup();
+  const char *prog = build_pmi2_job();
+  job_t j;
+  RUN(&j, 60000, "--timeout", "50", "-n", "4", prog, "nodeattr");
+  ASSERT_CODE(&j, 0);
+  for (int r = 0; r < 4; r++) ASSERT_JOB(&j, strstr(j.out, fmt("[%d] nodeattr %d got hi-from-0\n", r, r)));
+  free(j.out), free(j.err);
+  RUN(&j, 60000, "--timeout", "50", "-n", "4", prog, "jobattr");
+  ASSERT_CODE(&j, 0);
+  ASSERT_CONTAINS(j.out, "[0] jobattr PMI_process_mapping=(vector,(0,1,4))\n");
+  ASSERT_NO_LEFTOVERS(NULL, 2000);
+  teardown();
+}
+
+/* PMI2_Abort ends the job (PMI-2 carries no code: the client exits 1), its
+ * message on asrrun's stderr; -v says the ranks joined through PMI-2. */
+TEST_TIMEOUT(pmi2_abort_and_verbose, 90) {
+  setup();
+  const char *prog = build_pmi2_job();
+  job_t j;
+  RUN(&j, 60000, "--timeout", "50", "-n", "3", prog, "abort");
+  ASSERT_CODE(&j, 1);
+  ASSERT_CONTAINS(j.err, "rank 2 on host");
+  ASSERT_CONTAINS(j.err, "pmi2_job aborts the job");
+  ASSERT_NO_LEFTOVERS(NULL, 5000);
+  assert_tmpdir_clean();
+  free(j.out), free(j.err);
+  RUN(&j, 60000, "--timeout", "50", "-v", "-n", "2", prog, "hello");
+  ASSERT_CODE(&j, 0);
+  ASSERT_EQ(count_substr(j.err, "joined the job through PMI-2 and finalized"), 2);
+  ASSERT_NO_LEFTOVERS(NULL, 2000);
+  teardown();
+}
+
+/* The PMI-2 wire by hand: a PMI-1 init asking for version 2, then frames.
+ * Commands before fullinit, a fullinit for another rank, garbage, unknown
+ * commands, an oversized key and an oversized frame each get a failure
+ * and the connection goes on; then a whole PMI-2 life; then a length field
+ * that is not a number gets "cmd=error" and the connection is closed. */
+TEST_TIMEOUT(pmi2_wire_by_hand, 60) {
+  setup();
+  const char *script = pmi_script(
+      "export LC_ALL=C\n"
+      "say2() { printf '%-6d%s' \"${#1}\" \"$1\" >&\"$PMI_FD\"\n"
+      "  if IFS= read -r -N 6 len <&\"$PMI_FD\"; then IFS= read -r -N \"$len\" reply <&\"$PMI_FD\";"
+      " else reply=EOF; fi; echo \"$reply\"; }\n"
+      "say 'cmd=init pmi_version=2 pmi_subversion=0'\n"
+      "if [ \"$PMI_RANK\" = 0 ]; then\n"
+      "  say2 'cmd=kvs-get;key=x;'\n"
+      "  say2 'cmd=fullinit;pmirank=7;threaded=FALSE;'\n"
+      "fi\n"
+      "say2 \"cmd=fullinit;pmirank=$PMI_RANK;threaded=FALSE;\"\n"
+      "if [ \"$PMI_RANK\" = 0 ]; then\n"
+      "  say2 'garbage'\n"
+      "  say2 'cmd=no-such-command;'\n"
+      "  say2 \"cmd=kvs-put;key=$(head -c 100 /dev/zero | tr '\\0' k);value=v;\"\n"
+      "  say2 \"cmd=kvs-put;key=big;value=$(head -c 9000 /dev/zero | tr '\\0' v);\"\n"
+      "fi\n"
+      "say2 'cmd=job-getid;'\n"
+      "job=${reply#*jobid=}; job=${job%;}\n"
+      "say2 \"cmd=kvs-put;key=k$PMI_RANK;value=v;;$PMI_RANK;\"\n"
+      "say2 'cmd=kvs-fence;'\n"
+      "say2 \"cmd=kvs-get;jobid=$job;srcid=0;key=k$(( (PMI_RANK + 1) % PMI_SIZE ));\"\n"
+      "say2 \"cmd=kvs-get;jobid=$job;srcid=0;key=missing;\"\n"
+      "say2 'cmd=info-getjobattr;key=universeSize;'\n"
+      "say2 'cmd=name-publish;name=a;port=b;infokeycount=0;'\n"
+      "say2 'cmd=finalize;'\n"
+      "if [ \"$PMI_RANK\" = 0 ]; then\n"
+      "  printf 'abcdef' >&\"$PMI_FD\"\n"
+      "  if IFS= read -r -N 6 len <&\"$PMI_FD\"; then IFS= read -r -N \"$len\" reply <&\"$PMI_FD\"; echo "
+      "\"$reply\"; fi\n"
+      "  IFS= read -r -N 1 more <&\"$PMI_FD\" || echo EOF\n"
+      "fi\n");
+  job_t j;
+  RUN(&j, 30000, "--timeout", "25", "-n", "2", script);
+  ASSERT_CODE(&j, 0);
+  const char *o = j.out;
+  ASSERT_CONTAINS(o, "[0] cmd=kvs-get-response;rc=-1;errmsg=fullinit must come first;\n");
+  ASSERT_CONTAINS(o, "[0] cmd=fullinit-response;rc=-1;errmsg=this connection is rank 0's, not rank 7's;\n");
+  ASSERT_CONTAINS(o, "[0] cmd=error;rc=-1;errmsg=a pair without '=';\n");
+  ASSERT_CONTAINS(o, "[0] cmd=error;rc=-1;errmsg=unknown command;\n");
+  ASSERT_CONTAINS(o, "[0] cmd=kvs-put-response;rc=-1;errmsg=a key longer than 64 bytes;\n");
+  ASSERT_CONTAINS(o, "[0] cmd=kvs-put-response;rc=-1;errmsg=the command is longer than 8192 bytes;\n");
+  for (int r = 0; r < 2; r++) {
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n", r)));
+    ASSERT_JOB(&j,
+               strstr(o, fmt("[%d] cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=%d;size=2;"
+                             "appnum=0;debugged=FALSE;pmiverbose=FALSE;\n",
+                             r, r)));
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=job-getid-response;rc=0;jobid=", r)));
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=kvs-put-response;rc=0;\n", r)));
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=kvs-fence-response;rc=0;\n", r)));
+    ASSERT_JOB(&j,
+               strstr(o, fmt("[%d] cmd=kvs-get-response;rc=0;found=TRUE;value=v;;%d;\n", r, (r + 1) % 2)));
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=kvs-get-response;rc=0;found=FALSE;\n", r)));
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=info-getjobattr-response;rc=0;found=TRUE;value=2;\n", r)));
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=name-publish-response;rc=-1;errmsg=", r)));
+    ASSERT_JOB(&j, strstr(o, fmt("[%d] cmd=finalize-response;rc=0;\n", r)));
+  }
+  ASSERT_CONTAINS(o, "[0] cmd=error;rc=-1;errmsg=a frame's length is not a number;\n");
+  ASSERT_CONTAINS(o, "[0] EOF\n"); /* the connection was closed */
+  ASSERT_NO_LEFTOVERS(NULL, 2000);
   teardown();
 }

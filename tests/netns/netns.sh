@@ -21,7 +21,7 @@ trap 'exit 130' INT TERM
 
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
   link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile mpi_openmpi_hosts
-  mpi_mpich_hosts torch_gloo_hosts)
+  mpi_mpich_hosts pmi2_hosts torch_gloo_hosts)
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
   for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
@@ -237,6 +237,31 @@ for mpi in openmpi mpich; do
   check_clean
   result "$mpi allreduce: 6 ranks on 3 hosts in one job"
 done
+
+# PMI-2 across hosts: tests/apps/mpi/pmi2_job.c against Slurm's PMI-2
+# client library; 6 ranks on 3 hosts put, fence and get every rank's key
+# (the fence crosses hosts through asrrun), and the first rank of each host
+# gives its host's ranks a node attribute of their own host only.
+case=pmi2_hosts failed=0 out=$work/$case
+if [ ! -r /usr/include/slurm/pmi2.h ]; then
+  echo "SKIP: netns/$case (Slurm's PMI-2 client library is not installed: apt-get install libpmi2-0-dev)"
+elif ! cc -o "$work/pmi2_job" "$here/../apps/mpi/pmi2_job.c" -lpmi2 >"$out.cc" 2>&1; then
+  fail "cc -lpmi2 failed: $(tail -3 "$out.cc" | tr '\n' ' ')"
+else
+  run_job "$out" -H "$H1:2,$H2:2,$H3:2" "$work/pmi2_job" exchange
+  rc=$?
+  [ $rc = 0 ] || fail "exchange: exit $rc"
+  n=$(grep -c 'exchange [0-5] of 6 ok$' "$out")
+  [ "$n" = 6 ] || fail "$n of 6 ranks got every rank's key"
+  run_job "$out.node" -H "$H1:2,$H2:2,$H3:2" "$work/pmi2_job" nodeattr
+  rc=$?
+  [ $rc = 0 ] || fail "nodeattr: exit $rc"
+  for r in 0 1 2 3 4 5; do
+    grep -q "^\[$r\] nodeattr $r got hi-from-$((r / 2 * 2))$" "$out.node" || fail "rank $r did not get its host's attribute"
+  done
+  check_clean
+  result "PMI-2 (Slurm's libpmi2): 6 ranks on 3 hosts, keys fenced across hosts, node attributes per host"
+fi
 
 # torch.distributed across hosts as under torchrun: examples/torch_slice.py
 # (a tensor slice through libasr, then a gloo all_reduce that finds the job
