@@ -48,9 +48,18 @@ def load(f):
 c, p = load(sys.argv[1]), load(sys.argv[2])
 print("Python module vs C, %s, medians of %s runs (one-way latency in us, bandwidth in MB/s)" % (sys.argv[4], sys.argv[3]))
 print("%-4s %9s %10s %10s %8s %9s" % ("", "size", "C", "Python", "ratio", "Py - C"))
+met = []
 for k in sorted(c):
     if k in p:
         ratio = p[k] / c[k]
         diff = "%+.3f" % (p[k] - c[k]) if k[0] == "lat" else ""
         print("%-4s %9d %10.3f %10.3f %7.3fx %9s" % (k[0], k[1], c[k], p[k], ratio, diff))
+        if k[1] >= 1 << 20:  # Python at least 0.95x C's speed
+            met.append(("%s %d B" % k, (c[k] / p[k] if k[0] == "lat" else ratio) >= 0.95))
+        elif k[0] == "lat" and k[1] <= 4096:
+            met.append(("lat %d B (+1 us)" % k[1], p[k] - c[k] <= 1.0))
+bad = [n for n, ok in met if not ok]
+print("goal (>= 1 MiB: at least 0.95x C's speed; up to 4 KiB: at most 1 us above C): %s" %
+      ("met" if not bad else "not met at " + ", ".join(bad)))
+print("(load average: %s)" % open("/proc/loadavg").read().strip())
 PY
