@@ -181,6 +181,13 @@ static int env_settings(const asr_kv_opts_t *opts, int *timeout_ms, char *errbuf
   return rc;
 }
 
+int asr_kv_defaults(const asr_kv_opts_t *opts, const uint8_t **secret, int *timeout_ms, char *errbuf,
+                    size_t errlen) {
+  int rc = env_settings(opts, timeout_ms, errbuf, errlen);
+  if (rc == 0 && secret) *secret = opts && opts->secret ? opts->secret : default_secret();
+  return rc;
+}
+
 static int req_new(const char *ip, uint16_t port, uint8_t op, const void *key, size_t klen,
                    const asr_kv_opts_t *opts, asr_kv_req_t **out) {
   if (!ip || !out || (klen && !key) || klen > ASR_KV_KEY_MAX)

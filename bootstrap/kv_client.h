@@ -100,6 +100,13 @@ void asr_kv_req_watch_fd(asr_kv_req_t *r, asr_kv_fd_cb cb, void *arg);
 /* Closes the socket (if any) and frees r. NULL is ignored. */
 void asr_kv_req_free(asr_kv_req_t *r);
 
+/* What a request takes from opts or, where they do not say, from the
+ * environment: the secret (ASR_JOB_SECRET; the pointer stays valid) and the
+ * deadline in ms (ASR_KV_TIMEOUT_MS; <0 = none). Returns 0, or ASR_ECONFIG
+ * with errbuf naming the variable. For kv_conn.c, which shares them. */
+int asr_kv_defaults(const asr_kv_opts_t *opts, const uint8_t **secret, int *timeout_ms, char *errbuf,
+                    size_t errlen);
+
 /* --- Blocking wrappers (tools, tests, the launcher) --------------------- */
 
 /* SET and wait. errbuf receives the failure reason. */

@@ -49,13 +49,15 @@ const char *asr_kv_op_name(int op) {
 int asr_kv_frame_encode(uint8_t *frame, const asr_kv_msg_t *msg) {
   if (!frame || !msg) return ASR_EINVAL;
   if (!asr_kv_op_is_request(msg->opcode) && !asr_kv_op_is_response(msg->opcode)) return ASR_EINVAL;
-  if (msg->vtype > ASR_KV_VTYPE_BINARY) return ASR_EINVAL;
-  if (msg->key_len > ASR_KV_KEY_MAX || msg->val_len > ASR_KV_VAL_MAX) return ASR_ETOOBIG;
+  if (msg->vtype > ASR_KV_VTYPE_BINARY || (msg->flags & ~ASR_KV_FLAG_ID)) return ASR_EINVAL;
+  size_t vmax = msg->flags & ASR_KV_FLAG_ID ? ASR_KV_VAL_MAX_ID : ASR_KV_VAL_MAX;
+  if (msg->key_len > ASR_KV_KEY_MAX || msg->val_len > vmax) return ASR_ETOOBIG;
   if ((msg->key_len && !msg->key) || (msg->val_len && !msg->val)) return ASR_EINVAL;
   memset(frame, 0, ASR_KV_FRAME_LEN);
   frame[ASR_KV_OFF_OPCODE] = msg->opcode;
   frame[ASR_KV_OFF_VERSION] = ASR_KV_VERSION;
   frame[ASR_KV_OFF_VTYPE] = msg->vtype;
+  frame[ASR_KV_OFF_FLAGS] = msg->flags;
   memcpy(frame + ASR_KV_OFF_MAGIC, frame_magic, sizeof frame_magic);
   put_le32(frame + ASR_KV_OFF_AUX, msg->aux);
   put_le16(frame + ASR_KV_OFF_KEYLEN, msg->key_len);
@@ -63,11 +65,26 @@ int asr_kv_frame_encode(uint8_t *frame, const asr_kv_msg_t *msg) {
   if (msg->secret) memcpy(frame + ASR_KV_OFF_SECRET, msg->secret, ASR_KV_SECRET_LEN);
   if (msg->key_len) memcpy(frame + ASR_KV_OFF_KEY, msg->key, msg->key_len);
   if (msg->val_len) memcpy(frame + ASR_KV_OFF_VAL, msg->val, msg->val_len);
+  if (msg->flags & ASR_KV_FLAG_ID) put_le32(frame + ASR_KV_OFF_ID, msg->id);
   return 0;
 }
 
 int asr_kv_frame_decode(const uint8_t *frame, asr_kv_msg_t *msg, const char **why) {
+  return asr_kv_frame_decode_id(frame, msg, why, NULL, NULL);
+}
+
+int asr_kv_frame_decode_id(const uint8_t *frame, asr_kv_msg_t *msg, const char **why, int *has_id,
+                           uint32_t *id_out) {
   const char *reason = NULL;
+  int with_id = 0;
+  if (has_id) *has_id = 0;
+  if (id_out) *id_out = 0;
+  if (frame && memcmp(frame + ASR_KV_OFF_MAGIC, frame_magic, sizeof frame_magic) == 0 &&
+      frame[ASR_KV_OFF_VERSION] == ASR_KV_VERSION && (frame[ASR_KV_OFF_FLAGS] & ASR_KV_FLAG_ID)) {
+    with_id = 1;
+    if (has_id) *has_id = 1;
+    if (id_out) *id_out = get_le32(frame + ASR_KV_OFF_ID);
+  }
   if (!frame || !msg) {
     reason = "no frame";
   } else if (memcmp(frame + ASR_KV_OFF_MAGIC, frame_magic, sizeof frame_magic) != 0) {
@@ -79,12 +96,14 @@ int asr_kv_frame_decode(const uint8_t *frame, asr_kv_msg_t *msg, const char **wh
     reason = "unknown opcode";
   } else if (frame[ASR_KV_OFF_VTYPE] > ASR_KV_VTYPE_BINARY) {
     reason = "unknown value type";
-  } else if (frame[ASR_KV_OFF_FLAGS] != 0) {
+  } else if (frame[ASR_KV_OFF_FLAGS] & ~ASR_KV_FLAG_ID) {
     reason = "reserved flags set";
   } else if (get_le16(frame + ASR_KV_OFF_KEYLEN) > ASR_KV_KEY_MAX) {
     reason = "key length over 143 bytes";
   } else if (get_le16(frame + ASR_KV_OFF_VALLEN) > ASR_KV_VAL_MAX) {
     reason = "value length over 964 bytes";
+  } else if (with_id && get_le16(frame + ASR_KV_OFF_VALLEN) > ASR_KV_VAL_MAX_ID) {
+    reason = "value length over 960 bytes in a frame with an id";
   }
   if (reason) {
     if (why) *why = reason;
@@ -92,6 +111,8 @@ int asr_kv_frame_decode(const uint8_t *frame, asr_kv_msg_t *msg, const char **wh
   }
   msg->opcode = frame[ASR_KV_OFF_OPCODE];
   msg->vtype = frame[ASR_KV_OFF_VTYPE];
+  msg->flags = frame[ASR_KV_OFF_FLAGS];
+  msg->id = with_id ? get_le32(frame + ASR_KV_OFF_ID) : 0;
   msg->aux = get_le32(frame + ASR_KV_OFF_AUX);
   msg->key_len = get_le16(frame + ASR_KV_OFF_KEYLEN);
   msg->val_len = get_le16(frame + ASR_KV_OFF_VALLEN);

@@ -7,6 +7,16 @@
  * END request, after which the server closes it. All integers are
  * little-endian.
  *
+ * Two kinds of connection share the one format. The seed's: frames without
+ * the ID flag, each answered in order before the next is read (a held GET
+ * holds the whole connection). Beyond the seed, a pipelined one (kv_conn.h):
+ * every frame carries the ID flag and a request id, the client sends many
+ * without waiting, and the server answers each as soon as it can -- at once,
+ * or a held GET when its SET arrives -- in any order, echoing the id. The
+ * first frame decides: a connection whose first request has the flag is
+ * pipelined to the end, and a frame without it there is refused (and the
+ * connection closed). The flag costs the value field its last 4 bytes.
+ *
  *   offset  size  field     meaning
  *   ------  ----  --------  ----------------------------------------------------
  *        0     1  opcode    ASR_KV_OP_* below
@@ -14,7 +24,9 @@
  *        2     1  vtype     value type: 0 text (e.g. "hostname"), 1 binary
  *                           (e.g. a net handle); a GET's vtype picks the response
  *                           opcode (2 for text, 3 for binary)
- *        3     1  flags     0 (reserved, must be zero)
+ *        3     1  flags     bit 0 ASR_KV_FLAG_ID: the frame carries a request id
+ *                           (a pipelined connection); the other bits are
+ *                           reserved and must be zero
  *        4     4  magic     "ASRK"; a frame without it is not ours
  *        8     4  aux       LIST: request = index of the entry wanted,
  *                           response = total number of keys; GET request:
@@ -29,7 +41,11 @@
  *                           requests only, responses carry zeros
  *       48   144  key       binary key (may hold zero bytes), zero-padded;
  *                           144 = the seed's KV_STORE_KEY_LENGTH
- *      192   964  value     binary value, zero-padded
+ *      192   964  value     binary value, zero-padded; with ASR_KV_FLAG_ID at
+ *                           most ASR_KV_VAL_MAX_ID (960) bytes of it, because
+ *     1152     4  id        (ID flag only) the request id, chosen by the client
+ *                           and echoed in the answer; the server never reads
+ *                           it otherwise (any value, 0 included, is valid)
  *   ------  ----
  *     1156 total
  *
@@ -69,6 +85,7 @@
 #define ASR_KV_KEY_CAP 144 /* KV_STORE_KEY_LENGTH: keys are < 144 bytes */
 #define ASR_KV_KEY_MAX 143
 #define ASR_KV_VAL_MAX 964
+#define ASR_KV_VAL_MAX_ID 960 /* the value's room in a frame with the ID flag */
 #define ASR_KV_SECRET_LEN 32
 
 #define ASR_KV_OFF_OPCODE 0
@@ -82,6 +99,9 @@
 #define ASR_KV_OFF_SECRET 16
 #define ASR_KV_OFF_KEY 48
 #define ASR_KV_OFF_VAL 192
+#define ASR_KV_OFF_ID 1152 /* only with ASR_KV_FLAG_ID */
+
+#define ASR_KV_FLAG_ID 0x01
 
 typedef enum {
   ASR_KV_OP_INVALID = 0,
@@ -104,6 +124,8 @@ enum { ASR_KV_VTYPE_TEXT = 0, ASR_KV_VTYPE_BINARY = 1 };
 typedef struct {
   uint8_t opcode;
   uint8_t vtype;
+  uint8_t flags; /* ASR_KV_FLAG_ID or 0 */
+  uint32_t id;   /* the request id, with ASR_KV_FLAG_ID (else 0) */
   uint32_t aux;
   uint16_t key_len;
   uint16_t val_len;
@@ -112,13 +134,21 @@ typedef struct {
   const uint8_t *val;
 } asr_kv_msg_t;
 
-/* Writes msg into frame (ASR_KV_FRAME_LEN bytes, fully overwritten).
- * Returns 0, or ASR_ETOOBIG when the key or value does not fit, ASR_EINVAL for
- * an unknown opcode or vtype. */
+/* Writes msg into frame (ASR_KV_FRAME_LEN bytes, fully overwritten), with
+ * its id when msg->flags has ASR_KV_FLAG_ID. Returns 0, or ASR_ETOOBIG when
+ * the key or value does not fit (960 bytes of value with the flag),
+ * ASR_EINVAL for an unknown opcode, vtype or flag. */
 int asr_kv_frame_encode(uint8_t *frame, const asr_kv_msg_t *msg);
 
 /* Parses frame into msg (pointers into frame). Returns 0 or ASR_EPROTO and,
- * when why is given, a static string saying what was wrong. */
+ * when why is given, a static string saying what was wrong. A frame that
+ * has the magic, the version and the ID flag has its id read into *id_out
+ * (when given) even when a later check fails, so that a pipelined server
+ * can refuse it by id; *id_out is set to 0 otherwise. */
+int asr_kv_frame_decode_id(const uint8_t *frame, asr_kv_msg_t *msg, const char **why, int *has_id,
+                           uint32_t *id_out);
+
+/* The same, without the id of a refused frame. */
 int asr_kv_frame_decode(const uint8_t *frame, asr_kv_msg_t *msg, const char **why);
 
 /* Whether op is a request opcode / a response opcode. */

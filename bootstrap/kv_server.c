@@ -16,6 +16,20 @@
  * handle: a 64-rank mesh sent about 11 frames per connection, most of them
  * NOT_FOUND and its retry).
  *
+ * Held GETs are records of their own (held_t): a connection of the seed's
+ * kind has at most one and sits on the held list's side (LIST_HELD: off the
+ * busy and idle lists, so no timeout but the wait's own applies); a
+ * pipelined one (kv_frame.h: the ID flag) may have up to max_held, each
+ * answered with its id when its key or its time comes, while the
+ * connection goes on being read and stays on the busy or idle list.
+ *
+ * A pipelined connection reads into a PIPE_IN_CAP-byte buffer (many frames
+ * per recv) and queues its answers in `out` (many frames per send). It is
+ * busy while a frame is half read or an answer waits to be sent, so the
+ * busy list's stall timeout is also what closes a client that stops
+ * reading: the server stops reading it at the bounds (kv_server.h), so it
+ * makes no progress, and is dropped stall_ms after its last byte moved.
+ *
  * The server lives on an asr_loop (asr_loop.h): the listener and every
  * connection are ios with their own callbacks, and one timer is armed for
  * the earliest of the lists' deadlines (arm). Every callback runs under
@@ -51,25 +65,54 @@
 
 #define FRAMES_PER_WAKEUP 16 /* fairness: one client cannot hog a wakeup */
 #define ACCEPTS_PER_WAKEUP 256
-#define WAIT_BUCKETS 1024 /* power of two */
-#define HOLD_MAX_MS 2000  /* the longest a GET may wait for its key (aux) */
+#define WAIT_BUCKETS 1024                     /* power of two */
+#define HOLD_MAX_MS 2000                      /* the longest a GET may wait for its key (aux) */
+#define PIPE_IN_CAP (56 * ASR_KV_FRAME_LEN)   /* a pipelined connection's read buffer: 56 frames a recv */
+#define PIPE_READS_PER_WAKEUP 4               /* fairness, as FRAMES_PER_WAKEUP */
+#define PIPE_OUT_KEEP (32 * ASR_KV_FRAME_LEN) /* an emptied answer queue bigger than this is freed */
 
 enum { LIST_NONE = 0, LIST_IDLE, LIST_BUSY, LIST_HELD };
 
 #define CONN_DROPPED 1 /* conn_io and held_input: the connection is gone */
 
+struct conn;
+
+/* A GET waiting for its key (kv_frame.h: aux): on the server's held list,
+ * ordered by when its wait ends, in its key's waiters bucket, and on its
+ * connection's chain. Freed when answered or with its connection. */
+typedef struct held {
+  struct conn *c;
+  uint64_t due_ms;
+  uint64_t key_hash;
+  uint32_t id; /* pipelined: the request's id, for the answer */
+  uint8_t vtype;
+  uint16_t klen;
+  uint8_t key[ASR_KV_KEY_MAX];
+  struct held *prev, *next;   /* the held list */
+  struct held *wprev, *wnext; /* the waiters bucket */
+  struct held *cprev, *cnext; /* the connection's */
+} held_t;
+
 typedef struct conn {
   asr_loop_io_t io; /* its socket, and what the loop watches it for */
   struct asr_kv_server *server;
   int fd;
-  int writing;     /* a response is being written */
-  int close_after; /* drop once the response is out */
+  int writing;     /* a response is being written (seed's kind) */
+  int close_after; /* drop once the response (pipelined: every answer) is out */
   int list;
+  int pipelined;    /* its first frame had the ID flag (kv_frame.h) */
+  unsigned nframes; /* request frames read so far */
   size_t rpos, wpos;
-  uint64_t last_ms; /* LIST_HELD: when the wait ends */
+  uint64_t last_ms;
   struct conn *prev, *next;
-  uint64_t key_hash;          /* LIST_HELD: the GET's key, hashed */
-  struct conn *wprev, *wnext; /* LIST_HELD: the waiters bucket chain */
+  held_t *held; /* its held GETs (the seed's kind: at most one, and then LIST_HELD) */
+  unsigned nheld;
+  /* pipelined only */
+  uint8_t *in; /* PIPE_IN_CAP bytes read, in_len of them not yet handled */
+  size_t in_len;
+  uint8_t *out; /* answers, out_pos of out_len bytes sent */
+  size_t out_len, out_pos, out_cap;
+  int broken; /* no memory for an answer: dropped at the end of its wakeup */
   uint8_t rbuf[ASR_KV_FRAME_LEN];
   uint8_t wbuf[ASR_KV_FRAME_LEN];
 } conn_t;
@@ -77,6 +120,10 @@ typedef struct conn {
 typedef struct {
   conn_t *head, *tail;
 } conn_list_t;
+
+typedef struct {
+  held_t *head, *tail;
+} held_list_t;
 
 struct asr_kv_server {
   asr_loop_t *loop;
@@ -90,29 +137,23 @@ struct asr_kv_server {
   uint16_t port;
   uint8_t secret[ASR_KV_SECRET_LEN];
   int max_clients, stall_ms, idle_ms;
+  unsigned max_unsent, max_held;
   pthread_mutex_t lock; /* guards everything below against asr_kv_server_put/stats */
   asr_kv_table_t table;
-  conn_list_t idle, busy, held;
-  conn_t *waiters[WAIT_BUCKETS];
+  conn_list_t idle, busy;
+  held_list_t held;
+  held_t *waiters[WAIT_BUCKETS];
   asr_kv_server_stats_t st;
   pthread_t thread;
   int thread_running;
 };
 
+/* Takes c off the busy or idle list (or out of LIST_HELD). */
 static void list_remove(asr_kv_server_t *s, conn_t *c) {
-  conn_list_t *l = c->list == LIST_BUSY   ? &s->busy
-                   : c->list == LIST_IDLE ? &s->idle
-                   : c->list == LIST_HELD ? &s->held
-                                          : NULL;
-  if (!l) return;
-  if (c->list == LIST_HELD) { /* out of its waiters bucket too */
-    if (c->wprev)
-      c->wprev->wnext = c->wnext;
-    else
-      s->waiters[c->key_hash & (WAIT_BUCKETS - 1)] = c->wnext;
-    if (c->wnext) c->wnext->wprev = c->wprev;
-    c->wprev = c->wnext = NULL;
-    s->st.held--;
+  conn_list_t *l = c->list == LIST_BUSY ? &s->busy : c->list == LIST_IDLE ? &s->idle : NULL;
+  if (!l) {
+    c->list = LIST_NONE;
+    return;
   }
   if (c->prev)
     c->prev->next = c->next;
@@ -124,6 +165,32 @@ static void list_remove(asr_kv_server_t *s, conn_t *c) {
     l->tail = c->prev;
   c->prev = c->next = NULL;
   c->list = LIST_NONE;
+}
+
+/* Unlinks h from the held list, its bucket and its connection, and frees it. */
+static void held_free(asr_kv_server_t *s, held_t *h) {
+  if (h->wprev)
+    h->wprev->wnext = h->wnext;
+  else
+    s->waiters[h->key_hash & (WAIT_BUCKETS - 1)] = h->wnext;
+  if (h->wnext) h->wnext->wprev = h->wprev;
+  if (h->prev)
+    h->prev->next = h->next;
+  else
+    s->held.head = h->next;
+  if (h->next)
+    h->next->prev = h->prev;
+  else
+    s->held.tail = h->prev;
+  conn_t *c = h->c;
+  if (h->cprev)
+    h->cprev->cnext = h->cnext;
+  else
+    c->held = h->cnext;
+  if (h->cnext) h->cnext->cprev = h->cprev;
+  c->nheld--;
+  s->st.held--;
+  free(h);
 }
 
 static void list_append(asr_kv_server_t *s, conn_t *c, int which) {
@@ -142,7 +209,9 @@ static void list_append(asr_kv_server_t *s, conn_t *c, int which) {
 static void touch(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   list_remove(s, c);
   c->last_ms = now;
-  list_append(s, c, (c->rpos > 0 || c->writing) ? LIST_BUSY : LIST_IDLE);
+  int busy = c->pipelined ? (c->in_len % ASR_KV_FRAME_LEN) != 0 || c->out_pos < c->out_len
+                          : c->rpos > 0 || c->writing;
+  list_append(s, c, busy ? LIST_BUSY : LIST_IDLE);
 }
 
 static void set_accepting(asr_kv_server_t *s, int on) {
@@ -153,6 +222,10 @@ static void set_accepting(asr_kv_server_t *s, int on) {
 
 static void drop(asr_kv_server_t *s, conn_t *c) {
   list_remove(s, c);
+  while (c->held) held_free(s, c->held);
+  if (c->pipelined) s->st.pipelined--;
+  free(c->in);
+  free(c->out);
   asr_loop_io_stop(s->loop, &c->io);
   /* Discard unread input first: closing a socket with unread data sends a
    * reset, which could destroy an error reply still in flight. */
@@ -169,103 +242,175 @@ static void want_events(asr_kv_server_t *s, conn_t *c, unsigned events) {
   (void)asr_loop_io_set(s->loop, &c->io, events);
 }
 
-static void reply(conn_t *c, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key, size_t klen,
-                  const uint8_t *val, size_t vlen) {
+/* Where c's next answer goes: wbuf (the seed's kind: one at a time), or the
+ * tail of `out` (pipelined), grown as needed. NULL without memory (then c
+ * is marked broken and dropped by its wakeup). */
+static uint8_t *answer_slot(conn_t *c) {
+  if (!c->pipelined) {
+    c->writing = 1;
+    c->wpos = 0;
+    return c->wbuf;
+  }
+  if (c->out_len + ASR_KV_FRAME_LEN > c->out_cap) {
+    size_t cap = c->out_cap ? c->out_cap * 2 : 8 * ASR_KV_FRAME_LEN;
+    uint8_t *o = realloc(c->out, cap);
+    if (!o) {
+      c->broken = 1;
+      return NULL;
+    }
+    c->out = o;
+    c->out_cap = cap;
+  }
+  uint8_t *f = c->out + c->out_len;
+  c->out_len += ASR_KV_FRAME_LEN;
+  asr_kv_server_t *s = c->server;
+  unsigned unsent = (unsigned)((c->out_len - c->out_pos) / ASR_KV_FRAME_LEN);
+  if (unsent > s->st.unsent_peak) s->st.unsent_peak = unsent;
+  return f;
+}
+
+/* Queues an answer on c, with id when c is pipelined. */
+static void reply_id(conn_t *c, uint32_t id, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key,
+                     size_t klen, const uint8_t *val, size_t vlen) {
   asr_kv_msg_t m = {.opcode = opcode,
                     .vtype = vtype,
+                    .flags = c->pipelined ? ASR_KV_FLAG_ID : 0,
+                    .id = c->pipelined ? id : 0,
                     .aux = aux,
                     .key_len = (uint16_t)klen,
                     .val_len = (uint16_t)vlen,
                     .key = key,
                     .val = val};
-  asr_kv_frame_encode(c->wbuf, &m);
-  c->writing = 1;
-  c->wpos = 0;
+  uint8_t *f = answer_slot(c);
+  if (f) asr_kv_frame_encode(f, &m);
+}
+
+static void reply(conn_t *c, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key, size_t klen,
+                  const uint8_t *val, size_t vlen) {
+  reply_id(c, 0, opcode, vtype, aux, key, klen, val, vlen);
+}
+
+static void reply_error_v(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt,
+                          va_list ap) {
+  char msg[256];
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  if (n < 0) n = 0;
+  if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
+  asr_debug("kvs", "refusing a request on fd %d: %s", c->fd, msg);
+  reply_id(c, id, ASR_KV_OP_ERROR, 0, 0, NULL, 0, (const uint8_t *)msg, (size_t)n);
+  if (close_after) c->close_after = 1;
+  s->st.errors++;
 }
 
 static void reply_error(asr_kv_server_t *s, conn_t *c, int close_after, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void reply_error(asr_kv_server_t *s, conn_t *c, int close_after, const char *fmt, ...) {
-  char msg[256];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  reply_error_v(s, c, 0, close_after, fmt, ap);
   va_end(ap);
-  if (n < 0) n = 0;
-  if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
-  asr_debug("kvs", "refusing a request on fd %d: %s", c->fd, msg);
-  reply(c, ASR_KV_OP_ERROR, 0, 0, NULL, 0, (const uint8_t *)msg, (size_t)n);
-  c->close_after = close_after;
-  s->st.errors++;
 }
 
-/* Holds c's GET (its frame in c->rbuf, already checked) until its key is
- * set or `wait_ms` has passed: on the held list, ordered by that moment,
- * and in its key's waiters bucket. */
-static void hold(asr_kv_server_t *s, conn_t *c, const asr_kv_msg_t *m, uint32_t wait_ms, uint64_t now) {
-  list_remove(s, c);
-  c->last_ms = now + (wait_ms < HOLD_MAX_MS ? wait_ms : HOLD_MAX_MS);
-  c->key_hash = asr_kv_key_hash(m->key, m->key_len);
-  conn_t *after = s->held.tail; /* the waits are mostly alike: found near the tail */
-  while (after && after->last_ms > c->last_ms) after = after->prev;
-  c->list = LIST_HELD;
-  c->prev = after;
-  c->next = after ? after->next : s->held.head;
-  if (c->next)
-    c->next->prev = c;
-  else
-    s->held.tail = c;
-  if (after)
-    after->next = c;
-  else
-    s->held.head = c;
-  conn_t **b = &s->waiters[c->key_hash & (WAIT_BUCKETS - 1)];
-  c->wprev = NULL;
-  c->wnext = *b;
-  if (*b) (*b)->wprev = c;
-  *b = c;
-  s->st.held++;
+/* A pipelined refusal, by the request's id. */
+static void reply_error_id(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void reply_error_id(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt,
+                           ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  reply_error_v(s, c, id, close_after, fmt, ap);
+  va_end(ap);
 }
+
+/* Holds a GET (m, already checked) of c until its key is set or `wait_ms`
+ * has passed: on the held list, ordered by that moment, in its key's
+ * waiters bucket, and on c's chain. A connection of the seed's kind leaves
+ * the busy and idle lists meanwhile (LIST_HELD). Returns 0, or ASR_ENOMEM
+ * (nothing held). */
+static int hold(asr_kv_server_t *s, conn_t *c, const asr_kv_msg_t *m, uint32_t wait_ms, uint64_t now) {
+  held_t *h = calloc(1, sizeof *h);
+  if (!h) return ASR_ENOMEM;
+  h->c = c;
+  h->id = m->id;
+  h->vtype = m->vtype;
+  h->klen = m->key_len;
+  memcpy(h->key, m->key, m->key_len);
+  h->due_ms = now + (wait_ms < HOLD_MAX_MS ? wait_ms : HOLD_MAX_MS);
+  h->key_hash = asr_kv_key_hash(m->key, m->key_len);
+  held_t *after = s->held.tail; /* the waits are mostly alike: found near the tail */
+  while (after && after->due_ms > h->due_ms) after = after->prev;
+  h->prev = after;
+  h->next = after ? after->next : s->held.head;
+  if (h->next)
+    h->next->prev = h;
+  else
+    s->held.tail = h;
+  if (after)
+    after->next = h;
+  else
+    s->held.head = h;
+  held_t **b = &s->waiters[h->key_hash & (WAIT_BUCKETS - 1)];
+  h->wnext = *b;
+  if (*b) (*b)->wprev = h;
+  *b = h;
+  h->cnext = c->held;
+  if (c->held) c->held->cprev = h;
+  c->held = h;
+  c->nheld++;
+  s->st.held++;
+  if (c->pipelined && c->nheld > s->st.held_peak) s->st.held_peak = c->nheld;
+  if (!c->pipelined) {
+    list_remove(s, c);
+    c->list = LIST_HELD;
+  }
+  return 0;
+}
+
+static void want_pipe_events(asr_kv_server_t *s, conn_t *c);
 
 /* Answers a held GET: with e's value, or NOT_FOUND when e is NULL (its wait
- * is over). The response goes out when the socket is writable. */
-static void answer_held(asr_kv_server_t *s, conn_t *c, const asr_kv_entry_t *e, uint64_t now) {
-  asr_kv_msg_t m;
-  const char *why = NULL;
-  list_remove(s, c);
-  (void)asr_kv_frame_decode(c->rbuf, &m, &why); /* it was a valid GET when held */
-  if (e)
-    reply(c, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0, m.key,
-          m.key_len, e->val, e->vlen);
+ * is over), and frees h. The response goes out when the socket is writable. */
+static void answer_held(asr_kv_server_t *s, held_t *h, const asr_kv_entry_t *e, uint64_t now) {
+  conn_t *c = h->c;
+  if (e && c->pipelined && e->vlen > ASR_KV_VAL_MAX_ID)
+    reply_error_id(s, c, h->id, 0, "the value of %u bytes does not fit a frame with an id (at most %d)",
+                   e->vlen, ASR_KV_VAL_MAX_ID);
+  else if (e)
+    reply_id(c, h->id, h->vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, h->vtype, 0,
+             h->key, h->klen, e->val, e->vlen);
   else
-    reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+    reply_id(c, h->id, ASR_KV_OP_NOT_FOUND, h->vtype, 0, h->key, h->klen, NULL, 0);
+  held_free(s, h);
+  if (c->pipelined) {
+    want_pipe_events(s, c);
+  } else {
+    c->list = LIST_NONE;
+    want_events(s, c, ASR_LOOP_WRITE);
+  }
   touch(s, c, now);
-  want_events(s, c, ASR_LOOP_WRITE);
 }
 
 /* A SET of key: answers every GET held for it. Each answer is only queued
- * (answer_held: poll() sends it once the socket is writable), so no other
- * request is handled during the walk and the bucket cannot change under it. */
+ * (answer_held: the loop sends it once the socket is writable), so no other
+ * request is handled during the walk and the bucket cannot change under it
+ * except by the answers' own unlinking. */
 static void wake_waiters(asr_kv_server_t *s, const uint8_t *key, size_t klen, uint64_t now) {
   uint64_t h = asr_kv_key_hash(key, klen);
   const asr_kv_entry_t *e = asr_kv_table_get(&s->table, key, klen);
-  conn_t *c = s->waiters[h & (WAIT_BUCKETS - 1)];
-  while (c) {
-    conn_t *next = c->wnext;
-    asr_kv_msg_t m;
-    const char *why = NULL;
-    if (c->key_hash == h && asr_kv_frame_decode(c->rbuf, &m, &why) == 0 && m.key_len == klen &&
-        memcmp(m.key, key, klen) == 0) {
-      answer_held(s, c, e, now);
+  held_t *w = s->waiters[h & (WAIT_BUCKETS - 1)];
+  while (w) {
+    held_t *next = w->wnext;
+    if (w->key_hash == h && w->klen == klen && memcmp(w->key, key, klen) == 0) {
+      answer_held(s, w, e, now);
       s->st.woken++;
     }
-    c = next;
+    w = next;
   }
 }
 
 /* Answers NOT_FOUND to the held GETs whose wait is over. */
 static void expire_held(asr_kv_server_t *s, uint64_t now) {
-  while (s->held.head && s->held.head->last_ms <= now) answer_held(s, s->held.head, NULL, now);
+  while (s->held.head && s->held.head->due_ms <= now) answer_held(s, s->held.head, NULL, now);
 }
 
 /* Input on a held connection: its client hung up (drop it) or sent a frame
@@ -279,7 +424,8 @@ static int held_input(asr_kv_server_t *s, conn_t *c, uint64_t now) {
     drop(s, c);
     return CONN_DROPPED;
   }
-  list_remove(s, c);
+  while (c->held) held_free(s, c->held);
+  c->list = LIST_NONE;
   reply_error(s, c, 1, "a request arrived before the answer to the waiting GET");
   touch(s, c, now);
   want_events(s, c, ASR_LOOP_WRITE);
@@ -338,8 +484,9 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c, uint64_t now) {
       const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
       if (!e) {
         if (m.aux > 0) { /* it asked to wait for the key */
-          hold(s, c, &m, m.aux, now);
-          return 2;
+          if (hold(s, c, &m, m.aux, now) == 0) return 2;
+          reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+          return 0;
         }
         reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
         return 0;
@@ -363,7 +510,28 @@ static int handle_frame(asr_kv_server_t *s, conn_t *c, uint64_t now) {
 
 /* Moves bytes for c; returns 0, or CONN_DROPPED when c was dropped (and
  * freed). */
+static int pipe_io(asr_kv_server_t *s, conn_t *c, uint64_t now);
+
+/* The first frame of c, in rbuf, has the ID flag: from now on c is
+ * pipelined (kv_frame.h). Returns 0, or ASR_ENOMEM. */
+static int become_pipelined(asr_kv_server_t *s, conn_t *c) {
+  c->in = malloc(PIPE_IN_CAP);
+  if (!c->in) return ASR_ENOMEM;
+  memcpy(c->in, c->rbuf, ASR_KV_FRAME_LEN);
+  c->in_len = ASR_KV_FRAME_LEN;
+  c->rpos = 0;
+  c->pipelined = 1;
+  s->st.pipelined++;
+  return 0;
+}
+
+static int frame_has_id(const uint8_t *f) {
+  return memcmp(f + ASR_KV_OFF_MAGIC, "ASRK", 4) == 0 && f[ASR_KV_OFF_VERSION] == ASR_KV_VERSION &&
+         (f[ASR_KV_OFF_FLAGS] & ASR_KV_FLAG_ID);
+}
+
 static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+  if (c->pipelined) return pipe_io(s, c, now);
   if (c->list == LIST_HELD) return held_input(s, c, now);
   int frames = 0, moved = 0;
   for (;;) {
@@ -396,6 +564,14 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
       c->rpos += (size_t)n;
       moved = 1;
       if (c->rpos < ASR_KV_FRAME_LEN) continue;
+      if (frame_has_id(c->rbuf)) {
+        if (c->nframes == 0 && become_pipelined(s, c) == 0) return pipe_io(s, c, now);
+        c->nframes++;
+        s->st.frames++;
+        reply_error(s, c, 1, "a frame with an id on a connection without ids (kv_frame.h)");
+        continue;
+      }
+      c->nframes++;
       int hf = handle_frame(s, c, now);
       if (hf == 1) { /* END */
         drop(s, c);
@@ -419,6 +595,189 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
     drop(s, c);
     return CONN_DROPPED;
   }
+  if (moved) touch(s, c, now);
+  return 0;
+}
+
+/* --- pipelined connections -------------------------------------------------- */
+
+static unsigned unsent_frames(const conn_t *c) {
+  return (unsigned)((c->out_len - c->out_pos + ASR_KV_FRAME_LEN - 1) / ASR_KV_FRAME_LEN);
+}
+
+/* Whether c may be read: below both bounds (kv_server.h) and not closing. */
+static int pipe_can_read(const asr_kv_server_t *s, const conn_t *c) {
+  return !c->close_after && unsent_frames(c) < s->max_unsent && c->nheld < s->max_held;
+}
+
+static void want_pipe_events(asr_kv_server_t *s, conn_t *c) {
+  unsigned ev = 0;
+  if (pipe_can_read(s, c) && c->in_len < PIPE_IN_CAP) ev |= ASR_LOOP_READ;
+  if (c->out_pos < c->out_len) ev |= ASR_LOOP_WRITE;
+  want_events(s, c, ev);
+}
+
+/* One request of a pipelined connection. Every answer carries its id;
+ * a refused request is answered by id and the connection goes on, except
+ * for a frame without the ID flag or the magic (the stream is not ours, or
+ * lost its framing), after which the answers before it go out and the
+ * connection is closed. */
+static void pipe_frame(asr_kv_server_t *s, conn_t *c, const uint8_t *f, uint64_t now) {
+  asr_kv_msg_t m;
+  const char *why = NULL;
+  int has_id = 0;
+  uint32_t id = 0;
+  s->st.frames++;
+  c->nframes++;
+  int rc = asr_kv_frame_decode_id(f, &m, &why, &has_id, &id);
+  if (!has_id) {
+    reply_error_id(s, c, 0, 1, "malformed frame on a pipelined connection (no id): %s",
+                   rc ? why : "every frame of a pipelined connection has the ID flag");
+    return;
+  }
+  if (rc) {
+    reply_error_id(s, c, id, 0, "malformed frame: %s", why);
+    return;
+  }
+  if (!asr_kv_op_is_request(m.opcode)) {
+    reply_error_id(s, c, id, 0, "opcode %u (%s) is not a request", m.opcode, asr_kv_op_name(m.opcode));
+    return;
+  }
+  if (!asr_kv_secret_equal(m.secret, s->secret)) {
+    reply_error_id(s, c, id, 0,
+                   "wrong job secret: this KV server belongs to another job "
+                   "(check ASR_JOB_SECRET and the bootstrap port)");
+    return;
+  }
+  switch (m.opcode) {
+    case ASR_KV_OP_END: c->close_after = 1; return;
+    case ASR_KV_OP_SET: {
+      if (m.key_len == 0) {
+        reply_error_id(s, c, id, 0, "SET with an empty key");
+        return;
+      }
+      int trc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
+      if (trc == ASR_ENOSPACE) {
+        reply_error_id(s, c, id, 0,
+                       "KV table full: %zu keys and %zu bytes held (limits %zu keys, %zu bytes); "
+                       "raise the server's key/byte limits",
+                       s->table.count, s->table.bytes, s->table.max_keys, s->table.max_bytes);
+        return;
+      }
+      if (trc) {
+        reply_error_id(s, c, id, 0, "SET failed: %s", asr_strerror(trc));
+        return;
+      }
+      if (s->st.held) wake_waiters(s, m.key, m.key_len, now);
+      reply_id(c, id, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
+      return;
+    }
+    case ASR_KV_OP_GET: {
+      const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
+      if (!e) {
+        if (m.aux > 0 && hold(s, c, &m, m.aux, now) == 0) return; /* answered by id when it comes */
+        reply_id(c, id, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+        return;
+      }
+      if (e->vlen > ASR_KV_VAL_MAX_ID) {
+        reply_error_id(s, c, id, 0, "the value of %u bytes does not fit a frame with an id (at most %d)",
+                       e->vlen, ASR_KV_VAL_MAX_ID);
+        return;
+      }
+      reply_id(c, id, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0,
+               m.key, m.key_len, e->val, e->vlen);
+      return;
+    }
+    case ASR_KV_OP_LIST: {
+      const asr_kv_entry_t *e = asr_kv_table_at(&s->table, m.aux);
+      uint32_t total = (uint32_t)s->table.count;
+      if (!e)
+        reply_id(c, id, ASR_KV_OP_NOT_FOUND, 0, total, NULL, 0, NULL, 0);
+      else if (e->vlen > ASR_KV_VAL_MAX_ID)
+        reply_error_id(s, c, id, 0, "the value of %u bytes does not fit a frame with an id (at most %d)",
+                       e->vlen, ASR_KV_VAL_MAX_ID);
+      else
+        reply_id(c, id, ASR_KV_OP_LIST_ENTRY, e->vtype, total, e->key, e->klen, e->val, e->vlen);
+      return;
+    }
+    default: reply_error_id(s, c, id, 0, "unsupported opcode %u", m.opcode); return;
+  }
+}
+
+/* Handles the whole frames read so far, while the bounds allow. Returns
+ * how many it handled. */
+static int pipe_input(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+  size_t off = 0;
+  int n = 0;
+  while (c->in_len - off >= ASR_KV_FRAME_LEN && pipe_can_read(s, c) && !c->broken) {
+    pipe_frame(s, c, c->in + off, now);
+    off += ASR_KV_FRAME_LEN;
+    n++;
+  }
+  if (c->in_len - off >= ASR_KV_FRAME_LEN && !pipe_can_read(s, c) && !c->close_after) s->st.paused++;
+  if (off) {
+    memmove(c->in, c->in + off, c->in_len - off);
+    c->in_len -= off;
+  }
+  return n;
+}
+
+/* Moves bytes both ways for pipelined c: answers out (as many as one send
+ * takes), frames in (up to PIPE_IN_CAP a recv, PIPE_READS_PER_WAKEUP recvs
+ * a wakeup), each frame handled as it completes. Returns 0, or
+ * CONN_DROPPED when c was dropped (and freed). */
+static int pipe_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+  int reads = 0, moved = 0;
+  for (;;) {
+    int progressed = 0;
+    while (c->out_pos < c->out_len) {
+      ssize_t n = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos, MSG_NOSIGNAL);
+      if (n > 0) {
+        c->out_pos += (size_t)n;
+        progressed = moved = 1;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      drop(s, c);
+      return CONN_DROPPED;
+    }
+    if (c->out_pos == c->out_len) {
+      c->out_pos = c->out_len = 0;
+      if (c->out_cap > PIPE_OUT_KEEP) { /* a burst is over: give its memory back */
+        free(c->out);
+        c->out = NULL;
+        c->out_cap = 0;
+      }
+      if (c->close_after) {
+        drop(s, c);
+        return CONN_DROPPED;
+      }
+    }
+    if (pipe_input(s, c, now) > 0) progressed = 1;
+    if (c->broken) {
+      asr_warn("kvs", "dropping pipelined client fd %d: out of memory for its answers", c->fd);
+      drop(s, c);
+      return CONN_DROPPED;
+    }
+    if (pipe_can_read(s, c) && c->in_len < PIPE_IN_CAP && reads < PIPE_READS_PER_WAKEUP) {
+      ssize_t n = recv(c->fd, c->in + c->in_len, PIPE_IN_CAP - c->in_len, 0);
+      if (n > 0) {
+        c->in_len += (size_t)n;
+        reads++;
+        progressed = moved = 1;
+      } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        /* The client is gone (or broke off mid-frame): nothing it asked
+         * can be answered any more. */
+        drop(s, c);
+        return CONN_DROPPED;
+      } else if (errno == EINTR) {
+        progressed = 1;
+      }
+    }
+    if (!progressed) break;
+  }
+  want_pipe_events(s, c);
   if (moved) touch(s, c, now);
   return 0;
 }
@@ -483,7 +842,7 @@ static int next_timeout(asr_kv_server_t *s, uint64_t now) {
     if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left;
   }
   if (s->held.head) {
-    int left = s->held.head->last_ms > now ? (int)(s->held.head->last_ms - now) : 0;
+    int left = s->held.head->due_ms > now ? (int)(s->held.head->due_ms - now) : 0;
     if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left;
   }
   const conn_list_t *lists[2] = {&s->busy, &s->idle};
@@ -550,14 +909,11 @@ static void on_recheck(asr_loop_t *loop, asr_loop_async_t *a) {
   asr_kv_server_t *s = a->arg;
   pthread_mutex_lock(&s->lock);
   uint64_t now = asr_loop_now(loop);
-  for (conn_t *c = s->held.head, *next; c; c = next) {
-    next = c->next; /* answering takes c off the held list */
-    asr_kv_msg_t m;
-    const char *why = NULL;
-    if (asr_kv_frame_decode(c->rbuf, &m, &why) != 0) continue;
-    const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
+  for (held_t *h = s->held.head, *next; h; h = next) {
+    next = h->next; /* answering frees h, and only h */
+    const asr_kv_entry_t *e = asr_kv_table_get(&s->table, h->key, h->klen);
     if (!e) continue;
-    answer_held(s, c, e, now);
+    answer_held(s, h, e, now);
     s->st.woken++;
   }
   arm(s);
@@ -579,6 +935,8 @@ int asr_kv_server_new(const asr_kv_server_opts_t *opts, asr_kv_server_t **out, c
     s->max_clients = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : 64;
   s->stall_ms = o.stall_timeout_ms > 0 ? o.stall_timeout_ms : 5000;
   s->idle_ms = o.idle_timeout_ms > 0 ? o.idle_timeout_ms : 60000;
+  s->max_unsent = o.max_unsent > 0 ? (unsigned)o.max_unsent : 256;
+  s->max_held = o.max_held > 0 ? (unsigned)o.max_held : 1024;
   asr_kv_table_init(&s->table, o.max_keys ? o.max_keys : 65536, o.max_bytes ? o.max_bytes : 64u << 20);
   s->loop = o.loop;
   if (!s->loop) {
@@ -671,7 +1029,7 @@ void asr_kv_server_free(asr_kv_server_t *s) {
   asr_kv_server_stop_thread(s);
   while (s->busy.head) drop(s, s->busy.head);
   while (s->idle.head) drop(s, s->idle.head);
-  while (s->held.head) drop(s, s->held.head);
+  while (s->held.head) drop(s, s->held.head->c);
   assert(s->st.clients == 0); /* every connection was on one of the lists */
   asr_loop_timer_stop(s->loop, &s->timer);
   asr_loop_async_stop(s->loop, &s->recheck);

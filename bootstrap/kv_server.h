@@ -14,6 +14,19 @@
  * idle_timeout_ms, is dropped. No client can delay another: every socket
  * operation is non-blocking and each wakeup handles a bounded number of frames
  * per connection.
+ *
+ * Pipelined connections (kv_frame.h: the ID flag; the client is kv_conn.h)
+ * are read many frames per recv() and answered in any order, many frames per
+ * send(): a GET waiting for its key is held on its own, and the requests
+ * behind it on the same connection are answered at once. Two bounds keep
+ * one such connection from growing the server: while max_unsent answers
+ * wait to be sent on it, or max_held of its GETs are held, the server reads
+ * nothing more from it (the kernel's buffers, then the client, wait); and a
+ * connection whose answers wait while its client reads nothing for
+ * stall_timeout_ms is closed. So one connection holds at most max_unsent +
+ * max_held answer frames (each 1156 bytes) and max_held held GETs, and a
+ * client that stops reading delays no one else (every socket is
+ * non-blocking and each wakeup does a bounded amount for each connection).
  */
 #ifndef ASR_KV_SERVER_H
 #define ASR_KV_SERVER_H
@@ -36,6 +49,8 @@ typedef struct {
   int stall_timeout_ms;  /* 0 = 5000: mid-frame silence before a client is dropped */
   int idle_timeout_ms;   /* 0 = 60000: silence between frames before a client is dropped */
   int backlog;           /* 0 = 4096 (the kernel caps it at somaxconn) */
+  int max_unsent;        /* 0 = 256: a pipelined connection's unsent answers before it is not read */
+  int max_held;          /* 0 = 1024: a pipelined connection's held GETs before it is not read */
 } asr_kv_server_opts_t;
 
 typedef struct {
@@ -46,6 +61,10 @@ typedef struct {
   unsigned long stalled;  /* clients dropped by a timeout */
   unsigned held;          /* GETs held now, waiting for their key (kv_frame.h: aux) */
   unsigned long woken;    /* held GETs answered by a SET of their key */
+  unsigned pipelined;     /* pipelined connections open now (kv_frame.h: the ID flag) */
+  unsigned unsent_peak;   /* the most answer frames one connection ever had waiting to be sent */
+  unsigned held_peak;     /* the most GETs one pipelined connection ever had held */
+  unsigned long paused;   /* times a pipelined connection was not read because of a bound */
   size_t keys, bytes;
 } asr_kv_server_stats_t;
 

@@ -179,6 +179,8 @@
     "the directory of the KV election's lock files")                                                         \
   X(KV_TIMEOUT_MS, "ASR_KV_TIMEOUT_MS", MS, 1, 86399999, NULL, "120000", ASR_ENV_LIBASR | ASR_ENV_ASRKV,     \
     "deadline of a KV request and of a comm's rendezvous")                                                   \
+  X(KV_IDLE_MS, "ASR_KV_IDLE_MS", MS, 1, 86399999, NULL, "2000", ASR_ENV_LIBASR,                             \
+    "how long a service thread keeps a KV connection with nothing in flight before it closes it")            \
   X(DRAIN_TIMEOUT_MS, "ASR_DRAIN_TIMEOUT_MS", MS, 0, 86399999, NULL, "10000", ASR_ENV_LIBASR,                 \
     "how long closing a SEND comm or an LNC waits for the peers to take what was sent (0: no wait)")        \
   X(INJECT_MAX, "ASR_INJECT_MAX", BYTES, 0, 2147483647, NULL, NULL, ASR_ENV_LIBASR,                          \

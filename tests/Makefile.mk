@@ -13,6 +13,7 @@ UNIT_TESTS = \
 	tests/unit/test_env \
 	tests/unit/test_kv_frame \
 	tests/unit/test_kv_client \
+	tests/unit/test_kv_conn \
 	tests/unit/test_kv_server \
 	tests/unit/test_kv_elect \
 	tests/unit/test_asrkv_cli \
@@ -49,6 +50,8 @@ tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_client_SOURCES = tests/unit/test_kv_client.c
 tests_unit_test_kv_client_LDADD = $(TEST_LIBS)
+tests_unit_test_kv_conn_SOURCES = tests/unit/test_kv_conn.c tests/unit/kv_raw.h
+tests_unit_test_kv_conn_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_server_SOURCES = tests/unit/test_kv_server.c tests/unit/kv_raw.h
 tests_unit_test_kv_server_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_elect_SOURCES = tests/unit/test_kv_elect.c

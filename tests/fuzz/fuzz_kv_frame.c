@@ -11,6 +11,11 @@
  *  - the message is inside the limits decode promises (a known opcode, a
  *    vtype of 0 or 1, lengths within ASR_KV_KEY_MAX / ASR_KV_VAL_MAX, and
  *    pointers into the frame);
+ *  - with the ID flag, its id is the frame's bytes 1152..1155 and its value
+ *    at most ASR_KV_VAL_MAX_ID bytes; without it the id is 0; and the id
+ *    decode_id reports for a refused frame is the one a frame with the
+ *    magic, the version and the flag carries (a pipelined server refuses it
+ *    by that id);
  *  - it re-encodes, the new frame decodes to the same message, and encoding
  *    that one gives the same bytes again (one trip reaches a fixed point);
  *  - its key and value render into buffers of several sizes, each result
@@ -44,12 +49,37 @@ static void check_msg(const asr_kv_msg_t *m, const uint8_t *frame) {
                   m->val == frame + ASR_KV_OFF_VAL,
               "pointers outside the frame");
   FUZZ_ASSERT(strcmp(asr_kv_op_name(m->opcode), "UNKNOWN") != 0, "opcode %u has no name", m->opcode);
+  FUZZ_ASSERT((m->flags & ~ASR_KV_FLAG_ID) == 0, "flags %#x", m->flags);
+  if (m->flags & ASR_KV_FLAG_ID) {
+    uint32_t id = (uint32_t)frame[ASR_KV_OFF_ID] | ((uint32_t)frame[ASR_KV_OFF_ID + 1] << 8) |
+                  ((uint32_t)frame[ASR_KV_OFF_ID + 2] << 16) | ((uint32_t)frame[ASR_KV_OFF_ID + 3] << 24);
+    FUZZ_ASSERT(m->id == id, "id %u, the frame says %u", m->id, id);
+    FUZZ_ASSERT(m->val_len <= ASR_KV_VAL_MAX_ID, "value of %u bytes beside an id", m->val_len);
+  } else {
+    FUZZ_ASSERT(m->id == 0, "id %u without the flag", m->id);
+  }
+}
+
+/* A refused frame's id is reported exactly when it has the magic, the
+ * version and the flag. */
+static void check_refused_id(const uint8_t *frame) {
+  asr_kv_msg_t m;
+  int has = -1;
+  uint32_t id = 12345;
+  (void)asr_kv_frame_decode_id(frame, &m, NULL, &has, &id);
+  int want = memcmp(frame + ASR_KV_OFF_MAGIC, "ASRK", 4) == 0 &&
+             frame[ASR_KV_OFF_VERSION] == ASR_KV_VERSION && (frame[ASR_KV_OFF_FLAGS] & ASR_KV_FLAG_ID);
+  FUZZ_ASSERT(has == want, "has_id %d, expected %d", has, want);
+  uint32_t fid = (uint32_t)frame[ASR_KV_OFF_ID] | ((uint32_t)frame[ASR_KV_OFF_ID + 1] << 8) |
+                 ((uint32_t)frame[ASR_KV_OFF_ID + 2] << 16) | ((uint32_t)frame[ASR_KV_OFF_ID + 3] << 24);
+  FUZZ_ASSERT(id == (want ? fid : 0), "id %u reported", id);
 }
 
 static int same_msg(const asr_kv_msg_t *a, const asr_kv_msg_t *b) {
-  return a->opcode == b->opcode && a->vtype == b->vtype && a->aux == b->aux && a->key_len == b->key_len &&
-         a->val_len == b->val_len && memcmp(a->secret, b->secret, ASR_KV_SECRET_LEN) == 0 &&
-         memcmp(a->key, b->key, a->key_len) == 0 && memcmp(a->val, b->val, a->val_len) == 0;
+  return a->opcode == b->opcode && a->vtype == b->vtype && a->flags == b->flags && a->id == b->id &&
+         a->aux == b->aux && a->key_len == b->key_len && a->val_len == b->val_len &&
+         memcmp(a->secret, b->secret, ASR_KV_SECRET_LEN) == 0 && memcmp(a->key, b->key, a->key_len) == 0 &&
+         memcmp(a->val, b->val, a->val_len) == 0;
 }
 
 /* Encode, decode, encode: the message survives and the bytes settle. */
@@ -116,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     asr_kv_msg_t m;
     const char *why = NULL;
     int rc = asr_kv_frame_decode(frame, &m, &why);
+    check_refused_id(frame);
     if (rc != 0) {
       FUZZ_ASSERT(rc == ASR_EPROTO && why && *why, "decode failed with %s and no reason", asr_err_name(rc));
       continue;

@@ -95,7 +95,7 @@ TEST(frame_decode_rejects) {
       {ASR_KV_OFF_MAGIC, 'X', "magic"},         {ASR_KV_OFF_VERSION, 2, "version"},
       {ASR_KV_OFF_OPCODE, 0, "opcode"},         {ASR_KV_OFF_OPCODE, 4, "opcode"},
       {ASR_KV_OFF_OPCODE, 200, "opcode"},       {ASR_KV_OFF_VTYPE, 9, "value type"},
-      {ASR_KV_OFF_FLAGS, 1, "flags"},           {ASR_KV_OFF_KEYLEN, 144, "key length"},
+      {ASR_KV_OFF_FLAGS, 2, "flags"},           {ASR_KV_OFF_KEYLEN, 144, "key length"},
       {ASR_KV_OFF_KEYLEN + 1, 1, "key length"}, {ASR_KV_OFF_VALLEN, 0xc5 /* 965 = 0x3c5 */, NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -114,6 +114,59 @@ TEST(frame_decode_rejects) {
   ASSERT(!asr_kv_op_is_request(ASR_KV_OP_SET_ACK));
   ASSERT(asr_kv_op_is_response(ASR_KV_OP_NOT_FOUND));
   ASSERT_STREQ(asr_kv_op_name(ASR_KV_OP_GET_BINARY), "GET_BINARY");
+}
+
+/* The ID flag: the id sits in the last 4 bytes (little-endian), the value
+ * loses them, and a refused frame still tells its id when it has the magic,
+ * the version and the flag. */
+TEST(frame_id_field) {
+  uint8_t f[ASR_KV_FRAME_LEN], v[ASR_KV_VAL_MAX];
+  memset(v, 'v', sizeof v);
+  asr_kv_msg_t m = {.opcode = ASR_KV_OP_GET,
+                    .vtype = 1,
+                    .flags = ASR_KV_FLAG_ID,
+                    .id = 0xA1B2C3D4u,
+                    .key_len = 1,
+                    .key = (const uint8_t *)"k",
+                    .val_len = ASR_KV_VAL_MAX_ID,
+                    .val = v};
+  ASSERT_OK(asr_kv_frame_encode(f, &m));
+  ASSERT_EQ(ASR_KV_OFF_ID, ASR_KV_FRAME_LEN - 4);
+  ASSERT_EQ(f[ASR_KV_OFF_FLAGS], ASR_KV_FLAG_ID);
+  ASSERT_EQ(f[ASR_KV_OFF_ID], 0xD4);
+  ASSERT_EQ(f[ASR_KV_OFF_ID + 3], 0xA1);
+  ASSERT_EQ(f[ASR_KV_OFF_ID - 1], 'v'); /* the value runs up to the id */
+  asr_kv_msg_t out;
+  const char *why = NULL;
+  ASSERT_OK(asr_kv_frame_decode(f, &out, &why));
+  ASSERT_EQ(out.id, 0xA1B2C3D4u);
+  ASSERT_EQ(out.flags, ASR_KV_FLAG_ID);
+  ASSERT_EQ(out.val_len, ASR_KV_VAL_MAX_ID);
+  m.val_len = ASR_KV_VAL_MAX_ID + 1; /* the id's bytes are not the value's */
+  ASSERT_EQ(asr_kv_frame_encode(f, &m), ASR_ETOOBIG);
+  m.flags = 0; /* without the flag the whole field is the value's, and no id is written */
+  m.val_len = ASR_KV_VAL_MAX;
+  ASSERT_OK(asr_kv_frame_encode(f, &m));
+  ASSERT_OK(asr_kv_frame_decode(f, &out, &why));
+  ASSERT_EQ(out.id, 0);
+  ASSERT_EQ(out.val_len, ASR_KV_VAL_MAX);
+  /* a flagged frame claiming 961 bytes is refused, by id */
+  m.flags = ASR_KV_FLAG_ID;
+  m.val_len = 4;
+  ASSERT_OK(asr_kv_frame_encode(f, &m));
+  f[ASR_KV_OFF_VALLEN] = 0xc1, f[ASR_KV_OFF_VALLEN + 1] = 0x03; /* 961 */
+  int has = 0;
+  uint32_t id = 0;
+  ASSERT_EQ(asr_kv_frame_decode_id(f, &out, &why, &has, &id), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "with an id");
+  ASSERT_EQ(has, 1);
+  ASSERT_EQ(id, 0xA1B2C3D4u);
+  f[ASR_KV_OFF_MAGIC] = 'X'; /* no magic: no id to trust */
+  ASSERT_EQ(asr_kv_frame_decode_id(f, &out, &why, &has, &id), ASR_EPROTO);
+  ASSERT_EQ(has, 0);
+  ASSERT_EQ(id, 0);
+  m.flags = 0x02; /* reserved */
+  ASSERT_EQ(asr_kv_frame_encode(f, &m), ASR_EINVAL);
 }
 
 TEST(handle_key_layout) {

@@ -262,7 +262,7 @@ TEST(malformed_frames_refused_and_connection_closed) {
       {"key_len 0xffff", ASR_KV_OFF_KEYLEN, 0xff, ASR_KV_OFF_KEYLEN + 1, 0xff, "key length"},
       {"val_len 965", ASR_KV_OFF_VALLEN, 0xc5, ASR_KV_OFF_VALLEN + 1, 0x03, "value length"},
       {"val_len 0xffff", ASR_KV_OFF_VALLEN, 0xff, ASR_KV_OFF_VALLEN + 1, 0xff, "value length"},
-      {"flags 1", ASR_KV_OFF_FLAGS, 1, -1, 0, "flags"},
+      {"flags 2", ASR_KV_OFF_FLAGS, 2, -1, 0, "flags"},
       {"flags 0x80", ASR_KV_OFF_FLAGS, 0x80, -1, 0, "flags"},
       {"vtype 2", ASR_KV_OFF_VTYPE, 2, -1, 0, "value type"},
       {"vtype 255", ASR_KV_OFF_VTYPE, 255, -1, 0, "value type"},

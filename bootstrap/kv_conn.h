@@ -1,0 +1,116 @@
+/*
+ * kv_conn.h -- persistent, pipelined KV connections (beyond the seed, for
+ * scale: DESIGN.md §3; the seed's one-request-per-connection client is
+ * kv_client.h, and the server speaks both, kv_frame.h).
+ *
+ * A pool belongs to one thread and runs on its asr_loop (the runtime's
+ * service thread: one pool per LNC). It keeps at most one connection per KV
+ * server (ip:port) and multiplexes every request started on it over that
+ * connection: each frame carries the ID flag and a request id, many go out
+ * per send() and come in per recv(), and the server answers them in any
+ * order. A request is a GET, or a SET; what it promises is kv_client.h's:
+ *
+ *  - a GET's value callback runs exactly once, when its answer is parsed
+ *    and before the request is reported done; a request that fails never
+ *    calls it;
+ *  - a GET with retry asks the server to hold it until its key is set (at
+ *    most GET_WAIT_MS; kv_frame.h: aux) and asks again on NOT_FOUND, at
+ *    once after a held wait, after a backoff (1 ms doubling to 64 ms) after
+ *    an immediate one;
+ *  - every request has its own deadline (opts, else ASR_KV_TIMEOUT_MS): past
+ *    it the request fails with ASR_ETIMEDOUT and a message naming the key,
+ *    the server and the last reason, whatever its connection does.
+ *
+ * Faults. A connection that is refused, breaks, or is closed by the server
+ * (a restart, an elected server's process exiting) is opened again after a
+ * backoff of its own (1 ms doubling to 64 ms, reset by the first answer),
+ * and every request that was in flight on it is sent again on the new one,
+ * in its original order. An answer is matched to its request by id, and ids
+ * are never reused within a pool, so an answer to a request that already
+ * ended (timed out, was freed, or went out again) is dropped: no request is
+ * answered twice, and none is lost while its deadline lasts. (The keys a
+ * restarted server lost are published again by their owners: kv_host.c.)
+ *
+ * Bounds. At most ASR_KV_CONN_MAX_UNSENT frames wait in a connection's send
+ * buffer; further requests wait in its queue (no memory beyond the request
+ * itself). A connection with nothing in flight or queued is closed
+ * (with an END frame) after idle_ms, so LNCs x hosts sockets do not pile up.
+ *
+ * Ownership: the caller owns each asr_kv_call_t it starts and frees it with
+ * asr_kv_call_free, done or not (a pending one is cancelled: no callback
+ * runs after). asr_kv_pool_free requires every op to be freed first.
+ */
+#ifndef ASR_KV_CONN_H
+#define ASR_KV_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "asr_loop.h"
+#include "kv_client.h"
+
+#define ASR_KV_CONN_MAX_UNSENT 256 /* frames in a connection's send buffer */
+
+typedef struct asr_kv_pool asr_kv_pool_t;
+typedef struct asr_kv_call asr_kv_call_t;
+
+/* Called once when op ends (done or failed), after a GET's value callback.
+ * It may free op. */
+typedef void (*asr_kv_call_done_cb)(void *arg, asr_kv_call_t *op);
+
+typedef struct {
+  const uint8_t *secret; /* 32 bytes; NULL = this process's default (ASR_JOB_SECRET) */
+  int timeout_ms;        /* each request's deadline; 0 = ASR_KV_TIMEOUT_MS; <0 = none */
+  int idle_ms;           /* close an idle connection after this; 0 = ASR_KV_IDLE_MS */
+} asr_kv_pool_opts_t;
+
+typedef struct {
+  unsigned open;             /* connections open (or opening) now */
+  unsigned long connects;    /* connections opened (attempts that got through) */
+  unsigned long breaks;      /* connections lost with requests in flight or queued */
+  unsigned long idle_closes; /* connections closed for being idle */
+  unsigned long reissued;    /* requests sent again on a new connection */
+  unsigned long stale;       /* answers to no request in flight (dropped) */
+  unsigned long frames_out, frames_in;
+  unsigned long sends, recvs; /* system calls that moved bytes */
+} asr_kv_pool_stats_t;
+
+/* Makes a pool on loop (which must be run by the calling thread, the only
+ * one that may use the pool). errbuf gets the reason for ASR_ECONFIG (a bad
+ * ASR_JOB_SECRET, ASR_KV_TIMEOUT_MS or ASR_KV_IDLE_MS). */
+int asr_kv_pool_new(asr_loop_t *loop, const asr_kv_pool_opts_t *opts, asr_kv_pool_t **out, char *errbuf,
+                    size_t errlen);
+
+/* Closes every connection and frees p. Every op must have been freed. */
+void asr_kv_pool_free(asr_kv_pool_t *p);
+
+/* Starts a GET of key from ip:port (asr_kv_get_start's arguments). The frame
+ * goes out from the loop (with the others of this tick, in one send). */
+int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen, int vtype,
+                    int retry, asr_kv_get_cb cb, void *cb_arg, asr_kv_call_done_cb done, void *done_arg,
+                    asr_kv_call_t **out);
+
+/* Starts a SET of key -> val (vlen <= ASR_KV_VAL_MAX_ID). */
+int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen,
+                    const void *val, size_t vlen, int vtype, asr_kv_call_done_cb done, void *done_arg,
+                    asr_kv_call_t **out);
+
+/* Whether op ended; *rc gets its result (0, ASR_ENOTFOUND for a GET
+ * without retry, or the failure's code) once it has. */
+int asr_kv_call_done(const asr_kv_call_t *op, int *rc);
+
+/* One line saying why op failed ("" while it has not). */
+const char *asr_kv_call_error(const asr_kv_call_t *op);
+
+/* How many times op was sent again (NOT_FOUND, a lost connection). */
+unsigned asr_kv_call_retries(const asr_kv_call_t *op);
+
+/* Cancels op if pending and frees it. NULL is ignored. */
+void asr_kv_call_free(asr_kv_call_t *op);
+
+void asr_kv_pool_stats(const asr_kv_pool_t *p, asr_kv_pool_stats_t *st);
+
+/* How many of p's requests are pending (started, not ended, not freed). */
+unsigned asr_kv_pool_pending(const asr_kv_pool_t *p);
+
+#endif /* ASR_KV_CONN_H */
