@@ -55,7 +55,6 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   snprintf(c->peer_ip, sizeof c->peer_ip, "%s", peer_ip);
   atomic_init(&c->status, ASR_COMM_START_INIT);
   c->watch = -1;
-  c->kv_open_fd = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */
   for (int i = 0; i < ASR_RING; i++) {
@@ -76,8 +75,8 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
  *   error list instead, for asr_close);
  * - the stash ring is empty: the service thread's detach dropped what was
  *   stashed, and no post is taken once close is requested;
- * - its KV socket is out of the service thread's epoll set, whose events
- *   name the comm (detach freed the request, which unregisters it).
+ * - it has no KV request: the service thread's pool would call back into
+ *   freed memory (detach freed it, on that thread).
  * Not that every request is FREE: one the application posted and never
  * tested stays OFI_POSTED, and closing with it is allowed (seed §2 close).
  * With endpoint_closed none of this holds: asr_close frees comms as they
@@ -88,12 +87,13 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
     for (int i = 0; i < ASR_RING; i++) assert(!asr__ofi_op_owned(&c->ops[i]));
     assert(!asr__ofi_op_owned(&c->orecv.ctrl_op) && !asr__ofi_op_owned(&c->osend.ctrl_op));
     assert(atomic_load(&c->stash_head) == atomic_load(&c->stash_tail));
-    assert(!c->kv_io.active);
+    assert(!c->kv_req);
   }
 #else
   (void)endpoint_closed;
 #endif
-  if (c->kv_req) asr_kv_req_free(c->kv_req);
+  /* asr_close: the service thread has stopped, so its pool may be touched */
+  if (c->kv_req) asr_kv_call_free(c->kv_req);
   /* out of asr_forget's sight before its entries go */
   pthread_mutex_lock(&c->ctx->mr_mutex);
   if (c->mr_listed) {

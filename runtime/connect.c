@@ -23,10 +23,30 @@
  * in a full mesh these GETs, all started in the same tick, were a third of
  * every KV connection made. If the asking comm fails or is closed, the next
  * comm that needs the name asks.
+ *
+ * Beyond the seed, for scale (DESIGN.md §3): a comm's KV requests are not
+ * connections of their own (the seed's kv_store_make_progress opens one
+ * per request) but requests on the service thread's pool (ctx->kv,
+ * kv_conn.h), one pipelined connection per KV server. The seed's states
+ * and their order are unchanged; what changes is what a wait costs:
+ *  - every frame started in one tick, by all of the LNC's comms, goes out
+ *    in one send() when the tick ends, and their answers come back many to
+ *    a recv(), in whatever order the server answers them (a held GET when
+ *    its SET arrives, the others at once); a comm waits only for its own
+ *    answer (on_kv_done), never behind another's;
+ *  - a RECV comm passes WAIT_FOR_NET_HANDLE_SET without waiting for its
+ *    SET's answer (the one round trip a comm waited on that no one else
+ *    needs: the sender's GET is held by the server until the SET lands, and
+ *    the SET goes ahead of anything later on the same connection); the
+ *    answer is collected in NET_CONNECT, and a failed SET still fails the
+ *    comm there, as the seed's WAIT_FOR_NET_HANDLE_SET would;
+ *  - a connection lost mid-rendezvous (a server restart, the elected
+ *    server's process exiting) is opened again and its pending requests go
+ *    out again, each under its own deadline, so a comm never sees the break
+ *    unless the deadline passes.
  */
 #include "config.h"
 
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +83,7 @@ static int fail(struct asr_comm *c, const char *fmt, ...) {
   asr_error("svc", "lnc %d %s comm to %s/lnc %d: %s", c->lnc, c->type == ASR_SEND_COMM ? "SEND" : "RECV",
             c->peer_ip, c->peer_lnc, c->err);
   if (c->kv_req) {
-    asr_kv_req_free(c->kv_req);
+    asr_kv_call_free(c->kv_req);
     c->kv_req = NULL;
   }
   asr__peer_host_forget(c->ctx, c);
@@ -71,65 +91,35 @@ static int fail(struct asr_comm *c, const char *fmt, ...) {
   return 1;
 }
 
-/* The sockets of the queue heads' KV requests are watched on the service
- * thread's loop, each for what its request waits on, so that neither
- * finding the heads that can move nor sleeping until one can costs a pass
- * over every socket: with a 64-rank mesh (16 processes x 4 LNCs on 2 CPUs,
- * about 126 requests in flight per LNC) polling them all was half of every
- * service thread's time. A socket leaves the loop before its request closes
- * it (kv_client's socket callback), so a socket number reused for another
- * never inherits a watch. */
-
-static void kv_unwatch(struct asr_comm *c) { asr_loop_io_stop(c->ctx->loop, &c->kv_io); }
-
-/* kv_client's socket callback (asr_kv_req_watch_fd). */
-static void comm_kv_fd(void *arg, int fd, int open) {
-  struct asr_comm *c = arg;
-  if (open) {
-    c->kv_open_fd = fd;
-    return;
-  }
-  if (c->kv_io.active && c->kv_io.fd == fd) kv_unwatch(c);
-  if (c->kv_open_fd == fd) c->kv_open_fd = -1;
-}
-
-/* Every KV request a comm starts is handed to this right away. */
-static void kv_watch(struct asr_comm *c) { asr_kv_req_watch_fd(c->kv_req, comm_kv_fd, c); }
-
-static void on_kv_ready(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
-  (void)loop, (void)events;
-  ((struct asr_comm *)io->arg)->kv_ready = 1;
+/* The context's pool (kv_conn.h) calls this when a comm's request ends:
+ * the comm can move on its next tick (seed §4: *done is what the connect
+ * machine waits on in each WAIT_FOR_* state). */
+static void on_kv_done(void *arg, asr_kv_call_t *call) {
+  (void)call;
+  ((struct asr_comm *)arg)->kv_ready = 1;
 }
 
 int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
-  if (!c->kv_req)
-    return c->retry_at_ms > now ? (int)(c->retry_at_ms - now < 50 ? c->retry_at_ms - now : 50) : 0;
-  struct pollfd one;
-  int t = asr_kv_req_pollfd_at(c->kv_req, now, &one);
-  if (t == 0) return 0;
-  if (one.fd < 0) { /* a backoff: its timer only */
-    kv_unwatch(c);
-    return t;
-  }
-  if (one.fd != c->kv_open_fd) return 0; /* a socket we were not told of: step it */
-  unsigned ev = (one.events & POLLIN ? ASR_LOOP_READ : 0) | (one.events & POLLOUT ? ASR_LOOP_WRITE : 0);
-  if (c->kv_io.active && c->kv_io.fd == one.fd) return asr_loop_io_set(ctx->loop, &c->kv_io, ev) == 0 ? t : 0;
-  kv_unwatch(c);
-  if (asr_loop_io_start(ctx->loop, &c->kv_io, one.fd, ev, on_kv_ready, c) != 0) return 0;
-  return t;
+  (void)ctx;
+  int wait = c->retry_at_ms > now ? (int)(c->retry_at_ms - now < 50 ? c->retry_at_ms - now : 50) : 0;
+  if (!c->kv_req || asr_kv_call_done(c->kv_req, NULL)) return c->kv_req ? 0 : wait;
+  /* Waiting for an answer, which sets kv_ready when it comes; a RECV comm
+   * in NET_CONNECT (a SET of its handle on the way) also looks for its
+   * sender on its own timer. */
+  return atomic_load(&c->status) == ASR_COMM_NET_CONNECT ? wait : -1;
 }
 
-/* Pumps the comm's KV request once. Returns 1 done, 0 not yet, or the
+/* Looks at the comm's KV request. Returns 1 done, 0 not yet, or the
  * request's negative ASR_E* code when it failed (the comm failed with it). */
 static int pump_kv(struct asr_comm *c, int *made) {
-  int done = 0;
-  int rc = asr_kv_progress(c->kv_req, &done, made);
-  if (!done) return 0;
+  int rc = 0;
+  if (!asr_kv_call_done(c->kv_req, &rc)) return 0;
+  *made = 1;
   if (rc) {
-    fail(c, "rendezvous failed: %s", asr_kv_req_error(c->kv_req));
+    fail(c, "rendezvous failed: %s", asr_kv_call_error(c->kv_req));
     return rc;
   }
-  asr_kv_req_free(c->kv_req);
+  asr_kv_call_free(c->kv_req);
   c->kv_req = NULL;
   return 1;
 }
@@ -159,10 +149,9 @@ static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)
     return fail(c, "cannot build the handle key (host name '%s')", ctx->hostname);
   c->handle_len = 0;
-  int rc = asr_kv_get_start(c->peer_ip, ctx->port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1, send_cb, c, NULL,
-                            &c->kv_req);
+  int rc = asr_kv_pool_get(ctx->kv, c->peer_ip, ctx->port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1, send_cb,
+                           c, on_kv_done, c, &c->kv_req);
   if (rc) return fail(c, "cannot start the handle GET: %s", asr_strerror(rc));
-  kv_watch(c);
   return 0;
 }
 
@@ -253,30 +242,34 @@ static int start_handle_set(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
     return ASR_EINVAL;
   c->kv_epoch = asr__kv_host_epoch();
-  int rc = asr_kv_set_start("127.0.0.1", ctx->port, key, sizeof key, c->net_handle, ASR_KV_NET_HANDLE_LEN,
-                            ASR_KV_VTYPE_BINARY, NULL, &c->kv_req);
-  if (rc == 0) kv_watch(c);
-  return rc;
+  return asr_kv_pool_set(ctx->kv, "127.0.0.1", ctx->port, key, sizeof key, c->net_handle,
+                         ASR_KV_NET_HANDLE_LEN, ASR_KV_VTYPE_BINARY, on_kv_done, c, &c->kv_req);
 }
 
 /* Beyond the seed: a RECV comm waiting for its sender publishes its handle
  * again when the host's KV server changed since it did (kv_host.c: a new
  * leader took over, and the old one's keys may be gone with it), so that a
- * sender that comes later still finds it. A failure here is not the comm's:
- * a sender that has the handle can still connect. */
-static void republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
+ * sender that comes later still finds it. A failure of such a republish is
+ * not the comm's: a sender that has the handle can still connect. It also
+ * collects the answer to the handle's first SET, which the comm did not
+ * wait for (WAIT_FOR_NET_HANDLE_SET, below): that one's failure fails the
+ * comm, as in the seed. Returns 1 when the comm failed. */
+static int republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
   if (c->kv_req) {
-    int done = 0;
-    int rc = asr_kv_progress(c->kv_req, &done, made);
-    if (!done) return;
+    int rc = 0;
+    if (!asr_kv_call_done(c->kv_req, &rc)) return 0;
+    *made = 1;
+    if (rc && c->kv_first_publish) /* the seed's WAIT_FOR_NET_HANDLE_SET would have failed the comm */
+      return fail(c, "rendezvous failed: %s", asr_kv_call_error(c->kv_req));
     if (rc)
       asr_warn("svc", "lnc %d RECV comm from %s/lnc %d: cannot publish its handle on the new KV server: %s",
-               c->lnc, c->peer_ip, c->peer_lnc, asr_kv_req_error(c->kv_req));
-    asr_kv_req_free(c->kv_req);
+               c->lnc, c->peer_ip, c->peer_lnc, asr_kv_call_error(c->kv_req));
+    asr_kv_call_free(c->kv_req);
     c->kv_req = NULL;
-    return;
+    c->kv_first_publish = 0;
+    return 0;
   }
-  if (c->kv_epoch == asr__kv_host_epoch()) return;
+  if (c->kv_epoch == asr__kv_host_epoch()) return 0;
   asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: the KV server changed; publishing its handle again",
             c->lnc, c->peer_ip, c->peer_lnc);
   int rc = start_handle_set(ctx, c);
@@ -284,6 +277,7 @@ static void republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
     asr_warn("svc", "lnc %d RECV comm from %s/lnc %d: cannot publish its handle again: %s", c->lnc,
              c->peer_ip, c->peer_lnc, asr_strerror(rc));
   *made = 1;
+  return 0;
 }
 
 static asr_peer_host_t *peer_host_find(asr_ctx_t *ctx, const char *ip) {
@@ -331,10 +325,9 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       }
       if (h) h->owner = c;
       c->hostname_len = 0;
-      int rc = asr_kv_get_start(c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
-                                ASR_KV_VTYPE_TEXT, 1, recv_cb, c, NULL, &c->kv_req);
+      int rc = asr_kv_pool_get(ctx->kv, c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
+                               ASR_KV_VTYPE_TEXT, 1, recv_cb, c, on_kv_done, c, &c->kv_req);
       if (rc) return fail(c, "cannot start the hostname GET: %s", asr_strerror(rc));
-      kv_watch(c);
       asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
       return 1;
     }
@@ -368,13 +361,24 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     case ASR_COMM_WAIT_FOR_NET_HANDLE_SET: {
+      /* Beyond the seed: the SET is on its way down the pipelined
+       * connection, ahead of anything this comm sends later, and nothing
+       * this comm does next needs its answer -- the sender's GET is what
+       * waits for the handle, held by the server until the SET lands. So
+       * the comm goes on to NET_CONNECT at once and collects the answer
+       * there (republish_step), failing as the seed would if the SET did. */
+      if (c->kv_req && !asr_kv_call_done(c->kv_req, NULL)) {
+        c->kv_first_publish = 1;
+        asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
+        return 1;
+      }
       int r = pump_kv(c, &made);
       if (r <= 0) return made || r < 0;
       asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
       return 1;
     }
     case ASR_COMM_NET_CONNECT: {
-      republish_step(ctx, c, &made);
+      if (republish_step(ctx, c, &made)) return 1;
       int ready = 0;
       int rc = ctx->accept_cq_rc; /* connect_comms read the CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
@@ -382,9 +386,10 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       if (!ready) return wait_a_little(c) || made;
       if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
         return fail(c, "the peer process exited while connecting");
-      if (c->kv_req) { /* a republish in flight: the handle is not needed any more */
-        asr_kv_req_free(c->kv_req);
+      if (c->kv_req) { /* a SET in flight: the handle is not needed any more (its answer is dropped) */
+        asr_kv_call_free(c->kv_req);
         c->kv_req = NULL;
+        c->kv_first_publish = 0;
       }
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
       return 1;

@@ -118,6 +118,12 @@ int asr_init(int lnc) {
               asr_strerror(lrc));
     goto err_mr;
   }
+  /* The service thread's KV connections (made here, used only there). */
+  lrc = asr_kv_pool_new(ctx->loop, NULL, &ctx->kv, err, sizeof err);
+  if (lrc != 0) {
+    asr_error("svc", "asr_init(lnc %d): %s", lnc, lrc == ASR_ECONFIG ? err : asr_strerror(lrc));
+    goto err_loop;
+  }
   pthread_mutex_init(&ctx->task_mutex, NULL);
   pthread_cond_init(&ctx->detach_cv, NULL);
   pthread_mutex_init(&ctx->comms_mutex, NULL);
@@ -154,6 +160,8 @@ err_sync:
   pthread_mutex_destroy(&ctx->comms_mutex);
   pthread_cond_destroy(&ctx->detach_cv);
   pthread_mutex_destroy(&ctx->task_mutex);
+  asr_kv_pool_free(ctx->kv);
+err_loop:
   asr_loop_free(ctx->loop);
 err_mr:
   asr__ofi_mr_dereg(ctx->flush_mr);
@@ -239,7 +247,8 @@ int asr_close(int lnc) {
   pthread_mutex_destroy(&ctx->comms_mutex);
   pthread_cond_destroy(&ctx->detach_cv);
   pthread_mutex_destroy(&ctx->task_mutex);
-  asr_loop_free(ctx->loop); /* every source on it was stopped (asserted in debug builds) */
+  asr_kv_pool_free(ctx->kv); /* every comm's request went with its comm */
+  asr_loop_free(ctx->loop);  /* every source on it was stopped (asserted in debug builds) */
   asr__ofi_mr_dereg(ctx->flush_mr);
   asr__ofi_close(&ctx->ofi);
   asr__kv_host_leave();
@@ -319,7 +328,7 @@ found:
   asr__drain_detached(ctx, c);
   asr__peer_host_forget(ctx, c);
   if (c->kv_req) {
-    asr_kv_req_free(c->kv_req);
+    asr_kv_call_free(c->kv_req);
     c->kv_req = NULL;
   }
   /* Stashed requests of a closing comm will never be posted: release their work units. */
@@ -498,7 +507,7 @@ void *asr__svc_main(void *arg) {
       for (struct asr_comm *c = q->head, *n; c; c = n) {
         n = c->next;
         if (c->kv_req) {
-          asr_kv_req_free(c->kv_req);
+          asr_kv_call_free(c->kv_req);
           c->kv_req = NULL;
         }
         snprintf(c->err, sizeof c->err, "LNC %d closed while connecting", ctx->lnc);

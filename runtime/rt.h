@@ -21,6 +21,7 @@
 #include "asr.h"
 #include "asr_loop.h"
 #include "kv_client.h"
+#include "kv_conn.h"
 #include "kv_keys.h"
 #include "ofi.h"
 
@@ -91,7 +92,7 @@ struct asr_comm {
   _Atomic int status; /* asr_comm_status_t */
 
   /* rendezvous (service thread only) */
-  asr_kv_req_t *kv_req;
+  asr_kv_call_t *kv_req; /* on the context's pool (ctx->kv) */
   uint8_t net_handle[ASR_KV_NET_HANDLE_LEN];
   uint8_t peer_hostname[ASR_KV_HOSTNAME_LEN];
   int handle_len, hostname_len;
@@ -99,9 +100,8 @@ struct asr_comm {
   uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on ASR_EAGAIN after this */
   uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about ASR_EAGAIN after this */
   uint64_t connect_timeout_ms;  /* NET_CONNECT (SEND): ASR_KV_TIMEOUT_MS when it began */
-  int kv_ready;                 /* the comm can move this tick (its socket is ready: connect.c) */
-  int kv_open_fd;               /* kv_req's open socket, as it reported it, or -1 */
-  asr_loop_io_t kv_io;          /* that socket on the service thread's loop, while the comm waits on it */
+  int kv_ready;                 /* the comm can move this tick (its KV answer came: connect.c) */
+  int kv_first_publish;         /* RECV: kv_req is its handle's first SET, not yet answered */
   unsigned wait_ms;             /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
   unsigned kv_epoch;            /* RECV: asr__kv_host_epoch() when the handle was published */
 
@@ -196,7 +196,8 @@ typedef struct asr_ctx {
   uint16_t port;
   pthread_t thread;
 
-  asr_loop_t *loop; /* the service thread's (its KV sockets, its peers' exits, its wakeups) */
+  asr_loop_t *loop;  /* the service thread's (its KV sockets, its peers' exits, its wakeups) */
+  asr_kv_pool_t *kv; /* the service thread's KV connections, one per server (kv_conn.h) */
 
   pthread_mutex_t task_mutex; /* guards everything up to detach_cv */
   int task_n;
@@ -268,11 +269,10 @@ static inline void asr__ctx_wake(asr_ctx_t *ctx) { asr_loop_wake(ctx->loop); }
  * by the next comm that needs it (connect.c). */
 void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c);
 
-/* Whether queue head c can move this tick without a socket event, bringing
- * the loop's watch of its KV socket in line with what the request waits on
- * (connect.c). Returns 0 when it can move now, else the ms until its timer,
- * or -1 when only its socket can make it move (then c->kv_ready is set by
- * the loop when it is ready). */
+/* Whether queue head c can move this tick without an event (connect.c).
+ * Returns 0 when it can move now, else the ms until its timer, or -1 when
+ * only its KV answer can make it move (then c->kv_ready is set when the
+ * answer comes). */
 int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now);
 
 /* Service thread entry (context.c). */
