@@ -242,7 +242,7 @@ static int start_handle_set(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
     return ASR_EINVAL;
   c->kv_epoch = asr__kv_host_epoch();
-  return asr_kv_pool_set(ctx->kv, "127.0.0.1", ctx->port, key, sizeof key, c->net_handle,
+  return asr_kv_pool_set(ctx->kv, asr__kv_host_ip(), ctx->port, key, sizeof key, c->net_handle,
                          ASR_KV_NET_HANDLE_LEN, ASR_KV_VTYPE_BINARY, on_kv_done, c, &c->kv_req);
 }
 

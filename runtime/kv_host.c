@@ -42,6 +42,12 @@
 static pthread_mutex_t host_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int users;
 static uint16_t host_port;
+/* Where this process reaches its host's KV server: the seed's 127.0.0.1,
+ * or ASR_KV_BIND when an elected server listens on that address only (two
+ * "hosts" on one machine's loopback addresses, as tests/bench/asr_bench -H
+ * runs them, each serving its own). Written at the first join, before any
+ * comm can ask (asr_init joins before it starts the service thread). */
+static char host_ip[64] = "127.0.0.1";
 static char host_name[ASR_KV_HOSTNAME_LEN];
 static asr_kv_server_t *server;
 static int lock_fd = -1;
@@ -54,6 +60,8 @@ static atomic_int watcher_stop;
 static atomic_uint server_epoch;
 
 unsigned asr__kv_host_epoch(void) { return atomic_load(&server_epoch); }
+
+const char *asr__kv_host_ip(void) { return host_ip; }
 
 /* Starts serving after winning the lock. Called with host_mutex held. */
 static int serve_locked(char *errbuf, size_t errlen) {
@@ -142,7 +150,11 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
     host_port = port;
     snprintf(host_name, sizeof host_name, "%s", hostname);
     int external = 0; /* ASR_KV_SERVER: auto (0) or external (1) */
+    const char *bind = NULL;
     rc = asr_env_word(ASR_ENV_KV_SERVER, &external, errbuf, errlen);
+    if (rc == 0) rc = asr_env_str(ASR_ENV_KV_BIND, &bind, errbuf, errlen);
+    int one_addr = rc == 0 && !external && bind && *bind && strcmp(bind, "0.0.0.0") != 0;
+    snprintf(host_ip, sizeof host_ip, "%s", one_addr ? bind : "127.0.0.1");
     if (rc == 0 && !external) {
       int fd = -1;
       rc = asr_kv_elect_try(port, host_name, &fd, errbuf, errlen);
@@ -165,7 +177,7 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
   pthread_mutex_unlock(&host_mutex);
   if (rc) return rc;
   /* Seed "hostname" on our host's server (waits for it to answer). */
-  rc = asr_kv_seed_hostname("127.0.0.1", port, hostname, NULL, errbuf, errlen);
+  rc = asr_kv_seed_hostname(host_ip, port, hostname, NULL, errbuf, errlen);
   if (rc) asr__kv_host_leave();
   return rc;
 }

@@ -350,5 +350,8 @@ int asr__kv_host_join(uint16_t port, const char *hostname, char *errbuf, size_t 
 void asr__kv_host_leave(void);
 /* Moves each time this process sees its host's KV server change (kv_host.c). */
 unsigned asr__kv_host_epoch(void);
+/* The address of this host's KV server for this process's own requests:
+ * 127.0.0.1, or ASR_KV_BIND when that names one address (kv_host.c). */
+const char *asr__kv_host_ip(void);
 
 #endif /* ASR_RT_H */
