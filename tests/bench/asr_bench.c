@@ -3,7 +3,7 @@
  * the time to connect a full mesh, and the small-message rate with all 128
  * requests of a comm in flight (pingpong's -w stops at 120).
  *
- *   asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-l LNC0] [-t TIMEOUT_S]
+ *   asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-H HOSTS] [-l LNC0] [-t TIMEOUT_S]
  *   asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]
  *
  * mesh: forks RANKS / LNCS_PER_PROC processes (default 16 ranks, 1 LNC per
@@ -19,6 +19,14 @@
  *   mesh RANKS PROCS init_ms connected_ms
  * (init_ms: until the last asr_init returned; connected_ms: until all were
  * connected, both from the start).
+ *
+ * With -H HOSTS (default 1) the ranks are split evenly over HOSTS "hosts"
+ * on this machine's loopback addresses 127.0.0.1, 127.0.0.2, ...: host h
+ * holds ranks h*P .. h*P+P-1 (P = RANKS / HOSTS, LNC LNC0 + r % P), and its
+ * processes take ASR_IF_ADDR = ASR_KV_BIND = 127.0.0.(h+1), ASR_HOSTNAME
+ * asr-bench-h<h> and ASR_KV_LOCK_DIR <dir>/h<h>, so each host elects a KV
+ * server of its own. This is how a mesh gets past one host's 128 LNCs
+ * (ASR_MAX_LNC): 192 ranks = 2 hosts x 96 LNCs.
  *
  * rate: two ranks (LNC0 and LNC0 + 1, one process each), the pattern of
  * pingpong's rate mode: rank 0 posts WINDOW (default 128) 8-byte sends on one
@@ -38,14 +46,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "asr.h"
 #include "asr_launch.h"
 
 typedef struct {
-  int ranks, per_proc, lnc0, window, iters;
+  int ranks, per_proc, lnc0, window, iters, hosts;
   uint64_t t0;
 } bench_opts_t;
+
+/* Rank r's host (-H), LNC and address. */
+static int rank_host(const bench_opts_t *o, int r) { return r / (o->ranks / o->hosts); }
+static int rank_lnc(const bench_opts_t *o, int r) { return o->lnc0 + r % (o->ranks / o->hosts); }
+static void rank_ip(const bench_opts_t *o, int r, char *ip, size_t cap) {
+  snprintf(ip, cap, "127.0.0.%d", rank_host(o, r) + 1);
+}
+
+/* A process of host h (-H above 1): its address, KV server and lock dir. */
+static int join_host(const bench_opts_t *o, int first_rank) {
+  if (o->hosts <= 1) return 0;
+  int h = rank_host(o, first_rank);
+  char ip[32], name[32], dir[4096];
+  rank_ip(o, first_rank, ip, sizeof ip);
+  snprintf(name, sizeof name, "asr-bench-h%d", h);
+  const char *base = getenv("ASR_KV_LOCK_DIR");
+  snprintf(dir, sizeof dir, "%s/h%d", base && *base ? base : "/tmp", h);
+  (void)mkdir(dir, 0700); /* EEXIST: another process of the host made it */
+  if (setenv("ASR_IF_ADDR", ip, 1) || setenv("ASR_KV_BIND", ip, 1) || setenv("ASR_HOSTNAME", name, 1) ||
+      setenv("ASR_KV_LOCK_DIR", dir, 1))
+    return -1;
+  return 0;
+}
 
 static int wait_req(asr_request_t *r, size_t *got) {
   int done = 0;
@@ -67,10 +99,11 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
   const bench_opts_t *o = arg;
   int R = o->ranks, L = o->per_proc, first = proc * L;
   (void)nprocs;
+  if (join_host(o, first)) return 1;
   for (int i = 0; i < L; i++) {
-    int st = asr_init(o->lnc0 + first + i);
+    int st = asr_init(rank_lnc(o, first + i));
     if (st) {
-      fprintf(stderr, "asr_bench mesh: asr_init(%d): %s\n", o->lnc0 + first + i, asr_strerror(st));
+      fprintf(stderr, "asr_bench mesh: asr_init(%d): %s\n", rank_lnc(o, first + i), asr_strerror(st));
       return 1;
     }
   }
@@ -82,8 +115,10 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
     int me = first + i, k = i * per;
     for (int q = 0; q < R; q++) {
       if (q == me) continue;
-      int st = asr_connect(o->lnc0 + me, "127.0.0.1", o->lnc0 + q, &sc[k]);
-      if (!st) st = asr_accept(o->lnc0 + me, "127.0.0.1", o->lnc0 + q, &rc[k]);
+      char ip[32];
+      rank_ip(o, q, ip, sizeof ip);
+      int st = asr_connect(rank_lnc(o, me), ip, rank_lnc(o, q), &sc[k]);
+      if (!st) st = asr_accept(rank_lnc(o, me), ip, rank_lnc(o, q), &rc[k]);
       if (st) {
         fprintf(stderr, "asr_bench mesh: rank %d to %d: %s\n", me, q, asr_strerror(st));
         return 1;
@@ -145,10 +180,10 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
   asr_tensor_free(rbuf);
   /* process 0 (most often the KV leader: it was forked first) goes last */
   if (proc != 0)
-    for (int i = 0; i < L; i++) asr_close(o->lnc0 + first + i);
+    for (int i = 0; i < L; i++) asr_close(rank_lnc(o, first + i));
   if (launch_barrier() != 0) return 1;
   if (proc == 0)
-    for (int i = 0; i < L; i++) asr_close(o->lnc0 + first + i);
+    for (int i = 0; i < L; i++) asr_close(rank_lnc(o, first + i));
   free(sc);
   free(rc);
   free(sq);
@@ -222,14 +257,16 @@ static int rate_rank(int rank, int nranks, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  bench_opts_t o = {.ranks = 16, .per_proc = 1, .lnc0 = 0, .window = ASR_MAX_REQUESTS, .iters = 1000};
+  bench_opts_t o = {
+      .ranks = 16, .per_proc = 1, .lnc0 = 0, .window = ASR_MAX_REQUESTS, .iters = 1000, .hosts = 1};
   const char *mode = NULL;
   int timeout_s = 300, opt;
-  while ((opt = getopt(argc, argv, "m:R:L:l:w:n:t:h")) != -1) {
+  while ((opt = getopt(argc, argv, "m:R:L:H:l:w:n:t:h")) != -1) {
     switch (opt) {
       case 'm': mode = optarg; break;
       case 'R': o.ranks = atoi(optarg); break;
       case 'L': o.per_proc = atoi(optarg); break;
+      case 'H': o.hosts = atoi(optarg); break;
       case 'l': o.lnc0 = atoi(optarg); break;
       case 'w': o.window = atoi(optarg); break;
       case 'n': o.iters = atoi(optarg); break;
@@ -238,9 +275,10 @@ int main(int argc, char **argv) {
     }
   }
   if (mode && !strcmp(mode, "mesh")) {
-    if (o.ranks < 2 || o.per_proc < 1 || o.ranks % o.per_proc || o.lnc0 < 0 ||
-        o.lnc0 + o.ranks > ASR_MAX_LNC || o.ranks / o.per_proc > LAUNCH_MAX) {
-      fprintf(stderr, "asr_bench: mesh needs 2 <= -R, -L dividing -R, -l + -R <= 128\n");
+    if (o.ranks < 2 || o.per_proc < 1 || o.ranks % o.per_proc || o.lnc0 < 0 || o.hosts < 1 || o.hosts > 254 ||
+        o.ranks % (o.hosts * o.per_proc) || o.lnc0 + o.ranks / o.hosts > ASR_MAX_LNC ||
+        o.ranks / o.per_proc > LAUNCH_MAX) {
+      fprintf(stderr, "asr_bench: mesh needs 2 <= -R, -H x -L dividing -R, -l + -R / -H <= 128\n");
       return 2;
     }
     int procs = o.ranks / o.per_proc;
@@ -266,7 +304,7 @@ int main(int argc, char **argv) {
   }
 usage:
   fprintf(stderr,
-          "usage: asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-l LNC0] [-t TIMEOUT_S]\n"
+          "usage: asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-H HOSTS] [-l LNC0] [-t TIMEOUT_S]\n"
           "       asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]\n");
   return 2;
 }

@@ -49,9 +49,13 @@
 #                   -N RATE_ITERS: RATE_ITERS windows each (default 10000,
 #                   about 1.3 million messages: shm's rate swings from run to
 #                   run, and a short run catches one swing).
-# and MESH_REPS times the time to connect a full mesh of 16 and 64 LNC ranks
-# (MESH_SIZES), MESH_LNCS LNCs per process (default 4: 16 ranks = 4
-# processes, 64 ranks = 16 processes, since the machine has 2 cores): every
+# and MESH_REPS times the time to connect a full mesh of 16, 64 and 192 LNC
+# ranks (MESH_SIZES), MESH_LNCS LNCs per process (default 4: 16 ranks = 4
+# processes, 64 ranks = 16 processes, 192 ranks = 48 processes, since the
+# machine has 2 cores). A host has at most 128 LNCs (ASR_MAX_LNC), so a mesh
+# of more ranks is split over "hosts" on loopback addresses 127.0.0.1,
+# 127.0.0.2, ... (asr_bench -H: 192 = 2 x 96, each with its own KV server);
+# shm's address vector holds at most 256 peers. Every
 # rank connects a SEND and a RECV comm to every other rank; timed from the
 # launcher's first fork to the moment the last comm is CONNECTED (process
 # start and asr_init included), then one stamped message per comm proves
@@ -99,7 +103,7 @@
 # 1.14.
 #
 # Knobs (environment): PIN (1: see below; 0: unpinned), PROVIDERS ("shm tcp;ofi_rxm"), REPS (5), MESH_REPS (3),
-# MESH_SIZES ("16 64"), MESH_LNCS (4), ITERS (5000: round trips per latency
+# MESH_SIZES ("16 64 192"), MESH_LNCS (4), RATE (1; 0: no rate runs, and no rate line), ITERS (5000: round trips per latency
 # size are 10 x ITERS below 64 KiB, ITERS below 1 MiB, a tenth of it (at least
 # 10) above, for all three tools), RATE_ITERS (10000),
 # LAT_SIZES (powers of 4 from 1 to 4 MiB; empty: no latency runs), BW_SIZES
@@ -126,7 +130,8 @@ BUILD=$(cd "$BUILD" && pwd)
 PROVIDERS=${PROVIDERS:-"shm tcp;ofi_rxm"}
 REPS=${REPS:-5}
 MESH_REPS=${MESH_REPS:-3}
-MESH_SIZES=${MESH_SIZES-"16 64"}
+MESH_SIZES=${MESH_SIZES-"16 64 192"}
+RATE=${RATE:-1}
 MESH_LNCS=${MESH_LNCS:-4}
 ITERS=${ITERS:-5000}
 RATE_ITERS=${RATE_ITERS:-10000}
@@ -146,6 +151,18 @@ for s in $LAT_SIZES $BW_SIZES $MESH_SIZES; do
   [[ $s =~ ^[1-9][0-9]*$ ]] || bad_knob "a size in LAT_SIZES, BW_SIZES or MESH_SIZES is '$s', not a whole number of bytes (ranks for MESH_SIZES) above 0"
 done
 [ "$PIN" = 0 ] || [ "$PIN" = 1 ] || bad_knob "PIN must be 0 or 1, not '$PIN'"
+[ "$RATE" = 0 ] || [ "$RATE" = 1 ] || bad_knob "RATE must be 0 or 1, not '$RATE'"
+
+# A big mesh holds many sockets per process (tcp;ofi_rxm: one per peer and
+# LNC, and the KV connections): the soft open-files limit is raised to the
+# hard one, and the bench says so.
+NOFILE_NOTE="open files: soft limit $(ulimit -Sn)"
+if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" != "$(ulimit -Hn)" ]; then
+  was=$(ulimit -Sn)
+  if ulimit -Sn "$(ulimit -Hn)" 2>/dev/null; then
+    NOFILE_NOTE="open files: soft limit raised from $was to the hard limit $(ulimit -Sn)"
+  fi
+fi
 
 # PIN=1 (default): the two ranks of every two-rank measurement run on two
 # different CPUs, the first two this shell may use -- asr's and raw's alike
@@ -379,6 +396,13 @@ run_asr_rate() { # provider tag
 }
 
 mesh_lncs() { local l=$MESH_LNCS; [ $(($1 % l)) -ne 0 ] && l=1; echo "$l"; }
+# The fewest loopback "hosts" of at most 128 LNCs each that split RANKS into
+# whole processes (asr_bench -H).
+mesh_hosts() { # ranks
+  local l h=1; l=$(mesh_lncs "$1")
+  while [ $(($1 / h)) -gt 128 ] || [ $(($1 % (h * l))) -ne 0 ]; do h=$((h + 1)); done
+  echo "$h"
+}
 
 # Both print: mesh RANKS PROCS init_ms connected_ms; "meshconn" is the part
 # after init (connected - init), the connection set-up itself.
@@ -389,7 +413,7 @@ mesh_data() { # tag tool file
 
 run_asr_mesh() { # provider tag ranks
   local out=$WORK/mesh_$2.$3.$RANDOM.out
-  if ! run env -u BENCH_PIN ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m mesh -R "$3" -L "$(mesh_lncs "$3")" -t 280 >"$out" 2>&1; then
+  if ! run env -u BENCH_PIN ASR_PROVIDER="$1" ASR_BOOTSTRAP_PORT="$(free_port)" timeout -k 5 300 "$ASR_BENCH" -m mesh -R "$3" -L "$(mesh_lncs "$3")" -H "$(mesh_hosts "$3")" -t 280 >"$out" 2>&1; then
     fail "asr_bench mesh $3 ($1)" "$out"
     return
   fi
@@ -428,7 +452,7 @@ ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b >
 fmt() { [ -z "$1" ] && { echo "-"; return; }; awk -v v="$1" 'BEGIN { if (v >= 1000) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else if (v >= 1) printf "%.2f", v; else printf "%.3f", v }'; }
 
 START=$(date +%s)
-echo "ofi_bench: build $BUILD, providers: $PROVIDERS; $REPS runs per figure, $MESH_REPS per mesh; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); two-rank runs $PINNED" >&2
+echo "ofi_bench: build $BUILD, providers: $PROVIDERS; $REPS runs per figure, $MESH_REPS per mesh; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); two-rank runs $PINNED; $NOFILE_NOTE" >&2
 for prov in $PROVIDERS; do
   tag=${prov//;/+}
   for rep in $(seq 1 "$REPS"); do
@@ -444,15 +468,13 @@ for prov in $PROVIDERS; do
         run_fi_pingpong "$prov" "$tag" "$s"; run_ofi_raw "$prov" "$tag" lat "$s"; run_asr_pingpong "$prov" "$tag" lat "$s"
       done
       for s in $BW_SIZES; do run_ofi_raw "$prov" "$tag" bw "$s"; run_asr_pingpong "$prov" "$tag" bw "$s"; done
-      run_ofi_raw "$prov" "$tag" rate
-      run_asr_rate "$prov" "$tag"
+      if [ "$RATE" = 1 ]; then run_ofi_raw "$prov" "$tag" rate; run_asr_rate "$prov" "$tag"; fi
     else
       for s in $LAT_SIZES; do
         run_asr_pingpong "$prov" "$tag" lat "$s"; run_ofi_raw "$prov" "$tag" lat "$s"; run_fi_pingpong "$prov" "$tag" "$s"
       done
       for s in $BW_SIZES; do run_asr_pingpong "$prov" "$tag" bw "$s"; run_ofi_raw "$prov" "$tag" bw "$s"; done
-      run_asr_rate "$prov" "$tag"
-      run_ofi_raw "$prov" "$tag" rate
+      if [ "$RATE" = 1 ]; then run_asr_rate "$prov" "$tag"; run_ofi_raw "$prov" "$tag" rate; fi
     fi
   done
   for rep in $(seq 1 "$MESH_REPS"); do
@@ -484,7 +506,7 @@ for prov in $PROVIDERS; do
       "$(paired "$tag" bw "$s" asr raw)" "" "" ""
   done
   a=$(median "$tag" rate 8 asr) r=$(median "$tag" rate 8 raw)
-  printf "$F" "$prov" "rate (msgs/s)" 8 "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" "$(paired "$tag" rate 8 asr raw)" "" "" ""
+  [ "$RATE" = 1 ] && printf "$F" "$prov" "rate (msgs/s)" 8 "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" "$(paired "$tag" rate 8 asr raw)" "" "" ""
   [ "$MESH_REPS" -gt 0 ] || continue
   for m in $MESH_SIZES; do
     p=$(median "$tag" meshprocs "$m" asr)
@@ -500,7 +522,7 @@ for prov in $PROVIDERS; do
     done
   done
 done
-echo "ofi_bench: $REPS runs per figure (medians), $(($(date +%s) - START)) s in all, load now $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "ofi_bench: $REPS runs per figure (medians), $(($(date +%s) - START)) s in all, load now $(cut -d' ' -f1-3 /proc/loadavg); $NOFILE_NOTE" >&2
 if [ $FAILS -ne 0 ]; then
   echo "ofi_bench: $FAILS run(s) FAILED" >&2
   exit 1

@@ -47,10 +47,13 @@
 #include "raw_ofi.h"
 
 #define ADDR_MAX 256
+/* Ranks, not processes (LAUNCH_MAX of those): shm's address vector holds
+ * at most 256 peers, and asr_bench's 192-rank mesh is the largest asked. */
+#define RANKS_MAX 256
 
 typedef struct { /* the table the launcher maps shared before forking */
-  uint32_t len[LAUNCH_MAX];
-  unsigned char addr[LAUNCH_MAX][ADDR_MAX];
+  uint32_t len[RANKS_MAX];
+  unsigned char addr[RANKS_MAX][ADDR_MAX];
 } addr_table_t;
 
 typedef struct {
@@ -274,8 +277,10 @@ int main(int argc, char **argv) {
     }
   }
   raw_ofi_env_defaults();
-  if (o.ranks < 2 || o.ranks > LAUNCH_MAX || o.per_proc < 1 || o.ranks % o.per_proc || timeout_s < 1) {
-    fprintf(stderr, "ofi_raw_mesh: needs 2 <= -R <= %d, -L dividing -R, -t >= 1\n", LAUNCH_MAX);
+  if (o.ranks < 2 || o.ranks > RANKS_MAX || o.per_proc < 1 || o.ranks % o.per_proc ||
+      o.ranks / o.per_proc > LAUNCH_MAX || timeout_s < 1) {
+    fprintf(stderr, "ofi_raw_mesh: needs 2 <= -R <= %d, -L dividing -R into at most %d processes, -t >= 1\n",
+            RANKS_MAX, LAUNCH_MAX);
     return 2;
   }
   o.table = mmap(NULL, sizeof *o.table, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
