@@ -1017,6 +1017,46 @@ TEST_TIMEOUT(four_by_eight, 200) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(FX_PROCS, rt_providers[p], fx_proc, NULL, 95000);
 }
 
+/* A full mesh of 64 ranks (16 processes x 4 LNCs) on each provider:
+ * 4032 comm pairs, every rendezvous over the service threads' pipelined KV
+ * connections to one elected server, every connection then proven by a
+ * stamped message from its sender that its receiver checks (the work of
+ * tests/bench/asr_bench -m mesh, which exits non-zero on any miss). Under
+ * the sanitizers, whose processes are several times slower on 2 CPUs, 16
+ * ranks (4 x 4) walk the same paths. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MESH_RANKS "16"
+#else
+#define MESH_RANKS "64"
+#endif
+TEST_TIMEOUT(mesh_64_ranks_each_provider, 400) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/tests/bench/asr_bench", asr_test_builddir());
+  if (access(path, X_OK) != 0) SKIP("%s is not built", path);
+  if (strcmp(MESH_RANKS, "64") != 0) fprintf(stderr, "sanitizer build: a mesh of %s ranks\n", MESH_RANKS);
+  for (int p = 0; p < RT_NPROV; p++) {
+    rt_env_fresh();
+    setenv("ASR_PROVIDER", rt_providers[p], 1);
+    setenv("ASR_IF_ADDR", "127.0.0.1", 1);
+    char *argv[] = {path, "-m", "mesh", "-R", MESH_RANKS, "-L", "4", "-t", "170", NULL};
+    int out = -1, err = -1;
+    pid_t pid = asr_test_spawn(argv, &out, &err);
+    ASSERT(pid > 0);
+    char *o = asr_test_read_all(out, 180000);
+    char *e = asr_test_read_all(err, 10000);
+    int st = asr_test_wait(pid, 10000);
+    close(out);
+    close(err);
+    ASSERT_MSG(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+               "%s: asr_bench -m mesh failed (status 0x%x): %s", rt_providers[p], st, e ? e : "");
+    char want[32];
+    snprintf(want, sizeof want, "mesh %s %d ", MESH_RANKS, atoi(MESH_RANKS) / 4);
+    ASSERT_CONTAINS(o, want);
+    free(o);
+    free(e);
+  }
+}
+
 /* =========================================================================
  * 8. Close with requests posted or stashed, and while connecting
  * ========================================================================= */
