@@ -8,7 +8,8 @@ bootstrap_libasrboot_la_SOURCES = \
 	bootstrap/kv_server.c bootstrap/kv_server.h \
 	bootstrap/kv_elect.c bootstrap/kv_elect.h \
 	bootstrap/kv_keys.c bootstrap/kv_keys.h \
-	bootstrap/kv_secret.c bootstrap/kv_secret.h
+	bootstrap/kv_secret.c bootstrap/kv_secret.h \
+	bootstrap/report_fmt.c bootstrap/report_fmt.h
 bootstrap_libasrboot_la_LIBADD = common/libasrcommon.la
 
 bin_PROGRAMS += bootstrap/asrkv
@@ -17,5 +18,6 @@ bootstrap_asrkv_LDADD = bootstrap/libasrboot.la
 
 # The PMIx-client job view, linked only into libasr (it needs libpmix).
 noinst_LTLIBRARIES += bootstrap/libasrjob.la
-bootstrap_libasrjob_la_SOURCES = bootstrap/job.c bootstrap/job.h bootstrap/job_direct.c
+bootstrap_libasrjob_la_SOURCES = bootstrap/job.c bootstrap/job.h bootstrap/job_direct.c \
+	bootstrap/report_chan.c bootstrap/report_chan.h
 bootstrap_libasrjob_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(PMIX_CFLAGS)

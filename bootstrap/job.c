@@ -20,6 +20,8 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "job.h"
+#include "report_chan.h"
+#include "report_fmt.h"
 
 #define KEY_ADDR "asr.addr"
 #define KEY_LNC "asr.lnc"
@@ -114,6 +116,7 @@ int asr_job_init(asr_job_info_t *out) {
               "start it with 'asrrun -n N PROGRAM' or 'srun --mpi=pmix PROGRAM'");
     return ASR_INVALID;
   }
+  (void)asr__report_start(); /* asrd's state-report channel, if it gave one (report_chan.h) */
   pmix_status_t st = PMIx_Init(&me, NULL, 0);
   if (st != PMIX_SUCCESS) {
     asr_error("job",
@@ -184,7 +187,9 @@ int asr_job_init(asr_job_info_t *out) {
     pmix_info_t collect;
     bool yes = true;
     PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    asr__report_set_fence(ASR_REPORT_FENCE_INIT);
     st = PMIx_Fence(NULL, 0, &collect, 1);
+    asr__report_set_fence(ASR_REPORT_FENCE_NONE);
     PMIX_INFO_DESTRUCT(&collect);
   }
   if (st != PMIX_SUCCESS) {
@@ -197,6 +202,7 @@ int asr_job_init(asr_job_info_t *out) {
     return ASR_INVALID;
   }
   active = 1;
+  asr__report_set_job(&info);
   asr_log_set_role("rank", info.rank);
   if (out) *out = info;
   return ASR_SUCCESS;
@@ -225,9 +231,12 @@ int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc) {
   return ASR_SUCCESS;
 }
 
-/* A fence of every rank without data: 0, or ASR_EIO (logged). */
-static int fence(void) {
+/* A fence of every rank without data: 0, or ASR_EIO (logged). what is the
+ * report's name for it (report_fmt.h). */
+static int fence(int what) {
+  asr__report_set_fence(what);
   pmix_status_t st = PMIx_Fence(NULL, 0, NULL, 0);
+  asr__report_set_fence(ASR_REPORT_FENCE_NONE);
   if (st != PMIX_SUCCESS) {
     asr_error("job", "barrier failed: %s", PMIx_Error_string(st));
     return ASR_EIO;
@@ -237,7 +246,7 @@ static int fence(void) {
 
 int asr_job_barrier(void) {
   if (!active) return ASR_INVALID;
-  return fence() == 0 ? ASR_SUCCESS : ASR_INVALID;
+  return fence(ASR_REPORT_FENCE_BARRIER) == 0 ? ASR_SUCCESS : ASR_INVALID;
 }
 
 int asr_job_abort(int status, const char *msg) {
@@ -250,11 +259,12 @@ int asr__job_finalize_fence(void) {
   /* Without asrd one rank of each node serves the node's KV store: nobody
    * closes (and maybe takes the server away) before every rank is done. */
   if (!active || !direct) return 0;
-  return fence();
+  return fence(ASR_REPORT_FENCE_FINALIZE);
 }
 
 int asr__job_finalize_pmix(void) {
   if (!active) return ASR_ESTATE;
   active = 0;
+  asr__report_set_finalized();
   return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? 0 : ASR_EIO;
 }

@@ -170,6 +170,9 @@
     "libfabric provider: shm or tcp;ofi_rxm (default: FI_PROVIDER, else shm)")                               \
   X(IF_ADDR, "ASR_IF_ADDR", IPV4, 0, 0, NULL, "127.0.0.1", ASR_ENV_LIBASR | ASR_ENV_SET,                     \
     "the local address a network provider listens on and peers reach this rank at")                          \
+  X(REPORT_FD, "ASR_REPORT_FD", INT, 0, 1048575, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_SET,                   \
+    "the socket asrd gives each rank for its state reports (asrrun --status, SIGQUIT, "                     \
+    "--report-state-on-timeout)")                                                                            \
   /* libasr's own knobs */                                                                                   \
   X(IF_INCLUDE, "ASR_IF_INCLUDE", IFSPEC, 0, 0, NULL, NULL, ASR_ENV_LIBASR,                                  \
     "direct launch on several nodes: the interface, subnet or address ASR_IF_ADDR is taken from")            \
@@ -197,6 +200,9 @@
     "the build tree the tests and kv_bench use (default: found from the program's path)")                    \
   X(TEST_VERBOSE, "ASR_TEST_VERBOSE", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS,                                  \
     "set: test_runtime prints what the provider did where a case observes it")                               \
+  X(TEST_REPORT, "ASR_TEST_REPORT", WORD, 0, 0, ASR_ENV_WORDS("answer", "exit", "mute"), "answer",          \
+    ASR_ENV_TESTS, "what libasr's report thread does when asked: answer; exit (the process, status 3); "   \
+    "mute (never answers)")                                                                                  \
   X(TEST_ONLY_PROVIDER, "ASR_TEST_ONLY_PROVIDER", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS,                      \
     "run the runtime tests on this provider only")                                                           \
   X(LONG, "ASR_LONG", BOOL, 0, 1, NULL, "false", ASR_ENV_TESTS,                                             \

@@ -14,7 +14,9 @@ runtime_libasr_la_SOURCES = \
 	runtime/kv_host.c \
 	runtime/job_connect.c \
 	runtime/ofi.c runtime/ofi.h \
-	runtime/shm_names.c
+	runtime/shm_names.c \
+	runtime/state_registry.c \
+	runtime/state_report.c
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS) $(PMIX_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # libfabric is dlopened on first use (ofi_dl.c), not linked.

@@ -27,6 +27,7 @@ const char *asr_comm_status_name(int s) {
 }
 
 void asr__comm_set_status(struct asr_comm *c, int status) {
+  atomic_store_explicit(&c->state_since_ms, asr_time_ms(), memory_order_relaxed);
   int old = atomic_exchange(&c->status, status);
   asr_debug("svc", "lnc %d %s comm %p to %s/lnc %d: %s -> %s", c->lnc,
             c->type == ASR_SEND_COMM ? "SEND" : "RECV", (void *)c, c->peer_ip, c->peer_lnc,
@@ -54,6 +55,8 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   c->peer_lnc = peer_lnc;
   snprintf(c->peer_ip, sizeof c->peer_ip, "%s", peer_ip);
   atomic_init(&c->status, ASR_COMM_START_INIT);
+  atomic_init(&c->state_since_ms, asr_time_ms());
+  atomic_init(&c->peer_rank, -1);
   c->watch = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */
@@ -92,6 +95,7 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
 #else
   (void)endpoint_closed;
 #endif
+  asr__rep_remove(c); /* out of the state report's sight first */
   /* asr_close: the service thread has stopped, so its pool may be touched */
   if (c->kv_req) asr_kv_call_free(c->kv_req);
   /* out of asr_forget's sight before its entries go */
@@ -139,6 +143,7 @@ static int queue_comm(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_
   }
   struct asr_comm *c = asr__comm_new(ctx, type, peer_ip, peer_lnc);
   if (!c) return ASR_INVALID;
+  asr__rep_add(c);
   pthread_mutex_lock(&ctx->task_mutex);
   while (ctx->ring_tail - ctx->ring_head >= ASR_RING && !ctx->shutdown) {
     /* handover ring full: let the service thread pick up */

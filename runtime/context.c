@@ -148,6 +148,7 @@ int asr_init(int lnc) {
   (void)pthread_setname_np(ctx->thread, name);
   __atomic_store_n(&asr__ctxs[lnc], ctx, __ATOMIC_RELEASE);
   asr__shm_name_keep(lnc, &ctx->ofi);
+  asr__state_report_init(); /* the state report's tables, and its thread (state_report.c) */
   asr_info("svc", "lnc %d up on host %s, bootstrap port %u, provider %s", lnc, ctx->hostname, port,
            ctx->ofi.provider);
   rc = ASR_SUCCESS;
@@ -222,7 +223,9 @@ int asr_close(int lnc) {
   pthread_mutex_lock(&ctx->task_mutex);
   while (ctx->closers > 0) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
   pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&asr__rep_mutex); /* no report is reading it (state_report.c) */
   __atomic_store_n(&asr__ctxs[lnc], NULL, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&asr__rep_mutex);
   /* Our RECV comms' senders: we take nothing more, so their closes need
    * not wait for us (drain.c). The service thread has stopped. */
   uint64_t until = asr_time_ms() + 100;
@@ -284,6 +287,7 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
     return;
   }
   c->ordinal = q->next_ordinal++;
+  atomic_store_explicit(&c->rep_ordinal, c->ordinal, memory_order_relaxed);
   c->next = NULL;
   if (q->tail)
     q->tail->next = c;

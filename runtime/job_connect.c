@@ -29,7 +29,10 @@ static int by_rank(int rank, asr_comm_t **comm, int send) {
   int lnc;
   if ((st = asr_job_peer(rank, addr, sizeof addr, &lnc))) return st;
   const asr_job_info_t *me = asr__job_info();
-  return send ? asr_connect(me->lnc, addr, lnc, comm) : asr_accept(me->lnc, addr, lnc, comm);
+  st = send ? asr_connect(me->lnc, addr, lnc, comm) : asr_accept(me->lnc, addr, lnc, comm);
+  if (st == ASR_SUCCESS)
+    atomic_store_explicit(&(*comm)->peer_rank, rank, memory_order_relaxed); /* the report's */
+  return st;
 }
 
 int asr_job_connect(int rank, asr_comm_t **send_comm) { return by_rank(rank, send_comm, 1); }

@@ -134,6 +134,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
     int rc = post_ofi(comm, r, va, mr, 1, ASR_OFI_SEND_SPIN_MS);
     if (rc == 0) {
       req_set_status(r, ASR_REQ_OFI_POSTED);
+      asr__rep_count(&comm->rep_posted);
       asr__ofi_unlock(o);
       *out = r;
       return ASR_SUCCESS;
@@ -149,6 +150,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
      * is room (asr__drain_stashes), and every later post of the comm queues
      * behind it */
   }
+  asr__rep_count(&comm->rep_posted); /* stashed: posted, as the application sees it */
   asr__ofi_unlock(o);
 
   /* SLOW PATH: stash for the service thread. Count the work unit before the
@@ -307,6 +309,7 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       if (d && rc == 0) {
         size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
         recycle_locked(req);
+        asr__rep_count(&c->rep_done);
         asr__ofi_unlock(o);
         *done = 1;
         if (size) *size = moved;

@@ -83,6 +83,8 @@ typedef struct asr_mr_entry {
 
 struct asr_ctx;
 
+#define ASR_REP_HIST 16 /* post counts a comm's sampler remembers (state_report.c) */
+
 struct asr_comm {
   struct asr_ctx *ctx;
   asr_comm_type_t type;
@@ -158,7 +160,32 @@ struct asr_comm {
   int peer_exited; /* RECV: peer_watch.c saw its sender exit; drain.c decides */
   int lingering;   /* RECV: its sender exited before all it announced was taken */
   uint64_t linger_taken, linger_until_ms;
+
+  /* the state report (state_report.c). rep_posted / rep_done: requests
+   * posted (fast path or stashed) and completed by asr_test; each written
+   * only under ep_lock, by a relaxed store, and read by the report thread.
+   * state_since_ms: when status last changed (asr__comm_set_status).
+   * peer_rank: asr_job_connect / asr_job_accept's rank, else -1.
+   * The rest is the sampler's, under asr__rep_mutex. */
+  _Atomic uint64_t rep_posted, rep_done;
+  _Atomic uint64_t state_since_ms;
+  _Atomic int peer_rank;
+  _Atomic uint32_t rep_ordinal; /* a copy of ordinal for the report thread (set at pickup) */
+  struct asr_comm *rep_next, *rep_prev;
+  int rep_listed;
+  uint64_t rep_seen, rep_last_post_ms;
+  struct {
+    uint64_t count, ms; /* the post count first seen at ms */
+  } rep_hist[ASR_REP_HIST];
+  int rep_nhist;
 };
+
+/* Counts one post or completion of c (the caller holds ep_lock, so the
+ * load and the relaxed store cannot lose a count): the data path's whole
+ * cost of the state report. */
+static inline void asr__rep_count(_Atomic uint64_t *n) {
+  atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1, memory_order_relaxed);
+}
 
 /* A peer process on this node whose death fails its comms (peer_watch.c). */
 typedef struct {
@@ -353,5 +380,15 @@ unsigned asr__kv_host_epoch(void);
 /* The address of this host's KV server for this process's own requests:
  * 127.0.0.1, or ASR_KV_BIND when that names one address (kv_host.c). */
 const char *asr__kv_host_ip(void);
+
+/* The state report's registry (state_registry.c): a comm is listed from
+ * its handover to its free; asr__rep_mutex also guards a context's
+ * unpublishing in asr_close. asr__state_report_init registers the tables
+ * with bootstrap's report thread and starts it (asr_init). */
+extern pthread_mutex_t asr__rep_mutex;
+extern struct asr_comm *asr__rep_comms; /* under asr__rep_mutex (state_registry.c) */
+void asr__rep_add(struct asr_comm *c);
+void asr__rep_remove(struct asr_comm *c);
+void asr__state_report_init(void);
 
 #endif /* ASR_RT_H */

@@ -1,0 +1,97 @@
+/*
+ * report_fmt.h -- a rank's state report (issue 24): the frames on the
+ * channel asrd hands each rank at fork (ASR_REPORT_FD), and the text a rank
+ * answers with, which asrrun parses to diagnose a stuck job.
+ *
+ * The channel is a stream socket pair. Every frame is a 12-byte header,
+ * then its payload:
+ *   offset size field
+ *        0    4 magic   "ASRS" (0x53525341 little-endian)
+ *        4    4 type    ASR_REPORT_HELLO / _ASK / _ANSWER
+ *        8    4 length  payload bytes, at most ASR_REPORT_MAX
+ *   type    from -> to     payload
+ *   HELLO   rank -> asrd   u32 pid: the rank's report thread is up (libasr is loaded)
+ *   ASK     asrd -> rank   u32 id
+ *   ANSWER  rank -> asrd   u32 id, then the report text (no NUL)
+ * A wrong magic, type or length is a protocol error: the reader closes the
+ * channel (asrd then says the rank gave no report).
+ *
+ * The report text is one record a line; a record is a word, then
+ * tab-separated NAME=VALUE fields (a value never holds a tab or a newline:
+ * keys are rendered as `asrkv dump` renders them, asr_kv_key_render, which
+ * escapes every unprintable byte):
+ *   proc  pid rank size lnc addr fence (none|init|barrier|finalize) finalized joined
+ *   lnc   lnc host provider port
+ *   comm  lnc dir (SEND|RECV) ordinal peer_rank (-1: unknown) peer_ip peer_lnc state
+ *         state_ms (ms in that state) posted done (requests posted / completed)
+ *         stashed ofi_posted (requests in those states now) oldest_ms (the
+ *         oldest of those, -1: none) last_post_ms (-1: never) key server
+ *         (the KV key the comm waits on and the server asked, "" when none)
+ *   trunc (the rank cut its report at ASR_REPORT_TEXT_MAX)
+ * Unknown record words and fields are skipped (a newer rank), but a known
+ * field with a bad value fails the parse.
+ */
+#ifndef ASR_REPORT_FMT_H
+#define ASR_REPORT_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ASR_REPORT_MAGIC 0x53525341u
+#define ASR_REPORT_HDR 12
+#define ASR_REPORT_HELLO 1u
+#define ASR_REPORT_ASK 2u
+#define ASR_REPORT_ANSWER 3u
+#define ASR_REPORT_TEXT_MAX (96u << 10) /* a rank's text: a 64-rank mesh's 126 comms an LNC fit */
+#define ASR_REPORT_MAX (ASR_REPORT_TEXT_MAX + 4u)
+
+/* Checks a header: 0 with *type and *len, or ASR_EPROTO with why. */
+int asr_report_header_parse(const uint8_t hdr[ASR_REPORT_HDR], uint32_t *type, uint32_t *len, char *why,
+                            size_t whylen);
+/* Writes a header. */
+void asr_report_header_put(uint8_t hdr[ASR_REPORT_HDR], uint32_t type, uint32_t len);
+
+typedef enum {
+  ASR_REPORT_FENCE_NONE = 0,
+  ASR_REPORT_FENCE_INIT,
+  ASR_REPORT_FENCE_BARRIER,
+  ASR_REPORT_FENCE_FINALIZE
+} asr_report_fence_t;
+const char *asr_report_fence_name(int f);
+
+#define ASR_REPORT_KEY_TEXT 600 /* a rendered key, as kept in a record */
+
+typedef struct {
+  int lnc, dir; /* dir: 0 SEND, 1 RECV */
+  int ordinal, peer_rank, peer_lnc;
+  char peer_ip[64];
+  char state[32];
+  long long state_ms, oldest_ms, last_post_ms;
+  unsigned long long posted, done;
+  int stashed, ofi_posted;
+  char key[ASR_REPORT_KEY_TEXT];
+  char server[80];
+} asr_report_comm_t;
+
+typedef struct {
+  int have_proc;
+  int pid, rank, size, lnc;
+  char addr[64];
+  int fence; /* asr_report_fence_t */
+  int finalized, joined;
+  int nlnc;
+  struct {
+    int lnc, port;
+    char host[128], provider[64];
+  } lncs[8]; /* the first eight LNCs a process reports (a rank has one) */
+  int ncomms;
+  asr_report_comm_t *comms; /* malloc'd */
+  int truncated;
+} asr_report_t;
+
+/* Parses report text (len bytes, no NUL needed) into *r. 0, or ASR_EPROTO
+ * with why (line number and field); on failure nothing is left to free. */
+int asr_report_parse(const char *text, size_t len, asr_report_t *r, char *why, size_t whylen);
+void asr_report_free(asr_report_t *r);
+
+#endif /* ASR_REPORT_FMT_H */
