@@ -22,7 +22,7 @@ launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 
 launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_job.c \
-	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c \
+	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
 	launcher/asrd_shm.c launcher/asrd_shm.h launcher/asrd_pmi.c launcher/pmi_wire.c launcher/pmi_wire.h \
 	launcher/pmi2_wire.c launcher/pmi2_wire.h
 launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \

@@ -193,6 +193,9 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_CREDIT: asrd_stdio_credit(d, m->u.credit.bytes); break;
     case ASR_CTL_OUTPUT_CLOSED: asrd_stdio_reader_gone(d, (int)m->u.closed.stream); break;
     case ASR_CTL_FENCE_DONE: asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len); break;
+    case ASR_CTL_REPORT_REQ:
+      asrd_report_ask(d, m->u.report_req.id, m->u.report_req.timeout_ms, m->u.report_req.flags);
+      break;
     case ASR_CTL_SHUTDOWN:
       if (d->state < ASRD_TERMINATING && d->nalive > 0)
         begin_kill(d, SIGTERM);

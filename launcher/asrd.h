@@ -10,6 +10,7 @@
  *   asrd_spawn.c  the environment every rank gets, and the clone() that starts one
  *   asrd_topo.c   the hwloc topology and each rank's binding
  *   asrd_stdio.c  the ranks' output (whole lines) and rank 0's stdin
+ *   asrd_report.c the ranks' state reports (asrrun's REPORT_REQ, issue 24)
  * The files below asrd.c never call up into it: what it must hear (a message
  * from asrrun, a rank's exit, the registration done) comes through the
  * callbacks it sets in asrd_t.
@@ -105,6 +106,15 @@ struct asrd_rank {
   int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */
   int via;              /* how it joined: ASR_CTL_VIA_PMIX, _PMI1 or _PMI2 (0 until then) */
   asrd_pmi_conn_t *pmi; /* its PMI-1 connection (asrd_pmi.c), or NULL */
+  /* its state-report channel (asrd_report.c) */
+  int rep_fd; /* our end, or -1 */
+  asr_loop_io_t rep_io;
+  asr_buf_t rep_in;
+  int rep_hello;   /* libasr's report thread said HELLO */
+  int rep_waiting; /* asked, no answer yet */
+  uint32_t rep_flags;
+  uint8_t *rep_text; /* its answer to the open request */
+  size_t rep_len;
 };
 
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
@@ -183,6 +193,11 @@ struct asrd {
   asr_loop_async_t pmix_async;
   pthread_mutex_t ev_lock;
   asrd_ev_t *ev_head, *ev_tail;
+
+  /* the open state-report request (asrd_report.c) */
+  int rep_active;
+  uint32_t rep_id, rep_req_flags;
+  asr_loop_timer_t rep_timer;
 
   /* fences (asrd_up.c): sent up, waiting for FENCE_DONE, oldest first */
   asrd_fence_t *fences;
@@ -287,7 +302,8 @@ int asrd_spawn_prepare(asrd_t *d, char *errbuf, size_t errlen);
  * in_fd (-1: /dev/null), bound to cpus when bind; returns its pid or a
  * negative ASR_E* with errbuf set. */
 /* pmi_fd (or -1) stays open across its execve, as PMI_FD. */
-pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd,
+/* rep_fd (or -1) too, as ASR_REPORT_FD. */
+pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd, int rep_fd,
                       const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen);
 /* After the last start: waits until every child is past its execve, writes
  * their exec errors to their stderr, frees what prepare made. */
@@ -308,6 +324,18 @@ void asrd_stdio_reader_gone(asrd_t *d, int stream);
 /* Whether both output pipes reached EOF. */
 int asrd_stdio_closed(const asrd_rank_t *r);
 void asrd_stdio_stop(asrd_rank_t *r);
+
+/* asrd_report.c */
+/* Rank r's report channel: our end on the loop; returns the rank's end (for
+ * the child: ASR_REPORT_FD; the caller closes it once the child has it) or
+ * a negative ASR_E*. */
+int asrd_report_open(asrd_t *d, asrd_rank_t *r);
+/* asrrun's REPORT_REQ: asks every local rank; a REPORT per rank follows
+ * within timeout_ms (plus the stack traces' bound). */
+void asrd_report_ask(asrd_t *d, uint32_t id, uint32_t timeout_ms, uint32_t flags);
+/* r's process ended: what it still sent is read, and a wait for it ends. */
+void asrd_report_rank_exited(asrd_rank_t *r);
+void asrd_report_stop(asrd_t *d);
 
 /* asrd_ranks.c */
 /* Starts every local rank (spawn, stdio, exit watch). */

@@ -93,7 +93,7 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
     r->rank = i;
     r->lnc = (int)d->job.lnc_of[i];
     r->local = k++;
-    r->out.fd = r->err.fd = r->in_fd = -1;
+    r->out.fd = r->err.fd = r->in_fd = r->rep_fd = -1;
   }
   d->nlocal = nlocal;
   return 0;
@@ -220,6 +220,7 @@ int asrd_job_start_ranks(asrd_t *d, char *err, size_t errlen) {
 }
 
 void asrd_job_stop(asrd_t *d) {
+  asrd_report_stop(d);
   asrd_ranks_stop(d);
   asrd_up_fences_fail(d); /* no client waits on a fence of ours */
   asrd_pmix_stop(d);

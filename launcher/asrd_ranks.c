@@ -72,6 +72,7 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   sweep_later(d, r->pid);
   asrd_pmix_take_events(d); /* its JOINED goes before its EXIT */
   asrd_pmi_drain(r);        /* so do its last PMI commands */
+  asrd_report_rank_exited(r);
   /* Its output may still sit in the pipes: take what is there now. A
    * descendant that keeps a pipe open delays the EXIT until it is gone. */
   asrd_stdio_drain(r);
@@ -131,11 +132,16 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
     if (ip[0] >= 0) close(ip[0]), close(ip[1]);
     return pmi_fd;
   }
+  /* its state-report channel (asrd_report.c): without one it still runs,
+   * and a report says it gave none */
+  int rep_fd = asrd_report_open(d, r);
+  if (rep_fd < 0) asr_warn("asrd", "rank %d gets no state-report channel: %s", r->rank, asr_strerror(rep_fd));
   /* ep[1] is the spawn's now (it closes it once the child is past execve) */
-  pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], pmi_fd, &cpus, bind, errbuf, errlen);
+  pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], pmi_fd, rep_fd, &cpus, bind, errbuf, errlen);
   /* the child has its own copies of these (or has exec'd already) */
   close(op[1]);
   close(pmi_fd);
+  if (rep_fd >= 0) close(rep_fd);
   if (ip[0] >= 0) close(ip[0]);
   if (pid < 0) {
     close(op[0]);

@@ -52,7 +52,8 @@ static int job_sets(const asrd_t *d, const char *name) {
  * list. The slots of the per-rank variables are NULL here and filled in by
  * rank_env. */
 static char **base_env;
-static size_t nbase, slot_rank, slot_lnc, slot_local, slot_pmi_rank, slot_pmi_fd, slot_trank, slot_tlocal;
+static size_t nbase, slot_rank, slot_lnc, slot_local, slot_pmi_rank, slot_pmi_fd, slot_trank, slot_tlocal,
+    slot_rep_fd;
 
 /* What MPICH's simple PMI client reads (asrd_pmi.c serves it): asrd's own
  * copies of these (asrd started under another launcher) never reach a rank. */
@@ -129,6 +130,7 @@ static int build_base_env(asrd_t *d) {
   SETENV("PMI_SIZE=%d", d->nranks);
   slot_pmi_rank = k++;
   slot_pmi_fd = k++;
+  slot_rep_fd = k++; /* ASR_REPORT_FD (asrd_report.c) */
   for (size_t j = 0; j < sizeof ompi_vars / sizeof ompi_vars[0]; j++)
     if (!user_sets(d, ompi_vars[j][0])) SETENV("%s=%s", ompi_vars[j][0], ompi_vars[j][1]);
   /* Across hosts Open MPI's TCP traffic stays on the job's network: the
@@ -170,7 +172,7 @@ static void free_base_env(void) {
 /* Rank r's environment: a malloc'd copy of every string, as PMIx's
  * setup_fork may replace or append entries (and frees what it replaces).
  * pmi_fd is its PMI_FD (-1: none). */
-static char **rank_env(asrd_rank_t *r, int pmi_fd) {
+static char **rank_env(asrd_rank_t *r, int pmi_fd, int rep_fd) {
   char **env = calloc(nbase + 1, sizeof *env);
   if (!env) return NULL;
   size_t k = 0;
@@ -188,6 +190,10 @@ static char **rank_env(asrd_rank_t *r, int pmi_fd) {
       continue; /* no PMI server for it: MPICH runs it as a singleton */
     else if (i == slot_pmi_fd)
       rc = asprintf(&env[k], "PMI_FD=%d", pmi_fd);
+    else if (i == slot_rep_fd && rep_fd < 0)
+      continue;
+    else if (i == slot_rep_fd)
+      rc = asprintf(&env[k], "ASR_REPORT_FD=%d", rep_fd);
     else if (i == slot_trank)
       rc = asprintf(&env[k], "RANK=%d", r->rank);
     else if (i == slot_tlocal)
@@ -284,8 +290,9 @@ typedef struct {
   /* read by the child */
   const char *path; /* the program, searched in PATH (NULL: not found) */
   char *const *argv, *const *sh_argv, *const *envp;
-  int fds[3];  /* become its 0, 1, 2 */
-  int keep_fd; /* stays open across the execve (PMI_FD), or -1 */
+  int fds[3];   /* become its 0, 1, 2 */
+  int keep_fd;  /* stays open across the execve (PMI_FD), or -1 */
+  int keep_fd2; /* and this one (ASR_REPORT_FD), or -1 */
   cpu_set_t cpus;
   int bind;
   pid_t parent;
@@ -336,6 +343,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) static int spawn_
       raw_sys(SYS_fcntl, i, F_SETFD, 0, 0); /* keep it across the execve */
   }
   if (s->keep_fd >= 0) raw_sys(SYS_fcntl, s->keep_fd, F_SETFD, 0, 0);
+  if (s->keep_fd2 >= 0) raw_sys(SYS_fcntl, s->keep_fd2, F_SETFD, 0, 0);
   if (s->bind) {
     long rc = raw_sys(SYS_sched_setaffinity, 0, sizeof s->cpus, (long)&s->cpus, 0);
     if (rc < 0) s->bind_err = (int)-rc;
@@ -453,11 +461,11 @@ static void spawn_finish(spawn_slot_t *s) {
  * (a failed execve, a failed binding) go there as if the child wrote them. */
 static unsigned next_slot;
 
-pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd,
+pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd, int rep_fd,
                       const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen) {
   spawn_slot_t *s = &slots[next_slot++ % SPAWN_SLOTS];
   spawn_finish(s);
-  char **env = rank_env(r, pmi_fd);
+  char **env = rank_env(r, pmi_fd, rep_fd);
   if (!env || asrd_pmix_setup_rank(d, r, &env) != 0) {
     free_env(env);
     close(err_w);
@@ -472,6 +480,7 @@ pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w
   s->fds[1] = out_w;
   s->fds[2] = err_w;
   s->keep_fd = pmi_fd;
+  s->keep_fd2 = rep_fd;
   s->bind = bind;
   if (bind) s->cpus = *cpus;
   s->parent = getpid();

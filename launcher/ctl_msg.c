@@ -16,9 +16,9 @@
 #include "ctl_msg.h"
 
 static const char *const type_names[ASR_CTL__COUNT] = {
-    "INVALID",    "HELLO",  "JOB",          "STARTED",       "OUTPUT", "EXIT", "FENCE",
-    "FENCE_DONE", "ABORT",  "KILL",         "STDIN",         "ERROR",  "DONE", "SHUTDOWN",
-    "HEARTBEAT",  "CREDIT", "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED"};
+    "INVALID",    "HELLO",  "JOB",          "STARTED",       "OUTPUT", "EXIT",       "FENCE",
+    "FENCE_DONE", "ABORT",  "KILL",         "STDIN",         "ERROR",  "DONE",       "SHUTDOWN",
+    "HEARTBEAT",  "CREDIT", "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -408,6 +408,59 @@ static int dec_joined(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   return 0;
 }
 
+/* --- REPORT_REQ, REPORT (issue 24) ----------------------------------------- */
+
+static int report_req_ok(const asr_ctl_msg_t *m) {
+  return m->u.report_req.timeout_ms >= ASR_CTL_REPORT_MIN_MS &&
+         m->u.report_req.timeout_ms <= ASR_CTL_REPORT_MAX_MS &&
+         (m->u.report_req.flags & ~ASR_CTL_REPORT_STACKS) == 0;
+}
+
+static int enc_report_req(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (!report_req_ok(m)) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.report_req.id) || asr_buf_put_u32(b, m->u.report_req.timeout_ms) ||
+         asr_buf_put_u32(b, m->u.report_req.flags);
+}
+
+static int dec_report_req(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.report_req.id = asr_rd_u32(r);
+  m->u.report_req.timeout_ms = asr_rd_u32(r);
+  m->u.report_req.flags = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "REPORT_REQ is truncated");
+  if (!report_req_ok(m))
+    return bad(why, wl, "REPORT_REQ with timeout %u ms (%u..%u) or flags %#x", m->u.report_req.timeout_ms,
+               ASR_CTL_REPORT_MIN_MS, ASR_CTL_REPORT_MAX_MS, m->u.report_req.flags);
+  return 0;
+}
+
+static int enc_report(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if ((m->u.report.flags & ~ASR_CTL_REP_FLAGS) || m->u.report.rank >= ASR_CTL_MAX_RANKS ||
+      !str_ok(m->u.report.pstate, 256) || m->u.report.text_len > ASR_CTL_MAX_REPORT_TEXT ||
+      m->u.report.stack_len > ASR_CTL_MAX_STACK)
+    return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.report.id) || asr_buf_put_u32(b, m->u.report.rank) ||
+         asr_buf_put_u32(b, m->u.report.pid) || asr_buf_put_u32(b, m->u.report.flags) ||
+         asr_buf_put_str(b, m->u.report.pstate) ||
+         asr_buf_put_bytes(b, m->u.report.text, m->u.report.text_len) ||
+         asr_buf_put_bytes(b, m->u.report.stack, m->u.report.stack_len);
+}
+
+static int dec_report(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.report.id = asr_rd_u32(r);
+  m->u.report.rank = asr_rd_u32(r);
+  m->u.report.pid = asr_rd_u32(r);
+  m->u.report.flags = asr_rd_u32(r);
+  m->u.report.pstate = asr_rd_str(r, 256);
+  m->u.report.text = asr_rd_bytes(r, &m->u.report.text_len);
+  m->u.report.stack = asr_rd_bytes(r, &m->u.report.stack_len);
+  if (r->bad) return bad(why, wl, "REPORT is truncated or its state is too long");
+  if (m->u.report.rank >= ASR_CTL_MAX_RANKS) return bad(why, wl, "REPORT for rank %u", m->u.report.rank);
+  if (m->u.report.flags & ~ASR_CTL_REP_FLAGS) return bad(why, wl, "REPORT flags %#x", m->u.report.flags);
+  if (m->u.report.text_len > ASR_CTL_MAX_REPORT_TEXT || m->u.report.stack_len > ASR_CTL_MAX_STACK)
+    return bad(why, wl, "REPORT of %zu + %zu bytes is too long", m->u.report.text_len, m->u.report.stack_len);
+  return 0;
+}
+
 /* DONE, SHUTDOWN, HEARTBEAT carry nothing. */
 static int enc_empty(const asr_ctl_msg_t *m, asr_buf_t *b) {
   (void)m, (void)b;
@@ -445,6 +498,8 @@ static const codec_t codecs[ASR_CTL__COUNT] = {
     [ASR_CTL_STDIN_CREDIT] = {enc_credit, dec_credit},
     [ASR_CTL_OUTPUT_CLOSED] = {enc_closed, dec_closed},
     [ASR_CTL_JOINED] = {enc_joined, dec_joined},
+    [ASR_CTL_REPORT_REQ] = {enc_report_req, dec_report_req},
+    [ASR_CTL_REPORT] = {enc_report, dec_report},
 };
 
 int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -482,6 +537,7 @@ void asr_ctl_msg_free(asr_ctl_msg_t *m) {
     case ASR_CTL_STARTED: free(m->u.started.pids); break;
     case ASR_CTL_ABORT: free(m->u.abort.msg); break;
     case ASR_CTL_ERROR: free(m->u.error.msg); break;
+    case ASR_CTL_REPORT: free(m->u.report.pstate); break;
     default: break; /* nothing owned */
   }
   memset(&m->u, 0, sizeof m->u);

@@ -41,6 +41,15 @@
  *                                ASR_CTL_VIA_PMI1: through PMI-1,
  *                                ASR_CTL_VIA_PMI2: through PMI-2), sent before that
  *                                rank's EXIT
+ *   REPORT_REQ  asrrun -> asrd   u32 id, u32 timeout_ms (ASR_CTL_REPORT_MIN_MS..MAX_MS),
+ *                                u32 flags (ASR_CTL_REPORT_STACKS: stack traces too):
+ *                                ask every local rank for its state report (issue 24)
+ *   REPORT      asrd -> asrrun   u32 id, u32 rank, u32 pid, u32 flags (ASR_CTL_REP_*),
+ *                                str process state, bytes the rank's report text
+ *                                (report_fmt.h, at most ASR_REPORT_TEXT_MAX), bytes its
+ *                                stack trace (at most ASR_CTL_MAX_STACK): one a local
+ *                                rank, the last with ASR_CTL_REP_LAST; within the
+ *                                REPORT_REQ's timeout plus the stack traces' bound
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
@@ -83,6 +92,8 @@ typedef enum {
   ASR_CTL_STDIN_CREDIT,
   ASR_CTL_OUTPUT_CLOSED,
   ASR_CTL_JOINED,
+  ASR_CTL_REPORT_REQ,
+  ASR_CTL_REPORT,
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
@@ -115,6 +126,22 @@ typedef enum {
 #define ASR_CTL_VIA_PMIX 1u
 #define ASR_CTL_VIA_PMI1 2u
 #define ASR_CTL_VIA_PMI2 3u
+
+/* REPORT_REQ */
+#define ASR_CTL_REPORT_STACKS 1u
+#define ASR_CTL_REPORT_MIN_MS 10u
+#define ASR_CTL_REPORT_MAX_MS 60000u
+/* REPORT flags */
+#define ASR_CTL_REP_ANSWERED 1u       /* the text is the rank's answer */
+#define ASR_CTL_REP_EXITED 2u         /* the rank had exited before it was asked */
+#define ASR_CTL_REP_NO_LIBASR 4u      /* it never started libasr's report thread: no report */
+#define ASR_CTL_REP_TIMEOUT 8u        /* it did not answer within the timeout */
+#define ASR_CTL_REP_GONE 16u          /* its channel closed while it was asked (it exited) */
+#define ASR_CTL_REP_LAST 32u          /* the host's last REPORT for this id */
+#define ASR_CTL_REP_NO_STACK_TOOL 64u /* stacks asked, and neither eu-stack nor gdb is installed */
+#define ASR_CTL_REP_FLAGS 127u
+#define ASR_CTL_MAX_STACK (64u << 10)
+#define ASR_CTL_MAX_REPORT_TEXT (96u << 10) /* report_fmt.h's ASR_REPORT_TEXT_MAX */
 
 /* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
 #define ASR_CTL_MAX_RANKS (1u << 20)
@@ -214,6 +241,15 @@ typedef struct {
     struct {
       char *msg;
     } error;
+    struct {
+      uint32_t id, timeout_ms, flags;
+    } report_req;
+    struct {
+      uint32_t id, rank, pid, flags;
+      char *pstate;
+      const uint8_t *text, *stack;
+      size_t text_len, stack_len;
+    } report;
   } u;
 } asr_ctl_msg_t;
 

@@ -77,6 +77,17 @@ static void check_fields(const asr_ctl_msg_t *m) {
     case ASR_CTL_KILL: FUZZ_ASSERT(m->u.kill.sig >= 1 && m->u.kill.sig <= 64, "KILL signal"); break;
     case ASR_CTL_ABORT: FUZZ_ASSERT(m->u.abort.msg != NULL, "ABORT message"); break;
     case ASR_CTL_ERROR: FUZZ_ASSERT(m->u.error.msg != NULL, "ERROR message"); break;
+    case ASR_CTL_REPORT_REQ:
+      FUZZ_ASSERT(m->u.report_req.timeout_ms >= ASR_CTL_REPORT_MIN_MS &&
+                      m->u.report_req.timeout_ms <= ASR_CTL_REPORT_MAX_MS,
+                  "REPORT_REQ timeout");
+      break;
+    case ASR_CTL_REPORT:
+      FUZZ_ASSERT(m->u.report.pstate && !(m->u.report.flags & ~ASR_CTL_REP_FLAGS), "REPORT flags");
+      FUZZ_ASSERT(
+          m->u.report.text_len <= ASR_CTL_MAX_REPORT_TEXT && m->u.report.stack_len <= ASR_CTL_MAX_STACK,
+          "REPORT lengths");
+      break;
     default: break;
   }
 }

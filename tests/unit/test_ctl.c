@@ -113,6 +113,22 @@ static asr_ctl_msg_t example(int type) {
       m.u.joined.what = ASR_CTL_JOINED_FINALIZED;
       m.u.joined.via = ASR_CTL_VIA_PMI1;
       break;
+    case ASR_CTL_REPORT_REQ:
+      m.u.report_req.id = 7;
+      m.u.report_req.timeout_ms = 2000;
+      m.u.report_req.flags = ASR_CTL_REPORT_STACKS;
+      break;
+    case ASR_CTL_REPORT:
+      m.u.report.id = 7;
+      m.u.report.rank = 3;
+      m.u.report.pid = 4242;
+      m.u.report.flags = ASR_CTL_REP_ANSWERED | ASR_CTL_REP_LAST;
+      m.u.report.pstate = "S (sleeping) in hrtimer_nanosleep";
+      m.u.report.text = (const uint8_t *)"proc\tpid=4242\n";
+      m.u.report.text_len = 14;
+      m.u.report.stack = (const uint8_t *)"#0 main";
+      m.u.report.stack_len = 7;
+      break;
     default: break;
   }
   return m;
@@ -206,6 +222,22 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_EQ(a->u.joined.rank, b->u.joined.rank);
       ASSERT_EQ(a->u.joined.what, b->u.joined.what);
       ASSERT_EQ(a->u.joined.via, b->u.joined.via);
+      break;
+    case ASR_CTL_REPORT_REQ:
+      ASSERT_EQ(a->u.report_req.id, b->u.report_req.id);
+      ASSERT_EQ(a->u.report_req.timeout_ms, b->u.report_req.timeout_ms);
+      ASSERT_EQ(a->u.report_req.flags, b->u.report_req.flags);
+      break;
+    case ASR_CTL_REPORT:
+      ASSERT_EQ(a->u.report.id, b->u.report.id);
+      ASSERT_EQ(a->u.report.rank, b->u.report.rank);
+      ASSERT_EQ(a->u.report.pid, b->u.report.pid);
+      ASSERT_EQ(a->u.report.flags, b->u.report.flags);
+      ASSERT_STREQ(a->u.report.pstate, b->u.report.pstate);
+      ASSERT_EQ(a->u.report.text_len, b->u.report.text_len);
+      ASSERT_MEMEQ(a->u.report.text, b->u.report.text, a->u.report.text_len);
+      ASSERT_EQ(a->u.report.stack_len, b->u.report.stack_len);
+      ASSERT_MEMEQ(a->u.report.stack, b->u.report.stack, a->u.report.stack_len);
       break;
     default: break;
   }
@@ -329,6 +361,22 @@ TEST(out_of_range_fields_refused) {
   asr_buf_put_u32(&b, ASR_CTL_VIA_PMIX);
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOINED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
   ASSERT_CONTAINS(why, "says 3");
+  asr_buf_free(&b);
+  /* REPORT_REQ with a timeout of 0 or an unknown flag; REPORT with an unknown flag */
+  asr_ctl_msg_t q = example(ASR_CTL_REPORT_REQ);
+  q.u.report_req.timeout_ms = 0;
+  ASSERT_EQ(asr_ctl_msg_encode(&q, &b), ASR_EINVAL);
+  asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, 0);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_REPORT_REQ, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "timeout 0 ms");
+  asr_buf_free(&b);
+  asr_ctl_msg_t rp = example(ASR_CTL_REPORT);
+  rp.u.report.flags = 1u << 9;
+  ASSERT_EQ(asr_ctl_msg_encode(&rp, &b), ASR_EINVAL);
+  asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 1u << 9);
+  asr_buf_put_str(&b, "R"), asr_buf_put_bytes(&b, "", 0), asr_buf_put_bytes(&b, "", 0);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_REPORT, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "flags");
   asr_buf_free(&b);
   asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, ASR_CTL_JOINED_INIT), asr_buf_put_u32(&b, 3);
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOINED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
