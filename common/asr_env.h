@@ -105,6 +105,11 @@
     "end the job when a host is silent this long, as --heartbeat-timeout")                                   \
   X(ASRRUN_ALLOW_EARLY_EXIT, "ASRRUN_ALLOW_EARLY_EXIT", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \
     "let a rank exit before joining or finalizing while others run, as --allow-early-exit")                  \
+  X(ASRRUN_REPORT_STATE_ON_TIMEOUT, "ASRRUN_REPORT_STATE_ON_TIMEOUT", BOOL, 0, 1, NULL, "false",             \
+    ASR_ENV_ASRRUN, "print the job's state report and diagnosis before --timeout ends it, as "               \
+    "--report-state-on-timeout")                                                                             \
+  X(ASRRUN_GET_STACK_TRACES, "ASRRUN_GET_STACK_TRACES", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \
+    "state reports carry each running rank's stack trace (eu-stack, else gdb), as --get-stack-traces")       \
   X(ASRRUN_QUIET, "ASRRUN_QUIET", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,                                 \
     "silence asrrun's own notices (not its errors), as --quiet")                                            \
   X(ASRRUN_HOSTFILE, "ASRRUN_HOSTFILE", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                           \

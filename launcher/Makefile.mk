@@ -16,6 +16,7 @@ dist_sysconf_asr_DATA = conf/asrrun.yaml
 bin_PROGRAMS += launcher/asrrun launcher/asrd
 launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c \
 	launcher/asrrun_output.c launcher/asrrun_stdin.c launcher/asrrun_early.c launcher/asrrun_report.c \
+	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c \
 	launcher/launch.h \
 	launcher/launch_local.c launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c launcher/launch_pick.c
 launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher

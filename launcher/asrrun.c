@@ -127,15 +127,17 @@ static void daemon_changed(asrrun_t *run, daemon_t *d) {
   if (run->state == RUN_CLOSING && asrrun_daemons_all_ended(run)) run_set_state(run, RUN_DONE);
 }
 
-/* SIGINT, SIGTERM, SIGHUP, SIGQUIT: the first is forwarded to the ranks
- * (SIGQUIT, asrrun's own, as SIGTERM), a second kills the job at once. */
+/* SIGINT, SIGTERM, SIGHUP, and a second SIGQUIT (on_quit): the first is
+ * forwarded to the ranks (SIGQUIT, asrrun's own, as SIGTERM), a second
+ * kills the job at once. */
 static void on_signal(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from) {
   (void)loop, (void)from;
   asrrun_t *run = s->arg;
   run->interrupts++;
   if (run->interrupts == 1) {
     const char *abbrev = sigabbrev_np(sig);
-    asrrun_notice(run, "got SIG%s; %s (again to kill at once)", abbrev ? abbrev : "?",
+    asrrun_notice(run, "got SIG%s%s; %s (again to kill at once)", abbrev ? abbrev : "?",
+                  sig == SIGQUIT ? " twice" : "",
                   sig == SIGQUIT ? "ending the job" : "forwarding it to the job");
     if (run->exit_code < 0) run->exit_code = 128 + sig;
     asrrun_daemons_kill(run, sig == SIGQUIT ? SIGTERM : sig);
@@ -144,6 +146,33 @@ static void on_signal(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t fro
     asrrun_notice(run, "killing the job");
     if (run->state < RUN_KILLING) run_set_state(run, RUN_KILLING);
   }
+}
+
+/* A state report for asrrun's own stderr. */
+static void report_to_stderr(asrrun_t *run, const char *text, size_t len, void *arg) {
+  (void)run, (void)arg;
+  asrrun_state_write(2, text, len);
+}
+
+/* SIGQUIT (Ctrl-\): the job's state report (asrrun_state.c), and the job
+ * goes on; a second SIGQUIT within ASRRUN_QUIT_WINDOW_MS of the one before
+ * ends the job as SIGINT would (exit 131), and once the job is ending any
+ * SIGQUIT counts as a second signal. */
+static uint64_t last_quit_ms;
+static void on_quit(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from) {
+  asrrun_t *run = s->arg;
+  uint64_t now = asr_loop_now(loop);
+  int again = last_quit_ms && now - last_quit_ms <= ASRRUN_QUIT_WINDOW_MS;
+  last_quit_ms = now;
+  if (again || run->state >= RUN_ABORTING) {
+    on_signal(loop, s, sig, from);
+    return;
+  }
+  asrrun_notice(run,
+                "got SIGQUIT: the job's state report follows; the job goes on (SIGQUIT again within %d s "
+                "ends it)",
+                ASRRUN_QUIT_WINDOW_MS / 1000);
+  asrrun_state_ask(run, "SIGQUIT", report_to_stderr, NULL);
 }
 
 /* SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH: every rank gets it; the job goes on. */
@@ -168,9 +197,22 @@ static void on_cont(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from)
   asrrun_daemons_kill(s->arg, SIGCONT);
 }
 
+/* --report-state-on-timeout: the report is printed, then the job ends. */
+static void report_then_end(asrrun_t *run, const char *text, size_t len, void *arg) {
+  (void)arg;
+  asrrun_state_write(2, text, len);
+  fail(run, ASRRUN_EXIT_TIMEOUT, "the job timed out after %d s (--timeout); killing it", run->cfg.timeout_s);
+}
+
 static void on_job_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
   (void)loop;
   asrrun_t *run = t->arg;
+  if (run->cfg.report_state_on_timeout && run->state < RUN_ABORTING) {
+    asrrun_notice(run, "the job timed out after %d s (--timeout); its state report follows",
+                  run->cfg.timeout_s);
+    asrrun_state_ask(run, "--timeout", report_then_end, NULL);
+    return;
+  }
   fail(run, ASRRUN_EXIT_TIMEOUT, "the job timed out after %d s (--timeout); killing it", run->cfg.timeout_s);
 }
 
@@ -407,7 +449,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asr_loop_signal_start(run->loop, &sig_int, SIGINT, on_signal, run);
   asr_loop_signal_start(run->loop, &sig_term, SIGTERM, on_signal, run);
   asr_loop_signal_start(run->loop, &sig_hup, SIGHUP, on_signal, run);
-  asr_loop_signal_start(run->loop, &sig_quit, SIGQUIT, on_signal, run);
+  asr_loop_signal_start(run->loop, &sig_quit, SIGQUIT, on_quit, run);
   for (int i = 0; i < 4; i++) asr_loop_signal_start(run->loop, &sig_fwd[i], fwd_sigs[i], on_forward, run);
   asr_loop_signal_start(run->loop, &sig_tstp, SIGTSTP, on_tstp, run);
   asr_loop_signal_start(run->loop, &sig_cont, SIGCONT, on_cont, run);
@@ -436,6 +478,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   if (run->cfg.timeout_s > 0)
     asr_loop_timer_start(run->loop, &job_deadline, (uint64_t)run->cfg.timeout_s * 1000, on_job_deadline, run);
   run_set_state(run, RUN_LAUNCHING);
+  asrrun_status_start(run); /* asrrun --status from another shell (asrrun_status.c) */
   asrrun_daemons_launch(run, asrd, remote_asrd, ctl_local, ctl_remote);
   if (run->state == RUN_LAUNCHING) run_set_state(run, RUN_RUNNING);
   if (run->state != RUN_DONE) {
@@ -443,6 +486,8 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
     if (rc) fail(run, ASRRUN_EXIT_LAUNCH, "event loop failed: %s", asr_strerror(rc));
   }
   asrrun_stdin_stop(run);
+  asrrun_status_stop(run);
+  asrrun_state_stop(run);
   asrrun_daemons_stop(run);
   asr_loop_timer_stop(run->loop, &state_timer);
   asr_loop_timer_stop(run->loop, &job_deadline);
@@ -460,12 +505,22 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
 int main(int argc, char **argv) {
   asrrun_t *r = &R;
   asr_log_set_role("asrrun", -1);
+  /* asrrun --status [JOB]: a command of its own (asrrun_status.c) */
+  if (argc >= 2 && (strcmp(argv[1], "--status") == 0 || strncmp(argv[1], "--status=", 9) == 0)) {
+    const char *job = argv[1][8] == '=' ? argv[1] + 9 : argc >= 3 ? argv[2] : NULL;
+    if (argc > (argv[1][8] == '=' ? 2 : 3)) {
+      fprintf(stderr, "asrrun: --status takes one job at most: asrrun --status [JOB]\n");
+      return ASRRUN_EXIT_USAGE;
+    }
+    return asrrun_status_client(job);
+  }
   r->exit_code = -1;
   r->lfd = -1;
   r->daemons_up = 0;
   r->early = (asrrun_early_t){.lfd = -1, .index = -1};
   r->fail = fail;
   r->daemon_changed = daemon_changed;
+  r->on_report = asrrun_state_on_report;
   r->stdin_taken = asrrun_stdin_credit;
   uint8_t secret[ASR_KV_SECRET_LEN];
   asr_kv_secret_generate(secret);

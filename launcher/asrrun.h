@@ -8,6 +8,10 @@
  *   asrrun_stdin.c    asrrun's stdin to rank 0
  *   asrrun_early.c    this host's asrd started before the configuration is read
  *   asrrun_report.c   what -v tells as the job goes, and notices --quiet silences
+ *   asrrun_state.c    the job's state report: asking every daemon, gathering (issue 24)
+ *   asrrun_diag.c     rendering it: the diagnosis, a block per host and rank, missing keys
+ *   asrrun_status.c   asrrun --status: this job's socket in the user's 0700 directory, and
+ *                     the client that asks a running job from another shell
  * Files below asrrun.c never call up into it: a failure of the job or a
  * daemon's change goes through the callbacks in asrrun_t.
  */
@@ -28,6 +32,17 @@
 #define ASRRUN_EXIT_TIMEOUT 124
 #define ASRRUN_EXIT_LAUNCH 125
 #define ASRRUN_EXIT_NOTFOUND 127
+
+#define ASRRUN_STALL_MS 2000       /* a wait or a request this old gets a diagnosis line */
+#define ASRRUN_REPORT_ASK_MS 2000  /* each asrd waits this long for its ranks' reports */
+#define ASRRUN_QUIT_WINDOW_MS 2000 /* a second SIGQUIT within this ends the job */
+/* A REPORT's flags, as asrd sets them (ctl_msg.h) */
+#define ASRRUN_REP_ANSWERED ASR_CTL_REP_ANSWERED
+#define ASRRUN_REP_EXITED ASR_CTL_REP_EXITED
+#define ASRRUN_REP_NO_LIBASR ASR_CTL_REP_NO_LIBASR
+#define ASRRUN_REP_TIMEOUT ASR_CTL_REP_TIMEOUT
+#define ASRRUN_REP_GONE ASR_CTL_REP_GONE
+#define ASRRUN_REP_NO_STACK_TOOL ASR_CTL_REP_NO_STACK_TOOL
 
 #define ASRRUN_GRACE_MS 3000 /* SIGTERM, then SIGKILL after this; then give up after as long again */
 
@@ -50,6 +65,16 @@ typedef enum {
 } daemon_state_t;
 
 typedef struct asrrun asrrun_t;
+
+/* One rank's part of a state report, as its daemon's REPORT said
+ * (asrrun_state.c gathers, asrrun_diag.c renders). */
+typedef struct {
+  int have; /* a REPORT came for it */
+  uint32_t flags, pid;
+  char pstate[257];
+  char *text, *stack; /* malloc'd */
+  size_t text_len, stack_len;
+} asrrun_rank_state_t;
 
 typedef struct daemon {
   asrrun_t *run;
@@ -149,6 +174,11 @@ struct asrrun {
    * code and prints why); a daemon changed state */
   void (*fail)(asrrun_t *run, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
   void (*daemon_changed)(asrrun_t *run, daemon_t *d);
+
+  struct asrrun_state *rep_state; /* asrrun_state.c: the state report being gathered */
+  /* set by asrrun.c: a daemon's REPORT (asrrun_state_on_report) */
+  void (*on_report)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+  struct asrrun_status *status; /* asrrun_status.c: this job's --status socket */
 };
 
 const char *asrrun_daemon_state_name(daemon_state_t s);
@@ -176,6 +206,66 @@ int64_t asrrun_daemons_stdin_room(const asrrun_t *run);
 int asrrun_daemons_stdin_ready(const asrrun_t *run);
 /* Stops every source of theirs on the loop, kills and frees what is left. */
 void asrrun_daemons_stop(asrrun_t *run);
+
+/* Sends m to daemon h when it can still hear it: 0, or ASR_ENOTCONN. */
+int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m);
+
+/* asrrun_state.c */
+/* What to do with a state report once it is rendered (text, len). */
+typedef void (*asrrun_state_cb)(asrrun_t *run, const char *text, size_t len, void *arg);
+/* Asks every daemon for its ranks' state (a report already being gathered
+ * is shared: cb joins it). cb follows within a bound, once. */
+void asrrun_state_ask(asrrun_t *run, const char *why, asrrun_state_cb cb, void *arg);
+/* A daemon's REPORT. */
+void asrrun_state_on_report(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+/* Writes text to fd whole (blocking); the usual cb's body. */
+void asrrun_state_write(int fd, const char *text, size_t len);
+/* Ends a report being gathered (its callbacks are not called) and frees it. */
+void asrrun_state_stop(asrrun_t *run);
+
+/* asrrun_diag.c */
+/* Renders the report of the ranks' states st[nranks] into out: the diagnosis,
+ * a block per host and rank, the keys waited on that no rank has set. */
+void asrrun_diag_render(const asrrun_t *run, const asrrun_rank_state_t *st, const char *why, uint64_t at_ms,
+                        asr_buf_t *out);
+
+/* asrrun_status.c */
+/* This job's socket in the user's directory (a warning when it cannot be
+ * made: the job runs without --status). */
+void asrrun_status_start(asrrun_t *run);
+void asrrun_status_stop(asrrun_t *run);
+/* asrrun --status [JOB]: the client. Returns the exit code. */
+int asrrun_status_client(const char *job);
+
+/* Sends m to daemon h when it can still hear it: 0, or ASR_ENOTCONN. */
+int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m);
+
+/* asrrun_state.c */
+/* What to do with a state report once it is rendered (text, len). */
+typedef void (*asrrun_state_cb)(asrrun_t *run, const char *text, size_t len, void *arg);
+/* Asks every daemon for its ranks' state (a report already being gathered
+ * is shared: cb joins it). cb follows within a bound, once. */
+void asrrun_state_ask(asrrun_t *run, const char *why, asrrun_state_cb cb, void *arg);
+/* A daemon's REPORT. */
+void asrrun_state_on_report(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+/* Writes text to fd whole (blocking); the usual cb's body. */
+void asrrun_state_write(int fd, const char *text, size_t len);
+/* Ends a report being gathered (its callbacks are not called) and frees it. */
+void asrrun_state_stop(asrrun_t *run);
+
+/* asrrun_diag.c */
+/* Renders the report of the ranks' states st[nranks] into out: the diagnosis,
+ * a block per host and rank, the keys waited on that no rank has set. */
+void asrrun_diag_render(const asrrun_t *run, const asrrun_rank_state_t *st, const char *why, uint64_t at_ms,
+                        asr_buf_t *out);
+
+/* asrrun_status.c */
+/* This job's socket in the user's directory (a warning when it cannot be
+ * made: the job runs without --status). */
+void asrrun_status_start(asrrun_t *run);
+void asrrun_status_stop(asrrun_t *run);
+/* asrrun --status [JOB]: the client. Returns the exit code. */
+int asrrun_status_client(const char *job);
 
 /* asrrun_output.c */
 /* --output-dir made (mkdir -p) and writable, before launch; else why. */

@@ -304,6 +304,9 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     case ASR_CTL_DONE:
       if (d->state < DAEMON_DONE) daemon_set_state(d, DAEMON_DONE);
       break;
+    case ASR_CTL_REPORT:
+      if (run->on_report) run->on_report(run, d, m);
+      break;
     default:
       run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", host_of(d),
                 asr_ctl_type_name(m->type));
@@ -662,6 +665,12 @@ void asrrun_daemons_kill(asrrun_t *run, int sig) {
      * local process is killed directly */
     if (sig == SIGKILL && d->state == DAEMON_LAUNCHING && d->pid > 0) kill(d->pid, SIGKILL);
   }
+}
+
+int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m) {
+  daemon_t *d = &run->daemons[h];
+  if (!d->conn || over(d) || d->state < DAEMON_JOINED) return ASR_ENOTCONN;
+  return asr_ctl_send(d->conn, m);
 }
 
 void asrrun_daemons_flush(asrrun_t *run) {

@@ -86,6 +86,8 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     STR_KEY("if_include", "ASRRUN_IF_INCLUDE", if_include, 0),
     INT_KEY("heartbeat_timeout", "ASRRUN_HEARTBEAT_TIMEOUT", heartbeat_timeout_s, 2, 3600),
     BOOL_KEY("allow_early_exit", "ASRRUN_ALLOW_EARLY_EXIT", allow_early_exit),
+    BOOL_KEY("report_state_on_timeout", "ASRRUN_REPORT_STATE_ON_TIMEOUT", report_state_on_timeout),
+    BOOL_KEY("get_stack_traces", "ASRRUN_GET_STACK_TRACES", get_stack_traces),
     INT_KEY("verbose", NULL, verbose, 0, 100),
     BOOL_KEY("quiet", "ASRRUN_QUIET", quiet),
 };

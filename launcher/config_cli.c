@@ -120,6 +120,13 @@ static int opt_list_env(cli_ctx_t *c, const cli_opt_t *o, const char *flag, cons
   return 1;
 }
 
+/* --status [JOB] is a command of its own, read before any configuration
+ * (asrrun.c: main); it reaches here only after another flag. */
+static int opt_status(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
+  snprintf(c->errbuf, c->errlen, "--status is a command of its own: asrrun --status [JOB]");
+  return ASR_ECONFIG;
+}
+
 /* The one list of flags: the parser, the -f pre-scan and --help all read it,
  * so a flag cannot exist without its help line. */
 static const cli_opt_t cli_opts[] = {
@@ -172,6 +179,12 @@ static const cli_opt_t cli_opts[] = {
      "end the job when a host is silent this long (2..3600, default 10)"},
     {"--allow-early-exit", NULL, NULL, "allow_early_exit", "1", opt_key,
      "let a rank exit before joining the job or finalizing while others run"},
+    {"--report-state-on-timeout", NULL, NULL, "report_state_on_timeout", "1", opt_key,
+     "print the job's state report and diagnosis before --timeout ends it"},
+    {"--get-stack-traces", NULL, NULL, "get_stack_traces", "1", opt_key,
+     "state reports carry each running rank's stack trace (eu-stack, else gdb)"},
+    {"--status", NULL, "[=JOB]", NULL, NULL, opt_status,
+     "print a running job's state report (JOB: its asrrun's pid) and exit"},
 };
 #define N_CLI_OPTS (sizeof cli_opts / sizeof cli_opts[0])
 
@@ -197,8 +210,9 @@ static int opt_help(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const ch
       "124 --timeout expired; 125 launch failure, a daemon died, or a rank left early (exited 0 before\n"
       "joining or finalizing while others ran); 127 program not found; 128+S a rank (or asrrun) got\n"
       "signal S; 2 bad command line or configuration.\n"
-      "\nSignals: INT, TERM, HUP go to every rank and end the job (again: kill at once); QUIT ends the\n"
-      "job; USR1, USR2, ALRM, WINCH go to every rank; TSTP stops the ranks (SIGSTOP) and asrrun; CONT\n"
+      "\nSignals: INT, TERM, HUP go to every rank and end the job (again: kill at once); QUIT (Ctrl-\\)\n"
+      "prints the job's state report and the job goes on (a second QUIT within 2 s ends the job, 131);\n"
+      "USR1, USR2, ALRM, WINCH go to every rank; TSTP stops the ranks (SIGSTOP) and asrrun; CONT\n"
       "resumes them.\n"
       "\nasrrun(1) (man asrrun) describes every flag, setting and exit status.\n",
       ASR_SYSCONFDIR);

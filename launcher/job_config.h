@@ -104,6 +104,8 @@ typedef struct {
   char if_include[256];         /* --if-include: interface, A.B.C.D/N or address for rank traffic */
   int heartbeat_timeout_s;      /* --heartbeat-timeout: a host silent this long is lost (default 10) */
   int allow_early_exit;         /* --allow-early-exit: a rank may leave before joining or finalizing */
+  int report_state_on_timeout;  /* --report-state-on-timeout: the state report before --timeout's end */
+  int get_stack_traces;         /* --get-stack-traces: state reports carry the ranks' stacks */
   char program[1024];           /* the program to run (argv[0]) */
   char *args[ASR_CFG_MAX_ARGS]; /* its arguments (malloc'd strings) */
   int nargs;

@@ -126,6 +126,12 @@ tests_apps_early_exit_SOURCES = tests/apps/early_exit.c
 tests_apps_early_exit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_early_exit_LDADD = runtime/libasr.la
 tests_apps_early_exit_LDFLAGS = -no-install
+# The state report's stuck jobs (tests/integration/test_stall.c, tests/netns/netns.sh).
+noinst_PROGRAMS += tests/apps/stall
+tests_apps_stall_SOURCES = tests/apps/stall.c
+tests_apps_stall_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_stall_LDADD = runtime/libasr.la
+tests_apps_stall_LDFLAGS = -no-install
 # Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh
 # Slurm tests on a private cluster (scripts/test.sh runs slurm.sh).
@@ -138,7 +144,7 @@ EXTRA_DIST += tests/fuzz
 # distcheck configures --disable-integration-tests: its tree runs the unit
 # tests only (scripts/test.sh runs these from the default build).
 INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_jobctl tests/integration/test_apps \
-	tests/integration/test_late_recv tests/integration/test_mpi
+	tests/integration/test_late_recv tests/integration/test_mpi tests/integration/test_stall
 if ASR_INTEGRATION_TESTS
 check_PROGRAMS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
@@ -151,6 +157,9 @@ tests_integration_test_asrrun_LDADD = $(TEST_LIBS)
 tests_integration_test_jobctl_SOURCES = tests/integration/test_jobctl.c tests/integration/job_util.c \
 	tests/integration/job_util.h
 tests_integration_test_jobctl_LDADD = $(TEST_LIBS) -lutil
+tests_integration_test_stall_SOURCES = tests/integration/test_stall.c tests/integration/job_util.c \
+	tests/integration/job_util.h
+tests_integration_test_stall_LDADD = $(TEST_LIBS)
 tests_integration_test_apps_SOURCES = tests/integration/test_apps.c
 # Open MPI and MPICH programs under asrrun (tests/integration/test_mpi.c): the
 # test builds tests/apps/mpi/*.c with mpicc.openmpi / mpicc.mpich itself.

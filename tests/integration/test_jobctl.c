@@ -576,8 +576,10 @@ TEST_TIMEOUT(terminal_ctrl_z, 60) {
   teardown();
 }
 
-/* Ctrl-\ is asrrun's own: it ends the job (the terminal's SIGQUIT reaches
- * neither the local asrd nor the ranks directly), nothing is left behind. */
+/* Ctrl-\ is asrrun's own (the terminal's SIGQUIT reaches neither the local
+ * asrd nor the ranks directly): once, it prints the job's state report and
+ * the job goes on (issue 24; before it, the job ended at once); twice within
+ * 2 s, it ends the job with 131, and nothing is left behind. */
 TEST_TIMEOUT(terminal_ctrl_backslash, 60) {
   setup();
   ptyjob_t p;
@@ -585,6 +587,13 @@ TEST_TIMEOUT(terminal_ctrl_backslash, 60) {
   pty_start(&p, args);
   ASSERT_MSG(pty_wait_text(&p, "[1] up", 20000) && pty_wait_text(&p, "[0] up", 5000), "no 'up' lines: %s",
              p.out);
+  ASSERT(write(p.master, "\x1c", 1) == 1);
+  ASSERT_MSG(pty_wait_text(&p, "asrrun: end of state report", 15000), "no state report: %s", p.out);
+  ASSERT_CONTAINS(p.out, "rank 0 is not a libasr process (no report)");
+  sleep_ms(2500); /* past the window: the job still runs */
+  ASSERT_MSG(waitpid(p.pid, NULL, WNOHANG) == 0, "asrrun ended after one Ctrl-\\: %s", p.out);
+  ASSERT(write(p.master, "\x1c", 1) == 1);
+  sleep_ms(200);
   ASSERT(write(p.master, "\x1c", 1) == 1);
   int code = pty_finish(&p, 20000);
   ASSERT_MSG(code == 128 + SIGQUIT, "asrrun exited %d after Ctrl-\\; terminal: %s", code, p.out);

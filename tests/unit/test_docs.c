@@ -37,6 +37,7 @@ static const struct {
     {"--version", "prints and exits"},
     {"--list-env", "prints and exits"},
     {"--help", "prints and exits"},
+    {"--status", "a command of its own: asks a running job and exits"},
 };
 #define N_NO_VARIABLE (sizeof no_variable / sizeof no_variable[0])
 

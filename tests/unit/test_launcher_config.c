@@ -521,6 +521,9 @@ TEST(cli_help_lists_every_flag) {
                                       "--if-include IFACE|NET/N|ADDR",
                                       "--heartbeat-timeout SECONDS",
                                       "--allow-early-exit",
+                                      "--report-state-on-timeout",
+                                      "--get-stack-traces",
+                                      "--status[=JOB]",
                                       "--timestamp-output",
                                       "--wdir DIR",
                                       "--stdin RANK|all|none",
@@ -1106,7 +1109,8 @@ TEST(yaml_errors_name_file_line_key) {
        "2: npp: unknown key; the keys are np, lnc_per_host, npernode, map_by, bind_to, cpus_per_rank, "
        "oversubscribe, report_bindings, tag_output, timestamp_output, output_dir, wdir, stdin, timeout, "
        "bootstrap_port, provider, launcher, launch_agent, prefix, if_include, heartbeat_timeout, "
-       "allow_early_exit, verbose, quiet, hosts, hostfile, rankfile, env, program, args"},
+       "allow_early_exit, report_state_on_timeout, get_stack_traces, verbose, quiet, hosts, hostfile, "
+       "rankfile, env, program, args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
       {"np:\n  a: 1\n", "2: np: expected a number, not a mapping"},
       {"np:\n", "1: np: needs a value (a positive number)"},
