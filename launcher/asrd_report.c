@@ -31,8 +31,12 @@
 #include "asrd.h"
 #include "report_fmt.h"
 
-#define STACK_RANK_MS 4000   /* one rank's trace */
-#define STACK_TOTAL_MS 10000 /* every trace of one request, on this host */
+/* The traces run on asrd's loop, one after the other, each REPORT flushed
+ * up as it is made: asrrun hears from this host at least every
+ * STACK_RANK_MS, well inside the shortest --heartbeat-timeout but one (2 s:
+ * don't ask for stacks with that), and the whole lot is bounded. */
+#define STACK_RANK_MS 3000  /* one rank's trace */
+#define STACK_TOTAL_MS 8000 /* every trace of one request, on this host */
 
 static void finish(asrd_t *d);
 
@@ -272,6 +276,7 @@ static void finish(asrd_t *d) {
                                     .stack = stack,
                                     .stack_len = stack_len}};
     asrd_up_send(d, &m);
+    if (d->up_open) asr_ctl_flush(&d->up); /* now, not after the next trace */
     free(stack);
     free(r->rep_text);
     r->rep_text = NULL;

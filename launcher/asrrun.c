@@ -201,6 +201,7 @@ static void on_cont(asr_loop_t *loop, asr_loop_signal_t *s, int sig, pid_t from)
 static void report_then_end(asrrun_t *run, const char *text, size_t len, void *arg) {
   (void)arg;
   asrrun_state_write(2, text, len);
+  if (run->state >= RUN_CLOSING) return; /* it ended on its own meanwhile */
   fail(run, ASRRUN_EXIT_TIMEOUT, "the job timed out after %d s (--timeout); killing it", run->cfg.timeout_s);
 }
 

@@ -18,8 +18,8 @@
 #include "asr_log.h"
 #include "asrrun.h"
 
-#define MARGIN_MS 1500  /* a daemon's answer on its way up */
-#define STACKS_MS 10000 /* asrd_report.c's STACK_TOTAL_MS */
+#define MARGIN_MS 1500 /* a daemon's answer on its way up */
+#define STACKS_MS 8000 /* asrd_report.c's STACK_TOTAL_MS */
 #define MAX_WAITERS 16
 
 typedef struct {

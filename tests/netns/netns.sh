@@ -21,7 +21,8 @@ trap 'exit 130' INT TERM
 
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
   link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile mpi_openmpi_hosts
-  mpi_mpich_hosts pmi2_hosts torch_gloo_hosts)
+  mpi_mpich_hosts pmi2_hosts torch_gloo_hosts stall_missing_accept_hosts stall_missing_receive_hosts
+  stall_barrier_hosts stall_on_demand_hosts)
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
   for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
@@ -281,3 +282,93 @@ else
   check_clean
   result "torch slice and gloo all_reduce across 2 hosts (torchrun's variables)"
 fi
+
+# --- stuck jobs across hosts: the state report's diagnosis (issue 24) -------------
+STALL=$APPS/stall
+# has_line TEXT: the report has this diagnosis line, whole (fixed text)
+has_line() { grep -qxF "asrrun:   $1" "$out"; }
+# has_line_s HEAD TAIL: a diagnosis line HEAD<seconds>TAIL
+has_line_s() {
+  local l
+  l=$(grep -F "asrrun:   $1" "$out" | head -1)
+  [ -n "$l" ] || return 1
+  l=${l#"asrrun:   $1"}
+  [[ $l =~ ^[0-9]+(.*)$ ]] && [ "${BASH_REMATCH[1]}" = "$2" ]
+}
+
+# Rank 0 on host 1 connects to rank 1 on host 2, which never accepts: the
+# SEND comm waits for its handle key on host 2's KV server.
+case=stall_missing_accept_hosts failed=0 out=$work/$case
+run_job "$out" -H "$H1:1,$H2:1" --timeout 8 --report-state-on-timeout "$STALL" accept
+rc=$?
+[ $rc = 124 ] || fail "exit $rc, wanted 124"
+has_line_s "rank 0 lnc 0 SEND comm to rank 1 lnc 0 waits " \
+  " s in WAIT_FOR_NET_HANDLE_GET for handle-<send 0><recv 0><host $H1> on $H2: rank 1 never called asr_accept for rank 0" ||
+  fail "no missing-accept line"
+grep -qF "asrrun:   handle-<send 0><recv 0><host $H1> on $H2 (198.18.0.2:" "$out" || fail "the key is not listed as unset"
+grep -qF "asrrun: host $H2:" "$out" || fail "no block for host $H2"
+check_clean
+result "a missing accept across hosts: the key and the host asked"
+
+# 4 MiB sends from host 1 to host 2, where no receive is posted.
+case=stall_missing_receive_hosts failed=0 out=$work/$case
+run_job "$out" -H "$H1:1,$H2:1" --timeout 8 --report-state-on-timeout "$STALL" recv 4194304
+rc=$?
+[ $rc = 124 ] || fail "exit $rc, wanted 124"
+has_line_s "rank 0 has 4 sends to rank 1 posted for " " s; rank 1 posted 0 receives on that comm" ||
+  fail "no missing-receive line"
+check_clean
+result "a missing receive across hosts: the counts of the two halves"
+
+# Three hosts, the last rank never joins the barrier.
+case=stall_barrier_hosts failed=0 out=$work/$case
+run_job "$out" -H "$H1:1,$H2:1,$H3:1" --timeout 8 --report-state-on-timeout "$STALL" barrier
+rc=$?
+[ $rc = 124 ] || fail "exit $rc, wanted 124"
+grep -qE "^asrrun:   ranks 0-1 are in asr_job_barrier; rank 2 never joined it: it is S \(sleeping\).* outside libasr$" \
+  "$out" || fail "no barrier line"
+check_clean
+result "a barrier one rank on another host never joins"
+
+# SIGQUIT to asrrun while ranks on two hosts exchange data: the report, and
+# the job goes on and ends 0; asrrun --status from another process meanwhile.
+# asrrun_below PID: the asrrun among PID's descendants (by parent, a few
+# levels: the job's subshell, ip netns exec / timeout, asrrun).
+asrrun_below() {
+  local level c parents=$1 next
+  for level in 1 2 3 4; do
+    next=
+    for p in $parents; do
+      for c in $(pgrep -P "$p"); do
+        [ "$(cat "/proc/$c/comm" 2>/dev/null)" = asrrun ] && { echo "$c"; return 0; }
+        next="$next $c"
+      done
+    done
+    parents=$next
+  done
+  return 1
+}
+case=stall_on_demand_hosts failed=0 out=$work/$case
+run_job "$out" -H "$H1:1,$H2:1" "$STALL" run 20 &
+job=$!
+until=$((SECONDS + 90))
+while ! grep -q 'rank 1: running' "$out" 2>/dev/null && ((SECONDS < until)); do sleep 0.1; done
+pid=$(asrrun_below $job)
+if [ -z "$pid" ] || ! grep -q 'rank 1: running' "$out"; then
+  fail "the job did not start"
+else
+  kill -QUIT "$pid"
+  until=$((SECONDS + 30))
+  while ! grep -q 'asrrun: end of state report' "$out" && ((SECONDS < until)); do sleep 0.1; done
+  grep -qF "state report (SIGQUIT)" "$out" || fail "no report on SIGQUIT"
+  grep -qF "comm lnc 0 SEND #0 to rank 1 (198.18.0.2 lnc 0): CONNECTED" "$out" || fail "no connected SEND comm"
+  ip netns exec "$H1" "$ASRRUN" --status "$pid" >"$out.status" 2>&1 || fail "asrrun --status failed"
+  grep -qF "comm lnc 0 RECV #0 from rank 0 (198.18.0.1 lnc 0): CONNECTED" "$out.status" ||
+    fail "asrrun --status: no connected RECV comm: $(tail -3 "$out.status" | tr '\n' ' ')"
+fi
+{ wait $job; } 2>/dev/null
+rc=$?
+[ $rc = 0 ] || fail "exit $rc, wanted 0"
+[ "$(grep -c 'rank [01]: done' "$out")" = 2 ] || fail "the ranks did not finish"
+check_clean
+result "the report on demand across hosts (SIGQUIT, --status), then the job ends normally"
