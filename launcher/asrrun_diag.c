@@ -26,6 +26,8 @@
 #include "asrrun.h"
 #include "report_fmt.h"
 
+#define NONE (-1) /* no such rank or host: an index, not an error */
+
 typedef struct {
   const asrrun_t *run;
   const asrrun_rank_state_t *st;
@@ -75,17 +77,17 @@ static double secs(long long ms) { return ms < 0 ? 0 : (double)ms / 1000.0; }
 
 static const char *host_name(const diag_t *g, int h) { return g->run->map.host_names[h]; }
 
-/* The rank at (ip, lnc), or -1. */
+/* The rank at (ip, lnc), or NONE. */
 static int rank_at(const diag_t *g, const char *ip, int lnc) {
   const asr_map_t *m = &g->run->map;
   for (int r = 0; r < m->nranks; r++)
     if (g->ok[r] && g->rep[r].lnc == lnc && strcmp(g->rep[r].addr, ip) == 0) return r;
   for (int r = 0; r < m->nranks; r++) /* a rank that did not answer: its host's address, its LNC */
     if (m->ranks[r].lnc == lnc && strcmp(g->host_addr[m->ranks[r].host], ip) == 0) return r;
-  return -1;
+  return NONE;
 }
 
-/* The host a server "ip:port" is on, or -1. */
+/* The host a server "ip:port" is on, or NONE. */
 static int host_of_server(const diag_t *g, const char *server, int asker) {
   char ip[64];
   snprintf(ip, sizeof ip, "%s", server);
@@ -94,7 +96,7 @@ static int host_of_server(const diag_t *g, const char *server, int asker) {
   if (strcmp(ip, "127.0.0.1") == 0 && asker >= 0) return g->run->map.ranks[asker].host;
   for (int h = 0; h < g->run->map.nhosts; h++)
     if (strcmp(g->host_addr[h], ip) == 0) return h;
-  return -1;
+  return NONE;
 }
 
 static int peer_of(const diag_t *g, const asr_report_comm_t *c) {

@@ -154,18 +154,18 @@ static int ask(const char *path, int quiet_missing) {
   return 0;
 }
 
-/* The owner of process pid, when it is an asrrun: 0 with *uid, else -1. */
+/* The owner of process pid, when it is an asrrun: 0 with *uid, else ASR_ENOENT. */
 static int asrrun_owner(long pid, uid_t *uid) {
   char p[64], comm[64] = "";
   snprintf(p, sizeof p, "/proc/%ld/comm", pid);
   FILE *f = fopen(p, "r");
-  if (!f) return -1;
+  if (!f) return ASR_ENOENT;
   if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
   fclose(f);
   comm[strcspn(comm, "\n")] = '\0';
   struct stat sb;
   snprintf(p, sizeof p, "/proc/%ld", pid);
-  if (strcmp(comm, "asrrun") != 0 || stat(p, &sb) != 0) return -1;
+  if (strcmp(comm, "asrrun") != 0 || stat(p, &sb) != 0) return ASR_ENOENT;
   *uid = sb.st_uid;
   return 0;
 }
