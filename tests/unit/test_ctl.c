@@ -378,9 +378,9 @@ TEST(out_of_range_fields_refused) {
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_REPORT, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
   ASSERT_CONTAINS(why, "flags");
   asr_buf_free(&b);
-  asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, ASR_CTL_JOINED_INIT), asr_buf_put_u32(&b, 3);
+  asr_buf_put_u32(&b, 0), asr_buf_put_u32(&b, ASR_CTL_JOINED_INIT), asr_buf_put_u32(&b, 4);
   ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOINED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
-  ASSERT_CONTAINS(why, "through 3");
+  ASSERT_CONTAINS(why, "through 4");
   asr_buf_free(&b);
   /* a JOB whose rank sits on a host that does not exist, or LNC 128 */
   asr_ctl_msg_t j = example(ASR_CTL_JOB);
