@@ -21,6 +21,8 @@ if [ "${1:-}" = --test ]; then
   pkgs+=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
   # ... and PMI-2 programs, against Slurm's PMI-2 client library
   pkgs+=(libpmi2-0-dev)
+  # tests/integration/test_stall: --get-stack-traces's first choice, eu-stack
+  pkgs+=(elfutils)
   # python/: the module is built for Debian's /usr/bin/python3 against its
   # headers; its tests (tests/python/) import numpy and torch under pytest.
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch)
