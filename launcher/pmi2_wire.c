@@ -136,15 +136,15 @@ int asr_pmi2_reply_fail(asr_buf_t *b, int cmd, const char *why) {
 }
 
 /* The length field's value: digits, then spaces only ("%-6d"; leading
- * spaces too, as atoi would take them). -1 when it is not a number. */
+ * spaces too, as atoi would take them). ASR_EPROTO when it is not a number. */
 static long field_value(const char *f) {
   size_t i = 0;
   while (i < ASR_PMI2_LEN_SIZE && f[i] == ' ') i++;
-  if (i == ASR_PMI2_LEN_SIZE || f[i] < '0' || f[i] > '9') return -1;
+  if (i == ASR_PMI2_LEN_SIZE || f[i] < '0' || f[i] > '9') return ASR_EPROTO;
   long v = 0;
   while (i < ASR_PMI2_LEN_SIZE && f[i] >= '0' && f[i] <= '9') v = v * 10 + (f[i++] - '0');
   while (i < ASR_PMI2_LEN_SIZE && f[i] == ' ') i++;
-  return i == ASR_PMI2_LEN_SIZE ? v : -1;
+  return i == ASR_PMI2_LEN_SIZE ? v : ASR_EPROTO;
 }
 
 asr_pmi2_feed_t asr_pmi2_reader_feed(asr_pmi2_reader_t *r, const uint8_t *p, size_t n, size_t *taken,
