@@ -237,36 +237,6 @@ void asrrun_status_stop(asrrun_t *run);
 /* asrrun --status [JOB]: the client. Returns the exit code. */
 int asrrun_status_client(const char *job);
 
-/* Sends m to daemon h when it can still hear it: 0, or ASR_ENOTCONN. */
-int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m);
-
-/* asrrun_state.c */
-/* What to do with a state report once it is rendered (text, len). */
-typedef void (*asrrun_state_cb)(asrrun_t *run, const char *text, size_t len, void *arg);
-/* Asks every daemon for its ranks' state (a report already being gathered
- * is shared: cb joins it). cb follows within a bound, once. */
-void asrrun_state_ask(asrrun_t *run, const char *why, asrrun_state_cb cb, void *arg);
-/* A daemon's REPORT. */
-void asrrun_state_on_report(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
-/* Writes text to fd whole (blocking); the usual cb's body. */
-void asrrun_state_write(int fd, const char *text, size_t len);
-/* Ends a report being gathered (its callbacks are not called) and frees it. */
-void asrrun_state_stop(asrrun_t *run);
-
-/* asrrun_diag.c */
-/* Renders the report of the ranks' states st[nranks] into out: the diagnosis,
- * a block per host and rank, the keys waited on that no rank has set. */
-void asrrun_diag_render(const asrrun_t *run, const asrrun_rank_state_t *st, const char *why, uint64_t at_ms,
-                        asr_buf_t *out);
-
-/* asrrun_status.c */
-/* This job's socket in the user's directory (a warning when it cannot be
- * made: the job runs without --status). */
-void asrrun_status_start(asrrun_t *run);
-void asrrun_status_stop(asrrun_t *run);
-/* asrrun --status [JOB]: the client. Returns the exit code. */
-int asrrun_status_client(const char *job);
-
 /* asrrun_output.c */
 /* --output-dir made (mkdir -p) and writable, before launch; else why. */
 int asrrun_output_prepare(asrrun_t *run, char *err, size_t errlen);
