@@ -14,6 +14,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/kv_host.c \
 	runtime/job_connect.c \
 	runtime/ofi.c runtime/ofi.h \
+	runtime/ofi_av.c \
 	runtime/shm_names.c \
 	runtime/state_registry.c \
 	runtime/state_report.c

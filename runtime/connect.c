@@ -220,6 +220,12 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
                     "libfabric connect failed: the peer did not answer the connection setup within %llu ms",
                     (unsigned long long)c->connect_timeout_ms);
       }
+      if (rc == ASR_ENOSPACE)
+        return fail(c,
+                    "libfabric connect failed: this LNC's address vector is full (libfabric's shm holds %d "
+                    "peer addresses per LNC from asr_init to asr_close); use ASR_PROVIDER=\"tcp;ofi_rxm\" "
+                    "for more peers per LNC",
+                    ASR_OFI_SHM_MAX_PEERS);
       if (rc) return fail(c, "libfabric connect failed: %s", asr_strerror(rc));
       if (asr__watch_comm(ctx, c, c->osend.peer_who))
         return fail(c, "the peer process exited while connecting");

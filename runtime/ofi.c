@@ -251,6 +251,7 @@ void asr__ofi_close(asr__ofi_t *o) {
   o->ep = NULL;
   if (o->av) close_fid(&o->av->fid, "address vector");
   o->av = NULL;
+  asr__ofi_av_free(o);
   if (o->cq) close_fid(&o->cq->fid, "completion queue");
   o->cq = NULL;
   if (o->domain) close_fid(&o->domain->fid, "domain");
@@ -428,10 +429,10 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   if (get32(handle) != HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX) return ASR_EPROTO; /* not a handle */
   ctl_lock(o);
   if (!s->peer_inserted) {
-    int n = fi_av_insert(o->av, handle + 10, 1, &s->peer, 0, NULL);
-    if (n != 1) {
+    int rc = asr__ofi_av_get(o, handle + 10, al, &s->peer);
+    if (rc) {
       ctl_unlock(o);
-      return n < 0 ? ofi_fail(n, "fi_av_insert") : ASR_EUNREACH; /* no error, but no address inserted */
+      return rc;
     }
     s->peer_inserted = 1;
     s->peer_comm_id = get32(handle + 4);
@@ -667,13 +668,16 @@ int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t 
     r->peer_av = -1;
     if (al > 0 && al <= CONN_ADDR_MAX) {
       ctl_lock(o);
-      int n = fi_av_insert(o->av, r->ctrl_buf + CONN_ADDR_OFF, 1, &r->peer, 0, NULL);
+      int rc = asr__ofi_av_get(o, r->ctrl_buf + CONN_ADDR_OFF, al, &r->peer);
       ctl_unlock(o);
-      if (n == 1)
+      if (rc == 0)
         r->peer_av = 1;
       else
-        asr_debug("fab", "fi_av_insert of a connector's address: %s",
-                  n < 0 ? fi_strerror(-n) : "not inserted");
+        asr_warn("fab", "cannot answer a connector (its address is not in this LNC's address vector: %s)%s",
+                 asr_strerror(rc),
+                 rc == ASR_ENOSPACE ? "; libfabric's shm holds 256 peer addresses per LNC, use "
+                                      "ASR_PROVIDER=\"tcp;ofi_rxm\" for more"
+                                    : "");
     }
   }
   if (r->peer_av < 0) return ASR_ENOSYS;

@@ -162,7 +162,22 @@ typedef struct asr__ofi {
   int mbox_posted;
   void (*on_ctl)(void *arg);
   void *ctl_arg;
+  /* every peer address inserted, once each (ofi_av.c; under the control lock) */
+  struct asr__ofi_av_entry *avtab;
+  int avn, avcap;
 } asr__ofi_t;
+
+/* The peer addresses libfabric 1.17's shm holds per endpoint (SMR_MAX_PEERS). */
+#define ASR_OFI_SHM_MAX_PEERS 256
+
+/* addr's fi_addr_t on o's address vector, inserted the first time it is
+ * asked for and kept until o is closed (ofi_av.c says why). Called with the
+ * control lock held. 0; ASR_ENOSPACE when shm's vector is full; ASR_EPROTO
+ * for a length out of range; ASR_EUNREACH / ASR_EIO when libfabric refused
+ * it (its words in the debug log). */
+int asr__ofi_av_get(asr__ofi_t *o, const uint8_t *addr, size_t len, fi_addr_t *out);
+/* Frees the table (asr__ofi_close, after the address vector is closed). */
+void asr__ofi_av_free(asr__ofi_t *o);
 
 /* A mailbox message, decoded (see "The mailbox" above). */
 typedef enum {

@@ -1135,6 +1135,45 @@ static void close_pending_proc(int rank, void *arg) {
   for (int i = 0; i < CP_COLD; i++) asr_tensor_free(cold[i]);
 }
 
+/* Comms opened and closed one after another on one pair of LNCs, more of
+ * them than shm's address vector holds (256 inserts on libfabric 1.17: it
+ * counts an address inserted again as a new entry, and removes the peer at
+ * the first fi_av_remove of it), and a SEND and a RECV comm to the same peer
+ * at once: every comm connects and its message arrives. */
+#define CHURN_ROUNDS 300
+static void churn_proc(int rank, void *arg) {
+  (void)arg;
+  int peer = 1 - rank;
+  ASSERT_OK(asr_init(rank));
+  asr_tensor_t *sb, *rb;
+  ASSERT_OK(asr_tensor_alloc(8, &sb));
+  ASSERT_OK(asr_tensor_alloc(8, &rb));
+  uint64_t *sv = asr_tensor_va(sb), *rv = asr_tensor_va(rb);
+  for (int i = 0; i < CHURN_ROUNDS; i++) {
+    asr_comm_t *sc, *rc;
+    rt_pair_up(rank, peer, &sc, &rc);
+    asr_request_t *sq, *rq;
+    *sv = ((uint64_t)rank << 32) | (uint64_t)i;
+    *rv = ~0ull;
+    ASSERT_OK(asr_irecv(rc, rb, 0, 8, &rq));
+    ASSERT_OK(asr_isend(sc, sb, 0, 8, &sq));
+    size_t got = 0;
+    ASSERT_OK(rt_wait_req(sq, NULL, 20000));
+    ASSERT_OK(rt_wait_req(rq, &got, 20000));
+    ASSERT_MSG(got == 8 && *rv == (((uint64_t)peer << 32) | (uint64_t)i),
+               "round %d: got %zu bytes 0x%llx from the peer", i, got, (unsigned long long)*rv);
+    ASSERT_OK(asr_comm_close(sc));
+    ASSERT_OK(asr_comm_close(rc));
+  }
+  asr_tensor_free(sb);
+  asr_tensor_free(rb);
+  ASSERT_OK(asr_close(rank));
+}
+
+TEST_TIMEOUT(comms_churn_past_address_vector_size, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], churn_proc, NULL, 90000);
+}
+
 TEST(close_pending) {
   int lnc_only = 0;
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], close_pending_proc, &lnc_only, 50000);
