@@ -17,7 +17,8 @@
  *
  * Also beyond the seed: a peer IP's "hostname" is asked of its KV server once
  * per context. The first RECV comm that needs it asks; others that need it
- * meanwhile wait in START_INIT (looking again every millisecond) and then
+ * meanwhile wait in START_INIT, woken when the answer comes or the asker
+ * fails or is closed (a 20 ms timer only backs that up), and then
  * take the answer from the context (ctx->hosts), still passing through
  * WAIT_FOR_HOSTNAME. A host's name does not change while the job runs, and
  * in a full mesh these GETs, all started in the same tick, were a third of
@@ -100,13 +101,15 @@ static void on_kv_done(void *arg, asr_kv_call_t *call) {
 }
 
 int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
-  (void)ctx;
-  int wait = c->retry_at_ms > now ? (int)(c->retry_at_ms - now < 50 ? c->retry_at_ms - now : 50) : 0;
+  uint64_t at = c->retry_at_ms;
+  int accepting = c->type == ASR_RECV_COMM && atomic_load(&c->status) == ASR_COMM_NET_CONNECT;
+  if (accepting) at = ctx->accept_at_ms; /* the context's CQ read for accepts (context.c: connect_comms) */
+  int wait = at > now ? (int)(at - now < 50 ? at - now : 50) : 0;
   if (!c->kv_req || asr_kv_call_done(c->kv_req, NULL)) return c->kv_req ? 0 : wait;
   /* Waiting for an answer, which sets kv_ready when it comes; a RECV comm
    * in NET_CONNECT (a SET of its handle on the way) also looks for its
-   * sender on its own timer. */
-  return atomic_load(&c->status) == ASR_COMM_NET_CONNECT ? wait : -1;
+   * sender when the context reads its CQ. */
+  return accepting ? wait : -1;
 }
 
 /* Looks at the comm's KV request. Returns 1 done, 0 not yet, or the
@@ -130,14 +133,20 @@ static uint32_t handle_ordinal(const uint8_t *h) {
   return v;
 }
 
+/* A comm waiting for a "hostname" another comm asks looks again after this
+ * long even if nothing woke it (wake_host_waiters is what moves it). */
+#define HOST_WAIT_BACKUP_MS 20
+
 /* A connect that has met a full queue this long says so (once). */
 #define CONNECT_WARN_MS 5000
 
-/* NET_CONNECT waits on the peer (its answer to the provider's connection
- * set-up, or its connect message), which only a CQ read notices: look again
- * after 1, 2, 4, then every 8 ms rather than on every tick. With dozens of
- * LNCs per CPU, re-checking each waiting comm every tick kept every service
- * thread busy and starved the peers it waited for. Returns 0 (no progress). */
+/* A SEND comm's NET_CONNECT meets ASR_EAGAIN while the peer has not
+ * answered the provider's connection set-up, which only a CQ read notices:
+ * look again after 1, 2, 4, then every 8 ms rather than on every tick. With
+ * dozens of LNCs per CPU, re-checking each waiting comm every tick kept
+ * every service thread busy and starved the peers it waited for. (A RECV
+ * comm's NET_CONNECT waits on the context's one CQ read for all of them,
+ * context.c: connect_comms.) Returns 0 (no progress). */
 static int wait_a_little(struct asr_comm *c) {
   c->wait_ms = c->wait_ms ? (c->wait_ms >= 8 ? 8 : c->wait_ms * 2) : 1;
   c->retry_at_ms = asr_time_ms() + c->wait_ms;
@@ -286,6 +295,15 @@ static int republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
   return 0;
 }
 
+/* The RECV queue heads waiting in START_INIT for ip's "hostname", which
+ * another comm asks: they move in this tick or the next (connect_comms
+ * steps every head with kv_ready), not when their backup timer fires. */
+static void wake_host_waiters(asr_ctx_t *ctx, const char *ip) {
+  for (asr_peerq_t *q = ctx->pending[ASR_RECV_COMM]; q; q = q->next)
+    if (q->head && atomic_load(&q->head->status) == ASR_COMM_START_INIT && strcmp(q->head->peer_ip, ip) == 0)
+      q->head->kv_ready = 1;
+}
+
 static asr_peer_host_t *peer_host_find(asr_ctx_t *ctx, const char *ip) {
   for (int i = 0; i < ctx->nhosts; i++)
     if (strcmp(ctx->hosts[i].ip, ip) == 0) return &ctx->hosts[i];
@@ -311,7 +329,10 @@ static asr_peer_host_t *peer_host_get(asr_ctx_t *ctx, const char *ip) {
 
 void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c) {
   for (int i = 0; i < ctx->nhosts; i++)
-    if (ctx->hosts[i].owner == c) ctx->hosts[i].owner = NULL;
+    if (ctx->hosts[i].owner == c) {
+      ctx->hosts[i].owner = NULL;
+      wake_host_waiters(ctx, ctx->hosts[i].ip); /* the next one asks */
+    }
 }
 
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
@@ -325,8 +346,11 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
         asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
         return 1;
       }
-      if (h && h->owner && h->owner != c) { /* another comm is asking */
-        c->retry_at_ms = asr_time_ms() + 1;
+      if (h && h->owner && h->owner != c) {
+        /* Another comm is asking: the answer (or the asker's failure or
+         * close) wakes this one (wake_host_waiters); the timer only backs
+         * that up. */
+        c->retry_at_ms = asr_time_ms() + HOST_WAIT_BACKUP_MS;
         return 0;
       }
       if (h) h->owner = c;
@@ -351,6 +375,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
         memcpy(h->name, c->peer_hostname, ASR_KV_HOSTNAME_LEN);
         h->known = 1;
         h->owner = NULL;
+        wake_host_waiters(ctx, c->peer_ip);
       }
       asr__comm_set_status(c, ASR_COMM_LISTEN);
       return 1;
@@ -373,6 +398,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
        * waits for the handle, held by the server until the SET lands. So
        * the comm goes on to NET_CONNECT at once and collects the answer
        * there (republish_step), failing as the seed would if the SET did. */
+      asr__connect_accept_soon(ctx);
       if (c->kv_req && !asr_kv_call_done(c->kv_req, NULL)) {
         c->kv_first_publish = 1;
         asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
@@ -389,7 +415,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       int rc = ctx->accept_cq_rc; /* connect_comms read the CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", asr_strerror(rc));
-      if (!ready) return wait_a_little(c) || made;
+      if (!ready) return made; /* connect_comms looks again at its next CQ read */
       if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
         return fail(c, "the peer process exited while connecting");
       if (c->kv_req) { /* a SET in flight: the handle is not needed any more (its answer is dropped) */

@@ -357,6 +357,12 @@ static void mark_ready(asr_ctx_t *ctx) {
       if (q->head && asr__connect_ready(ctx, q->head, now) == 0) q->head->kv_ready = 1;
 }
 
+void asr__connect_accept_soon(asr_ctx_t *ctx) {
+  ctx->accept_wait_ms = 1;
+  uint64_t at = asr_time_ms() + 1;
+  if (ctx->accept_at_ms > at) ctx->accept_at_ms = at;
+}
+
 /* async_sr_connect_comms: one step for the head of every peer queue that
  * can move (mark_ready). */
 static int connect_comms(asr_ctx_t *ctx, int dir) {
@@ -365,14 +371,33 @@ static int connect_comms(asr_ctx_t *ctx, int dir) {
    * which only a CQ read brings in: read it once here for all of them, not
    * once per comm (asr__ofi_accept). On tcp;ofi_rxm every read polls every
    * connection's socket; with 63 comms waiting per LNC in a 64-rank mesh,
-   * reading it per comm made poll() a fifth of the machine's time. */
+   * reading it per comm made poll() a fifth of the machine's time. One
+   * timer of the context says when (1, 2, 4, then every 8 ms while reads
+   * bring nothing; 1 ms again after one that did, or when a comm starts to
+   * wait): a timer per comm woke each service thread once per waiting comm.
+   * Every head whose connect message a read brought moves in this pass. */
   if (dir == ASR_RECV_COMM) {
     ctx->accept_cq_rc = 0;
+    int read = 0, found = 0;
     for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next)
       if (q->head && q->head->kv_ready && atomic_load(&q->head->status) == ASR_COMM_NET_CONNECT) {
         ctx->accept_cq_rc = asr__ofi_progress(&ctx->ofi); /* a failure fails each such comm */
+        read = 1;
         break;
       }
+    for (asr_peerq_t *q = ctx->pending[dir]; read && q; q = q->next) {
+      int ready = 0;
+      if (q->head && atomic_load(&q->head->status) == ASR_COMM_NET_CONNECT &&
+          (ctx->accept_cq_rc || asr__ofi_accept(&q->head->orecv, &ready) || ready)) {
+        q->head->kv_ready = 1;
+        found = 1;
+      }
+    }
+    if (read) {
+      unsigned w = ctx->accept_wait_ms;
+      ctx->accept_wait_ms = found || !w ? 1 : w >= 8 ? 8 : w * 2;
+      ctx->accept_at_ms = asr_time_ms() + ctx->accept_wait_ms;
+    }
   }
   for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
     struct asr_comm *c = q->head;

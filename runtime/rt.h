@@ -231,6 +231,8 @@ typedef struct asr_ctx {
   int shutdown;
   int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
   int accept_cq_rc;                /* service thread only: this tick's CQ read for accepts (connect_comms) */
+  uint64_t accept_at_ms;           /* service thread only: the next CQ read for accepting comms */
+  unsigned accept_wait_ms;         /* service thread only: its delay (1, 2, 4, 8 ms: connect_comms) */
   _Atomic unsigned stashed;        /* requests stashed and not yet drained, over all comms */
   _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
   uint64_t drain_pass;             /* service thread: numbers asr__drain_stashes's passes */
@@ -301,6 +303,10 @@ void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c);
  * only its KV answer can make it move (then c->kv_ready is set when the
  * answer comes). */
 int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now);
+
+/* A RECV comm starts to wait for its connect message: the context reads
+ * its CQ for accepts within a millisecond (context.c: connect_comms). */
+void asr__connect_accept_soon(asr_ctx_t *ctx);
 
 /* Service thread entry (context.c). */
 void *asr__svc_main(void *arg);
