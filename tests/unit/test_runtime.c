@@ -1285,7 +1285,12 @@ TEST(hostname_asked_once_per_peer_ip) { rt_group_run(1, "shm", hostname_once_pro
  * two receives wait for, so those are still pending at its death however
  * far the survivor's provider got with the rest (it once took every message
  * the victim could send before the kill, under TSan: a victim that streamed
- * without end left no receive to fail). */
+ * without end left no receive to fail). It is killed once its own sends
+ * completed: libfabric 1.17's shm takes the receiver's region spinlock to
+ * write into it, and a sender killed holding it leaves it held, so the
+ * survivor's next CQ read spins on it for good (1 run in 40-100 under load:
+ * the service thread in pthread_spin_lock under fi_cq_read, the main thread
+ * in asr_test waiting for the endpoint lock). */
 static void kill_mid_proc(int rank, void *arg) {
   (void)arg;
   const int orch = 2;
@@ -1307,6 +1312,8 @@ static void kill_mid_proc(int rank, void *arg) {
       ASSERT_OK(rt_wait_req(q[k], NULL, 60000));
       ASSERT_OK(asr_isend(sc, st, (size_t)k * KM_MSG, KM_MSG, &q[k]));
     }
+    for (int k = 0; k < 8; k++) ASSERT_OK(rt_wait_req(q[k], NULL, 60000));
+    rt_send_u64(0, 2); /* killable: this process writes into no peer's region any more */
     asr_sleep_ms(60000);
     ASSERT_MSG(0, "the victim was never killed");
   }
@@ -1322,6 +1329,7 @@ static void kill_mid_proc(int rank, void *arg) {
                    rt_g.provider, k);
   }
   ASSERT_OK(asr_isend(sc, st, 0, 8 * KM_MSG, &s)); /* the victim never receives it */
+  ASSERT_EQ(rt_recv_u64(1), 2);
   rt_send_u64(orch, 1);
   (void)rt_recv_u64(orch); /* the victim is dead */
   uint64_t t0 = asr_time_ms();
