@@ -153,6 +153,12 @@ static int wait_a_little(struct asr_comm *c) {
   return 0;
 }
 
+void asr__connect_accept_soon(asr_ctx_t *ctx) {
+  ctx->accept_wait_ms = 1;
+  uint64_t at = asr_time_ms() + 1;
+  if (ctx->accept_at_ms > at) ctx->accept_at_ms = at;
+}
+
 static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   uint8_t key[ASR_KV_HANDLE_KEY_LEN];
   if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)

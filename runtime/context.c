@@ -357,12 +357,6 @@ static void mark_ready(asr_ctx_t *ctx) {
       if (q->head && asr__connect_ready(ctx, q->head, now) == 0) q->head->kv_ready = 1;
 }
 
-void asr__connect_accept_soon(asr_ctx_t *ctx) {
-  ctx->accept_wait_ms = 1;
-  uint64_t at = asr_time_ms() + 1;
-  if (ctx->accept_at_ms > at) ctx->accept_at_ms = at;
-}
-
 /* async_sr_connect_comms: one step for the head of every peer queue that
  * can move (mark_ready). */
 static int connect_comms(asr_ctx_t *ctx, int dir) {

@@ -305,7 +305,8 @@ void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c);
 int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now);
 
 /* A RECV comm starts to wait for its connect message: the context reads
- * its CQ for accepts within a millisecond (context.c: connect_comms). */
+ * its CQ for accepts within a millisecond (connect.c; the read is
+ * context.c's connect_comms). */
 void asr__connect_accept_soon(asr_ctx_t *ctx);
 
 /* Service thread entry (context.c). */
