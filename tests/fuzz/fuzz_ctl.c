@@ -25,6 +25,7 @@
 #include "asr_err.h"
 #include "ctl.h"
 #include "ctl_msg.h"
+#include "job_config.h" /* asr_bind_to_t: the JOB carries one */
 #include "fuzz.h"
 
 static void check_fields(const asr_ctl_msg_t *m) {
@@ -50,7 +51,7 @@ static void check_fields(const asr_ctl_msg_t *m) {
         FUZZ_ASSERT(j->env_names[i][0] && !strchr(j->env_names[i], '='), "JOB env name");
       FUZZ_ASSERT(j->port >= 1 && j->port <= 65535, "JOB port");
       FUZZ_ASSERT(j->heartbeat_s >= 1 && j->heartbeat_s <= 3600, "JOB heartbeat");
-      FUZZ_ASSERT(j->bind_to <= 3 && j->report_bindings <= 1, "JOB binding");
+      FUZZ_ASSERT(j->bind_to <= ASR_BIND_AUTO && j->report_bindings <= 1, "JOB binding");
       break;
     }
     case ASR_CTL_STARTED:
