@@ -103,6 +103,8 @@
     "interface, subnet or address for rank traffic, as --if-include")                                        \
   X(ASRRUN_HEARTBEAT_TIMEOUT, "ASRRUN_HEARTBEAT_TIMEOUT", SECONDS, 2, 3600, NULL, "10", ASR_ENV_ASRRUN,      \
     "end the job when a host is silent this long, as --heartbeat-timeout")                                   \
+  X(ASRRUN_TREE_RADIX, "ASRRUN_TREE_RADIX", INT, 0, 1024, NULL, "16", ASR_ENV_ASRRUN,                        \
+    "daemons each asrd starts and relays for, as --tree-radix (0: asrrun starts every one)")                 \
   X(ASRRUN_ALLOW_EARLY_EXIT, "ASRRUN_ALLOW_EARLY_EXIT", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \
     "let a rank exit before joining or finalizing while others run, as --allow-early-exit")                  \
   X(ASRRUN_REPORT_STATE_ON_TIMEOUT, "ASRRUN_REPORT_STATE_ON_TIMEOUT", BOOL, 0, 1, NULL, "false",             \

@@ -1,7 +1,12 @@
 /*
  * asrd.c -- the host daemon: main and its lifecycle (asrd.h).
  *
- *   asrd --ctl HOST:PORT [--index I] [--hostname NAME] [--port P]
+ *   asrd --ctl HOST:PORT [--index I] [--hostname NAME] [--port P] [--addr IP]
+ *
+ * --addr binds what this daemon opens to one address of its host's: for
+ * emulated hosts, many to a network namespace, each with its own address.
+ * In a tree of daemons (tree.h) the parent it calls is another asrd, which
+ * started it; it starts its own children (asrd_down.c).
  *
  * The job secret arrives on stdin as one line "ASR_JOB_SECRET=<64 hex>", never
  * on the command line (which every user can read in /proc). asrd connects to
@@ -38,6 +43,7 @@
 #define GRACE_MS 3000       /* TERMINATING: SIGKILL after this */
 #define REGISTER_MS 10000   /* STARTING: the PMIx registration must be done by then */
 #define KILLED_WAIT_MS 5000 /* KILLED: a rank that does not die in this time is given up */
+#define CHILDREN_MS (GRACE_MS + KILLED_WAIT_MS + 2000) /* FINISHING: the children's ends */
 
 static asrd_t D;
 
@@ -47,6 +53,7 @@ static const char *const state_names[] = {"CONNECTING",  "WAITING_JOB", "STARTIN
 const char *asrd_state_name(asrd_state_t s) { return s <= ASRD_DONE ? state_names[s] : "UNKNOWN"; }
 
 static void kill_timer(asr_loop_t *loop, asr_loop_timer_t *t);
+static void children_timeout(asr_loop_t *loop, asr_loop_timer_t *t);
 static void register_timeout(asr_loop_t *loop, asr_loop_timer_t *t);
 static void job_check_done(asrd_t *d);
 
@@ -73,12 +80,35 @@ static void set_state(asrd_t *d, asrd_state_t s) {
       asr_loop_timer_start(d->loop, &d->state_timer, KILLED_WAIT_MS, kill_timer, d);
       break;
     case ASRD_FINISHING:
+      /* a parent in the tree closes after its children have (each got the
+       * SHUTDOWN or the KILL first), so that what they still send goes up;
+       * bounded by their own ends (GRACE_MS + KILLED_WAIT_MS) */
+      if (asrd_down_active(d)) {
+        asr_loop_timer_start(d->loop, &d->state_timer, CHILDREN_MS, children_timeout, d);
+        break;
+      }
       asrd_up_finish(d);
       if (!d->up_open) set_state(d, ASRD_DONE);
       break;
     case ASRD_DONE: asr_loop_stop(d->loop); break;
     default: assert(!"asrd: unknown state");
   }
+}
+
+/* FINISHING: every child's connection ended (or their time is up). */
+static void children_ended(asrd_t *d) {
+  if (d->state != ASRD_FINISHING) return;
+  asr_loop_timer_stop(d->loop, &d->state_timer);
+  asrd_up_finish(d);
+  if (!d->up_open) set_state(d, ASRD_DONE);
+}
+
+static void children_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  asrd_t *d = t->arg;
+  asr_warn("asrd", "children still connected %d s after this daemon finished; closing", CHILDREN_MS / 1000);
+  asrd_down_close(d); /* children_ended follows */
+  children_ended(d);
 }
 
 /* The ranks are gone (or never were): the connection closes cleanly, or
@@ -170,6 +200,10 @@ static void on_job(asrd_t *d, asr_ctl_msg_t *m) {
     set_state(d, ASRD_STARTING);
     rc = asrd_job_start(d, err, sizeof err);
   }
+  /* then the tree below: its children start while this host's job does
+   * (after the KV server took the bootstrap port from its hold, which a
+   * forked agent would hold until its exec) */
+  if (rc == 0) rc = asrd_down_start(d, err, sizeof err);
   if (rc) job_failed(d, err);
 }
 
@@ -192,7 +226,11 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_STDIN: asrd_stdio_input(d, m->u.input.data, m->u.input.len); break;
     case ASR_CTL_CREDIT: asrd_stdio_credit(d, m->u.credit.bytes); break;
     case ASR_CTL_OUTPUT_CLOSED: asrd_stdio_reader_gone(d, (int)m->u.closed.stream); break;
-    case ASR_CTL_FENCE_DONE: asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len); break;
+    case ASR_CTL_FENCE_DONE:
+      asrd_down_fence_done(d, m); /* once per subtree: each child passes it on */
+      if (d->fences || d->nlocal > 0) asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len);
+      break;
+    case ASR_CTL_ROUTED: asrd_down_route(d, m); break;
     case ASR_CTL_REPORT_REQ:
       asrd_report_ask(d, m->u.report_req.id, m->u.report_req.timeout_ms, m->u.report_req.flags);
       break;
@@ -233,6 +271,7 @@ static void on_up_lost(asrd_t *d, const char *why, int quiet) {
     asr_error("asrd", "%s; killing this host's ranks", why);
   d->exit_code = 1;
   if (d->state == ASRD_DONE) return;
+  asrd_down_close(d); /* the children lose us at once and end as we do */
   begin_kill(d, SIGTERM);
 }
 
@@ -250,11 +289,15 @@ static void on_signal(asr_loop_t *loop, asr_loop_signal_t *s, int signo, pid_t f
  * while it exists no ephemeral port can be that one. Returns it, or a
  * negative ASR_E* when it cannot be bound (then the KV server's bind
  * reports why). */
-static int hold_bootstrap_port(int port) {
+static int hold_bootstrap_port(const char *ip, int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return asr_err_from_errno(errno);
   struct sockaddr_in a = {
       .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_ANY)};
+  if (ip[0] && asr_sock_parse_ipv4(ip, (uint16_t)port, &a) != 0) {
+    close(fd);
+    return ASR_EINVAL;
+  }
   if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
     int e = errno;
     close(fd);
@@ -277,7 +320,7 @@ static int read_secret(asrd_t *d) {
 static int usage(const char *bad) {
   fprintf(stderr,
           "asrd: unknown argument '%s'\nasrd is started by asrrun: asrd --ctl HOST:PORT [--index I] "
-          "[--hostname NAME] [--port P], with the job secret on stdin\n",
+          "[--hostname NAME] [--port P] [--addr IP], with the job secret on stdin\n",
           bad);
   return 2;
 }
@@ -290,6 +333,8 @@ int main(int argc, char **argv) {
   d->port_hold = -1;
   d->connect_fd = -1;
   d->up.fd = -1;
+  d->down_lfd = -1;
+  d->parent = -1;
   d->heartbeat_timeout_ms = 10000; /* until the JOB says */
   d->out_credit = ASR_CTL_OUTPUT_WINDOW;
   pthread_mutex_init(&d->ev_lock, NULL);
@@ -305,6 +350,8 @@ int main(int argc, char **argv) {
       host = argv[++i];
     else if (!strcmp(argv[i], "--port") && num && v > 0 && v < 65536)
       hold_port = (int)v, i++;
+    else if (!strcmp(argv[i], "--addr") && i + 1 < argc && strlen(argv[i + 1]) < sizeof d->bind_addr)
+      snprintf(d->bind_addr, sizeof d->bind_addr, "%s", argv[++i]);
     else if (!strcmp(argv[i], "--version")) {
       printf("asrd (asr) %s\n", PACKAGE_VERSION);
       return 0;
@@ -365,12 +412,13 @@ int main(int argc, char **argv) {
   d->on_up_lost = on_up_lost;
   d->on_started = on_started;
   d->on_rank_done = on_rank_done;
+  d->on_down_idle = children_ended;
   /* The hwloc topology (for binding) loads on its own thread while this
    * one calls asrrun back and starts the PMIx server; hwloc's one-time
    * set-up happens here, with the generic topology that server is lent. */
   if (hold_port > 0) {
     asrd_topo_generic();
-    d->port_hold = hold_bootstrap_port(hold_port);
+    d->port_hold = hold_bootstrap_port(d->bind_addr, hold_port);
     if (d->port_hold < 0) d->port_hold = -1; /* not held: the KV server's bind says why */
   }
   asrd_topo_start();
@@ -387,6 +435,7 @@ int main(int argc, char **argv) {
    * is done. */
   asrd_ranks_signal(d, SIGKILL);
   asrd_topo(); /* joins the loading thread if no JOB came */
+  asrd_down_stop(d);
   asrd_job_stop(d);
   asrd_up_close(d);
   asr_loop_signal_stop(d->loop, &d->sig_hup);

@@ -64,6 +64,8 @@ typedef enum {
 
 typedef struct asrd asrd_t;
 typedef struct asrd_rank asrd_rank_t;
+typedef struct asrd_child asrd_child_t;
+typedef struct asrd_gather asrd_gather_t;
 typedef struct asrd_pmi_conn asrd_pmi_conn_t;
 
 /* A fence sent up to asrrun (FENCE) and not answered yet (asrd_up.c keeps
@@ -115,6 +117,20 @@ struct asrd_rank {
   uint32_t rep_flags;
   uint8_t *rep_text; /* its answer to the open request */
   size_t rep_len;
+};
+
+/* A child of this daemon's in the tree (asrd_down.c, tree.h). */
+typedef enum { CHILD_LAUNCHING = 0, CHILD_UP, CHILD_OVER } asrd_child_state_t;
+struct asrd_child {
+  asrd_t *d;
+  int host;      /* its host index */
+  int has_ranks; /* its subtree has ranks: it takes part in every fence */
+  asrd_child_state_t state;
+  int done;               /* its DONE went up: its end is no loss */
+  struct asrd_link *link; /* its connection, from its HELLO until it ends */
+  pid_t agent;            /* the agent that runs it (0 once reaped) */
+  asr_loop_pid_t agent_watch;
+  uint32_t fences; /* fences it sent so far */
 };
 
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
@@ -202,6 +218,26 @@ struct asrd {
   /* fences (asrd_up.c): sent up, waiting for FENCE_DONE, oldest first */
   asrd_fence_t *fences;
   uint32_t fence_seq;
+
+  /* --addr: this host's own address (emulated hosts sharing a network
+   * namespace): the connection up, the KV server and the bootstrap port's
+   * hold are bound to it */
+  char bind_addr[64];
+  /* the tree below this daemon (asrd_down.c) */
+  int radix, parent; /* the JOB's radix; this host's parent (-1: asrrun) */
+  asrd_child_t *children;
+  int nchildren;
+  int down_lfd; /* the listener its children call back to, or -1 */
+  asr_loop_io_t down_lio;
+  asr_loop_timer_t down_tick, down_deadline;
+  asrd_gather_t *gathers; /* fences being gathered, oldest first */
+  uint32_t gather_local;  /* this host's fences so far */
+  int gather_need;        /* blobs per fence: this host's (with ranks) and each child's with ranks */
+  /* set by asrd_down.c for a daemon with children: this host's blob for
+   * its next fence goes into its subtree's gather, not up */
+  void (*fence_gather)(asrd_t *d, const uint8_t *blob, size_t len);
+  /* set by asrd.c: every child's connection has ended */
+  void (*on_down_idle)(asrd_t *d);
 };
 
 const char *asrd_state_name(asrd_state_t s);
@@ -229,6 +265,24 @@ void asrd_up_joined(asrd_t *d, asrd_rank_t *r, int what, int via);
 /* Ends the connection cleanly (on_up_lost with quiet = 1 once it is closed). */
 void asrd_up_finish(asrd_t *d);
 void asrd_up_close(asrd_t *d);
+
+/* The same, wrapped for host (ROUTED): what a child said, going up. */
+void asrd_up_send_routed(asrd_t *d, uint32_t host, const asr_ctl_msg_t *m);
+
+/* asrd_down.c: the tree below this daemon (tree.h) */
+/* After the JOB: listens for its children and starts them with the agent
+ * (nothing to do for a leaf). 0, or a negative ASR_E* with err. */
+int asrd_down_start(asrd_t *d, char *err, size_t errlen);
+/* A ROUTED from the parent: for this daemon, for every daemon below (and
+ * this one), or for the child whose subtree holds its host. */
+void asrd_down_route(asrd_t *d, asr_ctl_msg_t *m);
+/* The parent's FENCE_DONE, passed to every child that took part. */
+void asrd_down_fence_done(asrd_t *d, const asr_ctl_msg_t *m);
+/* Whether a child's connection is still open. */
+int asrd_down_active(const asrd_t *d);
+/* Ends every child's connection now (the parent is gone: they end too). */
+void asrd_down_close(asrd_t *d);
+void asrd_down_stop(asrd_t *d);
 
 /* asrd_job.c */
 /* Takes the JOB (moves m's job into d) and checks it against this daemon. */

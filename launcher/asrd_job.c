@@ -187,7 +187,9 @@ int asrd_job_start(asrd_t *d, char *err, size_t errlen) {
   if (d->port_hold >= 0) close(d->port_hold);
   d->port_hold = -1;
   asr_kv_server_opts_t o = {.loop = d->loop,
-                            .bind_ip = d->nhosts == 1 ? "127.0.0.1" : NULL,
+                            .bind_ip = d->nhosts == 1    ? "127.0.0.1"
+                                       : d->bind_addr[0] ? d->bind_addr
+                                                         : NULL,
                             .port = (uint16_t)d->port,
                             .secret = d->secret};
   int rc = asr_kv_server_new(&o, &d->kv, err, errlen);

@@ -122,6 +122,8 @@ static int build_base_env(asrd_t *d) {
   SETENV("ASR_JOB_SECRET=%s", d->secret_hex);
   SETENV("ASR_HOSTNAME=%s", d->hostname);
   SETENV("ASR_KV_SERVER=%s", "external");
+  /* --addr: this host's KV server listens on its own address only */
+  if (d->bind_addr[0] && d->nhosts > 1) SETENV("ASR_KV_BIND=%s", d->bind_addr);
   SETENV("ASR_NUM_HOSTS=%d", d->nhosts);
   SETENV("ASR_HOST_INDEX=%d", d->host_index);
   if (d->job.provider && *d->job.provider) SETENV("ASR_PROVIDER=%s", d->job.provider);

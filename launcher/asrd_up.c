@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include "asr_err.h"
 #include "asr_log.h"
@@ -50,9 +51,22 @@ static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
   lost(d, why, err == 0);
 }
 
+/* A parent that is another asrd (the tree, tree.h) is judged by the
+ * heartbeat rule as it judges us: asrd is never stopped on purpose (it
+ * ignores SIGTSTP), so its silence means its host froze or was cut off. */
 static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
   asrd_t *d = t->arg;
   (void)asr_ctl_send_empty(&d->up, ASR_CTL_HEARTBEAT);
+  uint64_t now = asr_loop_update_now(loop);
+  if (d->have_job && d->parent >= 0 && d->state < ASRD_FINISHING &&
+      now - d->up.last_rx_ms > d->heartbeat_timeout_ms) {
+    char why[300];
+    snprintf(why, sizeof why, "lost contact with the parent asrd on host %s: nothing heard for %llu s",
+             d->job.host_names[d->parent], (unsigned long long)(d->heartbeat_timeout_ms / 1000));
+    asr_ctl_close(&d->up);
+    lost(d, why, 0);
+    return;
+  }
   asr_loop_timer_start(loop, t, HEARTBEAT_MS, on_heartbeat, d);
 }
 
@@ -116,8 +130,28 @@ int asrd_up_connect(asrd_t *d, const char *hostport, char *err, size_t errlen) {
     snprintf(err, errlen, "--ctl: '%s' is not an IPv4 address and port", hostport);
     return ASR_EINVAL;
   }
-  int inprog;
-  int fd = asr_sock_connect_start(&a, &inprog);
+  int inprog = 0;
+  int fd;
+  if (d->bind_addr[0]) {
+    /* --addr: the connection leaves from this host's own address */
+    struct sockaddr_in me;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      fd = asr_err_from_errno(errno);
+    } else if (asr_sock_parse_ipv4(d->bind_addr, 0, &me) != 0 ||
+               bind(fd, (struct sockaddr *)&me, sizeof me) != 0) {
+      int e = errno ? errno : EINVAL;
+      close(fd);
+      snprintf(err, errlen, "--addr %s: cannot bind: %s", d->bind_addr, strerror(e));
+      return asr_err_from_errno(e);
+    } else if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS) {
+      int e = errno;
+      close(fd);
+      fd = asr_err_from_errno(e);
+    }
+  } else {
+    fd = asr_sock_connect_start(&a, &inprog);
+  }
   if (fd < 0) {
     snprintf(err, errlen, "cannot reach asrrun at %s: %s", hostport, asr_strerror(fd));
     return fd;
@@ -154,6 +188,13 @@ void asrd_up_send(asrd_t *d, const asr_ctl_msg_t *m) {
     asr_error("asrd", "cannot send %s to asrrun: %s", asr_ctl_type_name(m->type), asr_strerror(rc));
 }
 
+void asrd_up_send_routed(asrd_t *d, uint32_t host, const asr_ctl_msg_t *m) {
+  if (!d->up_open) return;
+  int rc = asr_ctl_send_routed(&d->up, host, m);
+  if (rc && rc != ASR_ENOTCONN)
+    asr_error("asrd", "cannot relay %s of host %u: %s", asr_ctl_type_name(m->type), host, asr_strerror(rc));
+}
+
 void asrd_up_output(asrd_t *d, int rank, int stream, const char *line, size_t len) {
   asr_ctl_msg_t m = {
       .type = ASR_CTL_OUTPUT,
@@ -173,7 +214,10 @@ void asrd_up_error(asrd_t *d, const char *msg) {
  * each FENCE_DONE to its fence, whichever server (PMIx, PMI) sent it. */
 void asrd_up_fence(asrd_t *d, asrd_fence_t *f, const uint8_t *blob, size_t len) {
   asr_ctl_msg_t m = {.type = ASR_CTL_FENCE, .u.fence = {.id = d->fence_seq++, .data = blob, .len = len}};
-  asrd_up_send(d, &m);
+  if (d->fence_gather)
+    d->fence_gather(d, blob, len); /* with its children's, as one FENCE_SUB */
+  else
+    asrd_up_send(d, &m);
   f->next = NULL;
   asrd_fence_t **pp = &d->fences;
   while (*pp) pp = &(*pp)->next;

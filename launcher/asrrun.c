@@ -40,6 +40,7 @@
 #include "asr_sock.h"
 #include "asrrun.h"
 #include "launch.h"
+#include "tree.h"
 
 #define CLOSE_WAIT_MS 5000 /* CLOSING: connections closed and local daemons reaped within this */
 
@@ -240,6 +241,29 @@ static int find_program(const char *prog, char *out, size_t outlen) {
   return ASR_ENOENT;
 }
 
+/* --dry-run: the tree of daemons (tree.h), a line per parent. */
+static void print_tree(const asr_map_t *map, int radix, int slurm, FILE *out) {
+  int n = map->nhosts;
+  if (radix <= 0 || n <= radix) {
+    fprintf(out, "daemon tree: flat (%s), asrrun starts and connects to all %d daemon%s\n",
+            slurm        ? "Slurm's srun or --launcher local starts every daemon"
+            : radix <= 0 ? "--tree-radix 0"
+                         : "no more hosts than the radix",
+            n, n > 1 ? "s" : "");
+    return;
+  }
+  fprintf(out,
+          "daemon tree: radix %d, depth %d: asrrun connects to %d daemons, each parent starts its children\n",
+          radix, asr_tree_depth(radix, n - 1), asr_tree_nchildren(radix, n, -1));
+  for (int p = -1; p < n; p++) {
+    int k = asr_tree_nchildren(radix, n, p), f = asr_tree_first_child(radix, p);
+    if (!k) continue;
+    fprintf(out, "  %s -> ", p < 0 ? "asrrun" : map->host_names[p]);
+    for (int c = f; c < f + k; c++) fprintf(out, "%s%s", c > f ? " " : "", map->host_names[c]);
+    fputc('\n', out);
+  }
+}
+
 /* Whether host's daemon is forked on this machine (the rest go through the
  * agent or srun): --launcher local forks every one, under Slurm every one
  * is an srun step, else a name of this host (launch_pick.c). arg is this
@@ -296,8 +320,14 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     fprintf(stderr, "asrrun: warning: %.*s\n", (int)n, w);
     w += n + (w[n] == '\n');
   }
+  /* Under Slurm srun starts every daemon (a step each), and --launcher local
+   * forks every one here: their trees are flat. */
+  run->tree_radix =
+      cfg->launcher == ASR_LAUNCHER_SLURM || cfg->launcher == ASR_LAUNCHER_LOCAL ? 0 : cfg->tree_radix;
   if (cfg->dry_run) {
     asr_map_print(&run->map, cfg, stdout);
+    print_tree(&run->map, run->tree_radix,
+               cfg->launcher == ASR_LAUNCHER_SLURM || cfg->launcher == ASR_LAUNCHER_LOCAL, stdout);
     asr_map_print_bindings(&run->map, cfg, topo, stdout);
     asr_topo_free(topo);
     return 0;
@@ -365,7 +395,9 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     return ASRRUN_EXIT_LAUNCH;
   }
   for (int h = 0; h < map->nhosts; h++) {
-    is_local[h] = runs_here(cfg, map->host_names[h], host);
+    /* a daemon below another in the tree is started by that one, through
+     * the agent, even on this host */
+    is_local[h] = runs_here(cfg, map->host_names[h], host) && asr_tree_parent(run->tree_radix, h) < 0;
     if (!is_local[h]) nremote++;
   }
   char ctl_ip[16] = "127.0.0.1";
@@ -431,8 +463,14 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     snprintf(run->master_addr, sizeof run->master_addr, "%s", ctl_ip);
   else if (map->nhosts > 1 && asr_launch_host_resolves(map->host_names[h0]))
     snprintf(run->master_addr, sizeof run->master_addr, "%s", map->host_names[h0]);
-  else if (map->nhosts > 1)
+  else if (map->nhosts > 1 && asr_tree_parent(run->tree_radix, h0) < 0)
     run->master_later = 1; /* a name only its launch agent knows (emulated hosts) */
+  else if (map->nhosts > 1)
+    fprintf(stderr,
+            "asrrun: warning: host %s of rank 0 is below another in the daemon tree and its name does not "
+            "resolve here: MASTER_ADDR is each host's own address (put it among the first --tree-radix "
+            "hosts)\n",
+            map->host_names[h0]);
   if (slurm) snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "srun"); /* for messages */
   if (cfg->verbose && nremote)
     fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,

@@ -95,6 +95,10 @@ typedef struct daemon {
   int npgids;
   int64_t stdin_credit; /* STDIN bytes it will still take (ctl_msg.h's window) */
   int job_waits;        /* its JOB waits for MASTER_ADDR (run->master_later) */
+  /* the tree (tree.h): a daemon below one of asrrun's children is routed:
+   * conn is then that child's, borrowed while it lasts (ROUTED messages) */
+  int routed;
+  struct daemon *top; /* the child of asrrun's whose subtree holds it (itself when not routed) */
 } daemon_t;
 
 typedef struct {
@@ -163,6 +167,13 @@ struct asrrun {
   int daemons_up;
 
   asrrun_early_t early;
+
+  /* the tree of daemons (tree.h): its radix (0: flat; Slurm's srun starts
+   * every daemon, so flat there), asrd's path on the other hosts and the
+   * address they call back on (for the JOB's tree fields) */
+  int tree_radix;
+  char tree_asrd[4200];
+  char tree_ip[64];
 
   /* stdin (asrrun_stdin.c) */
   int stdin_state; /* 0 closed, 1 waiting for rank 0's daemon, 2 a file, 3 watched */

@@ -9,6 +9,17 @@
  * or srun that runs it elsewhere) is our child, watched through a pid
  * source; a daemon is over when its connection has ended: FINISHED after
  * its DONE, LOST before (daemon_set_state).
+ *
+ * In a tree of daemons (tree.h, --tree-radix) asrrun starts and connects
+ * to its own children only; a daemon below one is "routed": its parent
+ * starts it, checks its HELLO, hands it the JOB, and everything it says
+ * arrives wrapped in ROUTED on the connection of asrrun's child above it.
+ * What goes to one daemon goes down that connection wrapped the same way;
+ * what goes to every daemon (KILL, SHUTDOWN, OUTPUT_CLOSED) goes once to
+ * each child for its whole subtree (ROUTED to ASR_CTL_ALL_HOSTS), and a
+ * fence's FENCE_DONE once to each child whose subtree took part. A parent
+ * that loses a child says LOST; a child of asrrun's that is lost takes its
+ * subtree with it (daemon_over names the hosts beneath it).
  */
 #include "config.h"
 
@@ -28,6 +39,7 @@
 #include "asrd_dir.h"
 #include "asrrun.h"
 #include "launch.h"
+#include "tree.h"
 
 #define HEARTBEAT_MS 1000
 #define HELLO_MS 5000     /* a new connection's HELLO */
@@ -90,41 +102,126 @@ static void link_free(asr_loop_t *loop, link_t *l) {
   free(l);
 }
 
-/* The daemon's connection is gone (closed here or by its end). */
+/* Sends m to daemon d: on its own connection, or wrapped on that of the
+ * child of asrrun's above it. */
+static int dsend(daemon_t *d, const asr_ctl_msg_t *m) {
+  if (!d->conn) return ASR_ENOTCONN;
+  return d->routed ? asr_ctl_send_routed(d->conn, (uint32_t)d->index, m) : asr_ctl_send(d->conn, m);
+}
+
+/* Whether host h has daemons below it in the tree. */
+static int has_below(const asrrun_t *run, int h) {
+  return asr_tree_nchildren(run->tree_radix, run->map.nhosts, h) > 0;
+}
+
+/* m to every daemon that can still hear it: to each child of asrrun's, for
+ * its whole subtree when it has one. */
+static void bcast(asrrun_t *run, const asr_ctl_msg_t *m) {
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (!d->conn || over(d) || d->routed) continue;
+    if (has_below(run, h))
+      (void)asr_ctl_send_routed(d->conn, ASR_CTL_ALL_HOSTS, m);
+    else
+      (void)asr_ctl_send(d->conn, m);
+  }
+}
+
+/* The daemon's connection is gone (closed here or by its end). A routed
+ * daemon's is its top's: only let go. */
 static void drop_conn(daemon_t *d) {
   if (!d->conn) return;
+  if (d->routed) {
+    d->conn = NULL;
+    return;
+  }
   link_free(d->run->loop, (link_t *)d->conn);
   d->conn = NULL;
   asr_loop_timer_stop(d->run->loop, &d->drain_timer);
 }
 
+/* "; lost with it, the N hosts beneath it in the tree (A, B, ...)" for the
+ * daemons below d that are not over yet, or "". */
+static void beneath(const daemon_t *d, char *out, size_t len) {
+  asrrun_t *run = d->run;
+  out[0] = '\0';
+  int n = 0;
+  for (int h = d->index + 1; h < run->map.nhosts; h++)
+    if (asr_tree_in_subtree(run->tree_radix, d->index, h) && !over(&run->daemons[h])) n++;
+  if (!n) return;
+  size_t k = (size_t)snprintf(out, len, "; lost with it, the %d host%s beneath it in the tree (", n,
+                              n > 1 ? "s" : "");
+  int said = 0;
+  for (int h = d->index + 1; h < run->map.nhosts && k < len; h++) {
+    if (!asr_tree_in_subtree(run->tree_radix, d->index, h) || over(&run->daemons[h])) continue;
+    if (k + strlen(run->map.host_names[h]) + 16 >= len) {
+      k += (size_t)snprintf(out + k, len - k, ", ...");
+      break;
+    }
+    k += (size_t)snprintf(out + k, len - k, "%s%s", said++ ? ", " : "", run->map.host_names[h]);
+  }
+  if (k < len) snprintf(out + k, len - k, ")");
+}
+
+/* The daemons below d, over with it: their ends are d's. */
+static void below_over(daemon_t *d) {
+  asrrun_t *run = d->run;
+  for (int h = d->index + 1; h < run->map.nhosts; h++) {
+    daemon_t *b = &run->daemons[h];
+    if (!asr_tree_in_subtree(run->tree_radix, d->index, h)) continue;
+    drop_conn(b);
+    if (b->state >= DAEMON_DONE && b->state <= DAEMON_CLOSING) {
+      daemon_set_state(b, DAEMON_FINISHED);
+    } else if (!over(b)) {
+      /* (when d's own end was a failure, that one was told first) */
+      run->fail(run, ASRRUN_EXIT_LAUNCH,
+                "asrd on host %s ended before host %s beneath it in the tree finished", host_of(d),
+                host_of(b));
+      asrrun_output_daemon_lost(run, h);
+      daemon_set_state(b, DAEMON_LOST);
+    }
+  }
+}
+
 /* Its connection ended: the daemon is over. How it ended before its DONE
- * says what to tell the user. */
+ * says what to tell the user; in the tree its subtree ends with it. */
 static void daemon_over(daemon_t *d, const char *why) {
   asrrun_t *run = d->run;
   drop_conn(d);
   if (d->state >= DAEMON_DONE && d->state <= DAEMON_CLOSING) {
     daemon_set_state(d, DAEMON_FINISHED);
+    below_over(d);
     return;
   }
   if (over(d)) return;
   asrrun_output_daemon_lost(run, d->index);
   int st = d->reaped_status;
+  char more[1600];
+  beneath(d, more, sizeof more);
   if (why)
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", why);
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
   else if (d->reaped)
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished", host_of(d),
-              WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished%s", host_of(d),
+              WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), more);
   else
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "lost the connection to asrd on host %s before the job finished",
-              host_of(d));
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "lost the connection to asrd on host %s before the job finished%s",
+              host_of(d), more);
   daemon_set_state(d, DAEMON_LOST);
+  below_over(d);
 }
 
 /* --- fences ----------------------------------------------------------------- */
 
+/* Whether a daemon of host h's subtree sent the fence's blob. */
+static int subtree_fenced(const asrrun_t *run, int h) {
+  for (int k = h; k < run->map.nhosts; k++)
+    if (run->daemons[k].fence_in && asr_tree_in_subtree(run->tree_radix, h, k)) return 1;
+  return 0;
+}
+
 /* Once every daemon with ranks has sent its blob, every blob goes to each of
- * them in host order (an allgather). */
+ * them in host order (an allgather): in the tree once to each child of
+ * asrrun's whose subtree took part (its parents pass it on). */
 static void fence_check(asrrun_t *run) {
   for (int h = 0; h < run->map.nhosts; h++)
     if (run->daemons[h].nlocal > 0 && !run->daemons[h].fence_in) return;
@@ -138,8 +235,11 @@ static void fence_check(asrrun_t *run) {
   asr_ctl_msg_t m = {.type = ASR_CTL_FENCE_DONE, .u.fence = {.id = 0, .data = all.data, .len = all.len}};
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
+    if (!d->routed && d->conn && subtree_fenced(run, h)) (void)asr_ctl_send(d->conn, &m);
+  }
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
     if (!d->fence_in) continue;
-    if (d->conn) (void)asr_ctl_send(d->conn, &m);
     free(d->fence_blob);
     d->fence_blob = NULL;
     d->fence_len = 0;
@@ -249,6 +349,10 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t fl
               WEXITSTATUS(st));
 }
 
+static void on_routed(daemon_t *top, asr_ctl_msg_t *m);
+static void on_fence_sub(daemon_t *top, asr_ctl_msg_t *m);
+static void on_lost(daemon_t *top, asr_ctl_msg_t *m);
+
 static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   (void)c;
   daemon_t *d = arg;
@@ -285,6 +389,12 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       break;
     }
     case ASR_CTL_FENCE:
+      if (d->routed || has_below(run, d->index)) {
+        /* a parent gathers its subtree's blobs: FENCE_SUB */
+        run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent a FENCE, not its subtree's FENCE_SUB",
+                  host_of(d));
+        break;
+      }
       if (d->fence_in) {
         run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent a second fence before the first was done",
                   host_of(d));
@@ -307,10 +417,123 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     case ASR_CTL_REPORT:
       if (run->on_report) run->on_report(run, d, m);
       break;
+    case ASR_CTL_ROUTED:
+      if (!d->routed) {
+        on_routed(d, m);
+        break;
+      }
+      goto unexpected;
+    case ASR_CTL_FENCE_SUB:
+      if (!d->routed) {
+        on_fence_sub(d, m);
+        break;
+      }
+      goto unexpected;
+    case ASR_CTL_LOST:
+      if (!d->routed) {
+        on_lost(d, m);
+        break;
+      }
+      goto unexpected;
     default:
+    unexpected:
       run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", host_of(d),
                 asr_ctl_type_name(m->type));
   }
+}
+
+/* --- the tree: what a child of asrrun's relays ------------------------------------ */
+
+/* Whether host h is below top (a child of asrrun's) in the tree. */
+static int below(const daemon_t *top, uint32_t h) {
+  return h < (uint32_t)top->run->map.nhosts && (int)h != top->index &&
+         asr_tree_in_subtree(top->run->tree_radix, top->index, (int)h);
+}
+
+/* A routed daemon called its parent back (its parent checked the HELLO's
+ * secret and sent it the JOB). */
+static void routed_join(daemon_t *top, daemon_t *d, const asr_ctl_msg_t *hello) {
+  asrrun_t *run = d->run;
+  if (d->state != DAEMON_LAUNCHING || d->conn || hello->u.hello.index != (uint32_t)d->index ||
+      strcmp(hello->u.hello.secret_hex, run->secret_hex) != 0) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed a HELLO of host %s that is not right",
+              host_of(top), host_of(d));
+    return;
+  }
+  d->conn = top->conn;
+  d->top = top;
+  d->stdin_credit = ASR_CTL_STDIN_WINDOW;
+  daemon_set_state(d, DAEMON_JOINED);
+  asrrun_report_daemon_up(run, d, ++run->daemons_up, asr_loop_now(run->loop) - run->launch_ms);
+  if (run->daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->progress);
+  if (run->state >= RUN_ABORTING) {
+    asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
+    (void)dsend(d, &k);
+  }
+}
+
+static void on_routed(daemon_t *top, asr_ctl_msg_t *m) {
+  asrrun_t *run = top->run;
+  uint32_t h = m->u.routed.host;
+  if (!below(top, h)) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed a message of host %u, not one beneath it",
+              host_of(top), h);
+    return;
+  }
+  daemon_t *d = &run->daemons[h];
+  asr_ctl_msg_t in;
+  char why[256];
+  if (asr_ctl_msg_decode((int)m->u.routed.type, m->u.routed.data, m->u.routed.len, &in, why, sizeof why)) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed for host %s: %s", host_of(top), host_of(d),
+              why);
+    return;
+  }
+  if (in.type == ASR_CTL_HELLO)
+    routed_join(top, d, &in);
+  else if (d->conn && !over(d) && in.type != ASR_CTL_FENCE_SUB && in.type != ASR_CTL_LOST &&
+           in.type != ASR_CTL_FENCE)
+    on_msg(d->conn, &in, d);
+  else if (!over(d))
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed an unexpected %s of host %s", host_of(top),
+              asr_ctl_type_name(in.type), host_of(d));
+  asr_ctl_msg_free(&in);
+}
+
+/* A subtree's blobs for the fence, gathered by its root (asrrun's child). */
+static void on_fence_sub(daemon_t *top, asr_ctl_msg_t *m) {
+  asrrun_t *run = top->run;
+  const uint8_t *p = m->u.fence_sub.entries, *blob;
+  size_t len = m->u.fence_sub.len, blen;
+  uint32_t h;
+  while (asr_ctl_fence_sub_next(&p, &len, &h, &blob, &blen)) {
+    daemon_t *d = h < (uint32_t)run->map.nhosts ? &run->daemons[h] : NULL;
+    if (!d || (d != top && !below(top, h)) || d->fence_in || d->nlocal == 0) {
+      run->fail(run, ASRRUN_EXIT_LAUNCH,
+                "asrd on host %s sent a fence blob of host %u: not of its subtree, of no ranks, or twice",
+                host_of(top), h);
+      return;
+    }
+    d->fence_blob = malloc(blen ? blen : 1);
+    if (!d->fence_blob) {
+      run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for a fence of %zu bytes", blen);
+      return;
+    }
+    if (blen) memcpy(d->fence_blob, blob, blen);
+    d->fence_len = blen;
+    d->fence_in = 1;
+  }
+  fence_check(run);
+}
+
+/* A parent below lost a child: that daemon and its subtree are over. */
+static void on_lost(daemon_t *top, asr_ctl_msg_t *m) {
+  asrrun_t *run = top->run;
+  if (!below(top, m->u.lost.host)) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s says host %u is lost, not one beneath it",
+              host_of(top), m->u.lost.host);
+    return;
+  }
+  daemon_over(&run->daemons[m->u.lost.host], m->u.lost.why);
 }
 
 static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
@@ -392,6 +615,10 @@ static void send_job(daemon_t *d) {
       .cores = cores,
       .master_addr = run->master_addr,
       .master_port = (uint32_t)run->master_port,
+      .tree_radix = (uint32_t)run->tree_radix,
+      .tree_agent = run->cfg.launch_agent,
+      .tree_asrd = run->tree_asrd,
+      .tree_ip = run->tree_ip,
   };
   int rc = asr_ctl_send(d->conn, &m);
   if (rc)
@@ -448,7 +675,7 @@ static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   /* the early local daemon learns its index from the JOB (asrrun_early.c) */
   int index = in == ASR_CTL_INDEX_AHEAD ? run->early.index : in < (uint32_t)run->map.nhosts ? (int)in : -1;
   if (index < 0 || strcmp(m->u.hello.secret_hex, run->secret_hex) != 0 || run->daemons[index].conn ||
-      run->daemons[index].state != DAEMON_LAUNCHING) {
+      run->daemons[index].state != DAEMON_LAUNCHING || run->daemons[index].routed) {
     reject(l);
     return;
   }
@@ -557,7 +784,7 @@ static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
   run->last_tick_ms = now;
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
-    if (!d->conn || over(d)) continue;
+    if (!d->conn || over(d) || d->routed) continue; /* a routed daemon's parent judges it */
     if (gap) d->conn->last_rx_ms = d->conn->last_rx_ms + gap < now ? d->conn->last_rx_ms + gap : now;
     /* a daemon that is done still hears from us: with several hosts it
      * serves its KV store until SHUTDOWN, and takes silence for our end */
@@ -598,15 +825,12 @@ static void give_credit(asrrun_t *run, int h, uint32_t bytes) {
   daemon_t *d = &run->daemons[h];
   if (!d->conn || over(d)) return;
   asr_ctl_msg_t m = {.type = ASR_CTL_CREDIT, .u.credit.bytes = bytes};
-  (void)asr_ctl_send(d->conn, &m);
+  (void)dsend(d, &m);
 }
 
 static void reader_gone(asrrun_t *run, int stream) {
   asr_ctl_msg_t m = {.type = ASR_CTL_OUTPUT_CLOSED, .u.closed.stream = (uint32_t)stream};
-  for (int h = 0; h < run->map.nhosts; h++) {
-    daemon_t *d = &run->daemons[h];
-    if (d->conn && !over(d)) (void)asr_ctl_send(d->conn, &m);
-  }
+  bcast(run, &m);
 }
 
 int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asrd_remote,
@@ -624,6 +848,10 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
   if (run->cfg.verbose) asr_loop_timer_start(run->loop, &run->progress, 1000, on_progress, run);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
+    /* in the tree, a daemon below another is that one's to start */
+    d->top = &run->daemons[run->tree_radix > 0 ? asr_tree_child_toward(run->tree_radix, -1, h) : h];
+    d->routed = d->top != d;
+    if (d->routed) continue;
     if (d->pid <= 0) {
       const asr_launch_ops_t *ops = d->local ? &asr_launch_local
                                     : slurm  ? &asr_launch_slurm
@@ -649,6 +877,9 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
       run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch asrd for host %s: %s", host_of(d), asr_strerror(rc));
   }
   run->output_credit = give_credit;
+  /* what a parent in the tree starts its children with (the JOB's tree fields) */
+  snprintf(run->tree_asrd, sizeof run->tree_asrd, "%s", asrd_remote);
+  snprintf(run->tree_ip, sizeof run->tree_ip, "%.*s", (int)strcspn(ctl_remote, ":"), ctl_remote);
   run->output_gone = reader_gone;
   run->last_tick_ms = asr_loop_now(run->loop);
   asr_loop_timer_start(run->loop, &run->heartbeat, HEARTBEAT_MS, on_heartbeat, run);
@@ -658,9 +889,9 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
 
 void asrrun_daemons_kill(asrrun_t *run, int sig) {
   asr_ctl_msg_t m = {.type = ASR_CTL_KILL, .u.kill.sig = (uint32_t)sig};
+  bcast(run, &m);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
-    if (d->conn && !over(d)) (void)asr_ctl_send(d->conn, &m);
     /* a daemon that never called back cannot be told: after SIGKILL its
      * local process is killed directly */
     if (sig == SIGKILL && d->state == DAEMON_LAUNCHING && d->pid > 0) kill(d->pid, SIGKILL);
@@ -670,22 +901,30 @@ void asrrun_daemons_kill(asrrun_t *run, int sig) {
 int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m) {
   daemon_t *d = &run->daemons[h];
   if (!d->conn || over(d) || d->state < DAEMON_JOINED) return ASR_ENOTCONN;
-  return asr_ctl_send(d->conn, m);
+  return dsend(d, m);
 }
 
 void asrrun_daemons_flush(asrrun_t *run) {
   for (int h = 0; h < run->map.nhosts; h++)
-    if (run->daemons[h].conn) asr_ctl_flush(run->daemons[h].conn);
+    if (run->daemons[h].conn && !run->daemons[h].routed) asr_ctl_flush(run->daemons[h].conn);
 }
 
 void asrrun_daemons_shutdown(asrrun_t *run) {
   asr_loop_timer_stop(run->loop, &run->heartbeat);
   asr_loop_timer_stop(run->loop, &run->hello_deadline);
+  asr_ctl_msg_t m = {.type = ASR_CTL_SHUTDOWN};
+  int depth = asr_tree_depth(run->tree_radix, run->map.nhosts - 1);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     if (!d->conn) continue;
-    (void)asr_ctl_send_empty(d->conn, ASR_CTL_SHUTDOWN);
-    asr_ctl_finish(d->conn, CLOSE_MS);
+    if (!d->routed) {
+      if (has_below(run, h))
+        (void)asr_ctl_send_routed(d->conn, ASR_CTL_ALL_HOSTS, &m); /* its parents pass it on */
+      else
+        (void)asr_ctl_send(d->conn, &m);
+      /* a parent closes once its children have: each level's close is bounded */
+      asr_ctl_finish(d->conn, CLOSE_MS * (has_below(run, h) ? depth : 1));
+    }
     if (d->state == DAEMON_DONE) daemon_set_state(d, DAEMON_CLOSING);
   }
 }
@@ -708,7 +947,7 @@ void asrrun_daemons_stdin(asrrun_t *run, const uint8_t *p, size_t n) {
     daemon_t *d = &run->daemons[h];
     if (!reads_stdin(run, h)) continue;
     d->stdin_credit -= (int64_t)n;
-    if (d->conn && !over(d)) (void)asr_ctl_send(d->conn, &m);
+    if (d->conn && !over(d)) (void)dsend(d, &m);
   }
 }
 

@@ -85,6 +85,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     STR_KEY("prefix", "ASRRUN_PREFIX", prefix, 0),
     STR_KEY("if_include", "ASRRUN_IF_INCLUDE", if_include, 0),
     INT_KEY("heartbeat_timeout", "ASRRUN_HEARTBEAT_TIMEOUT", heartbeat_timeout_s, 2, 3600),
+    INT_KEY("tree_radix", "ASRRUN_TREE_RADIX", tree_radix, 0, 1024),
     BOOL_KEY("allow_early_exit", "ASRRUN_ALLOW_EARLY_EXIT", allow_early_exit),
     BOOL_KEY("report_state_on_timeout", "ASRRUN_REPORT_STATE_ON_TIMEOUT", report_state_on_timeout),
     BOOL_KEY("get_stack_traces", "ASRRUN_GET_STACK_TRACES", get_stack_traces),
@@ -708,6 +709,7 @@ void asr_config_defaults(asr_config_t *cfg) {
   cfg->launcher = ASR_LAUNCHER_AUTO;
   snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "ssh");
   cfg->heartbeat_timeout_s = 10;
+  cfg->tree_radix = ASR_CFG_TREE_RADIX;
   snprintf(cfg->stdin_to, sizeof cfg->stdin_to, "0");
 }
 

@@ -177,6 +177,8 @@ static const cli_opt_t cli_opts[] = {
      "network interface, subnet or address for rank traffic"},
     {"--heartbeat-timeout", NULL, "SECONDS", "heartbeat_timeout", NULL, opt_key,
      "end the job when a host is silent this long (2..3600, default 10)"},
+    {"--tree-radix", NULL, "N", "tree_radix", NULL, opt_key,
+     "daemons each daemon starts and relays for (0: flat; default 16)"},
     {"--allow-early-exit", NULL, NULL, "allow_early_exit", "1", opt_key,
      "let a rank exit before joining the job or finalizing while others run"},
     {"--report-state-on-timeout", NULL, NULL, "report_state_on_timeout", "1", opt_key,

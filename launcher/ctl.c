@@ -235,6 +235,20 @@ int asr_ctl_send_empty(asr_ctl_conn_t *c, asr_ctl_type_t type) {
   return asr_ctl_send(c, &m);
 }
 
+int asr_ctl_send_routed(asr_ctl_conn_t *c, uint32_t host, const asr_ctl_msg_t *m) {
+  asr_buf_t b = {0};
+  int rc = asr_ctl_msg_encode(m, &b);
+  if (rc == 0) {
+    asr_ctl_msg_t r = {
+        .type = ASR_CTL_ROUTED,
+        .u.routed = {
+            .host = host, .type = (uint32_t)m->type, .data = b.data + b.off, .len = asr_buf_pending(&b)}};
+    rc = asr_ctl_send(c, &r);
+  }
+  asr_buf_free(&b);
+  return rc;
+}
+
 void asr_ctl_finish(asr_ctl_conn_t *c, int timeout_ms) {
   if (c->fd < 0 || c->finishing) return;
   c->finishing = 1;

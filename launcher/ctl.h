@@ -32,7 +32,7 @@
 #include "ctl_msg.h"
 
 #define ASR_CTL_MAGIC 0x4c525341u
-#define ASR_CTL_VERSION 6
+#define ASR_CTL_VERSION 7
 #define ASR_CTL_HDR 12
 #define ASR_CTL_MAX_PAYLOAD (16u << 20)
 
@@ -84,6 +84,10 @@ int asr_ctl_send(asr_ctl_conn_t *c, const asr_ctl_msg_t *m);
 
 /* Shorthand for a message with no fields (DONE, SHUTDOWN, HEARTBEAT). */
 int asr_ctl_send_empty(asr_ctl_conn_t *c, asr_ctl_type_t type);
+
+/* Queues m wrapped in a ROUTED for host (or ASR_CTL_ALL_HOSTS): the tree's
+ * relaying (tree.h). 0, or asr_ctl_send's error. */
+int asr_ctl_send_routed(asr_ctl_conn_t *c, uint32_t host, const asr_ctl_msg_t *m);
 
 /* Writes what is queued now, as far as the socket takes it. */
 void asr_ctl_flush(asr_ctl_conn_t *c);

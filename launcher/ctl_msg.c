@@ -16,9 +16,9 @@
 #include "ctl_msg.h"
 
 static const char *const type_names[ASR_CTL__COUNT] = {
-    "INVALID",    "HELLO",  "JOB",          "STARTED",       "OUTPUT", "EXIT",       "FENCE",
-    "FENCE_DONE", "ABORT",  "KILL",         "STDIN",         "ERROR",  "DONE",       "SHUTDOWN",
-    "HEARTBEAT",  "CREDIT", "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT"};
+    "INVALID",      "HELLO",         "JOB",    "STARTED",    "OUTPUT", "EXIT",     "FENCE",     "FENCE_DONE",
+    "ABORT",        "KILL",          "STDIN",  "ERROR",      "DONE",   "SHUTDOWN", "HEARTBEAT", "CREDIT",
+    "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT", "ROUTED",   "FENCE_SUB", "LOST"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -74,7 +74,9 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
       !str_ok(j->wdir, ASR_CTL_MAX_TEXT) ||
       (j->stdin_rank >= j->nranks && j->stdin_rank != ASR_CTL_STDIN_ALL &&
        j->stdin_rank != ASR_CTL_STDIN_NONE) ||
-      !str_ok(j->master_addr, ASR_CTL_MAX_HOSTNAME) || j->master_port == 0 || j->master_port > 65535)
+      !str_ok(j->master_addr, ASR_CTL_MAX_HOSTNAME) || j->master_port == 0 || j->master_port > 65535 ||
+      j->tree_radix > ASR_CTL_MAX_RADIX || !str_ok(j->tree_agent, ASR_CTL_MAX_TEXT) ||
+      !str_ok(j->tree_asrd, ASR_CTL_MAX_TEXT) || !str_ok(j->tree_ip, ASR_CTL_MAX_HOSTNAME))
     return ASR_EINVAL;
   int rc = asr_buf_put_u32(b, j->nranks) || asr_buf_put_u32(b, j->nhosts) || asr_buf_put_u32(b, j->index);
   for (uint32_t h = 0; h < j->nhosts; h++) {
@@ -108,6 +110,8 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
     rc = rc || asr_buf_put_str(b, j->cores[i]);
   }
   rc = rc || asr_buf_put_str(b, j->master_addr) || asr_buf_put_u32(b, j->master_port);
+  rc = rc || asr_buf_put_u32(b, j->tree_radix) || asr_buf_put_str(b, j->tree_agent) ||
+       asr_buf_put_str(b, j->tree_asrd) || asr_buf_put_str(b, j->tree_ip);
   return rc ? ASR_ENOMEM : 0;
 }
 
@@ -197,6 +201,15 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->master_addr = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
   j->master_port = asr_rd_u32(r);
   if (r->bad) return bad(why, wl, "JOB's MASTER_ADDR is truncated or too long");
+  j->tree_radix = asr_rd_u32(r);
+  j->tree_agent = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  j->tree_asrd = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  j->tree_ip = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
+  if (r->bad) return bad(why, wl, "JOB's tree is truncated or a string in it is too long");
+  if (j->tree_radix > ASR_CTL_MAX_RADIX)
+    return bad(why, wl, "JOB's tree radix is %u (0..%u)", j->tree_radix, ASR_CTL_MAX_RADIX);
+  if (j->tree_radix && (!j->tree_agent[0] || !j->tree_asrd[0]))
+    return bad(why, wl, "JOB's tree of radix %u names no agent or asrd", j->tree_radix);
   if (j->map_by > 7 || j->ppr > ASR_CTL_MAX_LNC || j->cpus_per_rank < 1 ||
       j->cpus_per_rank > ASR_CTL_MAX_CPUS_PER_RANK)
     return bad(why, wl, "JOB has map-by %u, ppr %u and %u cpus per rank", j->map_by, j->ppr,
@@ -236,6 +249,9 @@ void asr_ctl_job_free(asr_ctl_job_t *j) {
   for (uint32_t i = 0; j->cores && i < j->nranks; i++) free(j->cores[i]);
   free(j->cores);
   free(j->master_addr);
+  free(j->tree_agent);
+  free(j->tree_asrd);
+  free(j->tree_ip);
   memset(j, 0, sizeof *j);
 }
 
@@ -461,6 +477,91 @@ static int dec_report(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   return 0;
 }
 
+/* --- ROUTED, FENCE_SUB, LOST (issue 28: the tree of daemons) ------------------ */
+
+static int routed_type_ok(uint32_t t) {
+  return t > ASR_CTL_INVALID && t < ASR_CTL__COUNT && t != ASR_CTL_ROUTED;
+}
+
+static int enc_routed(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if ((m->u.routed.host >= ASR_CTL_MAX_HOSTS && m->u.routed.host != ASR_CTL_ALL_HOSTS) ||
+      !routed_type_ok(m->u.routed.type))
+    return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.routed.host) || asr_buf_put_u32(b, m->u.routed.type) ||
+         asr_buf_put_bytes(b, m->u.routed.data, m->u.routed.len);
+}
+
+/* The inner message is decoded here too (and let go): whatever a hop passes
+ * on was checked, and a hop that acts on it decodes it again. */
+static int dec_routed(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.routed.host = asr_rd_u32(r);
+  m->u.routed.type = asr_rd_u32(r);
+  m->u.routed.data = asr_rd_bytes(r, &m->u.routed.len);
+  if (r->bad) return bad(why, wl, "ROUTED is truncated");
+  if (m->u.routed.host >= ASR_CTL_MAX_HOSTS && m->u.routed.host != ASR_CTL_ALL_HOSTS)
+    return bad(why, wl, "ROUTED for host %u", m->u.routed.host);
+  if (!routed_type_ok(m->u.routed.type))
+    return bad(why, wl, "ROUTED carries message type %u", m->u.routed.type);
+  asr_ctl_msg_t in;
+  char w[200];
+  if (asr_ctl_msg_decode((int)m->u.routed.type, m->u.routed.data, m->u.routed.len, &in, w, sizeof w) != 0)
+    return bad(why, wl, "ROUTED %s: %s", type_names[m->u.routed.type], w);
+  asr_ctl_msg_free(&in);
+  return 0;
+}
+
+int asr_ctl_fence_sub_next(const uint8_t **p, size_t *len, uint32_t *host, const uint8_t **blob,
+                           size_t *blob_len) {
+  if (*len == 0) return 0;
+  asr_rd_t r;
+  asr_rd_init(&r, *p, *len);
+  *host = asr_rd_u32(&r);
+  *blob = asr_rd_bytes(&r, blob_len);
+  if (r.bad) return 0; /* the decoder checked every entry: not reached */
+  *p += r.pos;
+  *len -= r.pos;
+  return 1;
+}
+
+static int enc_fence_sub(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.fence_sub.n == 0 || m->u.fence_sub.n > ASR_CTL_MAX_HOSTS) return ASR_EINVAL;
+  int rc = asr_buf_put_u32(b, m->u.fence_sub.id) || asr_buf_put_u32(b, m->u.fence_sub.n);
+  return rc || asr_buf_put(b, m->u.fence_sub.entries, m->u.fence_sub.len);
+}
+
+static int dec_fence_sub(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.fence_sub.id = asr_rd_u32(r);
+  m->u.fence_sub.n = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "FENCE_SUB is truncated");
+  if (m->u.fence_sub.n == 0 || m->u.fence_sub.n > ASR_CTL_MAX_HOSTS)
+    return bad(why, wl, "FENCE_SUB of %u hosts (1..%u)", m->u.fence_sub.n, ASR_CTL_MAX_HOSTS);
+  m->u.fence_sub.entries = r->p + r->pos;
+  size_t start = r->pos;
+  for (uint32_t i = 0; i < m->u.fence_sub.n; i++) {
+    uint32_t h = asr_rd_u32(r);
+    size_t n;
+    (void)asr_rd_bytes(r, &n);
+    if (r->bad) return bad(why, wl, "FENCE_SUB's entry %u of %u is truncated", i, m->u.fence_sub.n);
+    if (h >= ASR_CTL_MAX_HOSTS) return bad(why, wl, "FENCE_SUB's entry %u is for host %u", i, h);
+  }
+  m->u.fence_sub.len = r->pos - start;
+  return 0;
+}
+
+static int enc_lost(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.lost.host >= ASR_CTL_MAX_HOSTS || !m->u.lost.why || !str_ok(m->u.lost.why, ASR_CTL_MAX_TEXT))
+    return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.lost.host) || asr_buf_put_str(b, m->u.lost.why);
+}
+
+static int dec_lost(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.lost.host = asr_rd_u32(r);
+  m->u.lost.why = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  if (r->bad) return bad(why, wl, "LOST is truncated or its reason too long");
+  if (m->u.lost.host >= ASR_CTL_MAX_HOSTS) return bad(why, wl, "LOST names host %u", m->u.lost.host);
+  return 0;
+}
+
 /* DONE, SHUTDOWN, HEARTBEAT carry nothing. */
 static int enc_empty(const asr_ctl_msg_t *m, asr_buf_t *b) {
   (void)m, (void)b;
@@ -500,6 +601,9 @@ static const codec_t codecs[ASR_CTL__COUNT] = {
     [ASR_CTL_JOINED] = {enc_joined, dec_joined},
     [ASR_CTL_REPORT_REQ] = {enc_report_req, dec_report_req},
     [ASR_CTL_REPORT] = {enc_report, dec_report},
+    [ASR_CTL_ROUTED] = {enc_routed, dec_routed},
+    [ASR_CTL_FENCE_SUB] = {enc_fence_sub, dec_fence_sub},
+    [ASR_CTL_LOST] = {enc_lost, dec_lost},
 };
 
 int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -538,6 +642,7 @@ void asr_ctl_msg_free(asr_ctl_msg_t *m) {
     case ASR_CTL_ABORT: free(m->u.abort.msg); break;
     case ASR_CTL_ERROR: free(m->u.error.msg); break;
     case ASR_CTL_REPORT: free(m->u.report.pstate); break;
+    case ASR_CTL_LOST: free(m->u.lost.why); break;
     default: break; /* nothing owned */
   }
   memset(&m->u, 0, sizeof m->u);

@@ -50,6 +50,16 @@
  *                                stack trace (at most ASR_CTL_MAX_STACK): one a local
  *                                rank, the last with ASR_CTL_REP_LAST; within the
  *                                REPORT_REQ's timeout plus the stack traces' bound
+ *   ROUTED      either way       u32 host (or ASR_CTL_ALL_HOSTS), u32 type, bytes payload:
+ *                                in a tree of daemons (tree.h), a message of another
+ *                                daemon's. Up: host sent it, the hops wrap it once and
+ *                                pass it on; down: for host, or (ALL) for every daemon
+ *                                of the receiver's subtree, passed on once per subtree.
+ *                                Never nested; the payload decodes as its type
+ *   FENCE_SUB   asrd -> parent   u32 fence id, u32 n, n x (u32 host, bytes blob): a
+ *                                subtree's blobs for one fence, gathered by its root
+ *   LOST        asrd -> parent   u32 host, str why: a child of the sender's (and its
+ *                                subtree, tree.h) is gone before the job ended
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
@@ -94,6 +104,9 @@ typedef enum {
   ASR_CTL_JOINED,
   ASR_CTL_REPORT_REQ,
   ASR_CTL_REPORT,
+  ASR_CTL_ROUTED,
+  ASR_CTL_FENCE_SUB,
+  ASR_CTL_LOST,
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
@@ -101,6 +114,11 @@ typedef enum {
  * asrrun knew its host's index (asrrun's early local daemon); the JOB tells
  * it its index. */
 #define ASR_CTL_INDEX_AHEAD 0xffffffffu
+
+/* ROUTED's host for every daemon of the receiver's subtree */
+#define ASR_CTL_ALL_HOSTS 0xffffffffu
+/* The largest --tree-radix */
+#define ASR_CTL_MAX_RADIX 1024u
 
 /* OUTPUT flags */
 #define ASR_CTL_OUT_PARTIAL 1u /* no newline after this piece: the line goes on */
@@ -188,9 +206,16 @@ typedef struct {
    * a port asrrun found free, 1..65535 */
   char *master_addr;
   uint32_t master_port;
+  /* the tree of daemons (tree.h): its radix (0: every daemon is asrrun's
+   * child), and how a daemon starts its children: the agent, asrd's path
+   * there, and the address its children call back on when it reached its
+   * parent over loopback (asrrun's own address on the job's network) */
+  uint32_t tree_radix;
+  char *tree_agent, *tree_asrd, *tree_ip;
 } asr_ctl_job_t;
 
-/* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE and STDIN point
+/* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE, STDIN, ROUTED
+ * and FENCE_SUB point
  * into the payload they were decoded from (valid while it is); every other
  * string and array is malloc'd (asr_ctl_msg_free). */
 typedef struct {
@@ -245,6 +270,20 @@ typedef struct {
       uint32_t id, timeout_ms, flags;
     } report_req;
     struct {
+      uint32_t host, type;
+      const uint8_t *data;
+      size_t len;
+    } routed;
+    struct {
+      uint32_t id, n;
+      const uint8_t *entries; /* n x (u32 host, bytes blob), each checked (asr_ctl_fence_sub_next) */
+      size_t len;
+    } fence_sub;
+    struct {
+      uint32_t host;
+      char *why;
+    } lost;
+    struct {
       uint32_t id, rank, pid, flags;
       char *pstate;
       const uint8_t *text, *stack;
@@ -266,6 +305,11 @@ int asr_ctl_msg_decode(int type, const uint8_t *p, size_t len, asr_ctl_msg_t *m,
 
 /* Frees what a decoded message owns (not what its pointers point into). */
 void asr_ctl_msg_free(asr_ctl_msg_t *m);
+
+/* The next entry of a decoded FENCE_SUB's entries (*p, *len move past it):
+ * 1 with host and blob, or 0 at the end. */
+int asr_ctl_fence_sub_next(const uint8_t **p, size_t *len, uint32_t *host, const uint8_t **blob,
+                           size_t *blob_len);
 
 /* Frees a decoded job's arrays and strings; *job is zeroed. */
 void asr_ctl_job_free(asr_ctl_job_t *job);

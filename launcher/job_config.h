@@ -50,6 +50,14 @@ typedef enum {
   ASR_LAUNCHER_SLURM
 } asr_launcher_t;
 
+/* --tree-radix's default (tree.h): every daemon starts and relays for at
+ * most 16 others. Wide enough that 16 + 256 = 272 hosts are at most two hops
+ * from asrrun and 4,368 three (each level costs one agent start and one
+ * HELLO/JOB round trip, its agents started in parallel by every parent),
+ * narrow enough that a parent's loop forwards for a handful of connections
+ * and starts 16 agents (ssh processes) at once, not hundreds. */
+#define ASR_CFG_TREE_RADIX 16
+
 typedef struct {
   char name[128]; /* host name as the user wrote it (or Slurm's node name) */
   int slots;      /* ranks it may take; 0 = not given (use --lnc-per-host or cores) */
@@ -103,6 +111,7 @@ typedef struct {
   char prefix[1024];            /* --prefix: install prefix of asr on remote hosts */
   char if_include[256];         /* --if-include: interface, A.B.C.D/N or address for rank traffic */
   int heartbeat_timeout_s;      /* --heartbeat-timeout: a host silent this long is lost (default 10) */
+  int tree_radix;               /* --tree-radix: children per daemon in the tree (tree.h); 0 = flat */
   int allow_early_exit;         /* --allow-early-exit: a rank may leave before joining or finalizing */
   int report_state_on_timeout;  /* --report-state-on-timeout: the state report before --timeout's end */
   int get_stack_traces;         /* --get-stack-traces: state reports carry the ranks' stacks */

@@ -32,6 +32,10 @@ static char *cores[] = {"0", "1-3", "4,6"};
 static uint32_t pids[] = {4242, 4243, 99999};
 static const uint8_t blob[] = {0, 1, 2, 0xff, 0};
 
+/* A KILL(15) payload, and a FENCE_SUB's two entries: host 1 "ab", host 4 empty. */
+static const uint8_t kill15[] = {15, 0, 0, 0};
+static const uint8_t sub_entries[] = {1, 0, 0, 0, 2, 0, 0, 0, 'a', 'b', 4, 0, 0, 0, 0, 0, 0, 0};
+
 static asr_ctl_msg_t example(int type) {
   asr_ctl_msg_t m = {.type = (asr_ctl_type_t)type};
   switch (type) {
@@ -70,7 +74,11 @@ static asr_ctl_msg_t example(int type) {
                                 .cpus_per_rank = 3,
                                 .cores = cores,
                                 .master_addr = "10.1.0.7",
-                                .master_port = 29500};
+                                .master_port = 29500,
+                                .tree_radix = 4,
+                                .tree_agent = "ssh -p 2222",
+                                .tree_asrd = "/opt/asr/bin/asrd",
+                                .tree_ip = "10.1.0.1"};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -129,6 +137,22 @@ static asr_ctl_msg_t example(int type) {
       m.u.report.stack = (const uint8_t *)"#0 main";
       m.u.report.stack_len = 7;
       break;
+    case ASR_CTL_ROUTED:
+      m.u.routed.host = 3;
+      m.u.routed.type = ASR_CTL_KILL;
+      m.u.routed.data = kill15;
+      m.u.routed.len = sizeof kill15;
+      break;
+    case ASR_CTL_FENCE_SUB:
+      m.u.fence_sub.id = 2;
+      m.u.fence_sub.n = 2;
+      m.u.fence_sub.entries = sub_entries;
+      m.u.fence_sub.len = sizeof sub_entries;
+      break;
+    case ASR_CTL_LOST:
+      m.u.lost.host = 5;
+      m.u.lost.why = "lost contact with asrd on host n5";
+      break;
     default: break;
   }
   return m;
@@ -180,6 +204,10 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       for (uint32_t i = 0; x->cores && i < x->nranks; i++) ASSERT_STREQ(x->cores[i], y->cores[i]);
       ASSERT_STREQ(x->master_addr, y->master_addr);
       ASSERT_EQ(x->master_port, y->master_port);
+      ASSERT_EQ(x->tree_radix, y->tree_radix);
+      ASSERT_STREQ(x->tree_agent, y->tree_agent);
+      ASSERT_STREQ(x->tree_asrd, y->tree_asrd);
+      ASSERT_STREQ(x->tree_ip, y->tree_ip);
       break;
     }
     case ASR_CTL_STARTED:
@@ -238,6 +266,34 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_MEMEQ(a->u.report.text, b->u.report.text, a->u.report.text_len);
       ASSERT_EQ(a->u.report.stack_len, b->u.report.stack_len);
       ASSERT_MEMEQ(a->u.report.stack, b->u.report.stack, a->u.report.stack_len);
+      break;
+    case ASR_CTL_ROUTED:
+      ASSERT_EQ(a->u.routed.host, b->u.routed.host);
+      ASSERT_EQ(a->u.routed.type, b->u.routed.type);
+      ASSERT_EQ(a->u.routed.len, b->u.routed.len);
+      ASSERT_MEMEQ(a->u.routed.data, b->u.routed.data, a->u.routed.len);
+      break;
+    case ASR_CTL_FENCE_SUB: {
+      ASSERT_EQ(a->u.fence_sub.id, b->u.fence_sub.id);
+      ASSERT_EQ(a->u.fence_sub.n, b->u.fence_sub.n);
+      ASSERT_EQ(a->u.fence_sub.len, b->u.fence_sub.len);
+      ASSERT_MEMEQ(a->u.fence_sub.entries, b->u.fence_sub.entries, a->u.fence_sub.len);
+      const uint8_t *p = b->u.fence_sub.entries, *eb;
+      size_t len = b->u.fence_sub.len, blen;
+      uint32_t h;
+      ASSERT(asr_ctl_fence_sub_next(&p, &len, &h, &eb, &blen));
+      ASSERT_EQ(h, 1u);
+      ASSERT_EQ(blen, 2u);
+      ASSERT_MEMEQ(eb, "ab", 2);
+      ASSERT(asr_ctl_fence_sub_next(&p, &len, &h, &eb, &blen));
+      ASSERT_EQ(h, 4u);
+      ASSERT_EQ(blen, 0u);
+      ASSERT(!asr_ctl_fence_sub_next(&p, &len, &h, &eb, &blen));
+      break;
+    }
+    case ASR_CTL_LOST:
+      ASSERT_EQ(a->u.lost.host, b->u.lost.host);
+      ASSERT_STREQ(a->u.lost.why, b->u.lost.why);
       break;
     default: break;
   }
@@ -321,6 +377,62 @@ TEST(bad_headers_refused) {
 
 /* Values out of range: the encoder refuses to write them, the decoder to
  * read them. */
+/* The tree's messages (issue 28): a ROUTED never nests and its payload
+ * must decode as its type; a FENCE_SUB has hosts and whole entries; a JOB's
+ * radix is bounded and a tree names its agent. */
+TEST(tree_messages_checked) {
+  asr_buf_t b = {0};
+  char why[256];
+  asr_ctl_msg_t d;
+  asr_ctl_msg_t r = example(ASR_CTL_ROUTED);
+  r.u.routed.type = ASR_CTL_ROUTED;
+  ASSERT_EQ(asr_ctl_msg_encode(&r, &b), ASR_EINVAL);
+  asr_buf_put_u32(&b, 3), asr_buf_put_u32(&b, ASR_CTL_ROUTED), asr_buf_put_bytes(&b, kill15, 4);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_ROUTED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "carries message type");
+  asr_buf_free(&b);
+  /* a KILL of signal 0 inside */
+  static const uint8_t kill0[] = {0, 0, 0, 0};
+  asr_buf_put_u32(&b, ASR_CTL_ALL_HOSTS), asr_buf_put_u32(&b, ASR_CTL_KILL), asr_buf_put_bytes(&b, kill0, 4);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_ROUTED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "ROUTED KILL");
+  asr_buf_free(&b);
+  asr_buf_put_u32(&b, ASR_CTL_MAX_HOSTS), asr_buf_put_u32(&b, ASR_CTL_KILL), asr_buf_put_bytes(&b, kill15, 4);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_ROUTED, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "for host");
+  asr_buf_free(&b);
+  /* FENCE_SUB: no entries; an entry cut short; more entries than n */
+  asr_ctl_msg_t f = example(ASR_CTL_FENCE_SUB);
+  f.u.fence_sub.n = 0;
+  ASSERT_EQ(asr_ctl_msg_encode(&f, &b), ASR_EINVAL);
+  asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 0);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_FENCE_SUB, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "of 0 hosts");
+  asr_buf_free(&b);
+  asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 3), asr_buf_put(&b, sub_entries, sizeof sub_entries);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_FENCE_SUB, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "entry 2 of 3");
+  asr_buf_free(&b);
+  asr_buf_put_u32(&b, 1), asr_buf_put_u32(&b, 1), asr_buf_put(&b, sub_entries, sizeof sub_entries);
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_FENCE_SUB, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "after its last field");
+  asr_buf_free(&b);
+  /* LOST of a host out of range */
+  asr_ctl_msg_t l = example(ASR_CTL_LOST);
+  l.u.lost.host = ASR_CTL_MAX_HOSTS;
+  ASSERT_EQ(asr_ctl_msg_encode(&l, &b), ASR_EINVAL);
+  /* JOB: radix above the bound; a tree without an agent */
+  asr_ctl_msg_t j = example(ASR_CTL_JOB);
+  j.u.job.tree_radix = ASR_CTL_MAX_RADIX + 1;
+  ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
+  j.u.job.tree_radix = 2;
+  j.u.job.tree_agent = "";
+  ASSERT_OK(asr_ctl_msg_encode(&j, &b));
+  ASSERT_EQ(asr_ctl_msg_decode(ASR_CTL_JOB, b.data, b.len, &d, why, sizeof why), ASR_EPROTO);
+  ASSERT_CONTAINS(why, "names no agent");
+  asr_buf_free(&b);
+}
+
 TEST(out_of_range_fields_refused) {
   asr_buf_t b = {0};
   char why[256];

@@ -520,6 +520,7 @@ TEST(cli_help_lists_every_flag) {
                                       "--prefix DIR",
                                       "--if-include IFACE|NET/N|ADDR",
                                       "--heartbeat-timeout SECONDS",
+                                      "--tree-radix N",
                                       "--allow-early-exit",
                                       "--report-state-on-timeout",
                                       "--get-stack-traces",
@@ -1108,7 +1109,7 @@ TEST(yaml_errors_name_file_line_key) {
       {"np: 4\nnpp: 3\n",
        "2: npp: unknown key; the keys are np, lnc_per_host, npernode, map_by, bind_to, cpus_per_rank, "
        "oversubscribe, report_bindings, tag_output, timestamp_output, output_dir, wdir, stdin, timeout, "
-       "bootstrap_port, provider, launcher, launch_agent, prefix, if_include, heartbeat_timeout, "
+       "bootstrap_port, provider, launcher, launch_agent, prefix, if_include, heartbeat_timeout, tree_radix, "
        "allow_early_exit, report_state_on_timeout, get_stack_traces, verbose, quiet, hosts, hostfile, "
        "rankfile, env, program, args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
