@@ -89,6 +89,33 @@ static void check_fields(const asr_ctl_msg_t *m) {
           m->u.report.text_len <= ASR_CTL_MAX_REPORT_TEXT && m->u.report.stack_len <= ASR_CTL_MAX_STACK,
           "REPORT lengths");
       break;
+    case ASR_CTL_ROUTED: {
+      FUZZ_ASSERT(m->u.routed.host < ASR_CTL_MAX_HOSTS || m->u.routed.host == ASR_CTL_ALL_HOSTS,
+                  "ROUTED host");
+      FUZZ_ASSERT(m->u.routed.type > ASR_CTL_INVALID && m->u.routed.type < ASR_CTL__COUNT &&
+                      m->u.routed.type != ASR_CTL_ROUTED,
+                  "ROUTED type");
+      /* what a hop passes on decodes as its type (the decoder checked) */
+      asr_ctl_msg_t in;
+      char w[256];
+      FUZZ_ASSERT(
+          asr_ctl_msg_decode((int)m->u.routed.type, m->u.routed.data, m->u.routed.len, &in, w, sizeof w) == 0,
+          "ROUTED payload: %s", w);
+      asr_ctl_msg_free(&in);
+      break;
+    }
+    case ASR_CTL_FENCE_SUB: {
+      const uint8_t *p = m->u.fence_sub.entries, *b;
+      size_t len = m->u.fence_sub.len, bl;
+      uint32_t h, n = 0;
+      while (asr_ctl_fence_sub_next(&p, &len, &h, &b, &bl)) {
+        FUZZ_ASSERT(h < ASR_CTL_MAX_HOSTS, "FENCE_SUB host");
+        n++;
+      }
+      FUZZ_ASSERT(n == m->u.fence_sub.n && len == 0, "FENCE_SUB entries %u of %u", n, m->u.fence_sub.n);
+      break;
+    }
+    case ASR_CTL_LOST: FUZZ_ASSERT(m->u.lost.why && m->u.lost.host < ASR_CTL_MAX_HOSTS, "LOST"); break;
     default: break;
   }
 }

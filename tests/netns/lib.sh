@@ -103,3 +103,67 @@ netns_teardown() {
   NETNS_HOSTS=()
   return 0
 }
+
+# --- many emulated hosts per namespace (tests/netns/tree.sh) ----------------
+# netns_setup_many H PER: H emulated hosts, PER to a namespace
+# (${NETNS_PREFIX}n1 .. nK, K = ceil(H / PER), on the switch as above). Host
+# J (1..H) is named ${NETNS_PREFIX}eJ and has its own address on its
+# namespace's asr0, 198.19.K.S/16 (S = its place in the namespace, 1..PER:
+# inside 198.18.0.0/15). tests/netns/agent.sh starts a daemon in its host's
+# namespace with asrd --addr its address, so that each emulated host is a
+# daemon with its own name and address, and 130 of them fit 2 cores.
+NETNS_PER=1
+netns_ehost() { echo "${NETNS_PREFIX}e$1"; }
+netns_ens() { echo "${NETNS_PREFIX}n$(((($1) - 1) / NETNS_PER + 1))"; }
+netns_eaddr() { echo "198.19.$(((($1) - 1) / NETNS_PER + 1)).$(((($1) - 1) % NETNS_PER + 1))"; }
+
+netns_setup_many() {
+  local n=$1 k j sw="${NETNS_PREFIX}sw"
+  NETNS_PER=$2
+  local nns=$(((n + NETNS_PER - 1) / NETNS_PER))
+  ip netns add "$sw" 2>/dev/null || return 1
+  NETNS_HOSTS=("$sw")
+  { ip -n "$sw" link set lo up && ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up; } ||
+    { netns_teardown; return 1; }
+  for ((k = 1; k <= nns; k++)); do
+    local h="${NETNS_PREFIX}n$k"
+    ip netns add "$h" || { netns_teardown; return 1; }
+    NETNS_HOSTS+=("$h")
+    {
+      ip -n "$h" link set lo up &&
+        ip -n "$sw" link add "p$k" type veth peer name asr0 netns "$h" &&
+        ip -n "$sw" link set "p$k" master br0 up &&
+        ip -n "$h" link set asr0 up
+    } || { netns_teardown; return 1; }
+  done
+  for ((j = 1; j <= n; j++)); do
+    ip -n "$(netns_ens "$j")" addr add "$(netns_eaddr "$j")/16" dev asr0 || { netns_teardown; return 1; }
+  done
+  # the first namespace reaches every other (bridge ports forwarding)
+  local until=$((SECONDS + 10))
+  for ((k = 2; k <= nns; k++)); do
+    until [[ $(ip netns exec "${NETNS_PREFIX}n1" timeout 2 bash -c "exec 3<>/dev/tcp/198.19.$k.1/9" 2>&1) == *refused* ]]; do
+      ((SECONDS < until)) || { netns_teardown; return 1; }
+      sleep 0.1
+    done
+  done
+  return 0
+}
+
+# netns_ehosts H SLOTS: the host list -H of hosts 1..H with SLOTS slots each.
+netns_ehosts() {
+  local j out=""
+  for ((j = 1; j <= $1; j++)); do out+="${out:+,}$(netns_ehost "$j"):$2"; done
+  echo "$out"
+}
+
+# netns_epid J PROG: the pid of PROG started for emulated host J (its asrd
+# has --hostname HOST; a rank has ASR_HOSTNAME=HOST in its environment).
+netns_easrd() {
+  local p h; h=$(netns_ehost "$1")
+  for p in $(netns_pids "$(netns_ens "$1")"); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = asrd ] || continue
+    tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qx -- "$h" && { echo "$p"; return 0; }
+  done
+  return 1
+}
