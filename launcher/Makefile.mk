@@ -23,7 +23,7 @@ launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 
 launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_down.c launcher/asrd_job.c \
-	launcher/launch.h launcher/launch_rsh.c launcher/launch_agent.c \
+	launcher/launch.h launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c \
 	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
 	launcher/asrd_shm.c launcher/asrd_shm.h launcher/asrd_pmi.c launcher/pmi_wire.c launcher/pmi_wire.h \
 	launcher/pmi2_wire.c launcher/pmi2_wire.h

@@ -452,7 +452,9 @@ int asrd_down_start(asrd_t *d, char *err, size_t errlen) {
                            .index = ch->host,
                            .port = d->port};
     char why[1024], msg[1300];
-    pid_t pid = asr_launch_rsh.start(&a, why, sizeof why);
+    /* under Slurm, an srun step on the child's node (its srun runs here,
+     * inside this daemon's step, in the same allocation) */
+    pid_t pid = (d->job.tree_srun ? &asr_launch_slurm : &asr_launch_rsh)->start(&a, why, sizeof why);
     if (pid < 0) {
       snprintf(msg, sizeof msg, "asrd on host %s cannot start asrd for host %s: %s", d->hostname,
                host_name(d, ch->host), why);

@@ -242,11 +242,11 @@ static int find_program(const char *prog, char *out, size_t outlen) {
 }
 
 /* --dry-run: the tree of daemons (tree.h), a line per parent. */
-static void print_tree(const asr_map_t *map, int radix, int slurm, FILE *out) {
+static void print_tree(const asr_map_t *map, int radix, int local, FILE *out) {
   int n = map->nhosts;
   if (radix <= 0 || n <= radix) {
     fprintf(out, "daemon tree: flat (%s), asrrun starts and connects to all %d daemon%s\n",
-            slurm        ? "Slurm's srun or --launcher local starts every daemon"
+            local        ? "--launcher local forks every daemon"
             : radix <= 0 ? "--tree-radix 0"
                          : "no more hosts than the radix",
             n, n > 1 ? "s" : "");
@@ -320,14 +320,13 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     fprintf(stderr, "asrrun: warning: %.*s\n", (int)n, w);
     w += n + (w[n] == '\n');
   }
-  /* Under Slurm srun starts every daemon (a step each), and --launcher local
-   * forks every one here: their trees are flat. */
-  run->tree_radix =
-      cfg->launcher == ASR_LAUNCHER_SLURM || cfg->launcher == ASR_LAUNCHER_LOCAL ? 0 : cfg->tree_radix;
+  /* --launcher local forks every daemon here: its tree is flat. (Under
+   * Slurm srun still starts every daemon, a step each: asrrun its children's,
+   * each parent daemon its own children's.) */
+  run->tree_radix = cfg->launcher == ASR_LAUNCHER_LOCAL ? 0 : cfg->tree_radix;
   if (cfg->dry_run) {
     asr_map_print(&run->map, cfg, stdout);
-    print_tree(&run->map, run->tree_radix,
-               cfg->launcher == ASR_LAUNCHER_SLURM || cfg->launcher == ASR_LAUNCHER_LOCAL, stdout);
+    print_tree(&run->map, run->tree_radix, cfg->launcher == ASR_LAUNCHER_LOCAL, stdout);
     asr_map_print_bindings(&run->map, cfg, topo, stdout);
     asr_topo_free(topo);
     return 0;

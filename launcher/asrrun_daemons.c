@@ -616,6 +616,7 @@ static void send_job(daemon_t *d) {
       .master_addr = run->master_addr,
       .master_port = (uint32_t)run->master_port,
       .tree_radix = (uint32_t)run->tree_radix,
+      .tree_srun = run->cfg.launcher == ASR_LAUNCHER_SLURM,
       .tree_agent = run->cfg.launch_agent,
       .tree_asrd = run->tree_asrd,
       .tree_ip = run->tree_ip,

@@ -28,7 +28,8 @@ export ASR_KV_LOCK_DIR=$base/kvlock
 mkdir -p "$ASR_KV_LOCK_DIR"
 
 cases=(salloc_pairwise sbatch_pairwise srun_direct_pairwise salloc_failing_rank sbatch_failing_rank
-  srun_direct_failing_rank srun_direct_abort salloc_mpi_openmpi salloc_mpi_mpich)
+  srun_direct_failing_rank srun_direct_abort salloc_mpi_openmpi salloc_mpi_mpich salloc_tree_pairwise
+  salloc_tree_interior_killed)
 skip_all() {
   for c in "${cases[@]}"; do echo "SKIP: slurm/$c ($1)"; done
   exit 0
@@ -204,3 +205,45 @@ for mpi in openmpi mpich; do
   check_clean
   result "salloc -N 2 -n 4 asrrun $mpi allreduce: one job of 4 on n1 and n2"
 done
+
+# The tree of daemons under Slurm (launcher/tree.h): at --tree-radix 1 the
+# two nodes are a chain, asrrun -> n1 -> n2, and n2's asrd is an srun step
+# that n1's asrd starts (inside its own step, in the same allocation); the
+# fence data and output go n2 -> n1 -> asrrun.
+case=salloc_tree_pairwise failed=0 log=$base/$case.log
+client salloc -N 2 -n 4 "$ASRRUN" --tree-radix 1 --dry-run true >"$log" 2>&1
+grep -q '^daemon tree: radix 1, depth 2:' "$log" || fail "--dry-run shows no tree of depth 2: $(grep tree "$log")"
+client salloc -N 2 -n 4 "$ASRRUN" --tree-radix 1 --bind-to none "$EXAMPLES/pairwise" >"$log" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+verified "$log" 4
+check_clean
+result "salloc -N 2 asrrun --tree-radix 1 pairwise: n2's asrd an srun step of n1's, 4 ranks verified"
+
+# n1's asrd, the interior daemon, killed: the job ends with 125 naming n1
+# and n2 beneath it; n2's daemon loses its parent and ends its ranks.
+case=salloc_tree_interior_killed failed=0 log=$base/$case.log
+client salloc -N 2 -n 4 "$ASRRUN" --tree-radix 1 --bind-to none sleep 60 >"$log" 2>&1 &
+job=$!
+until=$((SECONDS + 30))
+while [ "$(for ns in "${NODE_NS[@]}"; do netns_alive "$ns"; done | grep -c '(sleep)')" -lt 4 ] && ((SECONDS < until)); do
+  sleep 0.1
+done
+pid=
+for p in $(netns_alive "${NODE_NS[0]}" | grep '(asrd)' | cut -d'(' -f1); do
+  # n1's asrd is the parent of the srun that runs n2's
+  for c in $(pgrep -P "$p"); do [ "$(cat "/proc/$c/comm" 2>/dev/null)" = srun ] && pid=$p; done
+done
+if [ -z "$pid" ]; then
+  fail "no asrd on n1 with an srun child (the ranks did not start, or n1's asrd did not start n2's)"
+else
+  kill -KILL "$pid"
+fi
+{ wait $job; } 2>/dev/null
+rc=$?
+[ $rc = 125 ] || fail "exit $rc, wanted 125"
+grep -q 'asrd on host n1.*lost with it, the 1 host beneath it in the tree (n2)' "$log" ||
+  fail "no line naming n1 and n2 beneath it"
+check_clean
+[ -n "$pid" ] && rm -rf /dev/shm/asrd."$pid".?????? /tmp/asrd."$pid".??????
+result "kill -9 of n1's asrd (n2's parent): 125 naming n1 and n2, nothing left"
