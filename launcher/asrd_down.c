@@ -42,6 +42,7 @@
 #define HEARTBEAT_MS 1000
 #define HELLO_MS 5000     /* a new connection's HELLO */
 #define CALLBACK_MS 30000 /* every child calls back within this (asrrun's bound too) */
+#define REAP_MS 2000      /* at the end, each child's agent is reaped within this */
 
 /* A connection from below, before and after its HELLO. */
 struct asrd_link {
@@ -525,6 +526,22 @@ void asrd_down_stop(asrd_t *d) {
       free(l);
     }
     asr_loop_pid_stop(d->loop, &ch->agent_watch);
+  }
+  /* The children's agents (under "ip netns exec" and srun on their node, the
+   * daemons themselves) end once their connections have: reaped here, so
+   * that none outlives this daemon unwaited (bounded; what is left dies
+   * with us: PDEATHSIG). */
+  for (int waited = 0;; waited += 10) {
+    int left = 0;
+    for (int i = 0; i < d->nchildren; i++) {
+      asrd_child_t *ch = &d->children[i];
+      if (ch->agent > 0 && waitpid(ch->agent, NULL, WNOHANG) == 0)
+        left++;
+      else
+        ch->agent = 0;
+    }
+    if (!left || waited >= REAP_MS) break;
+    usleep(10000);
   }
   while (d->gathers) {
     asrd_gather_t *g = d->gathers;

@@ -523,6 +523,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
     rc = asr_loop_run(run->loop);
     if (rc) fail(run, ASRRUN_EXIT_LAUNCH, "event loop failed: %s", asr_strerror(rc));
   }
+  asrrun_report_ctl(run);
   asrrun_stdin_stop(run);
   asrrun_status_stop(run);
   asrrun_state_stop(run);

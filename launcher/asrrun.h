@@ -172,6 +172,10 @@ struct asrrun {
    * every daemon, so flat there), asrd's path on the other hosts and the
    * address they call back on (for the JOB's tree fields) */
   int tree_radix;
+  /* what asrrun itself handled (-v at the end, the tree bench): control
+   * connections, messages in on them, fences and their messages in and out */
+  int ctl_links;
+  uint64_t ctl_in, fences, fence_in, fence_out;
   char tree_asrd[4200];
   char tree_ip[64];
 
@@ -281,6 +285,8 @@ void asrrun_report_map(const asrrun_t *run, const char *provider, const char *wh
 void asrrun_report_daemon_up(const asrrun_t *run, const daemon_t *d, int up, uint64_t ms);
 /* -v: a launch taking long: how many are up, which are awaited. */
 void asrrun_report_progress(const asrrun_t *run, int up, uint64_t ms);
+/* -v, at the end: what asrrun handled itself (connections, messages, fences). */
+void asrrun_report_ctl(const asrrun_t *run);
 /* -v: a daemon started its ranks (-vv: each rank with its pid). */
 void asrrun_report_started(const asrrun_t *run, const daemon_t *d);
 

@@ -235,8 +235,9 @@ static void fence_check(asrrun_t *run) {
   asr_ctl_msg_t m = {.type = ASR_CTL_FENCE_DONE, .u.fence = {.id = 0, .data = all.data, .len = all.len}};
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
-    if (!d->routed && d->conn && subtree_fenced(run, h)) (void)asr_ctl_send(d->conn, &m);
+    if (!d->routed && d->conn && subtree_fenced(run, h) && asr_ctl_send(d->conn, &m) == 0) run->fence_out++;
   }
+  run->fences++;
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     if (!d->fence_in) continue;
@@ -357,6 +358,7 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   (void)c;
   daemon_t *d = arg;
   asrrun_t *run = d->run;
+  if (!d->routed) run->ctl_in++; /* (what a routed daemon said came in its top's ROUTED) */
   switch (m->type) {
     case ASR_CTL_HEARTBEAT: break;
     case ASR_CTL_STARTED:
@@ -395,6 +397,7 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
                   host_of(d));
         break;
       }
+      run->fence_in++;
       if (d->fence_in) {
         run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent a second fence before the first was done",
                   host_of(d));
@@ -505,6 +508,7 @@ static void on_fence_sub(daemon_t *top, asr_ctl_msg_t *m) {
   const uint8_t *p = m->u.fence_sub.entries, *blob;
   size_t len = m->u.fence_sub.len, blen;
   uint32_t h;
+  run->fence_in++;
   while (asr_ctl_fence_sub_next(&p, &len, &h, &blob, &blen)) {
     daemon_t *d = h < (uint32_t)run->map.nhosts ? &run->daemons[h] : NULL;
     if (!d || (d != top && !below(top, h)) || d->fence_in || d->nlocal == 0) {
@@ -684,6 +688,7 @@ static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   asr_loop_timer_stop(run->loop, &l->hello_timer);
   asr_ctl_set_owner(c, on_msg, on_close, d);
   d->conn = &l->c;
+  run->ctl_links++;
   d->stdin_credit = ASR_CTL_STDIN_WINDOW;
   daemon_set_state(d, DAEMON_JOINED);
   asrrun_report_daemon_up(run, d, ++run->daemons_up, asr_loop_now(run->loop) - run->launch_ms);

@@ -76,6 +76,16 @@ void asrrun_report_progress(const asrrun_t *run, int up, uint64_t ms) {
                 (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000 / 100), waiting);
 }
 
+void asrrun_report_ctl(const asrrun_t *run) {
+  if (run->cfg.verbose < 1) return;
+  fprintf(
+      stderr,
+      "asrrun: control: %d connection%s, %llu messages in; %llu fence%s: %llu fence messages in, %llu out\n",
+      run->ctl_links, run->ctl_links == 1 ? "" : "s", (unsigned long long)run->ctl_in,
+      (unsigned long long)run->fences, run->fences == 1 ? "" : "s", (unsigned long long)run->fence_in,
+      (unsigned long long)run->fence_out);
+}
+
 void asrrun_report_started(const asrrun_t *run, const daemon_t *d) {
   if (run->cfg.verbose < 1 || d->npgids == 0) return;
   const asr_map_t *m = &run->map;

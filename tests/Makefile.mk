@@ -134,7 +134,7 @@ tests_apps_stall_LDADD = runtime/libasr.la
 tests_apps_stall_LDFLAGS = -no-install
 # Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh \
-	tests/netns/tree.sh tests/netns/agent.sh
+	tests/netns/tree.sh tests/netns/agent.sh tests/bench/tree_bench.sh
 # Slurm tests on a private cluster (scripts/test.sh runs slurm.sh).
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/slurm.sh tests/slurm/README
 # Fuzz targets, their runner and seed corpora (scripts/test.sh runs run.sh);
