@@ -175,7 +175,7 @@ struct asrrun {
   /* what asrrun itself handled (-v at the end, the tree bench): control
    * connections, messages in on them, fences and their messages in and out */
   int ctl_links;
-  uint64_t ctl_in, fences, fence_in, fence_out;
+  uint64_t ctl_in, fences, fence_in, fence_out, fence_bytes;
   char tree_asrd[4200];
   char tree_ip[64];
 

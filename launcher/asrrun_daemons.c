@@ -238,6 +238,7 @@ static void fence_check(asrrun_t *run) {
     if (!d->routed && d->conn && subtree_fenced(run, h) && asr_ctl_send(d->conn, &m) == 0) run->fence_out++;
   }
   run->fences++;
+  run->fence_bytes += all.len;
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     if (!d->fence_in) continue;

@@ -78,12 +78,13 @@ void asrrun_report_progress(const asrrun_t *run, int up, uint64_t ms) {
 
 void asrrun_report_ctl(const asrrun_t *run) {
   if (run->cfg.verbose < 1) return;
-  fprintf(
-      stderr,
-      "asrrun: control: %d connection%s, %llu messages in; %llu fence%s: %llu fence messages in, %llu out\n",
-      run->ctl_links, run->ctl_links == 1 ? "" : "s", (unsigned long long)run->ctl_in,
-      (unsigned long long)run->fences, run->fences == 1 ? "" : "s", (unsigned long long)run->fence_in,
-      (unsigned long long)run->fence_out);
+  fprintf(stderr,
+          "asrrun: control: %d connection%s, %llu messages in; %llu fence%s: %llu fence messages in, %llu "
+          "out, %llu "
+          "bytes gathered\n",
+          run->ctl_links, run->ctl_links == 1 ? "" : "s", (unsigned long long)run->ctl_in,
+          (unsigned long long)run->fences, run->fences == 1 ? "" : "s", (unsigned long long)run->fence_in,
+          (unsigned long long)run->fence_out, (unsigned long long)run->fence_bytes);
 }
 
 void asrrun_report_started(const asrrun_t *run, const daemon_t *d) {
