@@ -227,7 +227,8 @@ struct asrd {
   int radix, parent; /* the JOB's radix; this host's parent (-1: asrrun) */
   asrd_child_t *children;
   int nchildren;
-  int down_lfd; /* the listener its children call back to, or -1 */
+  struct asrd_link *down_links; /* every connection from below, until freed */
+  int down_lfd;                 /* the listener its children call back to, or -1 */
   asr_loop_io_t down_lio;
   asr_loop_timer_t down_tick, down_deadline;
   asrd_gather_t *gathers; /* fences being gathered, oldest first */

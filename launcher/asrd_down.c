@@ -49,8 +49,9 @@ struct asrd_link {
   asr_ctl_conn_t c;
   asr_loop_timer_t hello_timer;
   asrd_t *d;
-  asrd_child_t *child; /* once its HELLO was right */
-  int dead;            /* closed; freed by its timer */
+  asrd_child_t *child;    /* once its HELLO was right */
+  int dead;               /* closed; freed by its timer */
+  struct asrd_link *next; /* d->down_links */
 };
 typedef struct asrd_link link_t;
 
@@ -67,10 +68,20 @@ static const char *host_name(const asrd_t *d, int h) { return d->job.host_names[
 
 static int ending(const asrd_t *d) { return d->state >= ASRD_TERMINATING; }
 
-static void link_free_cb(asr_loop_t *loop, asr_loop_timer_t *t) {
-  link_t *l = t->arg;
-  (void)loop;
+static void link_free(link_t *l) {
+  for (link_t **pp = &l->d->down_links; *pp; pp = &(*pp)->next)
+    if (*pp == l) {
+      *pp = l->next;
+      break;
+    }
+  asr_loop_timer_stop(l->d->loop, &l->hello_timer);
+  asr_ctl_close(&l->c);
   free(l);
+}
+
+static void link_free_cb(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  link_free(t->arg);
 }
 
 /* Closed now, freed at the next iteration (we may be in its callback). */
@@ -339,6 +350,8 @@ static void on_listener(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
       continue;
     }
     l->d = d;
+    l->next = d->down_links;
+    d->down_links = l;
     asr_loop_timer_start(loop, &l->hello_timer, HELLO_MS, on_hello_timeout, l);
   }
 }
@@ -518,15 +531,10 @@ void asrd_down_stop(asrd_t *d) {
   d->on_down_idle = NULL;
   for (int i = 0; i < d->nchildren; i++) {
     asrd_child_t *ch = &d->children[i];
-    if (ch->link) {
-      link_t *l = ch->link;
-      ch->link = NULL;
-      asr_loop_timer_stop(d->loop, &l->hello_timer);
-      asr_ctl_close(&l->c);
-      free(l);
-    }
+    ch->link = NULL;
     asr_loop_pid_stop(d->loop, &ch->agent_watch);
   }
+  while (d->down_links) link_free(d->down_links); /* children's, waiting for a HELLO, discarded */
   /* The children's agents (under "ip netns exec" and srun on their node, the
    * daemons themselves) end once their connections have: reaped here, so
    * that none outlives this daemon unwaited (bounded; what is left dies
