@@ -818,13 +818,24 @@ static void on_progress(asr_loop_t *loop, asr_loop_timer_t *t) {
   asr_loop_timer_start(loop, t, 1000, on_progress, run);
 }
 
+/* Every daemon calls back within CALLBACK_MS of its parent's start: in the
+ * tree, one d hops down within d times that of the launch (each level's
+ * agents start once their parent has its JOB). */
 static void on_callback_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
-  (void)loop;
   asrrun_t *run = t->arg;
-  for (int h = 0; h < run->map.nhosts; h++)
-    if (run->daemons[h].state == DAEMON_LAUNCHING)
-      run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s did not call back within %d s",
-                host_of(&run->daemons[h]), CALLBACK_MS / 1000);
+  uint64_t elapsed = asr_loop_now(loop) - run->launch_ms;
+  int later = 0;
+  for (int h = 0; h < run->map.nhosts; h++) {
+    if (run->daemons[h].state != DAEMON_LAUNCHING) continue;
+    uint64_t bound = (uint64_t)CALLBACK_MS * (uint64_t)asr_tree_depth(run->tree_radix, h);
+    if (elapsed + 100 >= bound)
+      run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s did not call back within %llu s",
+                host_of(&run->daemons[h]), (unsigned long long)(bound / 1000));
+    else
+      later = 1;
+  }
+  if (later && run->state < RUN_ABORTING)
+    asr_loop_timer_start(loop, t, CALLBACK_MS, on_callback_deadline, run);
 }
 
 /* The output flow control (asrrun_output.c calls these through run). */
