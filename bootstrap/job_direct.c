@@ -3,7 +3,7 @@
  * itself when another PMIx server started it (srun --mpi=pmix, DESIGN §4).
  *
  * asrd sets ASR_BOOTSTRAP_PORT, ASR_JOB_SECRET, ASR_HOSTNAME, ASR_IF_ADDR,
- * ASR_PROVIDER and ASR_KV_SERVER=external. Without it, asr_job_init fills in
+ * ASR_PROVIDER (one host, or --provider) and ASR_KV_SERVER=external. Without it, asr_job_init fills in
  * the same variables (each only when unset, so a user can still give any of
  * them) and the runtime reads them as usual:
  *   ASR_HOSTNAME        the node name from PMIx (Slurm's node name: emulated
@@ -15,7 +15,8 @@
  *   ASR_IF_ADDR         one node: 127.0.0.1; several: ASR_IF_INCLUDE
  *                       (asr_netif.h), else the source address of the route
  *                       to the node srun ran on, else the first non-loopback
- *   ASR_PROVIDER        several nodes: tcp;ofi_rxm (one node: the default shm)
+ *   ASR_PROVIDER        left unset: libasr takes a path per peer (shm to the
+ *                       ranks of the node, tcp;ofi_rxm to the others)
  *   ASR_KV_BIND         one node: 127.0.0.1
  *   ASR_JOB_SECRET      rank 0 draws one and puts it with its address; every
  *                       rank reads it after the fence asr_job_init does anyway
@@ -95,7 +96,6 @@ int asr__job_direct_prepare(const char *nspace, int rank, const char *hostname, 
   char ip[ASR_NETIF_ADDRLEN];
   pick_addr(nnodes, ip);
   setenv_if_unset(ASR_ENV_IF_ADDR, ip);
-  if (nnodes > 1 && !getenv("FI_PROVIDER")) setenv_if_unset(ASR_ENV_PROVIDER, "tcp;ofi_rxm");
   if (nnodes <= 1) setenv_if_unset(ASR_ENV_KV_BIND, "127.0.0.1");
   asr_info("job", "direct launch: node %s, %d node%s, bootstrap port %s, address %s", hostname, nnodes,
            nnodes == 1 ? "" : "s", asr_env_raw(ASR_ENV_BOOTSTRAP_PORT), asr_env_raw(ASR_ENV_IF_ADDR));

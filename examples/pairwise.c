@@ -1,9 +1,12 @@
 /*
  * pairwise -- the main demo job: every rank connects to every other rank
  * through libasr, moves verified data both ways, and rank 0 measures latency
- * and bandwidth to rank 1.
+ * and bandwidth to rank 1 (to each rank -p names, in turn).
  *
- *   asrrun -n 4 build/examples/pairwise [-s BYTES] [-n ITERS]
+ *   asrrun -n 4 build/examples/pairwise [-s BYTES] [-n ITERS] [-p RANK]... [-v]
+ *
+ * -v prints, for each peer, the provider its SEND and RECV comms took
+ * (asr_comm_provider: shm to a peer on the same host, tcp;ofi_rxm across).
  *
  * The quick start's job (scripts/quickstart.sh). Build it against an
  * installed asr with  cc pairwise.c $(pkg-config --cflags --libs asr)
@@ -44,17 +47,23 @@ static unsigned char pattern(int src, int dst, size_t i) {
 
 int main(int argc, char **argv) {
   size_t bytes = 1 << 20;
-  int iters = 1000, opt;
-  while ((opt = getopt(argc, argv, "s:n:")) != -1) {
+  int iters = 1000, opt, verbose = 0, npeers = 0, peers[8];
+  while ((opt = getopt(argc, argv, "s:n:p:v")) != -1) {
     if (opt == 's')
       bytes = strtoull(optarg, NULL, 0);
     else if (opt == 'n')
       iters = atoi(optarg);
+    else if (opt == 'p' && npeers < 8 && atoi(optarg) > 0)
+      peers[npeers++] = atoi(optarg);
+    else if (opt == 'v')
+      verbose = 1;
     else {
-      fprintf(stderr, "usage: pairwise [-s BYTES] [-n ITERS]  (start it with asrrun -n N)\n");
+      fprintf(stderr,
+              "usage: pairwise [-s BYTES] [-n ITERS] [-p RANK]... [-v]  (start it with asrrun -n N)\n");
       return 2;
     }
   }
+  if (npeers == 0) peers[npeers++] = 1;
   if (bytes < 8 || iters < 1) {
     fprintf(stderr, "pairwise: -s wants at least 8 bytes and -n at least 1\n");
     return 2;
@@ -75,6 +84,10 @@ int main(int argc, char **argv) {
     if ((st = asr_comm_wait_connected(rc[p], 60000))) die("connecting a RECV comm", st);
   }
   double t_conn = now_us() - t0;
+  for (int p = 0; p < n && verbose; p++)
+    if (p != me.rank)
+      printf("rank %d (host %s) peer %d: send %s, recv %s\n", me.rank, me.hostname, p,
+             asr_comm_provider(sc[p]), asr_comm_provider(rc[p]));
 
   /* Every ordered pair moves `bytes` with a pattern naming both ends. */
   asr_tensor_t *out, *in;
@@ -111,9 +124,12 @@ int main(int argc, char **argv) {
   fflush(stdout);
   asr_job_barrier();
 
-  /* Rank 0 <-> rank 1: 8-byte ping-pong latency and windowed bandwidth. */
-  if (n >= 2 && me.rank < 2) {
-    int peer = 1 - me.rank;
+  /* Rank 0 <-> each -p rank (1 by default), one after the other: 8-byte
+   * ping-pong latency and windowed bandwidth. */
+  for (int pi = 0; pi < npeers; pi++) {
+    int other = peers[pi];
+    if (other >= n || (me.rank != 0 && me.rank != other)) continue;
+    int peer = me.rank == 0 ? other : 0;
     asr_request_t *r;
     double t = 0;
     for (int k = -10; k < iters; k++) {
@@ -157,9 +173,9 @@ int main(int argc, char **argv) {
     double bw = (double)chunk * win * rounds / (now_us() - t); /* bytes/us = MB/s */
     if (me.rank == 0)
       printf(
-          "rank 0 <-> rank 1: one-way latency %.2f us (8 B, %d round trips), bandwidth %.0f MB/s "
-          "(%zu-byte messages, window %d)\n",
-          lat, iters, bw, chunk, win);
+          "rank 0 <-> rank %d: one-way latency %.2f us (8 B, %d round trips), bandwidth %.0f MB/s "
+          "(%zu-byte messages, window %d, provider %s)\n",
+          other, lat, iters, bw, chunk, win, asr_comm_provider(sc[peer]));
     asr_tensor_free(big);
   }
   fflush(stdout);

@@ -493,7 +493,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asr_loop_signal_start(run->loop, &sig_cont, SIGCONT, on_cont, run);
   asrrun_report_map(run,
                     run->cfg.provider[0]  ? run->cfg.provider
-                    : run->map.nhosts > 1 ? "tcp;ofi_rxm"
+                    : run->map.nhosts > 1 ? "shm within a host, tcp;ofi_rxm across"
                                           : "shm",
                     run->cfg.provider[0]  ? "--provider"
                     : run->map.nhosts > 1 ? "the job spans hosts"

@@ -56,9 +56,12 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
   /* Its sender takes back nothing more from us: it need not wait (drain.c). */
   asr__drain_closed(ctx, comm, asr_time_ms() + 100);
   asr__ofi_op_t *ctrl = comm->type == ASR_RECV_COMM ? &comm->orecv.ctrl_op : &comm->osend.ctrl_op;
+  /* Everything of comm libfabric can own is on its own endpoint; a comm
+   * that never got one (closed before its path was chosen) owns nothing. */
+  asr__ofi_t *o = asr__comm_ofi(comm);
   for (int i = 0; i < ASR_RING; i++)
-    if (asr__ofi_op_owned(&comm->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &comm->ops[i], 0);
-  if (asr__ofi_op_owned(ctrl)) (void)asr__ofi_cancel(&ctx->ofi, ctrl, 0);
+    if (o && asr__ofi_op_owned(&comm->ops[i])) (void)asr__ofi_cancel(o, &comm->ops[i], 0);
+  if (o && asr__ofi_op_owned(ctrl)) (void)asr__ofi_cancel(o, ctrl, 0);
   /* A comm whose peer died (peer_watch.c) has nobody to complete its sends:
    * take back what cancels at once, keep the rest without waiting. */
   int peer_gone = atomic_load(&comm->status) == ASR_COMM_CONNECTION_ERROR;
@@ -67,7 +70,7 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
   for (int i = 0; i <= ASR_RING; i++) {
     asr__ofi_op_t *op = i < ASR_RING ? &comm->ops[i] : ctrl;
     uint64_t now = asr_time_ms();
-    if (asr__ofi_op_owned(op) && asr__ofi_cancel(&ctx->ofi, op, now < until ? (int)(until - now) : 0) != 0)
+    if (o && asr__ofi_op_owned(op) && asr__ofi_cancel(o, op, now < until ? (int)(until - now) : 0) != 0)
       stuck++;
   }
   if (stuck) {

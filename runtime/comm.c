@@ -58,6 +58,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   atomic_init(&c->state_since_ms, asr_time_ms());
   atomic_init(&c->peer_rank, -1);
   c->watch = -1;
+  c->ep = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
   /* The pool of 128 requests is built with the comm and recycled forever. */
   for (int i = 0; i < ASR_RING; i++) {
@@ -173,6 +174,15 @@ int asr_comm_status(const asr_comm_t *comm, int *status) {
   return ASR_SUCCESS;
 }
 
+const char *asr_comm_provider(const asr_comm_t *comm) {
+  if (!comm) return NULL;
+  /* the acquire pairs with the service thread's release in connect.c
+   * (use_endpoint): the endpoint, its provider name included, was whole
+   * before the comm was given it */
+  const asr__ofi_t *o = atomic_load_explicit(&((struct asr_comm *)comm)->ofi, memory_order_acquire);
+  return o ? o->provider : NULL;
+}
+
 int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
   if (!comm) return ASR_INVALID;
   asr_ctx_t *ctx = comm->ctx;
@@ -222,7 +232,7 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
  * lazy registration on a miss (outside every lock but the insert's: fi_mr_reg
  * may be slow). Returns 0 with *mr, or an ASR_E* code. */
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr) {
-  asr__ofi_t *o = &c->ctx->ofi;
+  asr__ofi_t *o = asr__comm_ofi(c);
   asr__ofi_lock(o);
   int hit = asr__mr_lookup(c, t->va, t->size, mr);
   asr__ofi_unlock(o);
@@ -230,7 +240,7 @@ int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr *
   asr_mr_entry_t *e = malloc(sizeof *e);
   if (!e) return ASR_ENOMEM;
   struct fid_mr *m = NULL;
-  int rc = asr__ofi_mr_reg(&c->ctx->ofi, t->va, t->size, &m);
+  int rc = asr__ofi_mr_reg(o, t->va, t->size, &m);
   if (rc) {
     free(e);
     return rc;
@@ -255,7 +265,8 @@ void asr__mr_forget(asr_ctx_t *ctx, uintptr_t va, size_t len) {
   for (struct asr_comm *c = ctx->mr_comms; c; c = c->mr_next) {
     /* unlinked under ep_lock: a lookup, which holds it, never walks onto
      * an entry freed below */
-    asr__ofi_lock(&ctx->ofi);
+    asr__ofi_t *o = asr__comm_ofi(c); /* a comm with registrations has its endpoint */
+    asr__ofi_lock(o);
     asr_mr_entry_t *keep = NULL, **tail = &keep, *n;
     for (asr_mr_entry_t *e = atomic_load_explicit(&c->mrs, memory_order_relaxed); e; e = n) {
       n = e->next;
@@ -269,7 +280,7 @@ void asr__mr_forget(asr_ctx_t *ctx, uintptr_t va, size_t len) {
     }
     *tail = NULL;
     atomic_store_explicit(&c->mrs, keep, memory_order_release);
-    asr__ofi_unlock(&ctx->ofi);
+    asr__ofi_unlock(o);
   }
   pthread_mutex_unlock(&ctx->mr_mutex);
   /* (deregistration outside the locks: nothing can reach these any more) */

@@ -159,6 +159,60 @@ void asr__connect_accept_soon(asr_ctx_t *ctx) {
   if (ctx->accept_at_ms > at) ctx->accept_at_ms = at;
 }
 
+static const char *path_name(int path) { return path == ASR_PATH_LOCAL ? "local" : "network"; }
+
+/* Gives c the endpoint of path, opening it for the first comm that needs
+ * it. Returns 1 when c failed (no endpoint: the message says why and what
+ * to set). */
+static int use_endpoint(asr_ctx_t *ctx, struct asr_comm *c, int path) {
+  char err[768];
+  int ep;
+  if (asr__ctx_endpoint(ctx, path, &ep, err, sizeof err) != 0) return fail(c, "%s", err);
+  c->ep = ep;
+  c->path = path;
+  atomic_store_explicit(&c->ofi, &ctx->eps[ep], memory_order_release);
+  return 0;
+}
+
+/* The SEND side follows the path its receiver chose and wrote into the
+ * handle (asr__same_host: one decision for both ends). Its own endpoint
+ * for that path must run the receiver's provider: otherwise the two were
+ * configured apart (ASR_PROVIDER on some ranks only), and the comm fails
+ * saying so rather than insert an address its provider cannot read.
+ * Returns 1 when c failed. */
+static int take_path_send(asr_ctx_t *ctx, struct asr_comm *c) {
+  int path;
+  uint32_t tag;
+  if (asr__ofi_handle_path(c->net_handle, &path, &tag) != 0)
+    return fail(c, "the peer's net handle names no path (a peer of another libasr version?)");
+  const char *mine = ctx->ep_prov[asr__ctx_ep_index(ctx, path)];
+  if (tag != asr__ofi_prov_tag(mine))
+    return fail(c,
+                "the peer listens for this comm on another provider than the %s this LNC uses for its %s "
+                "path (%s): set ASR_PROVIDER alike on every rank of the job, or on none",
+                mine, path_name(path), ctx->paths_desc);
+  return use_endpoint(ctx, c, path);
+}
+
+/* What a failed connect on c's path may want set. */
+static const char *path_hint(const asr_ctx_t *ctx, const struct asr_comm *c) {
+  if (ctx->one_ep) return "";
+  return c->path == ASR_PATH_LOCAL ? " (this peer has this host's identity, so it is reached over shm: if "
+                                     "it is on another machine, give each host its own ASR_HOSTNAME; if shm "
+                                     "is refused here, set ASR_PROVIDER=tcp;ofi_rxm)"
+                                   : "";
+}
+
+/* The one line per comm that names its path (ASR_LOG_LEVEL=info). */
+static void say_path(const asr_ctx_t *ctx, const struct asr_comm *c) {
+  asr_info("svc", "lnc %d %s comm %s %s/lnc %d: provider %s (%s path%s)", c->lnc,
+           c->type == ASR_SEND_COMM ? "SEND" : "RECV", c->type == ASR_SEND_COMM ? "to" : "from", c->peer_ip,
+           c->peer_lnc, c->ofi->provider, path_name(c->path),
+           ctx->one_ep                 ? ", one provider forced by ASR_PROVIDER/FI_PROVIDER"
+           : c->path == ASR_PATH_LOCAL ? ": same host identity"
+                                       : ": another host");
+}
+
 static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   uint8_t key[ASR_KV_HANDLE_KEY_LEN];
   if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)
@@ -209,7 +263,8 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
         c->connect_deadline_ms = asr_time_ms() + c->connect_timeout_ms;
         c->connect_warn_ms = asr_time_ms() + CONNECT_WARN_MS;
       }
-      int rc = asr__ofi_connect(&ctx->ofi, c->net_handle, &c->osend);
+      if (!c->ofi && take_path_send(ctx, c)) return 1;
+      int rc = asr__ofi_connect(c->ofi, c->net_handle, &c->osend);
       if (rc == ASR_EAGAIN) {
         uint64_t now = asr_time_ms();
         if (now >= c->connect_warn_ms && now < c->connect_deadline_ms) {
@@ -217,7 +272,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
            * cause is a peer that was sent more messages than it can hold
            * before posting their receives (test_runtime
            * unexpected_messages_fill_provider shows the queue that fills). */
-          int shm = strcmp(ctx->ofi.provider, "shm") == 0;
+          int shm = strcmp(c->ofi->provider, "shm") == 0;
           asr_warn("svc",
                    "lnc %d SEND comm to %s/lnc %d: the peer's queue has been full for %d s; still trying "
                    "(for %llu s in all). %s",
@@ -232,8 +287,8 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
         }
         if (now < c->connect_deadline_ms) return wait_a_little(c);
         return fail(c,
-                    "libfabric connect failed: the peer did not answer the connection setup within %llu ms",
-                    (unsigned long long)c->connect_timeout_ms);
+                    "libfabric connect failed: the peer did not answer the connection setup within %llu ms%s",
+                    (unsigned long long)c->connect_timeout_ms, path_hint(ctx, c));
       }
       if (rc == ASR_ENOSPACE)
         return fail(c,
@@ -241,9 +296,10 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
                     "peer addresses per LNC from asr_init to asr_close); use ASR_PROVIDER=\"tcp;ofi_rxm\" "
                     "for more peers per LNC",
                     ASR_OFI_SHM_MAX_PEERS);
-      if (rc) return fail(c, "libfabric connect failed: %s", asr_strerror(rc));
+      if (rc) return fail(c, "libfabric connect failed: %s%s", asr_strerror(rc), path_hint(ctx, c));
       if (asr__watch_comm(ctx, c, c->osend.peer_who))
         return fail(c, "the peer process exited while connecting");
+      say_path(ctx, c);
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
       return 1;
     }
@@ -387,7 +443,10 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     case ASR_COMM_LISTEN: {
-      int rc = asr__ofi_listen(&ctx->ofi, &c->orecv, c->net_handle);
+      /* The path is chosen here, by the receiver alone (asr__same_host). */
+      int path = asr__same_host(ctx, c->peer_hostname) ? ASR_PATH_LOCAL : ASR_PATH_NET;
+      if (use_endpoint(ctx, c, path)) return 1;
+      int rc = asr__ofi_listen(c->ofi, &c->orecv, c->net_handle, path);
       if (rc) return fail(c, "libfabric listen failed: %s", asr_strerror(rc));
       memcpy(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, &c->ordinal, 4);
       rc = start_handle_set(ctx, c);
@@ -418,7 +477,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
     case ASR_COMM_NET_CONNECT: {
       if (republish_step(ctx, c, &made)) return 1;
       int ready = 0;
-      int rc = ctx->accept_cq_rc; /* connect_comms read the CQ for this tick */
+      int rc = ctx->accept_cq_rc[c->ep]; /* connect_comms read this endpoint's CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", asr_strerror(rc));
       if (!ready) return made; /* connect_comms looks again at its next CQ read */
@@ -429,6 +488,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
         c->kv_req = NULL;
         c->kv_first_publish = 0;
       }
+      say_path(ctx, c);
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
       return 1;
     }

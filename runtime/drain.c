@@ -77,7 +77,8 @@ static int watched(const struct asr_comm *c) {
  * post or completion is half seen). A completed receive holds its message
  * whether or not the application has tested it yet. */
 static uint64_t recv_taken(asr_ctx_t *ctx, struct asr_comm *c) {
-  asr__ofi_t *o = &ctx->ofi;
+  (void)ctx;
+  asr__ofi_t *o = asr__comm_ofi(c);
   asr__ofi_lock(o);
   (void)asr__ofi_drain_locked(o);
   uint64_t posted = c->orecv.seq;
@@ -87,21 +88,22 @@ static uint64_t recv_taken(asr_ctx_t *ctx, struct asr_comm *c) {
   return posted - owned;
 }
 
-/* The connected comm of this type that has id at our endpoint and whose
+/* The connected comm of this type that has id at our endpoint o and whose
  * peer has id from at its own; NULL when none (closed meanwhile, or a
  * message that names nothing of ours). comms_mutex held. */
-static struct asr_comm *find(asr_ctx_t *ctx, asr_comm_type_t type, uint32_t id, uint32_t from) {
+static struct asr_comm *find(asr_ctx_t *ctx, const asr__ofi_t *o, asr_comm_type_t type, uint32_t id,
+                             uint32_t from) {
   for (struct asr_comm *c = ctx->connected; c; c = c->next) {
-    if (c->type != type || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
+    if (c->type != type || atomic_load(&c->status) != ASR_COMM_CONNECTED || asr__comm_ofi(c) != o) continue;
     if (type == ASR_SEND_COMM && c->osend.comm_id == id && c->osend.peer_comm_id == from) return c;
     if (type == ASR_RECV_COMM && c->orecv.comm_id == id && asr__ofi_recv_peer_id(&c->orecv) == from) return c;
   }
   return NULL;
 }
 
-/* One mailbox message. comms_mutex held. */
-static void dispatch(asr_ctx_t *ctx, const asr__ofi_ctl_t *m) {
-  struct asr_comm *c = find(ctx, m->kind == ASR_CTL_FIN ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
+/* One mailbox message, which came to endpoint o. comms_mutex held. */
+static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *m) {
+  struct asr_comm *c = find(ctx, o, m->kind == ASR_CTL_FIN ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
   if (!c) {
     asr_debug("svc", "lnc %d: a control message (kind %u) for comm %u, which is not here (closed?)", ctx->lnc,
               m->kind, m->to);
@@ -172,14 +174,14 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
         if (now >= c->drain_deadline_ms) drain_timed_out(ctx, c, stashed);
         return 0;
       }
-      asr__ofi_lock(&ctx->ofi);
+      asr__ofi_lock(asr__comm_ofi(c));
       uint64_t n = c->osend.seq; /* every send of c is posted: the FIN's count is final */
-      asr__ofi_unlock(&ctx->ofi);
+      asr__ofi_unlock(asr__comm_ofi(c));
       if (n == 0 || (c->peer_said == ASR_CTL_ACK && c->peer_taken >= n)) {
         drain_set(ctx, c, ASR_DRAIN_DONE);
         return 1;
       }
-      int rc = asr__ofi_ctl_to_recv(&ctx->ofi, &c->osend, ASR_CTL_FIN, n);
+      int rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_FIN, n);
       if (rc == ASR_EAGAIN) {
         if (now >= c->drain_deadline_ms) drain_timed_out(ctx, c, 0);
         return 0;
@@ -227,7 +229,7 @@ static void linger_end(asr_ctx_t *ctx, struct asr_comm *c) {
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
   uint64_t taken = recv_taken(ctx, c);
   if (c->fin && !c->answered && taken >= c->fin_count) {
-    int rc = asr__ofi_ctl_to_send(&ctx->ofi, &c->orecv, ASR_CTL_ACK, taken);
+    int rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_ACK, taken);
     if (rc == ASR_EAGAIN) return 0; /* the next tick tries again */
     if (rc)
       asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: cannot answer its sender's FIN: %s", ctx->lnc,
@@ -297,20 +299,26 @@ int asr__drain_tick(asr_ctx_t *ctx, int *tmo) {
   int busy = ctx->ndraining > 0 || ctx->nwatching > 0 || ctx->peer_exits > 0;
   pthread_mutex_unlock(&ctx->task_mutex);
   /* ctx->connected is written by this thread alone: no lock to look at it */
-  if (ctx->connected && (busy || now >= ctx->ctl_poll_at)) {
-    (void)asr__ofi_progress(&ctx->ofi);
-    ctx->ctl_poll_at = now + ASR_CTL_POLL_MS;
-  }
-  if (!ctx->ofi.mbox_posted) (void)asr__ofi_mbox_post(&ctx->ofi); /* a full queue: the next tick */
-  asr__ofi_ctl_t m;
-  for (int k = 0; k < ASR_CTL_TAKE_MAX; k++) {
-    int r = asr__ofi_mbox_take(&ctx->ofi, &m);
-    if (r == 0) break;
-    moved = 1;
-    if (r != 1) continue; /* not a mailbox message: dropped (ofi.c said so) */
-    pthread_mutex_lock(&ctx->comms_mutex);
-    dispatch(ctx, &m);
-    pthread_mutex_unlock(&ctx->comms_mutex);
+  /* Each open endpoint has its own mailbox: a message names comms by
+   * their ids at that endpoint (ofi.h), so it is dispatched among that
+   * endpoint's comms only. */
+  int poll = ctx->connected && (busy || now >= ctx->ctl_poll_at);
+  if (poll) ctx->ctl_poll_at = now + ASR_CTL_POLL_MS;
+  for (int i = 0; i < ASR_NEPS; i++) {
+    if (!atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) continue;
+    asr__ofi_t *o = &ctx->eps[i];
+    if (poll) (void)asr__ofi_progress(o);
+    if (!o->mbox_posted) (void)asr__ofi_mbox_post(o); /* a full queue: the next tick */
+    asr__ofi_ctl_t m;
+    for (int k = 0; k < ASR_CTL_TAKE_MAX; k++) {
+      int r = asr__ofi_mbox_take(o, &m);
+      if (r == 0) break;
+      moved = 1;
+      if (r != 1) continue; /* not a mailbox message: dropped (ofi.c said so) */
+      pthread_mutex_lock(&ctx->comms_mutex);
+      dispatch(ctx, o, &m);
+      pthread_mutex_unlock(&ctx->comms_mutex);
+    }
   }
   if (ctx->peer_exits > 0) {
     pthread_mutex_lock(&ctx->comms_mutex);
@@ -355,9 +363,11 @@ void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c) {
   if (ctx->drain_timeout_ms <= 0 || c->type != ASR_SEND_COMM) return;
   /* A comm that posted nothing has nothing to drain: no need to involve
    * the service thread (its close stays as quick as it was). */
-  asr__ofi_lock(&ctx->ofi);
+  asr__ofi_t *o = asr__comm_ofi(c);
+  if (!o) return; /* never connected: nothing posted */
+  asr__ofi_lock(o);
   uint64_t posted = c->osend.seq;
-  asr__ofi_unlock(&ctx->ofi);
+  asr__ofi_unlock(o);
   if (posted == 0 && atomic_load(&c->stash_head) == atomic_load(&c->stash_tail)) return;
   pthread_mutex_lock(&ctx->task_mutex);
   if (!ctx->shutdown && drain_start(ctx, c, asr_time_ms() + (uint64_t)ctx->drain_timeout_ms)) {
@@ -388,7 +398,7 @@ void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms) {
   if (c->type != ASR_RECV_COMM || c->answered || atomic_load(&c->status) != ASR_COMM_CONNECTED) return;
   uint64_t taken = recv_taken(ctx, c);
   int rc;
-  while ((rc = asr__ofi_ctl_to_send(&ctx->ofi, &c->orecv, ASR_CTL_CLOSED, taken)) == ASR_EAGAIN &&
+  while ((rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_CLOSED, taken)) == ASR_EAGAIN &&
          asr_time_ms() < until_ms)
     asr_sleep_ms(1);
   if (rc)

@@ -80,19 +80,28 @@ static int ofi_fail(ssize_t rc, const char *call) {
  * anything, so that a bad one fails the open with its message and nothing
  * to unwind. */
 typedef struct {
-  const char *provider; /* ASR_PROVIDER, else FI_PROVIDER, else shm */
-  const char *if_addr;  /* ASR_IF_ADDR (default 127.0.0.1) */
-  long inject_max;      /* ASR_INJECT_MAX; -1: not set */
-  long seq_bits;        /* ASR_SEQ_BITS (default 40) */
+  const char *if_addr; /* ASR_IF_ADDR (default 127.0.0.1) */
+  long inject_max;     /* ASR_INJECT_MAX; -1: not set */
+  long seq_bits;       /* ASR_SEQ_BITS (default 40) */
 } ofi_env_t;
 
-static int read_env(ofi_env_t *e, char *errbuf, size_t errlen) {
-  int rc = asr_env_str(ASR_ENV_PROVIDER, &e->provider, errbuf, errlen);
-  if (rc == 0 && !e->provider) {
+int asr__ofi_forced_provider(const char **prov, char *errbuf, size_t errlen) {
+  int rc = asr_env_str(ASR_ENV_PROVIDER, prov, errbuf, errlen);
+  if (rc == 0 && !*prov) {
     const char *fi = getenv("FI_PROVIDER"); /* libfabric's own, as a fallback */
-    e->provider = fi && *fi ? fi : "shm";
+    *prov = fi && *fi ? fi : NULL;
   }
-  if (rc == 0) rc = asr_env_str(ASR_ENV_IF_ADDR, &e->if_addr, errbuf, errlen);
+  return rc;
+}
+
+uint32_t asr__ofi_prov_tag(const char *prov) {
+  uint32_t h = 2166136261u;
+  for (const unsigned char *p = (const unsigned char *)prov; *p; p++) h = (h ^ *p) * 16777619u;
+  return (h ^ (h >> 24)) & 0xffffffu;
+}
+
+static int read_env(ofi_env_t *e, char *errbuf, size_t errlen) {
+  int rc = asr_env_str(ASR_ENV_IF_ADDR, &e->if_addr, errbuf, errlen);
   e->inject_max = -1;
   if (rc == 0 && asr_env_is_set(ASR_ENV_INJECT_MAX))
     rc = asr_env_int(ASR_ENV_INJECT_MAX, &e->inject_max, errbuf, errlen);
@@ -130,12 +139,11 @@ static void close_fid(struct fid *f, const char *what) {
  * at the end: errN releases acquisition N and falls through to N-1 (the
  * libfabric tcp provider's err3:/err2:/err1: habit). asr__ofi_close
  * releases the same seven in the same order. */
-int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen) {
+int asr__ofi_open(asr__ofi_t *o, int lnc, const char *prov, char *errbuf, size_t errlen) {
   memset(o, 0, sizeof *o);
   ofi_env_t env;
   int erc = read_env(&env, errbuf, errlen);
   if (erc) return erc;
-  const char *prov = env.provider;
   snprintf(o->provider, sizeof o->provider, "%s", prov);
   int is_shm = strcmp(prov, "shm") == 0;
   const char *step = NULL; /* the failed step, for errbuf; NULL: errbuf is written already */
@@ -392,7 +400,7 @@ static inline void op_arm(asr__ofi_op_t *op) {
 /* A post failed: libfabric does not own op. */
 static void op_unarm(asr__ofi_op_t *op) { __atomic_store_n(&op->posted, 0, __ATOMIC_RELAXED); }
 
-int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN]) {
+int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN], int path) {
   ctl_lock(o);
   r->comm_id = o->next_comm_id++;
   if (o->next_comm_id > TAG_COMM_MASK) o->next_comm_id = 1;
@@ -411,6 +419,20 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   memcpy(handle + 10, o->addr, o->addrlen);
   if (10 + o->addrlen + ASR_OFI_WHO_LEN <= ASR_OFI_HANDLE_ORDINAL_OFF)
     memcpy(handle + 10 + o->addrlen, o->who, ASR_OFI_WHO_LEN);
+  handle[ASR_OFI_HANDLE_PATH_OFF] = (uint8_t)path;
+  uint32_t tag = asr__ofi_prov_tag(o->provider);
+  for (int i = 0; i < 3; i++) handle[ASR_OFI_HANDLE_PROV_OFF + i] = (uint8_t)(tag >> (8 * i));
+  return 0;
+}
+
+int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN], int *path, uint32_t *prov_tag) {
+  if (get32(handle) != HANDLE_MAGIC) return ASR_EPROTO;
+  int p = handle[ASR_OFI_HANDLE_PATH_OFF];
+  if (p != 1 && p != 2) return ASR_EPROTO;
+  uint32_t tag = 0;
+  for (int i = 0; i < 3; i++) tag |= (uint32_t)handle[ASR_OFI_HANDLE_PROV_OFF + i] << (8 * i);
+  *path = p;
+  *prov_tag = tag;
   return 0;
 }
 

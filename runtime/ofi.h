@@ -2,9 +2,14 @@
  * ofi.h -- the thin libfabric transport under libasr (seed §5: the
  * async_sr_ofi_*_locked wrappers; DESIGN §5 and §7).
  *
- * One RDM tagged endpoint per LNC context, shared by all its comms, with one
- * completion queue bound for both transmit and receive. Every call that
- * touches the endpoint or the CQ holds the context's endpoint lock (ep_lock);
+ * One RDM tagged endpoint per LNC context and path (context.c: a path per
+ * peer -- shm to the peers of the same host identity, the network provider
+ * to the others, or one provider for all), shared by the comms of that
+ * path, with one completion queue bound for both transmit and receive. An
+ * asr__ofi_t is one such endpoint and everything it owns: its locks, its
+ * mailbox, its flush buffer. Every call that touches the endpoint or the CQ
+ * holds that endpoint's own lock (ep_lock), so the comms of one path never
+ * wait for, or drive the progress of, another path's endpoint;
  * the control path (listen, accept, connect, MR registration, cancel, flush)
  * takes the transport lock (the seed's async_sr_ofi_mutex[lnc]) around it,
  * the data path (a post, a poll) ep_lock alone: ofi.c says why both, and why
@@ -35,7 +40,15 @@
  *   120    4  ordinal: this RECV comm is the n-th from its (peer, peer LNC);
  *              a SEND comm takes only the handle with its own ordinal (see
  *              connect.c: why same-peer comms need it)
- *   124    4  reserved, zero
+ *   124    1  path the listener chose for this comm: 1 local (the peer has
+ *              the listener's host identity), 2 network (context.c,
+ *              asr__same_host); 0 is never written (a handle without a path
+ *              is refused)
+ *   125    3  provider tag: 24-bit FNV-1a hash of the name of the provider
+ *              the listener's endpoint runs (asr__ofi_prov_tag, little
+ *              endian), so a SEND comm whose own endpoint for that path runs
+ *              another provider fails saying so, rather than insert an
+ *              address its provider cannot read
  *
  * The 128-byte connect message (SEND -> RECV, control tag of the comm id):
  *     0    4  magic "ASRC"
@@ -84,6 +97,8 @@
 #define ASR_OFI_HANDLE_LEN 128
 #define ASR_OFI_ADDR_MAX 110
 #define ASR_OFI_HANDLE_ORDINAL_OFF 120
+#define ASR_OFI_HANDLE_PATH_OFF 124
+#define ASR_OFI_HANDLE_PROV_OFF 125
 #define ASR_OFI_CTRL_LEN 128
 #define ASR_OFI_WHO_LEN 20
 #define ASR_OFI_MBOX_LEN 32
@@ -149,6 +164,8 @@ typedef struct asr__ofi {
   size_t addrlen;
   uint8_t who[ASR_OFI_WHO_LEN]; /* ours, sent to every peer (set by the context) */
   uint64_t next_key;            /* unique MR keys: tcp before libfabric 2.2 wants them */
+  struct fid_mr *flush_mr;      /* the flush fence's 4-byte buffer (seed: enc_async_sr_flush) */
+  uint8_t flush_buf[4];
   uint64_t seq_mask;
   uint32_t next_comm_id;
   int need_desc;     /* FI_MR_LOCAL: pass descriptors */
@@ -246,12 +263,20 @@ int asr__ofi_mbox_take(asr__ofi_t *o, asr__ofi_ctl_t *m);
 int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count);
 int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count);
 
-/* Opens the endpoint for lnc with the provider from ASR_PROVIDER / FI_PROVIDER
- * (default shm), and ASR_IF_ADDR, ASR_INJECT_MAX and ASR_SEQ_BITS. Returns 0,
- * or a negative ASR_E* code (ASR_ECONFIG for a bad setting) with errbuf
- * saying why (libfabric's words); on failure nothing of o is left acquired,
- * and o needs no asr__ofi_close. */
-int asr__ofi_open(asr__ofi_t *o, int lnc, char *errbuf, size_t errlen);
+/* The provider the user forces for every peer: ASR_PROVIDER, else
+ * FI_PROVIDER; *prov = NULL when neither is set (then the context picks a
+ * path per peer). 0, or ASR_ECONFIG with errbuf for a bad setting. */
+int asr__ofi_forced_provider(const char **prov, char *errbuf, size_t errlen);
+
+/* The 24-bit tag of a provider name that a handle carries (FNV-1a). */
+uint32_t asr__ofi_prov_tag(const char *prov);
+
+/* Opens an endpoint for lnc on provider prov, with ASR_IF_ADDR (network
+ * providers), ASR_INJECT_MAX and ASR_SEQ_BITS. Returns 0, or a negative
+ * ASR_E* code (ASR_ECONFIG for a bad setting) with errbuf saying why
+ * (libfabric's words); on failure nothing of o is left acquired, and o needs
+ * no asr__ofi_close. */
+int asr__ofi_open(asr__ofi_t *o, int lnc, const char *prov, char *errbuf, size_t errlen);
 
 /* Closes what asr__ofi_open acquired, in reverse order; posted operations are
  * discarded with the endpoint. The caller (asr_close) has closed every MR. */
@@ -261,8 +286,13 @@ void asr__ofi_close(asr__ofi_t *o);
 int asr__ofi_progress(asr__ofi_t *o);
 
 /* RECV side, LISTEN: allocates a comm id, posts the control receive and
- * writes the 128-byte handle (seed: async_sr_ofi_listen). */
-int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN]);
+ * writes the 128-byte handle, naming path (1 local, 2 network) and o's
+ * provider (seed: async_sr_ofi_listen). */
+int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN], int path);
+
+/* What a handle says of its path: 0 with *path (1 local, 2 network) and
+ * *prov_tag, or ASR_EPROTO when it is not a handle or names no path. */
+int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN], int *path, uint32_t *prov_tag);
 
 /* RECV side, NET_CONNECT: *ready = 1 once the sender's control message
  * arrived (seed: async_sr_ofi_accept; never blocks). It does not read the

@@ -116,7 +116,7 @@ void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid) {
    * sends cannot on these providers: asr_test fails them (request.c). */
   if (c->type == ASR_RECV_COMM)
     for (int i = 0; i < ASR_RING; i++)
-      if (asr__ofi_op_owned(&c->ops[i])) (void)asr__ofi_cancel(&ctx->ofi, &c->ops[i], 0);
+      if (asr__ofi_op_owned(&c->ops[i])) (void)asr__ofi_cancel(asr__comm_ofi(c), &c->ops[i], 0);
 }
 
 /* Fails every connected SEND comm watched through entry w. Its RECV comms

@@ -38,7 +38,7 @@ static inline void req_set_status(struct asr_request *r, asr_req_status_t to) {
 /* Resets r and pushes it back on its comm's freelist; ep_lock is held. */
 static void recycle_locked(struct asr_request *r) {
   struct asr_comm *c = r->comm;
-  assert(asr__ofi_locked(&c->ctx->ofi));
+  assert(asr__ofi_locked(asr__comm_ofi(c)));
   r->tensor = NULL;
   r->offset = 0;
   r->length = 0;
@@ -50,7 +50,7 @@ static void recycle_locked(struct asr_request *r) {
 }
 
 void asr__req_recycle(struct asr_request *r) {
-  asr__ofi_t *o = &r->comm->ctx->ofi;
+  asr__ofi_t *o = asr__comm_ofi(r->comm);
   asr__ofi_lock(o);
   recycle_locked(r);
   asr__ofi_unlock(o);
@@ -60,7 +60,7 @@ void asr__req_recycle(struct asr_request *r) {
  * A send finding the queue full retries for up to spin_ms (ofi.h). */
 static inline int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr, int locked,
                            int spin_ms) {
-  asr__ofi_t *o = &c->ctx->ofi;
+  asr__ofi_t *o = asr__comm_ofi(c);
   asr__ofi_op_t *op = op_of(r);
   void *desc = asr__ofi_mr_desc(o, mr);
   char *buf = (char *)va + r->offset;
@@ -111,8 +111,10 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
     return ASR_INVALID;
   }
   /* The MR lookup, the freelist pop and the fast path's post share one
-   * hold of ep_lock (the lookup needs it: asr_forget frees entries under it). */
-  asr__ofi_t *o = &ctx->ofi;
+   * hold of ep_lock (the lookup needs it: asr_forget frees entries under it),
+   * the lock of the comm's own endpoint: a post on a shm comm never waits
+   * for a tcp comm's post or poll in the same context. */
+  asr__ofi_t *o = asr__comm_ofi(comm);
   asr__ofi_lock(o);
   /* FAST PATH only if the MR is cached AND the stash ring is empty: once
    * anything is stashed every later post stashes too, so the service thread
@@ -280,7 +282,9 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
       waiting = 1;
     }
   }
-  if (waiting) asr__ofi_progress(&ctx->ofi);
+  if (waiting)
+    for (int i = 0; i < ASR_NEPS; i++)
+      if (atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) asr__ofi_progress(&ctx->eps[i]);
   return posted;
 }
 
@@ -295,8 +299,10 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
     case ASR_REQ_OFI_POSTED: {
       /* Completed by an earlier drain (another request's test, or the
        * service thread), or not yet: then drain the CQ. Either way one hold
-       * of ep_lock also pushes the request back when it is done. */
-      asr__ofi_t *o = &c->ctx->ofi;
+       * of ep_lock also pushes the request back when it is done. Only the
+       * comm's own endpoint is read: a shm request's test never drives the
+       * network endpoint's progress (nor takes its lock). */
+      asr__ofi_t *o = asr__comm_ofi(c);
       asr__ofi_op_t *op = req->ofi_req;
       int d = asr__ofi_op_done(op);
       asr__ofi_lock(o);
@@ -363,6 +369,6 @@ int asr_flush(asr_comm_t *comm) {
   /* Host memory needs no read-back: a receive's data is visible to the host
    * once its completion has been read. Harvest every completion now so the
    * fence covers receives that finished but were not yet polled. */
-  asr__ofi_progress(&comm->ctx->ofi);
+  asr__ofi_progress(asr__comm_ofi(comm)); /* the comm's own endpoint */
   return ASR_SUCCESS;
 }

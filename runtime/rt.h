@@ -107,7 +107,14 @@ struct asr_comm {
   unsigned wait_ms;             /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
   unsigned kv_epoch;            /* RECV: asr__kv_host_epoch() when the handle was published */
 
-  /* transport halves */
+  /* transport halves, on the comm's own endpoint: ofi is NULL until the
+   * connect machine chose the comm's path (RECV: LISTEN, SEND: NET_CONNECT)
+   * and written once, by the service thread, before the comm turns
+   * CONNECTED; everything that uses it either runs on that thread or first
+   * saw CONNECTED (a sequentially consistent load) */
+  asr__ofi_t *_Atomic ofi;
+  int ep;   /* its index in ctx->eps, or -1 while ofi is NULL */
+  int path; /* ASR_PATH_LOCAL or ASR_PATH_NET once chosen, else 0 */
   asr__ofi_send_t osend;
   asr__ofi_recv_t orecv;
 
@@ -215,10 +222,28 @@ typedef struct asr_peerq {
   struct asr_peerq *next;
 } asr_peerq_t;
 
+/* The two paths a comm can take (context.c: asr__same_host says which),
+ * as the handle names them (ofi.h, byte 124). */
+#define ASR_PATH_LOCAL 1 /* the peer has this LNC's host identity: shm */
+#define ASR_PATH_NET 2   /* any other peer: the network provider */
+#define ASR_NEPS 2       /* endpoints a context may open */
+
 typedef struct asr_ctx {
   int lnc;
   int trace; /* svc trace logging was on at asr_init: spares asr_test a check per completion */
-  asr__ofi_t ofi;
+  /* The endpoints: eps[0] serves the local path and eps[1] the network
+   * path, or eps[0] every peer when one provider is forced (one_ep). Each
+   * is opened by the first comm that needs it (asr__ctx_endpoint; forced:
+   * at asr_init), on the service thread, under ep_mutex; ep_open[i] is
+   * set, with release, once eps[i] is whole, and cleared only by asr_close
+   * after the service thread stopped. */
+  asr__ofi_t eps[ASR_NEPS];
+  _Atomic int ep_open[ASR_NEPS];
+  char ep_prov[ASR_NEPS][64]; /* the provider each endpoint runs (set at asr_init) */
+  int one_ep;                 /* ASR_PROVIDER / FI_PROVIDER forced one provider for all */
+  char paths_desc[160];       /* "shm" or "shm on host h, tcp;ofi_rxm to other hosts" (logs, reports) */
+  pthread_mutex_t ep_mutex;
+  uint8_t who[ASR_OFI_WHO_LEN]; /* ours (peer_watch.c), copied into every endpoint */
   char hostname[ASR_KV_HOSTNAME_LEN];
   uint16_t port;
   pthread_t thread;
@@ -230,7 +255,7 @@ typedef struct asr_ctx {
   int task_n;
   int shutdown;
   int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
-  int accept_cq_rc;                /* service thread only: this tick's CQ read for accepts (connect_comms) */
+  int accept_cq_rc[ASR_NEPS];      /* service thread only: this tick's CQ read for accepts (connect_comms) */
   uint64_t accept_at_ms;           /* service thread only: the next CQ read for accepting comms */
   unsigned accept_wait_ms;         /* service thread only: its delay (1, 2, 4, 8 ms: connect_comms) */
   _Atomic unsigned stashed;        /* requests stashed and not yet drained, over all comms */
@@ -253,7 +278,7 @@ typedef struct asr_ctx {
   struct asr_comm *errored;
 
   /* peer liveness (peer_watch.c; service thread only) */
-  uint64_t self_node;  /* our node id, from ofi.who */
+  uint64_t self_node;  /* our node id, from who */
   asr_watch_t **watch; /* each entry allocated once: the loop holds its exit watch */
   int nwatch, capwatch, nwatch_live;
 
@@ -273,11 +298,27 @@ typedef struct asr_ctx {
    * change to a comm's MR list, and to this list, holds mr_mutex. */
   pthread_mutex_t mr_mutex;
   struct asr_comm *mr_comms;
-
-  asr__ofi_op_t flush_op;
-  uint8_t flush_buf[4];
-  struct fid_mr *flush_mr;
 } asr_ctx_t;
+
+/* The endpoint of comm c (rt.h: its ofi), for the data path: c is
+ * CONNECTED, so it is set. */
+static inline asr__ofi_t *asr__comm_ofi(const struct asr_comm *c) {
+  return atomic_load_explicit(&c->ofi, memory_order_relaxed);
+}
+
+/* Whether a peer whose host is called name (its "hostname" key, 128 bytes
+ * zero-padded) is on this LNC's host (context.c says what that means). */
+int asr__same_host(const asr_ctx_t *ctx, const uint8_t *name);
+
+/* The endpoint for path (ASR_PATH_*), opened when it is not yet: 0 with
+ * *ep its index in ctx->eps, or an ASR_E* code with err saying why and
+ * what to set (context.c). Service thread, or asr_init before it starts. */
+int asr__ctx_endpoint(asr_ctx_t *ctx, int path, int *ep, char *err, size_t errlen);
+
+/* The endpoint index path goes to in ctx. */
+static inline int asr__ctx_ep_index(const asr_ctx_t *ctx, int path) {
+  return ctx->one_ep || path != ASR_PATH_NET ? 0 : 1;
+}
 
 /* The contexts by LNC (context.c). A slot is published with a release store
  * once its context is fully built. */
@@ -336,7 +377,7 @@ void asr__mr_forget(asr_ctx_t *ctx, uintptr_t va, size_t len);
  * post holds it anyway (its freelist pop and fast-path post), so the lookup
  * costs the fast path no lock of its own. */
 static inline int asr__mr_lookup(struct asr_comm *c, void *va, size_t need, struct fid_mr **mr) {
-  assert(asr__ofi_locked(&c->ctx->ofi));
+  assert(asr__ofi_locked(asr__comm_ofi(c)));
   for (const asr_mr_entry_t *e = atomic_load_explicit(&c->mrs, memory_order_acquire); e; e = e->next)
     if (e->va == (uintptr_t)va && e->len >= need) {
       *mr = e->mr;

@@ -19,9 +19,12 @@
  * Environment. A program started by asrrun (or by srun --mpi=pmix, with
  * asr_job_init) needs to set nothing. Without a launcher, asr_init needs
  * ASR_BOOTSTRAP_PORT (or the seed's NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT),
- * the same port on every host of the job; ASR_PROVIDER picks the libfabric
- * provider (shm, the default, or tcp;ofi_rxm across hosts) and ASR_IF_ADDR
- * the address peers reach this process at (default 127.0.0.1). A bad value
+ * the same port on every host of the job. Each comm takes a path by its
+ * peer: shm to a peer with this host's identity (ASR_HOSTNAME), tcp;ofi_rxm
+ * to any other, each endpoint opened by its first comm (asr_comm_provider
+ * says which a comm took); ASR_PROVIDER (else FI_PROVIDER) forces one
+ * provider for every peer. ASR_IF_ADDR is the address peers reach this
+ * process at over the network (default 127.0.0.1). A bad value
  * of any variable libasr reads makes asr_init and asr_job_init fail with a
  * message that names it. `asrrun --list-env`, and README.md's table
  * "Environment variables", list every variable with its type and default.
@@ -139,6 +142,17 @@ ASR_API int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **
  * closed it (announcing how many it sent) and then exited turns
  * CONNECTION_ERROR only once all of those were taken (see asr_isend). */
 ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
+
+/* The libfabric provider that carries the comm's data: "shm" when its peer
+ * is on this host (the same host identity: ASR_HOSTNAME, which asrrun sets
+ * to the host's name), "tcp;ofi_rxm" when it is on another, or the one
+ * provider ASR_PROVIDER (else FI_PROVIDER) forces for every peer. Set once
+ * the comm's path is chosen (a RECV comm: once it learnt its peer's host;
+ * a SEND comm: once it read its peer's handle), so always by the time the
+ * comm is CONNECTED; NULL before that, and for NULL. The string lives as
+ * long as the comm's LNC. ASR_LOG_LEVEL=info logs the same, one line per
+ * comm, when it connects. */
+ASR_API const char *asr_comm_provider(const asr_comm_t *comm);
 
 /* Waits until the comm is CONNECTED (ASR_SUCCESS), fails (ASR_CONN_ERROR) or
  * timeout_ms passes (ASR_TIMEOUT; < 0 waits forever). */

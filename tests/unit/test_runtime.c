@@ -803,7 +803,7 @@ static void seqwrap_proc(int rank, void *arg) {
   asr_comm_t *sc, *rc;
   ASSERT_OK(asr_init(rank));
   rt_pair_up(rank, peer, &sc, &rc);
-  ASSERT_EQ(sc->ctx->ofi.seq_mask, 0xff); /* the transport really uses 8 bits */
+  ASSERT_EQ(asr__comm_ofi(sc)->seq_mask, 0xff); /* the transport really uses 8 bits */
   asr_tensor_t *st, *rt;
   alloc_tensor((size_t)ASR_MAX_REQUESTS * SW_SLOT, &st);
   alloc_tensor((size_t)ASR_MAX_REQUESTS * SW_SLOT, &rt);
@@ -1943,10 +1943,10 @@ static void slow_peer_proc(int rank, void *arg) {
       if (st != ASR_COMM_NET_CONNECT) asr_sleep_ms(1);
     }
     ASSERT_EQ(st, ASR_COMM_NET_CONNECT); /* the handle is published */
-    pthread_mutex_lock(&rc->ctx->ofi.lock);
+    pthread_mutex_lock(&rc->ctx->eps[0].lock);
     rt_send_u64(0, 1);
     asr_sleep_ms(SP_FREEZE_MS);
-    pthread_mutex_unlock(&rc->ctx->ofi.lock);
+    pthread_mutex_unlock(&rc->ctx->eps[0].lock);
     ASSERT_OK(asr_comm_wait_connected(rc, 60000));
     asr_request_t *q;
     size_t got;
