@@ -174,7 +174,8 @@
     ASR_ENV_LIBASR | ASR_ENV_SET, "auto: the processes of a host elect its KV server among themselves; "     \
     "external: asrd serves it")                                                                              \
   X(PROVIDER, "ASR_PROVIDER", STR, 0, 63, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_SET,                          \
-    "libfabric provider: shm or tcp;ofi_rxm (default: FI_PROVIDER, else shm)")                               \
+    "one libfabric provider for every peer, shm or tcp;ofi_rxm (default: FI_PROVIDER, else a path per "     \
+    "peer: shm to the same host, tcp;ofi_rxm to others)")                                                    \
   X(IF_ADDR, "ASR_IF_ADDR", IPV4, 0, 0, NULL, "127.0.0.1", ASR_ENV_LIBASR | ASR_ENV_SET,                     \
     "the local address a network provider listens on and peers reach this rank at")                          \
   X(REPORT_FD, "ASR_REPORT_FD", INT, 0, 1048575, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_SET,                   \

@@ -739,6 +739,13 @@ static PyObject *Comm_get_status_name(CommObject *c, void *unused) {
   return PyUnicode_FromString(asr_comm_status_name(s));
 }
 
+static PyObject *Comm_get_provider(CommObject *c, void *unused) {
+  if (check_open(c)) return NULL;
+  const char *p = asr_comm_provider(c->comm);
+  if (!p) Py_RETURN_NONE;
+  return PyUnicode_FromString(p);
+}
+
 static PyObject *Comm_get_closed(CommObject *c, void *unused) { return PyBool_FromLong(!comm_alive(c)); }
 static PyObject *Comm_get_pending(CommObject *c, void *unused) { return PyLong_FromLong(c->ninflight); }
 
@@ -852,6 +859,10 @@ static PyGetSetDef Comm_getset[] = {
     {"status", (getter)Comm_get_status, NULL, "the connect state, one of asr.COMM_* (6: COMM_CONNECTED)",
      NULL},
     {"status_name", (getter)Comm_get_status_name, NULL, "the connect state's name, e.g. 'CONNECTED'", NULL},
+    {"provider", (getter)Comm_get_provider, NULL,
+     "the libfabric provider carrying its data (asr_comm_provider): 'shm' to a peer on this host, "
+     "'tcp;ofi_rxm' across hosts, or the one ASR_PROVIDER forces; None until its path is chosen",
+     NULL},
     {"closed", (getter)Comm_get_closed, NULL, "whether it is closed (or its LNC is)", NULL},
     {"pending", (getter)Comm_get_pending, NULL, "requests posted on it and not finished", NULL},
     {"peer_ip", (getter)Comm_get_peer_ip, NULL, "the peer's address", NULL},

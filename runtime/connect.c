@@ -188,7 +188,7 @@ static int take_path_send(asr_ctx_t *ctx, struct asr_comm *c) {
   const char *mine = ctx->ep_prov[asr__ctx_ep_index(ctx, path)];
   if (tag != asr__ofi_prov_tag(mine))
     return fail(c,
-                "the peer listens for this comm on another provider than the %s this LNC uses for its %s "
+                "the peer listens for this comm on another provider than %s, which this LNC uses for its %s "
                 "path (%s): set ASR_PROVIDER alike on every rank of the job, or on none",
                 mine, path_name(path), ctx->paths_desc);
   return use_endpoint(ctx, c, path);

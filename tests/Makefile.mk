@@ -19,7 +19,8 @@ UNIT_TESTS = \
 	tests/unit/test_asrkv_cli \
 	tests/unit/test_docs \
 	tests/unit/test_runtime \
-	tests/unit/test_runtime_mt
+	tests/unit/test_runtime_mt \
+	tests/unit/test_paths
 
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -64,6 +65,9 @@ tests_unit_test_runtime_LDADD = runtime/libasr.la $(TEST_LIBS)
 tests_unit_test_runtime_mt_SOURCES = tests/unit/test_runtime_mt.c tests/unit/rt_util.h
 tests_unit_test_runtime_mt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
 tests_unit_test_runtime_mt_LDADD = runtime/libasr.la $(TEST_LIBS)
+tests_unit_test_paths_SOURCES = tests/unit/test_paths.c tests/unit/rt_util.h
+tests_unit_test_paths_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
+tests_unit_test_paths_LDADD = runtime/libasr.la $(TEST_LIBS)
 
 # Benchmarks are built and run by `make bench` (BENCH_ARGS=-q for a smoke run).
 EXTRA_PROGRAMS = tests/bench/kv_bench
