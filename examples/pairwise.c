@@ -128,6 +128,9 @@ int main(int argc, char **argv) {
    * ping-pong latency and windowed bandwidth. */
   for (int pi = 0; pi < npeers; pi++) {
     int other = peers[pi];
+    /* one pair at a time: the next pair waits in the barrier, not spinning
+     * in asr_test beside the pair being measured */
+    if (pi > 0) asr_job_barrier();
     if (other >= n || (me.rank != 0 && me.rank != other)) continue;
     int peer = me.rank == 0 ? other : 0;
     asr_request_t *r;

@@ -22,7 +22,7 @@ trap 'exit 130' INT TERM
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
   link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile mpi_openmpi_hosts
   mpi_mpich_hosts pmi2_hosts torch_gloo_hosts stall_missing_accept_hosts stall_missing_receive_hosts
-  stall_barrier_hosts stall_on_demand_hosts)
+  stall_barrier_hosts stall_on_demand_hosts paths_2x4 paths_forced_tcp paths_kill_mid_transfer)
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
   for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
@@ -372,3 +372,89 @@ rc=$?
 [ "$(grep -c 'rank [01]: done' "$out")" = 2 ] || fail "the ranks did not finish"
 check_clean
 result "the report on demand across hosts (SIGQUIT, --status), then the job ends normally"
+
+# Per-peer paths (issue 23): 2 hosts x 4 LNCs. Each comm's provider must be
+# shm between two ranks of one host and tcp;ofi_rxm across (pairwise -v
+# prints it per peer: asr_comm_provider), every pair verified; then with
+# ASR_PROVIDER=tcp;ofi_rxm, every comm on tcp; then a rank killed
+# mid-transfer on each path.
+# check_paths OUT WANT_SAME WANT_OTHER: every one of the 56 ordered pairs
+# reported, both comms on the provider its hosts call for.
+check_paths() {
+  local out=$1 same=$2 other=$3 bad n
+  n=$(grep -c 'all verified' "$out")
+  [ "$n" = 8 ] || fail "$n of 8 ranks verified their data"
+  n=$(grep -c '^\[[0-9]*\] rank [0-9]* (host [^)]*) peer [0-9]*: send ' "$out")
+  [ "$n" = 56 ] || fail "$n of 56 per-peer provider lines"
+  # rank -> host, from each rank's own line; then every pair's providers
+  bad=$(awk -v same="$same" -v other="$other" '
+    /^\[[0-9]+\] rank [0-9]+ \(host [^)]*\) peer [0-9]+: send / {
+      r = $3; h = $5; sub(/\)$/, "", h); p = $7; sub(/:$/, "", p)
+      host[r] = h; s[r "," p] = $9; v[r "," p] = $11; sub(/,$/, "", s[r "," p]); pairs[r "," p] = 1
+    }
+    END {
+      for (k in pairs) {
+        split(k, a, ","); want = host[a[1]] == host[a[2]] ? same : other
+        if (s[k] != want || v[k] != want) print "rank " a[1] " -> " a[2] ": send " s[k] ", recv " v[k] ", wanted " want
+      }
+    }' "$out" | head -3)
+  [ -z "$bad" ] || fail "$bad"
+}
+
+case=paths_2x4 failed=0 out=$work/$case
+run_job "$out" -H "$H1:4,$H2:4" -x ASR_LOG_LEVEL=info "$EXAMPLES/pairwise" -v -s 65536 -n 200 -p 1 -p 4
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+check_paths "$out" shm 'tcp;ofi_rxm'
+grep -q 'rank 0 <-> rank 1: one-way latency .*provider shm)' "$out" || fail "no same-host (shm) latency line"
+grep -q 'rank 0 <-> rank 4: one-way latency .*provider tcp;ofi_rxm)' "$out" || fail "no cross-host latency line"
+# ASR_LOG_LEVEL=info: one line per comm naming its path
+n=$(grep -c 'comm .* provider shm (local path: same host identity)' "$out")
+[ "$n" = 48 ] || fail "$n of 48 info lines name a comm's shm path"
+n=$(grep -c 'comm .* provider tcp;ofi_rxm (network path: another host)' "$out")
+[ "$n" = 64 ] || fail "$n of 64 info lines name a comm's network path"
+check_clean
+result "8 ranks on 2 hosts, 56 pairs verified, shm within a host, tcp;ofi_rxm across"
+
+case=paths_forced_tcp failed=0 out=$work/$case
+run_job "$out" -H "$H1:4,$H2:4" -x 'ASR_PROVIDER=tcp;ofi_rxm' "$EXAMPLES/pairwise" -v -s 65536 -n 50
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+check_paths "$out" 'tcp;ofi_rxm' 'tcp;ofi_rxm'
+check_clean
+result "ASR_PROVIDER=tcp;ofi_rxm puts all 56 pairs on tcp;ofi_rxm"
+
+# A rank killed mid-transfer, on each path: rank 0 (host 1) ping-pongs with
+# rank 1 (host 1, shm) or rank 4 (host 2, tcp) without end; the victim is
+# SIGKILLed: the job ends 137 naming it, nothing is left on any host (no
+# process, no shm region of the job's ranks).
+case=paths_kill_mid_transfer failed=0 out=$work/$case
+for victim in 1 4; do
+  vh=$H1; [ $victim = 4 ] && vh=$H2
+  run_job "$out.$victim" -H "$H1:4,$H2:4" --map-by slot "$EXAMPLES/pairwise" -s 65536 -n 100000000 -p $victim &
+  job=$!
+  until=$((SECONDS + 60))
+  while ! grep -q 'all verified' "$out.$victim" 2>/dev/null && ((SECONDS < until)); do sleep 0.1; done
+  sleep 0.5 # the ping-pong is under way
+  # the victim: the pairwise process of rank $victim, by its environment
+  pid=
+  for p in $(netns_pids "$vh"); do
+    [ "$(cat /proc/$p/comm 2>/dev/null)" = pairwise ] || continue
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "ASR_RANK=$victim" && pid=$p
+  done
+  if [ -z "$pid" ]; then
+    fail "rank $victim's process not found on $vh"
+  else
+    kill -KILL "$pid"
+  fi
+  { wait $job; } 2>/dev/null
+  rc=$?
+  out=$out.$victim
+  [ $rc = 137 ] || fail "killing rank $victim: exit $rc, wanted 137"
+  grep -q "rank $victim on host $vh was killed by signal 9" "$out" || fail "no summary naming rank $victim"
+  check_clean
+  left=$(ls /dev/shm 2>/dev/null | grep -c "^$pid:" || true)
+  [ "$left" = 0 ] || fail "rank $victim's shm region is left in /dev/shm"
+  out=$work/$case
+done
+result "rank 1 (shm peer) and rank 4 (tcp peer) killed mid-transfer: the job ends 137, nothing left"
