@@ -119,10 +119,11 @@ struct asr_comm {
   asr__ofi_recv_t orecv;
 
   /* request pool and its locked freelist (seed: locked_stack<request*,128>,
-   * pop data[--top], push data[top++]). Its lock is the context's data-path
-   * lock (ofi.ep_lock, a spin lock): a post pops and posts under one hold
-   * of it, and a test that polls drains the CQ and pushes the request it
-   * completed under one hold (request.c). */
+   * pop data[--top], push data[top++]). Its lock is the data-path lock of
+   * the comm's own endpoint (ofi->ep_lock, a spin lock; one per endpoint,
+   * so comms of the other path never contend for it): a post pops and
+   * posts under one hold of it, and a test that polls drains the CQ and
+   * pushes the request it completed under one hold (request.c). */
   struct asr_request reqs[ASR_RING];
   asr__ofi_op_t ops[ASR_RING];
   struct asr_request *free_data[ASR_RING];
