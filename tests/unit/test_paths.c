@@ -22,6 +22,11 @@
  *                           (tcp); rank 1 is SIGKILLed mid-transfer: its
  *                           comm fails, the tcp comm still moves data; then
  *                           rank 2 is killed and its comm fails too
+ *   paths_shm_alone         rank 0 has both endpoints; with its tcp
+ *                           endpoint's lock held by the test, its shm comm
+ *                           to rank 1 still moves 200 ping-pongs and 1 MiB
+ *                           windows: a shm post or test never takes the tcp
+ *                           endpoint's lock nor reads its CQ
  *   paths_api               asr_comm_provider: NULL comm, a comm not yet
  *                           connected, a connected one
  */
@@ -57,6 +62,12 @@ static void join_host(int rank) {
 static void per_peer(void) {
   unsetenv("ASR_PROVIDER");
   unsetenv("FI_PROVIDER");
+}
+
+/* A barrier of ranks 0 and 1 alone (rank 2 does not take part). */
+static void rt_barrier2(int rank) {
+  rt_send_u64(1 - rank, 1);
+  (void)rt_recv_u64(1 - rank);
 }
 
 static const char *want_provider(int a, int b) { return host_of[a] == host_of[b] ? "shm" : "tcp;ofi_rxm"; }
@@ -111,7 +122,7 @@ static void exchange(int rank, asr_comm_t *sc[NR], asr_comm_t *rc[NR], const cha
 static void close_all(int rank, asr_comm_t *sc[NR], asr_comm_t *rc[NR]) {
   rt_barrier(); /* each host's KV leader outlives its peers' rendezvous */
   for (int p = 0; p < NR; p++) {
-    if (p == rank) continue;
+    if (p == rank || !sc[p]) continue; /* (a case may pair only some ranks) */
     ASSERT_OK(asr_comm_close(sc[p]));
     ASSERT_OK(asr_comm_close(rc[p]));
   }
@@ -340,6 +351,101 @@ TEST(paths_kill_each_path) {
   }
   rt_group_finish(40000);
 }
+
+/* Ranks 0 and 1 (shm) ping-pong; rank 0 also has a comm to rank 2, so its
+ * tcp endpoint is open, and holds that endpoint's data-path lock (and its
+ * control mutex, which the service thread takes first to read its CQ)
+ * for the whole measured part. */
+#define SA_ROUNDS 200
+#define SA_BIG ((size_t)1 << 20)
+static void shm_alone_proc(int rank, void *arg) {
+  (void)arg;
+  per_peer();
+  up(rank);
+  asr_comm_t *sc[NR] = {0}, *rc[NR] = {0};
+  int peers[2], np = 0;
+  if (rank == 0) {
+    peers[np++] = 1;
+    peers[np++] = 2;
+  } else {
+    peers[np++] = 0;
+  }
+  for (int i = 0; i < np; i++) {
+    int p = peers[i];
+    ASSERT_OK(asr_connect(lnc_of[rank], ip_of(p), lnc_of[p], &sc[p]));
+    ASSERT_OK(asr_accept(lnc_of[rank], ip_of(p), lnc_of[p], &rc[p]));
+  }
+  for (int i = 0; i < np; i++) {
+    ASSERT_OK(asr_comm_wait_connected(sc[peers[i]], 60000));
+    ASSERT_OK(asr_comm_wait_connected(rc[peers[i]], 60000));
+  }
+  asr_tensor_t *out, *in;
+  alloc_tensor(SA_BIG * 4, &out);
+  alloc_tensor(SA_BIG * 4, &in);
+  if (rank != 2) {
+    int peer = 1 - rank;
+    asr_ctx_t *ctx = sc[peer]->ctx;
+    asr__ofi_t *tcp = &ctx->eps[1];
+    if (rank == 0) ASSERT_STREQ(asr_comm_provider(sc[2]), "tcp;ofi_rxm");
+    /* warm up: every registration made (later posts take the fast path,
+     * which needs no service thread) */
+    for (int k = 0; k < 2; k++) {
+      asr_request_t *a, *b;
+      ASSERT_OK(asr_irecv(rc[peer], in, 0, SA_BIG * 4, &a));
+      ASSERT_OK(asr_isend(sc[peer], out, 0, SA_BIG * 4, &b));
+      ASSERT_OK(rt_wait_req(a, NULL, 30000));
+      ASSERT_OK(rt_wait_req(b, NULL, 30000));
+    }
+    rt_barrier2(rank);
+    if (rank == 0) {
+      pthread_mutex_lock(&tcp->lock);
+      asr__ofi_lock(tcp);
+    }
+    for (int k = 0; k < SA_ROUNDS; k++) {
+      asr_request_t *a, *b;
+      size_t got = 0;
+      if (rank == 0) {
+        memcpy(va_of(out), &k, sizeof k);
+        ASSERT_OK(asr_isend(sc[peer], out, 0, 8, &b));
+        ASSERT_OK(rt_wait_req(b, NULL, 10000));
+        ASSERT_OK(asr_irecv(rc[peer], in, 0, 8, &a));
+        ASSERT_OK(rt_wait_req(a, &got, 10000));
+      } else {
+        ASSERT_OK(asr_irecv(rc[peer], in, 0, 8, &a));
+        ASSERT_OK(rt_wait_req(a, &got, 10000));
+        memcpy(va_of(out), va_of(in), 8);
+        ASSERT_OK(asr_isend(sc[peer], out, 0, 8, &b));
+        ASSERT_OK(rt_wait_req(b, NULL, 10000));
+      }
+      ASSERT_EQ(got, 8);
+      ASSERT_MSG(memcmp(va_of(in), &k, sizeof k) == 0, "ping-pong %d corrupted", k);
+    }
+    /* 1 MiB messages, 4 in flight each way, verified */
+    asr_request_t *a[4], *b[4];
+    for (int j = 0; j < 4; j++) {
+      rt_fill(va_of(out) + (size_t)j * SA_BIG, SA_BIG, 700 + (uint64_t)(rank * 4 + j));
+      ASSERT_OK(asr_irecv(rc[peer], in, (size_t)j * SA_BIG, SA_BIG, &a[j]));
+      ASSERT_OK(asr_isend(sc[peer], out, (size_t)j * SA_BIG, SA_BIG, &b[j]));
+    }
+    for (int j = 0; j < 4; j++) {
+      size_t got = 0;
+      ASSERT_OK(rt_wait_req(a[j], &got, 10000));
+      ASSERT_OK(rt_wait_req(b[j], NULL, 10000));
+      ASSERT_EQ(got, SA_BIG);
+      RT_ASSERT_DATA(va_of(in) + (size_t)j * SA_BIG, SA_BIG, 700 + (uint64_t)(peer * 4 + j),
+                     "shm window %d with the tcp endpoint locked", j);
+    }
+    if (rank == 0) {
+      asr__ofi_unlock(tcp);
+      pthread_mutex_unlock(&tcp->lock);
+    }
+  }
+  close_all(rank, sc, rc);
+  asr_tensor_free(out);
+  asr_tensor_free(in);
+}
+
+TEST(paths_shm_alone) { rt_group_run(NR, "shm", shm_alone_proc, NULL, 50000); }
 
 static void api_proc(int rank, void *arg) {
   (void)arg;
