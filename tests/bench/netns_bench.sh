@@ -167,7 +167,7 @@ printf '%-44s %12.3f\n' "asrrun /bin/true" "$(median <"$work/l.true")"
 printf '%-44s %12.3f\n' "asrrun init+barrier+finalize" "$(median <"$work/l.ib")"
 
 col() { awk -v c="$1" '{ print $c }' "$2" | median; } # COLUMN FILE -> median
-ep() { awk -v p="$1" -v c="$2" '$1 == p { print $c }' "$work/paths.mixed.ep" | median; }
+ep() { awk -v p="$1" -v c="$2" '$1 == p { print $c }' "$work/paths.${3:-mixed}.ep" | median; } # PROV COL [JOB]
 ml1=$(col 1 "$work/paths.mixed.1") mb1=$(col 2 "$work/paths.mixed.1")
 tl1=$(col 1 "$work/paths.tcp.1") tb1=$(col 2 "$work/paths.tcp.1")
 ol1=$(col 1 "$work/paths.one.1") ob1=$(col 2 "$work/paths.one.1")
@@ -186,7 +186,9 @@ printf '%-34s %9.2f %9.2f %9s %9.2f %10s %10s  (all-tcp/raw %s)\n' "other host, 
 printf '%-34s %9.0f %9.0f %9s %9.0f %10s %10s  (all-tcp/raw %s)\n' "other host, bandwidth 1 MiB (MB/s)" "$mb2" "$tb2" \
   "-" "$br" "-" "$(ratio "$mb2" "$br")" "$(ratio "$tb2" "$br")"
 echo "raw: fi_pingpong -p shm within host 1 (same-host rows), -p tcp;ofi_rxm between hosts (other-host rows)"
-printf '%-34s %9s %12s\n' "rank 0's endpoints (mixed job)" "open ms" "+RSS KiB"
-printf '%-34s %9.2f %12.0f\n' "shm (peers on this host)" "$(ep shm 2)" "$(ep shm 3)"
-printf '%-34s %9.2f %12.0f\n' "tcp;ofi_rxm (peers on other hosts)" "$(ep 'tcp;ofi_rxm' 2)" "$(ep 'tcp;ofi_rxm' 3)"
+printf '%-34s %9s %12s %14s %14s\n' "rank 0's endpoints" "mixed ms" "mixed +KiB" "all-tcp ms" "all-tcp +KiB"
+printf '%-34s %9.2f %12.0f %14s %14s\n' "shm (peers on this host)" "$(ep shm 2)" "$(ep shm 3)" "-" "-"
+printf '%-34s %9.2f %12.0f %14.2f %14.0f\n' "tcp;ofi_rxm (peers on other hosts)" "$(ep 'tcp;ofi_rxm' 2)" \
+  "$(ep 'tcp;ofi_rxm' 3)" "$(ep 'tcp;ofi_rxm' 2 tcp)" "$(ep 'tcp;ofi_rxm' 3 tcp)"
+echo "(the second endpoint a mixed context opens is what it pays beyond an all-tcp one: the shm row)"
 [ $failures = 0 ] || { echo "netns_bench: $failures runs failed" >&2; exit 1; }
