@@ -22,7 +22,6 @@
 #define TAG_COMM_SHIFT 40
 #define TAG_COMM_MASK 0x7fffffull
 #define CTRL_MAGIC 0x43525341u          /* "ASRC" */
-#define HANDLE_MAGIC 0x48525341u        /* "ASRH" */
 #define MBOX_MAGIC 0x44525341u          /* "ASRD" */
 #define CONN_ID_OFF ASR_OFI_CONN_ID_OFF /* the connect message's fields (ofi.h) */
 #define CONN_ALEN_OFF 28
@@ -92,12 +91,6 @@ int asr__ofi_forced_provider(const char **prov, char *errbuf, size_t errlen) {
     *prov = fi && *fi ? fi : NULL;
   }
   return rc;
-}
-
-uint32_t asr__ofi_prov_tag(const char *prov) {
-  uint32_t h = 2166136261u;
-  for (const unsigned char *p = (const unsigned char *)prov; *p; p++) h = (h ^ *p) * 16777619u;
-  return (h ^ (h >> 24)) & 0xffffffu;
 }
 
 static int read_env(ofi_env_t *e, char *errbuf, size_t errlen) {
@@ -412,7 +405,7 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   ctl_unlock(o);
   if (rc) return ofi_fail(rc, "fi_trecv (listen)");
   memset(handle, 0, ASR_OFI_HANDLE_LEN);
-  put32(handle, HANDLE_MAGIC);
+  put32(handle, ASR_OFI_HANDLE_MAGIC);
   put32(handle + 4, r->comm_id);
   uint16_t al = (uint16_t)o->addrlen;
   memcpy(handle + 8, &al, 2);
@@ -422,17 +415,6 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   handle[ASR_OFI_HANDLE_PATH_OFF] = (uint8_t)path;
   uint32_t tag = asr__ofi_prov_tag(o->provider);
   for (int i = 0; i < 3; i++) handle[ASR_OFI_HANDLE_PROV_OFF + i] = (uint8_t)(tag >> (8 * i));
-  return 0;
-}
-
-int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN], int *path, uint32_t *prov_tag) {
-  if (get32(handle) != HANDLE_MAGIC) return ASR_EPROTO;
-  int p = handle[ASR_OFI_HANDLE_PATH_OFF];
-  if (p != 1 && p != 2) return ASR_EPROTO;
-  uint32_t tag = 0;
-  for (int i = 0; i < 3; i++) tag |= (uint32_t)handle[ASR_OFI_HANDLE_PROV_OFF + i] << (8 * i);
-  *path = p;
-  *prov_tag = tag;
   return 0;
 }
 
@@ -448,7 +430,8 @@ int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready) {
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s) {
   uint16_t al;
   memcpy(&al, handle + 8, 2);
-  if (get32(handle) != HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX) return ASR_EPROTO; /* not a handle */
+  if (get32(handle) != ASR_OFI_HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX)
+    return ASR_EPROTO; /* not a handle */
   ctl_lock(o);
   if (!s->peer_inserted) {
     int rc = asr__ofi_av_get(o, handle + 10, al, &s->peer);

@@ -93,11 +93,13 @@
 #include <string.h>
 
 #include "asr_assert.h"
+#include "asr_err.h"
 
 #define ASR_OFI_HANDLE_LEN 128
 #define ASR_OFI_ADDR_MAX 110
 #define ASR_OFI_HANDLE_ORDINAL_OFF 120
 #define ASR_OFI_HANDLE_PATH_OFF 124
+#define ASR_OFI_HANDLE_MAGIC 0x48525341u /* "ASRH" */
 #define ASR_OFI_HANDLE_PROV_OFF 125
 #define ASR_OFI_CTRL_LEN 128
 #define ASR_OFI_WHO_LEN 20
@@ -269,7 +271,11 @@ int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t 
 int asr__ofi_forced_provider(const char **prov, char *errbuf, size_t errlen);
 
 /* The 24-bit tag of a provider name that a handle carries (FNV-1a). */
-uint32_t asr__ofi_prov_tag(const char *prov);
+static inline uint32_t asr__ofi_prov_tag(const char *prov) {
+  uint32_t h = 2166136261u;
+  for (const unsigned char *p = (const unsigned char *)prov; *p; p++) h = (h ^ *p) * 16777619u;
+  return (h ^ (h >> 24)) & 0xffffffu;
+}
 
 /* Opens an endpoint for lnc on provider prov, with ASR_IF_ADDR (network
  * providers), ASR_INJECT_MAX and ASR_SEQ_BITS. Returns 0, or a negative
@@ -291,8 +297,22 @@ int asr__ofi_progress(asr__ofi_t *o);
 int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN], int path);
 
 /* What a handle says of its path: 0 with *path (1 local, 2 network) and
- * *prov_tag, or ASR_EPROTO when it is not a handle or names no path. */
-int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN], int *path, uint32_t *prov_tag);
+ * *prov_tag, or ASR_EPROTO when it is not a handle or names no path (the
+ * handle comes from the KV store: outside bytes). Pure, inline so that the
+ * tests can feed it any bytes. */
+static inline int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN], int *path,
+                                       uint32_t *prov_tag) {
+  uint32_t magic;
+  memcpy(&magic, handle, 4);
+  if (magic != ASR_OFI_HANDLE_MAGIC) return ASR_EPROTO;
+  int p = handle[ASR_OFI_HANDLE_PATH_OFF];
+  if (p != 1 && p != 2) return ASR_EPROTO;
+  uint32_t tag = 0;
+  for (int i = 0; i < 3; i++) tag |= (uint32_t)handle[ASR_OFI_HANDLE_PROV_OFF + i] << (8 * i);
+  *path = p;
+  *prov_tag = tag;
+  return 0;
+}
 
 /* RECV side, NET_CONNECT: *ready = 1 once the sender's control message
  * arrived (seed: async_sr_ofi_accept; never blocks). It does not read the

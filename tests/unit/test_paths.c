@@ -29,6 +29,10 @@
  *                           endpoint's lock nor reads its CQ
  *   paths_api               asr_comm_provider: NULL comm, a comm not yet
  *                           connected, a connected one
+ *   paths_handle_validated  what the SEND side reads of a handle's path
+ *                           (bytes 124..127, from the KV store): a bad magic
+ *                           or a path other than 1 or 2 is refused; the
+ *                           provider tag round-trips and tells shm from tcp
  */
 #include "config.h"
 
@@ -474,3 +478,23 @@ static void api_proc(int rank, void *arg) {
 }
 
 TEST(paths_api) { rt_group_run(1, "shm", api_proc, NULL, 30000); }
+
+TEST(paths_handle_validated) {
+  uint8_t h[ASR_OFI_HANDLE_LEN] = {0};
+  uint32_t magic = ASR_OFI_HANDLE_MAGIC, tag = asr__ofi_prov_tag("tcp;ofi_rxm"), got_tag = 0;
+  int path = 0;
+  memcpy(h, &magic, 4);
+  for (int i = 0; i < 3; i++) h[ASR_OFI_HANDLE_PROV_OFF + i] = (uint8_t)(tag >> (8 * i));
+  const int paths[] = {0, 3, 255}; /* none of them a path */
+  for (int i = 0; i < 3; i++) {
+    h[ASR_OFI_HANDLE_PATH_OFF] = (uint8_t)paths[i];
+    ASSERT_EQ(asr__ofi_handle_path(h, &path, &got_tag), ASR_EPROTO);
+  }
+  h[ASR_OFI_HANDLE_PATH_OFF] = ASR_PATH_NET;
+  ASSERT_OK(asr__ofi_handle_path(h, &path, &got_tag));
+  ASSERT_EQ(path, ASR_PATH_NET);
+  ASSERT_EQ(got_tag, tag);
+  ASSERT(tag <= 0xffffff && tag != asr__ofi_prov_tag("shm"));
+  h[0] ^= 1; /* not a handle */
+  ASSERT_EQ(asr__ofi_handle_path(h, &path, &got_tag), ASR_EPROTO);
+}
