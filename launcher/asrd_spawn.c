@@ -129,7 +129,7 @@ static int build_base_env(asrd_t *d) {
   /* One provider for every peer where the user named one, or where the job
    * is on one host (shm). A job over several hosts without --provider gets
    * no ASR_PROVIDER: libasr then takes a path per peer, shm to the ranks of
-   * this host and tcp;ofi_rxm to the others (runtime/context.c). */
+   * this host and tcp;ofi_rxm to the others (runtime/paths.c). */
   if (d->job.provider && *d->job.provider && (d->job.provider_given || d->nhosts == 1))
     SETENV("ASR_PROVIDER=%s", d->job.provider);
   if (d->if_addr && *d->if_addr) SETENV("ASR_IF_ADDR=%s", d->if_addr);

@@ -4,6 +4,7 @@ include_HEADERS = runtime/include/asr.h
 runtime_libasr_la_SOURCES = \
 	runtime/rt.h \
 	runtime/context.c \
+	runtime/paths.c \
 	runtime/comm.c \
 	runtime/close.c \
 	runtime/drain.c \

@@ -58,123 +58,6 @@ static void own_hostname(char *out, size_t len) {
     snprintf(out, len, "localhost");
 }
 
-/*
- * Same host (DESIGN §5: "shm for peers on the same host, as the launcher
- * names hosts"). Two LNCs are on the same host when their host identities
- * are equal: the name this LNC took at asr_init (ctx->hostname:
- * ASR_HOSTNAME, which asrd sets to its host's name and asr_job_init to the
- * PMIx node name under a direct launch; else gethostname()) and the
- * "hostname" the peer's host KV server holds, which asrd (or the elected
- * server, kv_host.c) seeds with that same name. Names, not kernels or
- * addresses: emulated hosts in network namespaces, or Slurm's emulated
- * nodes, share a kernel and could reach each other's shm, yet they are
- * separate hosts and take the network path, as separate machines would;
- * and two machines given one name would be told to use shm, which fails
- * loudly at connect (connect.c), never silently. Only the RECV side
- * decides (it learns the peer's name in WAIT_FOR_HOSTNAME) and writes its
- * choice into the handle, which the SEND side follows, so both ends of a
- * comm always agree.
- */
-int asr__same_host(const asr_ctx_t *ctx, const uint8_t *name) {
-  return strncmp(ctx->hostname, (const char *)name, ASR_KV_HOSTNAME_LEN) == 0;
-}
-
-/* Which provider serves which path (rt.h: eps, one_ep): ASR_PROVIDER or
- * FI_PROVIDER forces one for every peer, as before per-peer paths;
- * otherwise shm to the peers on this host and tcp;ofi_rxm to the others
- * (DESIGN §5's defaults). A job on one host then opens only shm: no peer
- * ever has another host identity. */
-static int choose_paths(asr_ctx_t *ctx, char *err, size_t errlen) {
-  const char *forced = NULL;
-  if (asr__ofi_forced_provider(&forced, err, errlen) != 0) return ASR_ECONFIG;
-  ctx->one_ep = forced != NULL;
-  if (forced) {
-    snprintf(ctx->ep_prov[0], sizeof ctx->ep_prov[0], "%s", forced);
-    snprintf(ctx->paths_desc, sizeof ctx->paths_desc, "%s", forced);
-  } else {
-    snprintf(ctx->ep_prov[0], sizeof ctx->ep_prov[0], "shm");
-    snprintf(ctx->ep_prov[1], sizeof ctx->ep_prov[1], "tcp;ofi_rxm");
-    snprintf(ctx->paths_desc, sizeof ctx->paths_desc, "per peer: shm on host %s, tcp;ofi_rxm to other hosts",
-             ctx->hostname);
-  }
-  return 0;
-}
-
-/* This process's resident set in KiB (/proc/self/statm), or -1. */
-static long rss_kib(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long pages = -1, res = -1;
-  if (f) {
-    if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = -1;
-    fclose(f);
-  }
-  return res < 0 ? -1 : res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-int asr__ctx_endpoint(asr_ctx_t *ctx, int path, int *ep, char *err, size_t errlen) {
-  int i = asr__ctx_ep_index(ctx, path);
-  *ep = i;
-  if (atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) return 0;
-  pthread_mutex_lock(&ctx->ep_mutex);
-  int rc = 0;
-  if (atomic_load_explicit(&ctx->ep_open[i], memory_order_relaxed)) goto out;
-  asr__ofi_t *o = &ctx->eps[i];
-  void (*on_ctl)(void *) = o->on_ctl; /* asr__ofi_open clears o */
-  void *ctl_arg = o->ctl_arg;
-  const char *prov = ctx->ep_prov[i];
-  long rss0 = rss_kib();
-  uint64_t t0 = asr_time_ns();
-  char why[512];
-  rc = asr__ofi_open(o, ctx->lnc, prov, why, sizeof why);
-  if (rc) {
-    snprintf(err, errlen, "cannot open the %s endpoint%s: %s%s", prov,
-             ctx->one_ep            ? ""
-             : path == ASR_PATH_NET ? " for peers on other hosts"
-                                    : " for peers on this host",
-             why,
-             ctx->one_ep            ? ""
-             : path == ASR_PATH_NET ? " (set ASR_PROVIDER=shm if every peer is on this host, or make "
-                                      "tcp;ofi_rxm available)"
-                                    : " (set ASR_PROVIDER=tcp;ofi_rxm to reach the peers on this host "
-                                      "over the network, or give each host its own ASR_HOSTNAME)");
-    goto out;
-  }
-  o->on_ctl = on_ctl;
-  o->ctl_arg = ctl_arg;
-  memcpy(o->who, ctx->who, sizeof o->who);
-  /* The flush fence's 4-byte buffer, registered with the endpoint (seed: enc_async_sr_flush). */
-  rc = asr__ofi_mr_reg(o, o->flush_buf, sizeof o->flush_buf, &o->flush_mr);
-  if (rc) {
-    snprintf(err, errlen, "cannot register the flush buffer on the %s endpoint: %s", prov, asr_strerror(rc));
-    asr__ofi_close(o);
-    goto out;
-  }
-  (void)asr__ofi_mbox_post(o); /* a full queue now: the service thread's ticks post it */
-  asr__shm_name_keep(ctx->lnc, o);
-  uint64_t ns = asr_time_ns() - t0;
-  long rss1 = rss_kib();
-  atomic_store_explicit(&ctx->ep_open[i], 1, memory_order_release);
-  /* the cost of each endpoint, which tests/bench/netns_bench.sh reads */
-  asr_info("fab", "lnc %d: endpoint %s opened for %s in %.2f ms, resident memory +%ld KiB", ctx->lnc, prov,
-           ctx->one_ep            ? "every peer"
-           : path == ASR_PATH_NET ? "peers on other hosts"
-                                  : "peers on this host",
-           (double)ns / 1e6, rss0 >= 0 && rss1 >= 0 ? rss1 - rss0 : -1L);
-out:
-  pthread_mutex_unlock(&ctx->ep_mutex);
-  return rc;
-}
-
-/* Releases every endpoint that was opened (asr_init's failure, asr_close). */
-static void close_endpoints(asr_ctx_t *ctx) {
-  for (int i = 0; i < ASR_NEPS; i++) {
-    if (!atomic_load(&ctx->ep_open[i])) continue;
-    asr__ofi_mr_dereg(ctx->eps[i].flush_mr);
-    asr__ofi_close(&ctx->eps[i]);
-    atomic_store(&ctx->ep_open[i], 0);
-  }
-}
-
 int asr_init(int lnc) {
   if (lnc < 0 || lnc >= ASR_MAX_LNC) {
     asr_error("svc", "asr_init: LNC %d is out of range 0..%d", lnc, ASR_MAX_LNC - 1);
@@ -217,7 +100,7 @@ int asr_init(int lnc) {
     asr_error("svc", "asr_init(lnc %d): %s", lnc, err);
     goto err_free;
   }
-  if (choose_paths(ctx, err, sizeof err) != 0) {
+  if (asr__paths_choose(ctx, err, sizeof err) != 0) {
     asr_error("fab", "asr_init(lnc %d): %s", lnc, err);
     goto err_kv;
   }
@@ -287,7 +170,7 @@ err_sync:
 err_loop:
   asr_loop_free(ctx->loop);
 err_ofi:
-  close_endpoints(ctx);
+  asr__ctx_endpoints_close(ctx);
   pthread_mutex_destroy(&ctx->ep_mutex);
 err_kv:
   asr__kv_host_leave();
@@ -376,7 +259,7 @@ int asr_close(int lnc) {
   pthread_mutex_destroy(&ctx->task_mutex);
   asr_kv_pool_free(ctx->kv); /* every comm's request went with its comm */
   asr_loop_free(ctx->loop);  /* every source on it was stopped (asserted in debug builds) */
-  close_endpoints(ctx);
+  asr__ctx_endpoints_close(ctx);
   pthread_mutex_destroy(&ctx->ep_mutex);
   asr__kv_host_leave();
   free(ctx);

@@ -2,7 +2,7 @@
  * ofi.h -- the thin libfabric transport under libasr (seed §5: the
  * async_sr_ofi_*_locked wrappers; DESIGN §5 and §7).
  *
- * One RDM tagged endpoint per LNC context and path (context.c: a path per
+ * One RDM tagged endpoint per LNC context and path (paths.c: a path per
  * peer -- shm to the peers of the same host identity, the network provider
  * to the others, or one provider for all), shared by the comms of that
  * path, with one completion queue bound for both transmit and receive. An

@@ -223,7 +223,7 @@ typedef struct asr_peerq {
   struct asr_peerq *next;
 } asr_peerq_t;
 
-/* The two paths a comm can take (context.c: asr__same_host says which),
+/* The two paths a comm can take (paths.c: asr__same_host says which),
  * as the handle names them (ofi.h, byte 124). */
 #define ASR_PATH_LOCAL 1 /* the peer has this LNC's host identity: shm */
 #define ASR_PATH_NET 2   /* any other peer: the network provider */
@@ -242,7 +242,7 @@ typedef struct asr_ctx {
   _Atomic int ep_open[ASR_NEPS];
   char ep_prov[ASR_NEPS][64]; /* the provider each endpoint runs (set at asr_init) */
   int one_ep;                 /* ASR_PROVIDER / FI_PROVIDER forced one provider for all */
-  char paths_desc[160];       /* "shm" or "shm on host h, tcp;ofi_rxm to other hosts" (logs, reports) */
+  char paths_desc[192];       /* "shm" or "shm on host h, tcp;ofi_rxm to other hosts" (logs, reports) */
   pthread_mutex_t ep_mutex;
   uint8_t who[ASR_OFI_WHO_LEN]; /* ours (peer_watch.c), copied into every endpoint */
   char hostname[ASR_KV_HOSTNAME_LEN];
@@ -308,13 +308,20 @@ static inline asr__ofi_t *asr__comm_ofi(const struct asr_comm *c) {
 }
 
 /* Whether a peer whose host is called name (its "hostname" key, 128 bytes
- * zero-padded) is on this LNC's host (context.c says what that means). */
+ * zero-padded) is on this LNC's host (paths.c says what that means). */
 int asr__same_host(const asr_ctx_t *ctx, const uint8_t *name);
 
 /* The endpoint for path (ASR_PATH_*), opened when it is not yet: 0 with
  * *ep its index in ctx->eps, or an ASR_E* code with err saying why and
- * what to set (context.c). Service thread, or asr_init before it starts. */
+ * what to set (paths.c). Service thread, or asr_init before it starts. */
 int asr__ctx_endpoint(asr_ctx_t *ctx, int path, int *ep, char *err, size_t errlen);
+
+/* Chooses which provider serves which path at asr_init (paths.c): 0, or
+ * ASR_ECONFIG with err for a bad ASR_PROVIDER. */
+int asr__paths_choose(asr_ctx_t *ctx, char *err, size_t errlen);
+
+/* Releases every endpoint of ctx that was opened (paths.c). */
+void asr__ctx_endpoints_close(asr_ctx_t *ctx);
 
 /* The endpoint index path goes to in ctx. */
 static inline int asr__ctx_ep_index(const asr_ctx_t *ctx, int path) {

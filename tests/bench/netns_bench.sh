@@ -20,7 +20,7 @@
 #   asrrun init+barrier  the same with tests/apps/init_barrier (asr_job_init,
 #                        asr_job_barrier, asr_job_finalize)
 # Part 3, per-peer paths (a context reaches the ranks of its host over shm
-# and the others over tcp;ofi_rxm; runtime/context.c), in one 2-host job of
+# and the others over tcp;ofi_rxm; runtime/paths.c), in one 2-host job of
 # 2 ranks per host (ranks 0, 1 on host 1; 2, 3 on host 2), pairwise -p 1 -p 2:
 #   mixed      the default: rank 0 <-> 1 on shm, rank 0 <-> 2 on tcp;ofi_rxm
 #   all-tcp    the same job with ASR_PROVIDER=tcp;ofi_rxm (what every pair got

@@ -1,5 +1,5 @@
 /*
- * test_paths.c -- a path per peer (runtime/context.c: asr__same_host): one
+ * test_paths.c -- a path per peer (runtime/paths.c: asr__same_host): one
  * context reaches the peers of its host over shm and the others over
  * tcp;ofi_rxm, each endpoint opened by the first comm that needs it.
  *
