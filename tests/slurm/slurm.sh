@@ -106,12 +106,32 @@ check_clean
 result "sbatch --wait with asrrun pairwise inside"
 
 case=srun_direct_pairwise failed=0 log=$base/$case.log
-client srun --mpi=pmix -N 2 -n 4 "$EXAMPLES/pairwise" >"$log" 2>&1
+client srun --mpi=pmix -N 2 -n 4 "$EXAMPLES/pairwise" -v >"$log" 2>&1
 rc=$?
 [ $rc = 0 ] || fail "exit $rc"
 verified "$log" 4
+# per-peer paths under direct launch (asr_job_init names each node by
+# PMIx): shm between the two ranks of a node, tcp;ofi_rxm across; pairwise -v
+# prints each peer's providers (asr_comm_provider)
+n=$(grep -c 'rank [0-9]* (host [^)]*) peer [0-9]*: send ' "$log")
+[ "$n" = 12 ] || fail "$n of 12 per-peer provider lines"
+bad=$(awk '
+  /rank [0-9]+ \(host [^)]*\) peer [0-9]+: send / {
+    for (i = 1; i <= NF; i++) if ($i == "rank") break
+    r = $(i + 1); h = $(i + 3); sub(/\)$/, "", h); p = $(i + 5); sub(/:$/, "", p)
+    host[r] = h; s[r "," p] = $(i + 7); v[r "," p] = $(i + 9); sub(/,$/, "", s[r "," p]); pairs[r "," p] = 1
+  }
+  END {
+    for (k in pairs) {
+      split(k, a, ","); want = host[a[1]] == host[a[2]] ? "shm" : "tcp;ofi_rxm"
+      if (s[k] != want || v[k] != want) print "rank " a[1] " -> " a[2] ": send " s[k] ", recv " v[k] ", wanted " want
+      n++
+    }
+    if (n != 12) print "only " n " pairs read"
+  }' "$log" | head -3)
+[ -z "$bad" ] || fail "$bad"
 check_clean
-result "srun --mpi=pmix pairwise without asrrun"
+result "srun --mpi=pmix pairwise without asrrun; shm within a node, tcp;ofi_rxm across"
 
 case=salloc_failing_rank failed=0 log=$base/$case.log
 # rank 3 waits for a flag file, so the check below sees the job running
