@@ -166,8 +166,6 @@ typedef struct asr__ofi {
   size_t addrlen;
   uint8_t who[ASR_OFI_WHO_LEN]; /* ours, sent to every peer (set by the context) */
   uint64_t next_key;            /* unique MR keys: tcp before libfabric 2.2 wants them */
-  struct fid_mr *flush_mr;      /* the flush fence's 4-byte buffer (seed: enc_async_sr_flush) */
-  uint8_t flush_buf[4];
   uint64_t seq_mask;
   uint32_t next_comm_id;
   int need_desc;     /* FI_MR_LOCAL: pass descriptors */
@@ -181,6 +179,11 @@ typedef struct asr__ofi {
   int mbox_posted;
   void (*on_ctl)(void *arg);
   void *ctl_arg;
+  /* the flush fence's 4-byte buffer (seed: enc_async_sr_flush), and the
+   * address table, at the end: the fields above keep the places they had
+   * with one endpoint per context */
+  struct fid_mr *flush_mr;
+  uint8_t flush_buf[4];
   /* every peer address inserted, once each (ofi_av.c; under the control lock) */
   struct asr__ofi_av_entry *avtab;
   int avn, avcap;
