@@ -23,7 +23,7 @@ trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
 cases=(r4_fence_3 r4_fence_4 r4_fence_5 r4_fence_17 r4_output_17 r4_abort_leaf_17 r4_state_report_17
-  r4_interior_killed_17 r4_leaf_killed_17 r2_deep_interior_killed_8)
+  r4_interior_killed_17 r4_leaf_killed_17 r2_deep_interior_killed_8 r4_stdin_deep_17)
 long=(default_fence_130 default_output_130 default_abort_leaf_130 default_interior_killed_130
   r4_interior_frozen_17 r4_interior_cut_17)
 LONG=${ASR_LONG:-0}
@@ -233,6 +233,28 @@ case=r2_deep_interior_killed_8 failed=0 out=$work/$case
 dry 8 2 3
 kill_host 8 2 3 KILL "host $(e 3) before the job finished \(its parent, host $(e 1), saw it end\); lost with it, the 2 hosts beneath it in the tree \($(e 7), $(e 8)\)"
 result "kill -9 of $(e 3), an interior daemon two hops down: 125 naming it and the 2 beneath it, after $KILL_MS ms"
+
+# stdin to one rank two hops down (--stdin 16: host 17, below host 4), then
+# to every rank: STDIN travels down the tree (routed to one host, or once
+# per subtree), every line whole and in order, and nothing to the others
+case=r4_stdin_deep_17 failed=0 out=$work/$case
+printf 'line-1\nline-2\nline-3\n' | ip netns exec "$NS1" timeout -k 5 150 "$ASRRUN" --launch-agent "$AGENT" \
+  --timeout 120 --tree-radix 4 -H "$(netns_ehosts 17 1)" --stdin 16 cat >"$out" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+[ "$(grep -c '^\[16\] line-[123]$' "$out")" = 3 ] || fail "rank 16 did not echo the 3 lines"
+[ "$(grep '^\[16\]' "$out" | tr '\n' ' ')" = "[16] line-1 [16] line-2 [16] line-3 " ] || fail "rank 16's lines out of order"
+[ "$(grep -c '^\[[0-9]*\] line' "$out")" = 3 ] || fail "a rank other than 16 read stdin"
+check_clean
+printf 'a\nb\n' | ip netns exec "$NS1" timeout -k 5 150 "$ASRRUN" --launch-agent "$AGENT" \
+  --timeout 120 --tree-radix 4 -H "$(netns_ehosts 17 1)" --stdin all cat >"$out" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "--stdin all: exit $rc"
+for ((r = 0; r < 17; r++)); do
+  [ "$(grep "^\[$r\] " "$out" | tr '\n' ' ')" = "[$r] a [$r] b " ] || { fail "--stdin all: rank $r did not echo a, b"; break; }
+done
+check_clean
+result "stdin reaches rank 16 two hops down alone, and with --stdin all every one of the 17 ranks, in order"
 
 if [ "$LONG" != 1 ]; then
   for c in "${long[@]}"; do echo "SKIP: tree/$c (the long tier: ASR_LONG=1 runs it)"; done
