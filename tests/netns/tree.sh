@@ -205,6 +205,18 @@ pid=$(asrrun_below $job)
 if [ -z "$pid" ]; then
   fail "no asrrun"
 else
+  # asrrun --status from another shell: the same report, to that shell, and
+  # the job goes on
+  "$ASRRUN" --status "$pid" >"$out.status" 2>&1
+  rc=$?
+  [ $rc = 0 ] || fail "asrrun --status exited $rc: $(tail -3 "$out.status" | tr '\n' ' ')"
+  grep -qF "state report (asrrun --status)" "$out.status" || fail "--status printed no report"
+  n=$(grep -c 'rank [0-9]* is not a libasr process (no report); it is S' "$out.status")
+  [ "$n" = 17 ] || fail "--status: $n of 17 ranks' state came back"
+  for ((j = 1; j <= 17; j++)); do
+    grep -qE "$(e "$j")([^0-9]|$)" "$out.status" || { fail "--status: no word of host $(e "$j")"; break; }
+  done
+  kill -0 "$pid" 2>/dev/null || fail "the job ended after --status"
   kill -QUIT "$pid"
   until=$((SECONDS + 20))
   while ! grep -q 'asrrun: end of state report' "$out" && ((SECONDS < until)); do sleep 0.1; done
@@ -216,7 +228,7 @@ fi
 rc=$?
 [ $rc = 0 ] || fail "exit $rc, wanted 0"
 check_clean
-result "SIGQUIT's state report reaches all 17 hosts and every rank's state comes back"
+result "asrrun --status and SIGQUIT: the state report reaches all 17 hosts and every rank's state comes back"
 
 # host 2 (index 1) is asrrun's child; its children are hosts 9..12
 case=r4_interior_killed_17 failed=0 out=$work/$case
