@@ -438,7 +438,7 @@ static void step_closing(asr_kv_req_t *r, int *made) {
   set_state(r, r->result == 0 || r->result == ASR_ENOTFOUND ? ASR_KV_REQ_DONE : ASR_KV_REQ_FAILED);
 }
 
-static const char *reason_text(int code) {
+const char *asr_kv_reason_text(int code) {
   switch (code) {
     case ASR_ECONNREFUSED: return "connection refused: is the KV server running on that host and port?";
     case ASR_ENOTFOUND: return "key not found: nobody has published it yet";
@@ -465,7 +465,7 @@ int asr_kv_progress(asr_kv_req_t *r, int *done, int *made_progress) {
       set_state(r, r->result == 0 || r->result == ASR_ENOTFOUND ? ASR_KV_REQ_DONE : ASR_KV_REQ_FAILED);
     } else {
       fail(r, ASR_ETIMEDOUT, "timed out after %u retries; last: %s", r->retries,
-           reason_text(r->start_errno_class));
+           asr_kv_reason_text(r->start_errno_class));
     }
     *done = 1;
     if (made_progress) *made_progress = 1;

@@ -81,6 +81,11 @@ const char *asr_kv_req_state_name(asr_kv_req_state_t s);
 /* One line saying why the request failed ("" while it has not). */
 const char *asr_kv_req_error(const asr_kv_req_t *r);
 
+/* What a retry's last failure (an ASR_E* code, 0 for none yet) means to
+ * the user, for a timed-out request's message; kv_conn.c words its
+ * timeouts the same way. */
+const char *asr_kv_reason_text(int code);
+
 /* How many times the request went back to INIT or re-sent (for tests). */
 unsigned asr_kv_req_retries(const asr_kv_req_t *r);
 

@@ -586,16 +586,6 @@ static void on_io(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
   conn_check_idle(c);
 }
 
-static const char *reason_text(int code) {
-  switch (code) {
-    case ASR_ECONNREFUSED: return "connection refused: is the KV server running on that host and port?";
-    case ASR_ENOTFOUND: return "key not found: nobody has published it yet";
-    case ASR_ECONNRESET: return "the server closed the connection";
-    case 0: return "no answer yet";
-    default: return asr_strerror(code);
-  }
-}
-
 static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
   asr_kv_pool_t *p = t->arg;
   uint64_t now = asr_loop_now(loop);
@@ -604,7 +594,7 @@ static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
     n = op->lnext; /* op_fail takes op off the list (and its done callback may free it) */
     if (op->deadline_ms && now >= op->deadline_ms) {
       op_fail(op, ASR_ETIMEDOUT, "timed out after %u retries; last: %s", op->retries,
-              reason_text(op->last_reason ? op->last_reason : op->conn->last_err));
+              asr_kv_reason_text(op->last_reason ? op->last_reason : op->conn->last_err));
       n = p->pending; /* a done callback may have freed others: start over (rare: deadlines) */
       continue;
     }
