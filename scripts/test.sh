@@ -85,7 +85,7 @@ step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"
 step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
 step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
   RATE_ITERS=100 "$top/tests/bench/ofi_bench.sh" "$top/build"
-step distcheck make -C "$top/build" -s distcheck \
+step distcheck make -C "$top/build" -s -j"$(nproc)" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests"
 
 p=$(grep -c '^pass' "$counts"); f=$(grep -c '^fail' "$counts"); s=$(grep -c '^skip' "$counts")
