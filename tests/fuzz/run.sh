@@ -11,6 +11,7 @@
 #      of that corpus in a temporary directory, and with RUNS for at most RUNS
 #      inputs, whichever comes first (tests/fuzz/run.sh build 0 10000000 is a
 #      long run of ten million inputs each).
+# The targets run as many at a time as there are CPUs, each on one core.
 # One line per target: "PASS: fuzz/NAME (N runs, T s)", "FAIL: fuzz/NAME: why"
 # or "SKIP: fuzz/NAME: clang with libFuzzer not found"; the exit status is
 # non-zero when one failed. A failing input is kept in
@@ -139,18 +140,20 @@ keep() {
   echo "$dest"
 }
 
-for row in "${TARGETS[@]}"; do
+# run_target ROW: builds, replays and fuzzes one target; its lines go to
+# stdout, and it returns non-zero when the target failed.
+run_target() {
+  local row=$1 name srcs incs pkgs corpus bin seeds work limits t0 n failed=0
   IFS='|' read -r name srcs incs pkgs <<<"$(tr '\n' ' ' <<<"$row")"
   name=$(trim "$name")
-  if [ -n "${FUZZ_TARGETS:-}" ] && ! [[ " $FUZZ_TARGETS " == *" $name "* ]]; then continue; fi
   corpus=$top/tests/fuzz/corpus/$name
-  build_target "$name" "$(trim "$srcs")" "$(trim "$incs")" "$(trim "$pkgs")" || continue
+  build_target "$name" "$(trim "$srcs")" "$(trim "$incs")" "$(trim "$pkgs")" || return 1
   bin=$out/fuzz_$name
   seeds=()
   if [ -d "$corpus" ]; then mapfile -t seeds < <(find "$corpus" -type f | sort); fi
   if [ ${#seeds[@]} -eq 0 ]; then
     fail "no seed corpus in tests/fuzz/corpus/$name/"
-    continue
+    return 1
   fi
   work=$tmp/$name
   mkdir -p "$work/cwd" "$work/corpus" "$work/crash"
@@ -161,7 +164,7 @@ for row in "${TARGETS[@]}"; do
     </dev/null >"$work/replay.log" 2>&1; then
     tail -15 "$work/replay.log" | sed 's/^/    /'
     fail "a corpus input fails: $(why "$work/replay.log") (kept in $(keep "$name" "$work/replay.log" "$work/crash"))"
-    continue
+    return 1
   fi
   # 2. fuzz on a scratch copy of the corpus
   cp "${seeds[@]}" "$work/corpus/"
@@ -172,9 +175,32 @@ for row in "${TARGETS[@]}"; do
     -artifact_prefix="$work/crash/" "$work/corpus") </dev/null >"$work/fuzz.log" 2>&1; then
     tail -15 "$work/fuzz.log" | sed 's/^/    /'
     fail "$(why "$work/fuzz.log") (kept in $(keep "$name" "$work/fuzz.log" "$work/crash"))"
-    continue
+    return 1
   fi
   n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log")
   echo "PASS: fuzz/$name (${n:-?} runs, $((SECONDS - t0)) s)"
+  return $failed
+}
+
+# The targets run as many at a time as there are CPUs (each fuzzes on one
+# core for its SECONDS); their lines are printed in the table's order once
+# each is done, and each one's outcome is a file, read after the waits.
+par=$(nproc 2>/dev/null || echo 1)
+run=()
+for row in "${TARGETS[@]}"; do
+  name=$(trim "${row%%|*}")
+  if [ -n "${FUZZ_TARGETS:-}" ] && ! [[ " $FUZZ_TARGETS " == *" $name "* ]]; then continue; fi
+  while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n || true; done
+  (
+    rc=0
+    run_target "$row" || rc=1
+    echo "$rc" >"$tmp/$name.rc"
+  ) >"$tmp/$name.out" 2>&1 &
+  run+=("$name")
+done
+wait
+for name in "${run[@]}"; do
+  cat "$tmp/$name.out"
+  [ "$(cat "$tmp/$name.rc" 2>/dev/null)" = 0 ] || failed=1
 done
 exit $failed
