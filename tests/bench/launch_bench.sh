@@ -9,7 +9,8 @@
 # is missing).
 #
 # Part 1, the table: for N = 1, 8, 32, 64, 128 (NS), the wall time, median of
-# REPS runs (default 5), of
+# REPS runs (default 5; below N = 8, with REPS >= 3, REPS x 8 / N runs, as
+# such a run lasts only tens of ms and a median of few of them is noise), of
 #   asrrun true              asrrun -n N /bin/true
 #   asrrun init+barrier      asrrun -n N tests/apps/init_barrier
 #                            (asr_job_init, asr_job_barrier, asr_job_finalize)
@@ -243,9 +244,13 @@ fi
 
 # --- part 1: the table -----------------------------------------------------------
 LOAD_T0=$(loadavg)
+reps_at() { # N: the runs of each column at N (the header's rule)
+  if [ "$REPS" -ge 3 ] && [ "$1" -lt 8 ]; then echo $((REPS * 8 / $1)); else echo "$REPS"; fi
+}
 declare -A SKIP CELL
 for n in $NS; do
-  for ((rep = 1; rep <= REPS; rep++)); do
+  nreps=$(reps_at "$n")
+  for ((rep = 1; rep <= nreps; rep++)); do
     for c in $COLS; do
       [ "${AVAIL[$c]}" = 1 ] || continue
       [ -n "${SKIP[$c.$n]:-}" ] && continue
@@ -313,6 +318,9 @@ if [ "$REPS" = 1 ]; then
 else
   echo "launch benchmark (median of $REPS, wall seconds)"
 fi
+for n in $NS; do
+  [ "$(reps_at "$n")" = "$REPS" ] || echo "(N = $n: median of $(reps_at "$n"), as each such run is short)"
+done
 # shellcheck disable=SC2059
 printf "$FMT" "${H[@]}"
 for n in $NS; do
