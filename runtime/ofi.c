@@ -29,6 +29,9 @@
 #define CONN_ADDR_MAX (ASR_OFI_CTRL_LEN - CONN_ADDR_OFF)
 #define CQ_BATCH 32
 
+/* The control-path lock of every shm endpoint of the process ("locking"). */
+static pthread_mutex_t shm_ctl_mutex = PTHREAD_MUTEX_INITIALIZER;
+
 static uint64_t make_tag(uint32_t comm_id, uint64_t seq, uint64_t mask) {
   return ((uint64_t)(comm_id & TAG_COMM_MASK) << TAG_COMM_SHIFT) | (seq & mask);
 }
@@ -141,7 +144,8 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, const char *prov, char *errbuf, size_t
   int is_shm = strcmp(prov, "shm") == 0;
   const char *step = NULL; /* the failed step, for errbuf; NULL: errbuf is written already */
   int rc;
-  pthread_mutex_init(&o->lock, NULL);           /* 1 */
+  pthread_mutex_init(&o->own_lock, NULL); /* 1 */
+  o->lock = is_shm ? &shm_ctl_mutex : &o->own_lock;
   struct fi_info *hints = asr__ofi_hints(prov); /* ofi_probe.c: asrd asks the same ahead of a job */
   if (!hints) {
     snprintf(errbuf, errlen, "fi_allocinfo: out of memory");
@@ -240,7 +244,7 @@ err2:
   o->info = NULL;
   if (step) snprintf(errbuf, errlen, "%s on provider %s failed: %s", step, prov, fi_strerror(-rc));
 err1:
-  pthread_mutex_destroy(&o->lock);
+  pthread_mutex_destroy(&o->own_lock);
   return ofi_err(rc);
 }
 
@@ -261,7 +265,7 @@ void asr__ofi_close(asr__ofi_t *o) {
   o->fabric = NULL;
   if (o->info) fi_freeinfo(o->info);
   o->info = NULL;
-  pthread_mutex_destroy(&o->lock);
+  pthread_mutex_destroy(&o->own_lock);
 }
 
 /* --- locking ------------------------------------------------------------
@@ -278,7 +282,18 @@ void asr__ofi_close(asr__ofi_t *o) {
  *
  * o->lock (the seed's async_sr_ofi_mutex[lnc], a pthread mutex) serialises
  * the control path -- listen, accept, connect, MR registration, cancel,
- * flush -- which takes ep_lock inside it for its provider calls. The data
+ * flush -- which takes ep_lock inside it for its provider calls. Beyond the
+ * seed, every shm endpoint of the process shares one (shm_ctl_mutex) rather
+ * than having its own: libfabric 1.17's shm takes its peer's region lock in
+ * every send and its own in every progress, both pthread spin locks shared
+ * between processes that never yield, so with the service threads of many
+ * LNCs of a process in shm's control path at once on few CPUs, a thread
+ * preempted inside one left others spinning out their time slices. The shm
+ * endpoints of one process now enter it one at a time, as one thread per
+ * process would drive them; none holds it for longer than one provider call
+ * (asr__ofi_connect makes one attempt, cancel lets go between its tries), so
+ * an LNC's connect never waits behind another's peer. Other providers keep
+ * one per endpoint, so the paths of an LNC stay independent. The data
  * path -- a post and the sequence number it takes, a poll's drain -- takes
  * ep_lock alone: it is held for one provider call (plus, in request.c, the
  * request freelist's pop or push, which it also guards), and a spin lock
@@ -291,13 +306,13 @@ static inline void ep_unlock(asr__ofi_t *o) { asr__ofi_unlock(o); }
 
 /* The control path: o->lock, then ep_lock. */
 static void ctl_lock(asr__ofi_t *o) {
-  pthread_mutex_lock(&o->lock);
+  pthread_mutex_lock(o->lock);
   ep_lock(o);
 }
 
 static void ctl_unlock(asr__ofi_t *o) {
   ep_unlock(o);
-  pthread_mutex_unlock(&o->lock);
+  pthread_mutex_unlock(o->lock);
 }
 
 /* Marks op completed (err 0 or a negative ASR_E*): len and err first,

@@ -11,7 +11,8 @@
  * holds that endpoint's own lock (ep_lock), so the comms of one path never
  * wait for, or drive the progress of, another path's endpoint;
  * the control path (listen, accept, connect, MR registration, cancel, flush)
- * takes the transport lock (the seed's async_sr_ofi_mutex[lnc]) around it,
+ * takes the transport lock (the seed's async_sr_ofi_mutex[lnc]; for shm,
+ * one for all of the process's shm endpoints) around it,
  * the data path (a post, a poll) ep_lock alone: ofi.c says why both, and why
  * FI_THREAD_SAFE alone does not do. Completions are harvested by draining the
  * CQ (manual progress: data moves only while someone reads it), which marks
@@ -154,8 +155,9 @@ typedef struct asr__ofi {
   struct fid_av *av;
   struct fid_cq *cq;
   struct fid_ep *ep;
-  pthread_mutex_t lock; /* the seed's async_sr_ofi_mutex[lnc]: the control path */
-  asr__spin_t ep_lock;  /* every endpoint / CQ call (inside lock on the control path) */
+  pthread_mutex_t *lock;    /* the control path's: own_lock, or shm's one (ofi.c, "locking") */
+  pthread_mutex_t own_lock; /* the seed's async_sr_ofi_mutex[lnc] */
+  asr__spin_t ep_lock;      /* every endpoint / CQ call (inside lock on the control path) */
 #ifndef NDEBUG
   /* Debug builds: the thread holding ep_lock (asr_thread_id), 0 when none,
    * so that asr__ofi_locked can be asserted. Written by the holder only,

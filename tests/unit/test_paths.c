@@ -406,7 +406,7 @@ static void shm_alone_proc(int rank, void *arg) {
     }
     rt_barrier2(rank);
     if (rank == 0) {
-      pthread_mutex_lock(&tcp->lock);
+      pthread_mutex_lock(tcp->lock);
       asr__ofi_lock(tcp);
     }
     for (int k = 0; k < SA_ROUNDS; k++) {
@@ -445,7 +445,7 @@ static void shm_alone_proc(int rank, void *arg) {
     }
     if (rank == 0) {
       asr__ofi_unlock(tcp);
-      pthread_mutex_unlock(&tcp->lock);
+      pthread_mutex_unlock(tcp->lock);
     }
   }
   close_all(rank, sc, rc);

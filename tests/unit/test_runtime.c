@@ -1943,10 +1943,10 @@ static void slow_peer_proc(int rank, void *arg) {
       if (st != ASR_COMM_NET_CONNECT) asr_sleep_ms(1);
     }
     ASSERT_EQ(st, ASR_COMM_NET_CONNECT); /* the handle is published */
-    pthread_mutex_lock(&rc->ctx->eps[0].lock);
+    pthread_mutex_lock(rc->ctx->eps[0].lock);
     rt_send_u64(0, 1);
     asr_sleep_ms(SP_FREEZE_MS);
-    pthread_mutex_unlock(&rc->ctx->eps[0].lock);
+    pthread_mutex_unlock(rc->ctx->eps[0].lock);
     ASSERT_OK(asr_comm_wait_connected(rc, 60000));
     asr_request_t *q;
     size_t got;
