@@ -25,6 +25,19 @@ trap 'rm -f "$counts"' EXIT
 # Third-party libraries not built with TSan (libpmix) race among their own threads.
 export TSAN_OPTIONS="suppressions=$top/tests/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
+# Each "== " section's wall time, listed before the summary line, so that
+# the suite's 20-minute budget (README "Tests") can be watched part by part.
+timings=() cur="" cur_t0=0
+section() {
+  end_section
+  cur=$1 cur_t0=$SECONDS
+  echo "== $1"
+}
+end_section() {
+  if [ -n "$cur" ]; then timings+=("$(printf '%5d s  %s' $((SECONDS - cur_t0)) "$cur")"); fi
+  cur=""
+}
+
 # One suite step that is not a test binary: counts as one test.
 step() {
   local name=$1; shift
@@ -39,7 +52,7 @@ step() {
 
 build_and_run() { # label dir tier configure-options...
   local label=$1 dir=$2 tier=$3; shift 3
-  echo "== $label build ($dir)"
+  section "$label build ($dir)"
   if "$top/scripts/build.sh" "$dir" "$@"; then
     echo pass >> "$counts"; echo "PASS: build-$label"
     "$top/tests/run-suite.sh" "$dir" "$counts" "$tier"
@@ -65,18 +78,18 @@ script_suite() { # name command...
   rm -f "$log"
 }
 
-echo "== Python module (pytest under asrrun jobs)"
+section "Python module (pytest under asrrun jobs)"
 script_suite python "$top/tests/python/run.sh" "$top/build"
-echo "== multi-host (network namespaces)"
+section "multi-host (network namespaces)"
 script_suite netns "$top/tests/netns/netns.sh" "$top/build"
-echo "== the tree of daemons (emulated hosts, many to a network namespace)"
+section "the tree of daemons (emulated hosts, many to a network namespace)"
 script_suite tree "$top/tests/netns/tree.sh" "$top/build"
-echo "== Slurm (a private two-node cluster)"
+section "Slurm (a private two-node cluster)"
 script_suite slurm "$top/tests/slurm/slurm.sh" "$top/build"
-echo "== fuzz (libFuzzer targets of the decoders of outside bytes)"
+section "fuzz (libFuzzer targets of the decoders of outside bytes)"
 script_suite fuzz "$top/tests/fuzz/run.sh" "$top/build"
 
-echo "== checks"
+section "checks"
 step format-check "$top/scripts/check-format.sh"
 step layering-check "$top/tests/check-layering.sh" "$top/build"
 # one error space (ASR_E*): no bare -1 returned in the C layers (issue 20)
@@ -88,6 +101,9 @@ step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1
 step distcheck make -C "$top/build" -s -j"$(nproc)" distcheck \
   DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests"
 
+end_section
+echo "== time per section (the whole suite: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
+printf '%s\n' "${timings[@]}"
 p=$(grep -c '^pass' "$counts"); f=$(grep -c '^fail' "$counts"); s=$(grep -c '^skip' "$counts")
 echo "$p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]
