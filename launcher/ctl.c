@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_sock.h"
 #include "ctl.h"
 
 #define READS_PER_WAKEUP 4 /* 4 x 64 KiB: one busy peer cannot hold a wakeup */
@@ -210,6 +211,11 @@ int asr_ctl_start(asr_loop_t *loop, asr_ctl_conn_t *c, int fd, asr_ctl_msg_cb on
   c->on_close = on_close;
   c->arg = arg;
   c->last_rx_ms = asr_loop_now(loop);
+  /* Every message is written whole as soon as it is made (a frame, or a
+   * batch of them): Nagle's wait for the ACK of the last one would hold a
+   * second small message until the peer's delayed ACK (40 ms on Linux) on
+   * a connection that was accepted (only the connecting side set it). */
+  asr_sock_nodelay(fd);
   int rc = asr_loop_io_start(loop, &c->io, fd, ASR_LOOP_READ, on_io, c);
   if (rc) c->fd = -1;
   return rc;

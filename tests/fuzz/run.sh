@@ -33,7 +33,7 @@ TARGETS=(
   "hostfile | tests/fuzz/fuzz_hostfile.c launcher/config.c launcher/config_yaml.c launcher/hostlist.c
      launcher/alloc.c common/asr_env.c common/asr_netif.c common/asr_err.c common/asr_fs.c | common launcher | yaml-0.1"
   "ctl | tests/fuzz/fuzz_ctl.c launcher/ctl.c launcher/ctl_msg.c common/asr_buf.c common/asr_err.c
-     common/asr_loop.c common/asr_time.c | common launcher |"
+     common/asr_loop.c common/asr_rand.c common/asr_sock.c common/asr_time.c | common launcher |"
   "report | tests/fuzz/fuzz_report.c bootstrap/report_fmt.c common/asr_err.c | common bootstrap |"
   "pmi | tests/fuzz/fuzz_pmi.c launcher/pmi_wire.c common/asr_buf.c common/asr_err.c | common launcher |"
   "pmi2 | tests/fuzz/fuzz_pmi2.c launcher/pmi2_wire.c common/asr_buf.c common/asr_err.c | common launcher |"

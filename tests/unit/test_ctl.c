@@ -6,11 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "asr_err.h"
 #include "asr_loop.h"
+#include "asr_sock.h"
 #include "asr_test.h"
 #include "asr_time.h"
 #include "ctl.h"
@@ -599,6 +602,39 @@ TEST(conn_burst_in_order_and_clean_finish) {
   ASSERT_EQ(b.closed, 1);
   ASSERT_MSG(a.close_err == 0, "sender: %s", a.close_why);
   ASSERT_MSG(b.close_err == 0, "receiver: %s", b.close_why);
+  asr_loop_free(l);
+}
+
+/* A control connection over TCP has Nagle off on both ends, the accepted
+ * one too (accept does not set it): otherwise a small message written while
+ * the last one is unacknowledged waits for the peer's delayed ACK, 40 ms on
+ * Linux, at every hop of the tree. */
+TEST(conn_tcp_no_delay_both_ends) {
+  asr_loop_t *l;
+  ASSERT_OK(asr_loop_new(&l));
+  uint16_t port = 0;
+  int lfd = asr_sock_listen("127.0.0.1", 0, 4, &port, NULL, 0);
+  ASSERT(lfd >= 0);
+  int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT(cfd >= 0);
+  struct sockaddr_in a = {
+      .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  ASSERT_EQ(connect(cfd, (struct sockaddr *)&a, sizeof a), 0);
+  int afd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  ASSERT(afd >= 0);
+  peer_t x = {0}, y = {0};
+  ASSERT_OK(asr_ctl_start(l, &x.c, afd, on_msg, on_close, &x));
+  ASSERT_OK(asr_ctl_start(l, &y.c, cfd, on_msg, on_close, &y));
+  int fds[2] = {afd, cfd};
+  for (int i = 0; i < 2; i++) {
+    int v = 0;
+    socklen_t len = sizeof v;
+    ASSERT_EQ(getsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+    ASSERT_MSG(v != 0, "the %s end of a control connection has Nagle on", i ? "connecting" : "accepted");
+  }
+  asr_ctl_close(&x.c);
+  asr_ctl_close(&y.c);
+  close(lfd);
   asr_loop_free(l);
 }
 
