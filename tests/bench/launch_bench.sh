@@ -56,6 +56,7 @@
 # the script), 2 on a usage or setup error.
 #
 # Knobs (environment): NS, REPS (or -r), TIMEOUT (60), REL_N, REL_RUNS, MPI_SOAK_N, MPI_SOAK_RUNS,
+# MPI_SOAK_MPIS (which MPIs part 3 soaks: 'ompi mpich'),
 # KEEP=1 keeps the work directory (per-run logs, data) and prints its path.
 #
 # Hygiene: only loopback (Open MPI: OMPI_MCA_btl=self,vader and
@@ -107,6 +108,10 @@ else
 fi
 TIMEOUT=${TIMEOUT:-60}
 case $REPS in '' | *[!0-9]* | 0) usage ;; esac
+MPI_SOAK_MPIS=${MPI_SOAK_MPIS:-ompi mpich}
+for mpi in $MPI_SOAK_MPIS; do
+  case $mpi in ompi | mpich) ;; *) echo "launch_bench: MPI_SOAK_MPIS: '$mpi' is neither ompi nor mpich" >&2; exit 2 ;; esac
+done
 
 ASRRUN=$BUILD/launcher/asrrun
 ASRD=$BUILD/launcher/asrd
@@ -370,8 +375,8 @@ echo "(load average 1/5/15 min: $LOAD_R0 at the start, $(loadavg) at the end)"
 ASR_BAD=$((ASR_BAD + hangs + fails))
 
 # --- part 3: MPI soak: asrrun -n MPI_SOAK_N with each MPI's program ---------------
-for mpi in ompi mpich; do
-  [ "${AVAIL[asr_$mpi]}" = 1 ] || { echo "MPI soak ($mpi): not installed"; continue; }
+for mpi in $MPI_SOAK_MPIS; do
+  [ "${AVAIL[asr_$mpi]:-0}" = 1 ] || { echo "MPI soak ($mpi): not installed"; continue; }
   : >"$REL"
   for ((i = 1; i <= MPI_SOAK_RUNS; i++)); do
     timed "$WORK/soak.$mpi.$i.log" "$ASRRUN" -n "$MPI_SOAK_N" "$WORK/mpi_init_barrier.$mpi"
