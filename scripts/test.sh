@@ -11,7 +11,8 @@
 #     targets (corpus replay and 10 s each), the format, layering and
 #     error-space checks,
 #     the runtime's close cases under valgrind, benchmark smoke runs, and
-#     make distcheck (its tree runs the unit tests only);
+#     make distcheck (its tree runs the unit tests but the runtime's:
+#     tests/Makefile.mk's DISTCHECK_TESTS);
 #   - ASR_LONG=1 adds the long tier: soaks, long stalls, large emulations
 #     (TEST_LONG cases, otherwise SKIP lines), and every integration case
 #     under the sanitizer builds too.
@@ -99,7 +100,7 @@ step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
 step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
   RATE_ITERS=100 "$top/tests/bench/ofi_bench.sh" "$top/build"
 step distcheck make -C "$top/build" -s -j"$(nproc)" distcheck \
-  DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests"
+  DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests" TESTS='$(DISTCHECK_TESTS)'
 
 end_section
 echo "== time per section (the whole suite: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
