@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,25 +30,48 @@ pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *er
     return asr_err_from_errno(e);
   }
   pid_t parent = getpid();
-  pid_t pid = fork();
+  /* vfork: the child runs on our memory until its execve, so nothing is
+   * copied (fork copied this process's page tables and made every page
+   * copy-on-write, once per agent: an interior daemon of the tree starts up
+   * to radix agents, asrrun one per child). This thread waits meanwhile;
+   * every signal stays blocked across it, so that no handler of ours runs
+   * on the borrowed stack, and the child puts back the default action of
+   * each handled one (its handler table is its own) before it unblocks. It
+   * calls only system call wrappers; an exec failure is said by us, from
+   * exec_err, once it has exited. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  volatile int exec_err = 0;
+  pid_t pid = vfork();
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1); /* asrrun died before the prctl */
     dup2(p[0], 0);
+    for (int sig = 1; sig < NSIG; sig++) {
+      struct sigaction sa;
+      if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0) continue;
+      if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = SIG_DFL;
+      sigaction(sig, &sa, NULL);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     execvp(argv[0], argv);
-    fprintf(stderr, "asrrun: cannot execute '%s': %s\n", argv[0], strerror(errno));
+    exec_err = errno;
     _exit(127);
   }
   int e = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   close(p[0]);
   if (pid < 0) {
     snprintf(errbuf, errlen, "fork: %s", strerror(e));
     pid = asr_err_from_errno(e);
   } else {
+    if (exec_err) fprintf(stderr, "asrrun: cannot execute '%s': %s\n", argv[0], strerror(exec_err));
     setpgid(pid, pid); /* also here: no window in which a terminal signal reaches it */
     dprintf(p[1], "ASR_JOB_SECRET=%s\n", secret_hex);
   }

@@ -20,7 +20,7 @@ trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
-  link_down asrrun_killed if_include_subnet if_include_bad agent_fails pbs_nodefile mpi_openmpi_hosts
+  link_down asrrun_killed if_include_subnet if_include_bad agent_fails agent_missing pbs_nodefile mpi_openmpi_hosts
   mpi_mpich_hosts pmi2_hosts torch_gloo_hosts stall_missing_accept_hosts stall_missing_receive_hosts
   stall_barrier_hosts stall_on_demand_hosts paths_2x4 paths_forced_tcp paths_kill_mid_transfer)
 
@@ -202,6 +202,18 @@ rc=$?
 grep -q "launch agent for host" "$out" || fail "the error does not name the launch agent"
 check_clean
 result "a launch agent that fails is a clear error"
+
+case=agent_missing failed=0 out=$work/$case
+# an agent that cannot be executed at all: asrrun says which and why (the
+# vfork child cannot print; launch_agent.c reports its exec's errno)
+run_job "$out" -H "$HOSTS" --launch-agent "$work/no-such-agent" true
+rc=$?
+[ $rc = 125 ] || fail "exit $rc, wanted 125"
+grep -q "cannot execute '$work/no-such-agent': No such file or directory" "$out" ||
+  fail "the error does not name the agent and why it cannot run"
+grep -q "launch agent for host" "$out" || fail "the error does not name the launch agent"
+check_clean
+result "a launch agent that cannot be executed is a clear error"
 
 case=pbs_nodefile failed=0 out=$work/$case
 # a PBS/Torque job's node file: one line per slot, hosts in first-seen order
