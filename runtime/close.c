@@ -59,16 +59,17 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
   /* Everything of comm libfabric can own is on its own endpoint; a comm
    * that never got one (closed before its path was chosen) owns nothing. */
   asr__ofi_t *o = asr__comm_ofi(comm);
-  for (int i = 0; i < ASR_RING; i++)
-    if (o && asr__ofi_op_owned(&comm->ops[i])) (void)asr__ofi_cancel(o, &comm->ops[i], 0);
+  asr_comm_pool_t *pool = asr__comm_pool_of(comm); /* none: nothing was ever posted */
+  for (int i = 0; pool && i < ASR_RING; i++)
+    if (o && asr__ofi_op_owned(&pool->ops[i])) (void)asr__ofi_cancel(o, &pool->ops[i], 0);
   if (o && asr__ofi_op_owned(ctrl)) (void)asr__ofi_cancel(o, ctrl, 0);
   /* A comm whose peer died (peer_watch.c) has nobody to complete its sends:
    * take back what cancels at once, keep the rest without waiting. */
   int peer_gone = atomic_load(&comm->status) == ASR_COMM_CONNECTION_ERROR;
   uint64_t until = asr_time_ms() + (peer_gone ? 0 : 2000);
   int stuck = 0;
-  for (int i = 0; i <= ASR_RING; i++) {
-    asr__ofi_op_t *op = i < ASR_RING ? &comm->ops[i] : ctrl;
+  for (int i = pool ? 0 : ASR_RING; i <= ASR_RING; i++) {
+    asr__ofi_op_t *op = i < ASR_RING ? &pool->ops[i] : ctrl;
     uint64_t now = asr_time_ms();
     if (o && asr__ofi_op_owned(op) && asr__ofi_cancel(o, op, now < until ? (int)(until - now) : 0) != 0)
       stuck++;

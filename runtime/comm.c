@@ -60,14 +60,27 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   c->watch = -1;
   c->ep = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
-  /* The pool of 128 requests is built with the comm and recycled forever. */
-  for (int i = 0; i < ASR_RING; i++) {
-    c->reqs[i].comm = c;
-    atomic_init(&c->reqs[i].status, ASR_REQ_FREE);
-    c->free_data[i] = &c->reqs[ASR_RING - 1 - i];
-  }
-  c->free_top = ASR_RING;
   return c;
+}
+
+asr_comm_pool_t *asr__comm_pool(struct asr_comm *c) {
+  asr_comm_pool_t *p = asr__comm_pool_of(c);
+  if (p) return p;
+  p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  /* The pool of 128 requests, recycled for as long as the comm lives. */
+  for (int i = 0; i < ASR_RING; i++) {
+    p->reqs[i].comm = c;
+    atomic_init(&p->reqs[i].status, ASR_REQ_FREE);
+    p->free_data[i] = &p->reqs[ASR_RING - 1 - i];
+  }
+  p->free_top = ASR_RING;
+  asr_comm_pool_t *none = NULL;
+  /* release: whoever loads the pointer (acquire) sees the pool built */
+  if (atomic_compare_exchange_strong_explicit(&c->pool, &none, p, memory_order_acq_rel, memory_order_acquire))
+    return p;
+  free(p); /* another thread's post made it first */
+  return none;
 }
 
 /* Frees c. With endpoint_closed the transport can no longer complete any of
@@ -86,9 +99,10 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
  * With endpoint_closed none of this holds: asr_close frees comms as they
  * were when the service thread stopped, stashed requests and all. */
 void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
+  asr_comm_pool_t *pool = asr__comm_pool_of(c);
 #ifndef NDEBUG
   if (!endpoint_closed) {
-    for (int i = 0; i < ASR_RING; i++) assert(!asr__ofi_op_owned(&c->ops[i]));
+    for (int i = 0; pool && i < ASR_RING; i++) assert(!asr__ofi_op_owned(&pool->ops[i]));
     assert(!asr__ofi_op_owned(&c->orecv.ctrl_op) && !asr__ofi_op_owned(&c->osend.ctrl_op));
     assert(atomic_load(&c->stash_head) == atomic_load(&c->stash_tail));
     assert(!c->kv_req);
@@ -114,6 +128,7 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
     free(e);
   }
   pthread_mutex_destroy(&c->stash_mutex);
+  free(pool);
   free(c);
 }
 

@@ -83,7 +83,8 @@ static uint64_t recv_taken(asr_ctx_t *ctx, struct asr_comm *c) {
   (void)asr__ofi_drain_locked(o);
   uint64_t posted = c->orecv.seq;
   unsigned owned = 0;
-  for (int i = 0; i < ASR_RING; i++) owned += asr__ofi_op_owned(&c->ops[i]);
+  asr_comm_pool_t *pool = asr__comm_pool_of(c);
+  for (int i = 0; pool && i < ASR_RING; i++) owned += asr__ofi_op_owned(&pool->ops[i]);
   asr__ofi_unlock(o);
   return posted - owned;
 }

@@ -109,14 +109,15 @@ void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid) {
   /* A peer that is done and exits before we close our end is normal at
    * the end of a job: say so only where requests are lost. */
   int open = atomic_load(&c->stash_head) != atomic_load(&c->stash_tail);
-  for (int i = 0; i < ASR_RING && !open; i++) open = asr__ofi_op_owned(&c->ops[i]);
+  asr_comm_pool_t *pool = asr__comm_pool_of(c);
+  for (int i = 0; pool && i < ASR_RING && !open; i++) open = asr__ofi_op_owned(&pool->ops[i]);
   ASR_LOG(open ? ASR_LOG_WARN : ASR_LOG_DEBUG, "svc", "lnc %d %s comm to %s/lnc %d: %s", ctx->lnc,
           c->type == ASR_SEND_COMM ? "SEND" : "RECV", c->peer_ip, c->peer_lnc, c->err);
   /* Receives can be cancelled (their completions then say ECANCELED);
    * sends cannot on these providers: asr_test fails them (request.c). */
   if (c->type == ASR_RECV_COMM)
-    for (int i = 0; i < ASR_RING; i++)
-      if (asr__ofi_op_owned(&c->ops[i])) (void)asr__ofi_cancel(asr__comm_ofi(c), &c->ops[i], 0);
+    for (int i = 0; pool && i < ASR_RING; i++)
+      if (asr__ofi_op_owned(&pool->ops[i])) (void)asr__ofi_cancel(asr__comm_ofi(c), &pool->ops[i], 0);
 }
 
 /* Fails every connected SEND comm watched through entry w. Its RECV comms

@@ -14,7 +14,11 @@
 
 static const char *const req_status_names[] = {"FREE", "STASHED", "OFI_POSTED", "ERROR"};
 
-static asr__ofi_op_t *op_of(struct asr_request *r) { return &r->comm->ops[r - r->comm->reqs]; }
+/* A request exists only in its comm's pool, so the pool is there. */
+static asr__ofi_op_t *op_of(struct asr_request *r) {
+  asr_comm_pool_t *p = asr__comm_pool_of(r->comm);
+  return &p->ops[r - p->reqs];
+}
 
 /* The one place a request's status changes (seed §1's machine: FREE ->
  * STASHED -> OFI_POSTED -> FREE, FREE -> OFI_POSTED on the fast path, any
@@ -46,7 +50,8 @@ static void recycle_locked(struct asr_request *r) {
   r->ofi_req = NULL;
   /* (a request popped for a fast-path post that failed was never anything but FREE) */
   if (atomic_load_explicit(&r->status, memory_order_relaxed) != ASR_REQ_FREE) req_set_status(r, ASR_REQ_FREE);
-  if (c->free_top < ASR_RING) c->free_data[c->free_top++] = r;
+  asr_comm_pool_t *p = asr__comm_pool_of(c);
+  if (p->free_top < ASR_RING) p->free_data[p->free_top++] = r;
 }
 
 void asr__req_recycle(struct asr_request *r) {
@@ -114,6 +119,11 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
    * hold of ep_lock (the lookup needs it: asr_forget frees entries under it),
    * the lock of the comm's own endpoint: a post on a shm comm never waits
    * for a tcp comm's post or poll in the same context. */
+  asr_comm_pool_t *pool = asr__comm_pool(comm);
+  if (!pool) {
+    asr_error("svc", "%s: out of memory making the comm's request pool", fn);
+    return ASR_INVALID;
+  }
   asr__ofi_t *o = asr__comm_ofi(comm);
   asr__ofi_lock(o);
   /* FAST PATH only if the MR is cached AND the stash ring is empty: once
@@ -122,12 +132,12 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   struct fid_mr *mr;
   int fast = atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) &&
              asr__mr_lookup(comm, va, tensor->size, &mr);
-  if (comm->free_top == 0) {
+  if (pool->free_top == 0) {
     asr__ofi_unlock(o);
     asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);
     return ASR_QUEUE_FULL;
   }
-  struct asr_request *r = comm->free_data[--comm->free_top];
+  struct asr_request *r = pool->free_data[--pool->free_top];
   r->tensor = tensor;
   r->offset = offset;
   r->length = length;
@@ -166,8 +176,8 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   pthread_mutex_unlock(&ctx->task_mutex);
   pthread_mutex_lock(&comm->stash_mutex);
   uint64_t tail = atomic_load(&comm->stash_tail);
-  comm->stash[tail % ASR_RING] = r; /* cannot overflow: at most 128 requests exist */
-  comm->stash_ticket[tail % ASR_RING] = atomic_fetch_add(&ctx->stash_tickets, 1);
+  pool->stash[tail % ASR_RING] = r; /* cannot overflow: at most 128 requests exist */
+  pool->stash_ticket[tail % ASR_RING] = atomic_fetch_add(&ctx->stash_tickets, 1);
   atomic_store(&comm->stash_tail, tail + 1);
   pthread_mutex_unlock(&comm->stash_mutex);
   atomic_fetch_add(&ctx->stashed, 1);
@@ -201,7 +211,7 @@ typedef enum {
 static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms) {
   uint64_t head = atomic_load(&c->stash_head);
   if (head == atomic_load(&c->stash_tail)) return DRAIN_EMPTY;
-  struct asr_request *r = c->stash[head % ASR_RING];
+  struct asr_request *r = asr__comm_pool_of(c)->stash[head % ASR_RING]; /* stashed: it has a pool */
   struct fid_mr *mr = NULL;
   if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR) {
     /* the peer died (peer_watch.c): nothing stashed is posted any more */
@@ -266,7 +276,7 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
       if (c->type != type || c->drain_blocked == pass) continue;
       uint64_t head = atomic_load(&c->stash_head);
       if (head == atomic_load(&c->stash_tail)) continue;
-      uint64_t ticket = c->stash_ticket[head % ASR_RING];
+      uint64_t ticket = asr__comm_pool_of(c)->stash_ticket[head % ASR_RING];
       if (ticket < first_ticket) {
         first_ticket = ticket;
         first = c;

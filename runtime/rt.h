@@ -85,6 +85,27 @@ struct asr_ctx;
 
 #define ASR_REP_HIST 16 /* post counts a comm's sampler remembers (state_report.c) */
 
+/* A comm's 128 requests and what goes with them (seed: the comm's
+ * locked_stack<request*,128>, pop data[--top], push data[top++]; the
+ * constructor builds it with the comm). Beyond the seed, for scale, it is
+ * made on the comm's first post instead (asr__comm_pool) and kept until the
+ * comm is freed: it is 22 KB, and a full mesh of 64 LNCs on one host holds
+ * 8,064 comms, most of which may never carry a message; made with each comm,
+ * their pages were faulted in while the mesh connected. Its freelist's lock
+ * is the data-path lock of the comm's own endpoint (ofi->ep_lock, a spin
+ * lock; one per endpoint, so comms of the other path never contend for it):
+ * a post pops and posts under one hold of it, and a test that polls drains
+ * the CQ and pushes the request it completed under one hold (request.c).
+ * The stash ring's slots are here too: nothing is stashed before a post. */
+typedef struct asr_comm_pool {
+  struct asr_request reqs[ASR_RING];
+  asr__ofi_op_t ops[ASR_RING];
+  struct asr_request *free_data[ASR_RING];
+  int free_top;
+  struct asr_request *stash[ASR_RING];
+  uint64_t stash_ticket[ASR_RING]; /* the context's post order (asr__drain_stashes) */
+} asr_comm_pool_t;
+
 struct asr_comm {
   struct asr_ctx *ctx;
   asr_comm_type_t type;
@@ -118,22 +139,14 @@ struct asr_comm {
   asr__ofi_send_t osend;
   asr__ofi_recv_t orecv;
 
-  /* request pool and its locked freelist (seed: locked_stack<request*,128>,
-   * pop data[--top], push data[top++]). Its lock is the data-path lock of
-   * the comm's own endpoint (ofi->ep_lock, a spin lock; one per endpoint,
-   * so comms of the other path never contend for it): a post pops and
-   * posts under one hold of it, and a test that polls drains the CQ and
-   * pushes the request it completed under one hold (request.c). */
-  struct asr_request reqs[ASR_RING];
-  asr__ofi_op_t ops[ASR_RING];
-  struct asr_request *free_data[ASR_RING];
-  int free_top;
+  /* request pool and its locked freelist, and the stash ring's slots: made
+   * on the comm's first post (asr__comm_pool), NULL until then */
+  asr_comm_pool_t *_Atomic pool;
 
-  /* stash ring (SPSC: producers serialised by stash_mutex, one consumer) */
+  /* stash ring (SPSC: producers serialised by stash_mutex, one consumer;
+   * its slots are the pool's) */
   pthread_mutex_t stash_mutex;
-  struct asr_request *stash[ASR_RING];
-  uint64_t stash_ticket[ASR_RING]; /* the context's post order (asr__drain_stashes) */
-  uint64_t drain_blocked;          /* service thread: the drain pass in which its head had to wait */
+  uint64_t drain_blocked; /* service thread: the drain pass in which its head had to wait */
   _Atomic uint64_t stash_head, stash_tail;
 
   /* MR cache keyed by va (per comm, so (va, comm) as in the seed). The
@@ -371,6 +384,14 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type);
 /* Comm life cycle (comm.c). */
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc);
 void asr__comm_free(struct asr_comm *c, int endpoint_closed);
+/* c's pool, made by the first caller that needs one (any thread: the one
+ * that installs it wins, the others free theirs); NULL when out of memory. */
+asr_comm_pool_t *asr__comm_pool(struct asr_comm *c);
+/* c's pool, or NULL while nothing was ever posted on c (so no request of c
+ * exists, and no operation of its pool was ever libfabric's). */
+static inline asr_comm_pool_t *asr__comm_pool_of(struct asr_comm *c) {
+  return atomic_load_explicit(&c->pool, memory_order_acquire);
+}
 void asr__comm_set_status(struct asr_comm *c, int status);
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr);
 void asr__req_recycle(struct asr_request *r);

@@ -93,8 +93,9 @@ static void wait_key(const struct asr_comm *c, int st, char *key, size_t keylen,
 static void render_comm(struct asr_comm *c, uint64_t now, asr_buf_t *b) {
   int st = atomic_load(&c->status);
   int stashed = 0, posted_now = 0;
-  for (int i = 0; i < ASR_RING; i++) {
-    int s = atomic_load_explicit(&c->reqs[i].status, memory_order_relaxed);
+  asr_comm_pool_t *pool = asr__comm_pool_of(c);
+  for (int i = 0; pool && i < ASR_RING; i++) {
+    int s = atomic_load_explicit(&pool->reqs[i].status, memory_order_relaxed);
     stashed += s == ASR_REQ_STASHED;
     posted_now += s == ASR_REQ_OFI_POSTED;
   }

@@ -260,7 +260,8 @@ static void trunc_proc(int rank, void *arg) {
     ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c));
     ASSERT_OK(asr_comm_wait_connected(c, 60000));
     ASSERT_OK(asr_irecv(c, t, 0, TRUNC_ROOM, &r));
-    const asr__ofi_op_t *op = &c->ops[r - c->reqs]; /* kept as it completed once r is recycled */
+    asr_comm_pool_t *pool = asr__comm_pool_of(c);         /* the post made it */
+    const asr__ofi_op_t *op = &pool->ops[r - pool->reqs]; /* kept as it completed once r is recycled */
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/trunc.log", asr_test_tmpdir());
     int logfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
@@ -1055,6 +1056,66 @@ TEST_TIMEOUT(mesh_64_ranks_each_provider, 400) {
     free(o);
     free(e);
   }
+}
+
+/* =========================================================================
+ * 7b. A comm's request pool is made by its first post
+ * ========================================================================= */
+
+#define POOL_PAIRS 4
+#define POOL_MSG 4096
+
+/* POOL_PAIRS SEND/RECV pairs connect in each direction; none holds a
+ * request pool (22 KB each, rt.h) until it posts. Then one pair of each
+ * direction carries a message (verified), which makes the pool of those
+ * two comms only; every other comm closes as it connected, with no pool:
+ * its close (drain, cancel) and asr_close's free take a comm that never
+ * posted. Both providers. */
+static void pool_proc(int rank, void *arg) {
+  (void)arg;
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *s[POOL_PAIRS], *r[POOL_PAIRS];
+  for (int i = 0; i < POOL_PAIRS; i++) {
+    ASSERT_OK(asr_connect(rank, RT_PEER_IP, 1 - rank, &s[i]));
+    ASSERT_OK(asr_accept(rank, RT_PEER_IP, 1 - rank, &r[i]));
+  }
+  for (int i = 0; i < POOL_PAIRS; i++) {
+    ASSERT_OK(asr_comm_wait_connected(s[i], 60000));
+    ASSERT_OK(asr_comm_wait_connected(r[i], 60000));
+    ASSERT_MSG(!asr__comm_pool_of(s[i]) && !asr__comm_pool_of(r[i]),
+               "%s: pair %d holds a request pool before any post", rt_g.provider, i);
+  }
+  asr_tensor_t *st, *rt;
+  alloc_tensor(POOL_MSG, &st);
+  alloc_tensor(POOL_MSG, &rt);
+  rt_fill(va_of(st), POOL_MSG, 70 + (uint64_t)rank);
+  memset(va_of(rt), 0, POOL_MSG);
+  asr_request_t *rq, *sq;
+  ASSERT_OK(asr_irecv(r[0], rt, 0, POOL_MSG, &rq));
+  ASSERT_OK(asr_isend(s[0], st, 0, POOL_MSG, &sq));
+  size_t got = 0;
+  ASSERT_OK(rt_wait_req(sq, NULL, 60000));
+  ASSERT_OK(rt_wait_req(rq, &got, 60000));
+  ASSERT_EQ(got, (size_t)POOL_MSG);
+  ASSERT_MSG(memcmp(va_of(rt), rt_expected(POOL_MSG, 70 + (uint64_t)(1 - rank)), POOL_MSG) == 0,
+             "%s: the message from rank %d differs", rt_g.provider, 1 - rank);
+  ASSERT(asr__comm_pool_of(s[0]) && asr__comm_pool_of(r[0]));
+  for (int i = 1; i < POOL_PAIRS; i++)
+    ASSERT_MSG(!asr__comm_pool_of(s[i]) && !asr__comm_pool_of(r[i]),
+               "%s: pair %d holds a request pool it never posted on", rt_g.provider, i);
+  /* half the comms closed here, the rest by asr_close */
+  for (int i = 0; i < POOL_PAIRS; i += 2) {
+    ASSERT_OK(asr_comm_close(s[i]));
+    ASSERT_OK(asr_comm_close(r[i]));
+  }
+  rt_barrier();
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(st);
+  asr_tensor_free(rt);
+}
+
+TEST(pool_made_on_first_post) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], pool_proc, NULL, 60000);
 }
 
 /* =========================================================================
