@@ -405,6 +405,10 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       if (h && h->known) {
         memcpy(c->peer_hostname, h->name, ASR_KV_HOSTNAME_LEN);
         c->hostname_len = ASR_KV_HOSTNAME_LEN;
+        /* WAIT_FOR_HOSTNAME has nothing to wait for: the next tick steps
+         * it (asr__connect_ready), not the backup timer of a wait for the
+         * asker, which would otherwise still hold it back. */
+        c->retry_at_ms = 0;
         asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
         return 1;
       }
