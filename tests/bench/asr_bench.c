@@ -108,6 +108,13 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
     }
   }
   uint64_t t_init = launch_now_ns();
+  /* Every rank is up before any comm is made, as in ofi_raw_mesh (its
+   * address exchange is this barrier): the part after init is then the
+   * whole mesh's rendezvous for both, not what was left of it once the
+   * last rank came up (a rank that came up early could otherwise connect
+   * to every rank already up while the figure's clock had not started, and
+   * the figure swung with the order the ranks came up in). */
+  if (launch_barrier() != 0) return 1;
   int per = R - 1, n = L * per;
   asr_comm_t **sc = calloc((size_t)n, sizeof *sc), **rc = calloc((size_t)n, sizeof *rc);
   if (!sc || !rc) return 1;
