@@ -361,7 +361,7 @@ static int republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
  * another comm asks: they move in this tick or the next (connect_comms
  * steps every head with kv_ready), not when their backup timer fires. */
 static void wake_host_waiters(asr_ctx_t *ctx, const char *ip) {
-  for (asr_peerq_t *q = ctx->pending[ASR_RECV_COMM]; q; q = q->next)
+  for (asr_peerq_t *q = ctx->active[ASR_RECV_COMM]; q; q = q->anext)
     if (q->head && atomic_load(&q->head->status) == ASR_COMM_START_INIT && strcmp(q->head->peer_ip, ip) == 0)
       q->head->kv_ready = 1;
 }

@@ -301,12 +301,17 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
   else
     q->head = c;
   q->tail = c;
+  if (!q->listed) {
+    q->anext = ctx->active[c->type];
+    ctx->active[c->type] = q;
+    q->listed = 1;
+  }
 }
 
 /* Removes c from whatever list of ours holds it. Service thread only. */
 static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
   for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext) { /* a queued comm's queue is listed */
       struct asr_comm *prev = NULL;
       for (struct asr_comm *x = q->head; x; prev = x, x = x->next) {
         if (x != c) continue;
@@ -360,7 +365,7 @@ found:
 static void mark_ready(asr_ctx_t *ctx) {
   uint64_t now = asr_time_ms();
   for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next)
+    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext)
       if (q->head && asr__connect_ready(ctx, q->head, now) == 0) q->head->kv_ready = 1;
 }
 
@@ -380,14 +385,14 @@ static int connect_comms(asr_ctx_t *ctx, int dir) {
   if (dir == ASR_RECV_COMM) {
     int read[ASR_NEPS] = {0}, any = 0, found = 0; /* per endpoint: only those such comms listen on */
     for (int i = 0; i < ASR_NEPS; i++) ctx->accept_cq_rc[i] = 0; /* this tick's reads only */
-    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext) {
       struct asr_comm *h = q->head;
       if (h && h->kv_ready && atomic_load(&h->status) == ASR_COMM_NET_CONNECT && h->ep >= 0 && !read[h->ep]) {
         read[h->ep] = any = 1;
         ctx->accept_cq_rc[h->ep] = asr__ofi_progress(&ctx->eps[h->ep]); /* a failure fails each such comm */
       }
     }
-    for (asr_peerq_t *q = ctx->pending[dir]; any && q; q = q->next) {
+    for (asr_peerq_t *q = ctx->active[dir]; any && q; q = q->anext) {
       struct asr_comm *h = q->head;
       int ready = 0;
       if (h && h->ep >= 0 && read[h->ep] && atomic_load(&h->status) == ASR_COMM_NET_CONNECT &&
@@ -402,9 +407,15 @@ static int connect_comms(asr_ctx_t *ctx, int dir) {
       ctx->accept_at_ms = asr_time_ms() + ctx->accept_wait_ms;
     }
   }
-  for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+  for (asr_peerq_t **pp = &ctx->active[dir], *q; (q = *pp) != NULL;) {
     struct asr_comm *c = q->head;
-    if (!c) continue;
+    if (!c) { /* emptied (its last comm connected, failed or was closed): off the walk */
+      *pp = q->anext;
+      q->anext = NULL;
+      q->listed = 0;
+      continue;
+    }
+    pp = &q->anext;
     if (!c->kv_ready) continue;
     c->kv_ready = 0; /* until its socket or its timer says again */
     progressed |= asr__connect_step(ctx, c);
@@ -449,7 +460,7 @@ static int idle_timeout(asr_ctx_t *ctx) {
   int tmo = 50;
   uint64_t now = asr_time_ms();
   for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next) {
+    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext) {
       if (!q->head) continue;
       int t = asr__connect_ready(ctx, q->head, now);
       /* due now without a KV request: a retry_at_ms just reached; sleep 1 ms
@@ -552,6 +563,7 @@ void *asr__svc_main(void *arg) {
       q = nq;
     }
     ctx->pending[dir] = NULL;
+    ctx->active[dir] = NULL;
   }
   return NULL;
 }

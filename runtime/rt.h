@@ -227,13 +227,20 @@ typedef struct {
   struct asr_comm *owner; /* the comm asking, while !known; NULL when none */
 } asr_peer_host_t;
 
-/* FIFO of comms to one (peer_ip, peer_lnc) in one direction. */
+/* FIFO of comms to one (peer_ip, peer_lnc) in one direction. Every queue
+ * stays on its direction's list (ctx->pending: next_ordinal must go on
+ * counting for as long as the LNC is up); the queues with comms in them are
+ * also on ctx->active (anext), which is what each tick walks: an empty queue
+ * may stay there until the next connect_comms pass drops it (context.c), a
+ * queue with comms in it is always there. */
 typedef struct asr_peerq {
   char peer_ip[64];
   int peer_lnc;
   uint32_t next_ordinal;
   struct asr_comm *head, *tail;
   struct asr_peerq *next;
+  struct asr_peerq *anext; /* on ctx->active while listed */
+  int listed;
 } asr_peerq_t;
 
 /* The two paths a comm can take (paths.c: asr__same_host says which),
@@ -284,6 +291,7 @@ typedef struct asr_ctx {
 
   /* owned by the service thread */
   asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
+  asr_peerq_t *active[2];  /* the queues of pending[dir] that may hold comms (asr_peerq_t) */
   asr_peer_host_t *hosts;  /* "hostname" of every peer IP asked so far (connect.c) */
   int nhosts, caphosts;
 
