@@ -44,7 +44,10 @@
  *  - a connection lost mid-rendezvous (a server restart, the elected
  *    server's process exiting) is opened again and its pending requests go
  *    out again, each under its own deadline, so a comm never sees the break
- *    unless the deadline passes.
+ *    unless the deadline passes;
+ *  - NET_CONNECT's provider waits poll, yielding the CPU between ticks,
+ *    while connects are moving, and sleep on backoff timers only once
+ *    nothing has moved for a while (CONNECT_YIELD_MS, below).
  */
 #include "config.h"
 
@@ -140,16 +143,40 @@ static uint32_t handle_ordinal(const uint8_t *h) {
 /* A connect that has met a full queue this long says so (once). */
 #define CONNECT_WARN_MS 5000
 
-/* A SEND comm's NET_CONNECT meets ASR_EAGAIN while the peer has not
- * answered the provider's connection set-up, which only a CQ read notices:
- * look again after 1, 2, 4, then every 8 ms rather than on every tick. With
- * dozens of LNCs per CPU, re-checking each waiting comm every tick kept
- * every service thread busy and starved the peers it waited for. (A RECV
- * comm's NET_CONNECT waits on the context's one CQ read for all of them,
+/* The provider waits of NET_CONNECT (beyond the seed, whose machine is
+ * stepped in a busy loop). A SEND comm meets ASR_EAGAIN while the peer has
+ * not answered the provider's connection set-up, and a RECV comm waits for
+ * its sender's connect message; only CQ reads move either, on both sides
+ * (shm's set-up is a message the peer's own CQ read takes in). While
+ * comms of this context enter or leave NET_CONNECT, and for
+ * CONNECT_YIELD_MS after the last one did, those waits poll: every tick
+ * retries and reads, and a tick that moved nothing yields the CPU
+ * (context.c: svc_tick) instead of sleeping. A set-up in flight is
+ * answered within microseconds of the peer's next read, and a thread that
+ * sleeps between reads holds back every peer waiting on it, one sleep per
+ * step of the set-up. After the window, with nothing
+ * moving, a wait that lasts (a sender that comes late, or never) sleeps
+ * again: 1, 2, 4, then every 8 ms, so that dozens of LNCs per CPU waiting
+ * on absent peers do not keep every service thread busy (test_runtime
+ * connect_wait_polls_then_sleeps). */
+#define CONNECT_YIELD_MS 20
+
+static void connect_moved(asr_ctx_t *ctx) { ctx->yield_until_ms = asr_time_ms() + CONNECT_YIELD_MS; }
+
+int asr__connect_yielding(const asr_ctx_t *ctx, uint64_t now) { return now < ctx->yield_until_ms; }
+
+/* A SEND comm's ASR_EAGAIN in NET_CONNECT: retry at the next tick while
+ * polling, else after the next backoff step (above). (A RECV comm's
+ * NET_CONNECT waits on the context's one CQ read for all of them,
  * context.c: connect_comms.) Returns 0 (no progress). */
 static int wait_a_little(struct asr_comm *c) {
+  uint64_t now = asr_time_ms();
+  if (asr__connect_yielding(c->ctx, now)) {
+    c->retry_at_ms = now;
+    return 0;
+  }
   c->wait_ms = c->wait_ms ? (c->wait_ms >= 8 ? 8 : c->wait_ms * 2) : 1;
-  c->retry_at_ms = asr_time_ms() + c->wait_ms;
+  c->retry_at_ms = now + c->wait_ms;
   return 0;
 }
 
@@ -247,6 +274,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
         return 1;
       }
       asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
+      connect_moved(ctx);
       return 1;
     }
     case ASR_COMM_NET_CONNECT: {
@@ -301,6 +329,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
         return fail(c, "the peer process exited while connecting");
       say_path(ctx, c);
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
+      connect_moved(ctx);
       return 1;
     }
     default:
@@ -468,6 +497,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
        * the comm goes on to NET_CONNECT at once and collects the answer
        * there (republish_step), failing as the seed would if the SET did. */
       asr__connect_accept_soon(ctx);
+      connect_moved(ctx);
       if (c->kv_req && !asr_kv_call_done(c->kv_req, NULL)) {
         c->kv_first_publish = 1;
         asr__comm_set_status(c, ASR_COMM_NET_CONNECT);
@@ -494,6 +524,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       }
       say_path(ctx, c);
       asr__comm_set_status(c, ASR_COMM_CONNECTED);
+      connect_moved(ctx);
       return 1;
     }
     default:

@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,7 +405,8 @@ static int connect_comms(asr_ctx_t *ctx, int dir) {
     if (any) {
       unsigned w = ctx->accept_wait_ms;
       ctx->accept_wait_ms = found || !w ? 1 : w >= 8 ? 8 : w * 2;
-      ctx->accept_at_ms = asr_time_ms() + ctx->accept_wait_ms;
+      uint64_t now = asr_time_ms();
+      ctx->accept_at_ms = asr__connect_yielding(ctx, now) ? now : now + ctx->accept_wait_ms;
     }
   }
   for (asr_peerq_t **pp = &ctx->active[dir], *q; (q = *pp) != NULL;) {
@@ -520,6 +522,12 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
   int busy = ctx->task_n > 0;
   pthread_mutex_unlock(&ctx->task_mutex);
   if (!busy) return ctl_tmo;
+  if (asr__connect_yielding(ctx, asr_time_ms())) {
+    /* connects are moving: tick again at once, after the peers whose
+     * progress they wait for had the CPU (connect.c: CONNECT_YIELD_MS) */
+    sched_yield();
+    return 0;
+  }
   int tmo = idle_timeout(ctx);
   if (ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
   if (ctl_tmo >= 0 && (tmo < 0 || ctl_tmo < tmo)) tmo = ctl_tmo;

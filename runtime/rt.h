@@ -279,6 +279,7 @@ typedef struct asr_ctx {
   int accept_cq_rc[ASR_NEPS];      /* service thread only: this tick's CQ read for accepts (connect_comms) */
   uint64_t accept_at_ms;           /* service thread only: the next CQ read for accepting comms */
   unsigned accept_wait_ms;         /* service thread only: its delay (1, 2, 4, 8 ms: connect_comms) */
+  uint64_t yield_until_ms;         /* service thread only: connects poll, yielding, until then (connect.c) */
   _Atomic unsigned stashed;        /* requests stashed and not yet drained, over all comms */
   _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
   uint64_t drain_pass;             /* service thread: numbers asr__drain_stashes's passes */
@@ -384,6 +385,9 @@ void *asr__svc_main(void *arg);
 
 /* One step of the connect machine (connect.c). Returns 1 when it made progress. */
 int asr__connect_step(asr_ctx_t *ctx, struct asr_comm *c);
+/* Whether the connect machine's provider waits poll now (yielding the CPU
+ * between ticks) rather than sleep on their timers (connect.c). */
+int asr__connect_yielding(const asr_ctx_t *ctx, uint64_t now);
 
 /* Post drain of the stashed requests of one direction, in post order
  * (request.c). Returns 1 when it posted. */

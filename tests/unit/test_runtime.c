@@ -1331,6 +1331,37 @@ static void hostname_once_proc(int rank, void *arg) {
 
 TEST(hostname_asked_once_per_peer_ip) { rt_group_run(1, "shm", hostname_once_proc, NULL, 40000); }
 
+/* A RECV comm whose sender never comes waits in NET_CONNECT. Right after a
+ * comm entered NET_CONNECT the service thread polls the provider, yielding
+ * the CPU between ticks (connect.c: CONNECT_YIELD_MS), and then goes back
+ * to sleeping on its timers: over the next second the process uses a small
+ * part of one CPU, not all of it (a poll that never stopped would use
+ * about 1 s of CPU here). */
+static void yield_bound_proc(int rank, void *arg) {
+  (void)rank, (void)arg;
+  setenv("ASR_KV_BIND", "127.0.0.1", 1);
+  ASSERT_OK(asr_init(0));
+  asr_comm_t *r;
+  ASSERT_OK(asr_accept(0, "127.0.0.1", 9, &r));
+  int st = -1;
+  for (int i = 0; i < 500 && st != ASR_COMM_NET_CONNECT; i++) {
+    ASSERT_OK(asr_comm_status(r, &st));
+    if (st != ASR_COMM_NET_CONNECT) asr_sleep_ms(2);
+  }
+  ASSERT_MSG(st == ASR_COMM_NET_CONNECT, "the comm is in %s, not NET_CONNECT", asr_comm_status_name(st));
+  asr_sleep_ms(200); /* past the polling window */
+  struct timespec a, b;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+  asr_sleep_ms(1000);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+  double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+  ASSERT_MSG(ms < 250, "waiting for a sender that never comes used %.0f ms of CPU in 1 s", ms);
+  ASSERT_OK(asr_comm_close(r));
+  ASSERT_OK(asr_close(0));
+}
+
+TEST(connect_wait_polls_then_sleeps) { rt_group_run(1, "shm", yield_bound_proc, NULL, 30000); }
+
 /* =========================================================================
  * 9. A peer killed (SIGKILL) mid-transfer or while a connect is pending
  * ========================================================================= */
