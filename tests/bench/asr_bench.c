@@ -8,13 +8,15 @@
  *
  * mesh: forks RANKS / LNCS_PER_PROC processes (default 16 ranks, 1 LNC per
  * process); rank r is LNC LNC0 + r and lives in process r / LNCS_PER_PROC.
- * Every rank brings its LNC up (asr_init), then opens a SEND comm to and a
- * RECV comm from every other rank (RANKS * (RANKS - 1) comm pairs in all) and
- * waits until all of them are CONNECTED. The clock starts in the launcher
+ * Every rank brings its LNC up (asr_init); once every process has (a
+ * barrier, as ofi_raw_mesh's address exchange), each opens a SEND comm to and
+ * a RECV comm from every other rank (RANKS * (RANKS - 1) comm pairs in all)
+ * and waits until all of them are CONNECTED. The clock starts in the launcher
  * just before the first fork and stops when the last process has all its
  * comms connected; so the figure covers process start, asr_init (endpoint,
- * KV election), the KV rendezvous and the libfabric connection. Afterwards
- * every SEND comm carries one 8-byte stamp (from, to) that its RECV comm
+ * KV election), the KV rendezvous and the libfabric connection. Then, after
+ * another barrier (a process that is done sleeps there, as ofi_raw_mesh's
+ * do), every SEND comm carries one 8-byte stamp (from, to) that its RECV comm
  * checks, so every connection is proven to reach the right peer. Prints
  *   mesh RANKS PROCS init_ms connected_ms
  * (init_ms: until the last asr_init returned; connected_ms: until all were

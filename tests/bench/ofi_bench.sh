@@ -66,7 +66,9 @@
 # first message is what connects: tcp's socket, shm's region mapping);
 # timed from the first fork to the last message's arrival. The table splits
 # each into the init part (until the last endpoint is up) and the part after
-# it (the connection set-up itself); their size column is the number of
+# it (the connection set-up itself: both wait for every rank to be up before
+# the first connect, so neither starts connecting before its clock does);
+# their size column is the number of
 # processes ("16p"). The raw init part pays what libfabric
 # 1.17 costs every process at its first fi_getinfo here -- the verbs
 # provider reads /proc/kallsyms, about 100 ms of CPU -- which libasr avoids
