@@ -30,6 +30,7 @@
 #include "asr_env.h"
 #include "asr_err.h"
 #include "asr_netif.h"
+#include "asr_sig.h"
 #include "asrd.h"
 
 extern char **environ;
@@ -431,15 +432,11 @@ static int slots_prepare(asrd_t *d) {
   job_sh_argv[0] = "/bin/sh";
   job_sh_argv[1] = job_path;
   for (uint32_t i = 0; i < d->job.nargs; i++) job_argv[i + 1] = job_sh_argv[i + 2] = d->job.args[i];
-  nhandled_sigs = 0;
-  for (int sig = 1; sig < _NSIG; sig++) {
-    struct sigaction sa;
-    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0) continue;
-    /* handlers, and the terminal signals asrd ignores (asrd.c): the rank
-     * gets the default */
-    int ours = sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
-    if (ours || sig == SIGTTOU || sig == SIGTTIN || sig == SIGTSTP) handled_sigs[nhandled_sigs++] = sig;
-  }
+  /* handlers, and the terminal signals asrd ignores (asrd.c): the rank
+   * gets the default of each */
+  nhandled_sigs = asr_sig_handled(handled_sigs);
+  const int terminal[] = {SIGTTOU, SIGTTIN, SIGTSTP};
+  for (int i = 0; i < 3 && nhandled_sigs < _NSIG; i++) handled_sigs[nhandled_sigs++] = terminal[i];
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_sig.h"
 #include "launch.h"
 
 pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *errbuf, size_t errlen) {
@@ -39,6 +40,10 @@ pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *er
    * each handled one (its handler table is its own) before it unblocks. It
    * calls only system call wrappers; an exec failure is said by us, from
    * exec_err, once it has exited. */
+  int handled[_NSIG], nhandled = asr_sig_handled(handled);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -49,14 +54,7 @@ pid_t asr_launch_spawn_agent(char *const *argv, const char *secret_hex, char *er
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1); /* asrrun died before the prctl */
     dup2(p[0], 0);
-    for (int sig = 1; sig < NSIG; sig++) {
-      struct sigaction sa;
-      if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0) continue;
-      if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
-      memset(&sa, 0, sizeof sa);
-      sa.sa_handler = SIG_DFL;
-      sigaction(sig, &sa, NULL);
-    }
+    for (int i = 0; i < nhandled; i++) sigaction(handled[i], &dfl, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
