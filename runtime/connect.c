@@ -154,11 +154,10 @@ static uint32_t handle_ordinal(const uint8_t *h) {
  * (context.c: svc_tick) instead of sleeping. A set-up in flight is
  * answered within microseconds of the peer's next read, and a thread that
  * sleeps between reads holds back every peer waiting on it, one sleep per
- * step of the set-up. After the window, with nothing
- * moving, a wait that lasts (a sender that comes late, or never) sleeps
- * again: 1, 2, 4, then every 8 ms, so that dozens of LNCs per CPU waiting
- * on absent peers do not keep every service thread busy (test_runtime
- * connect_wait_polls_then_sleeps). */
+ * step of the set-up. After the window, with nothing moving, a wait that
+ * lasts (a sender that comes late, or never) sleeps again: 1, 2, 4, then
+ * every 8 ms, so that dozens of LNCs per CPU waiting on absent peers do not
+ * keep every service thread busy (test_runtime connect_wait_polls_then_sleeps). */
 #define CONNECT_YIELD_MS 20
 
 static void connect_moved(asr_ctx_t *ctx) { ctx->yield_until_ms = asr_time_ms() + CONNECT_YIELD_MS; }

@@ -115,15 +115,16 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
     asr_error("svc", "%s: Failed to obtain virtual address of tensor", fn);
     return ASR_INVALID;
   }
+  /* the comm's first post makes its pool; every later one only loads it */
+  asr_comm_pool_t *pool = asr__comm_pool_of(comm);
+  if (!pool && !(pool = asr__comm_pool(comm))) {
+    asr_error("svc", "%s: out of memory making the comm's request pool", fn);
+    return ASR_INVALID;
+  }
   /* The MR lookup, the freelist pop and the fast path's post share one
    * hold of ep_lock (the lookup needs it: asr_forget frees entries under it),
    * the lock of the comm's own endpoint: a post on a shm comm never waits
    * for a tcp comm's post or poll in the same context. */
-  asr_comm_pool_t *pool = asr__comm_pool(comm);
-  if (!pool) {
-    asr_error("svc", "%s: out of memory making the comm's request pool", fn);
-    return ASR_INVALID;
-  }
   asr__ofi_t *o = asr__comm_ofi(comm);
   asr__ofi_lock(o);
   /* FAST PATH only if the MR is cached AND the stash ring is empty: once
