@@ -9,6 +9,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/close.c \
 	runtime/drain.c \
 	runtime/connect.c \
+	runtime/connect_sched.c \
 	runtime/peer_watch.c \
 	runtime/request.c \
 	runtime/tensor.c \

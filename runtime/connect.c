@@ -95,24 +95,14 @@ static int fail(struct asr_comm *c, const char *fmt, ...) {
   return 1;
 }
 
-/* The context's pool (kv_conn.h) calls this when a comm's request ends:
- * the comm can move on its next tick (seed §4: *done is what the connect
- * machine waits on in each WAIT_FOR_* state). */
+/* The context's pool (kv_conn.h) calls this when a comm's request ends,
+ * on the service thread: the comm steps in the next tick (seed §4: *done is
+ * what the connect machine waits on in each WAIT_FOR_* state;
+ * connect_sched.c). */
 static void on_kv_done(void *arg, asr_kv_call_t *call) {
   (void)call;
-  ((struct asr_comm *)arg)->kv_ready = 1;
-}
-
-int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
-  uint64_t at = c->retry_at_ms;
-  int accepting = c->type == ASR_RECV_COMM && atomic_load(&c->status) == ASR_COMM_NET_CONNECT;
-  if (accepting) at = ctx->accept_at_ms; /* the context's CQ read for accepts (context.c: connect_comms) */
-  int wait = at > now ? (int)(at - now < 50 ? at - now : 50) : 0;
-  if (!c->kv_req || asr_kv_call_done(c->kv_req, NULL)) return c->kv_req ? 0 : wait;
-  /* Waiting for an answer, which sets kv_ready when it comes; a RECV comm
-   * in NET_CONNECT (a SET of its handle on the way) also looks for its
-   * sender when the context reads its CQ. */
-  return accepting ? wait : -1;
+  struct asr_comm *c = arg;
+  asr__sched_put(c->ctx, c, ASR_SCHED_READY);
 }
 
 /* Looks at the comm's KV request. Returns 1 done, 0 not yet, or the
@@ -162,12 +152,10 @@ static uint32_t handle_ordinal(const uint8_t *h) {
 
 static void connect_moved(asr_ctx_t *ctx) { ctx->yield_until_ms = asr_time_ms() + CONNECT_YIELD_MS; }
 
-int asr__connect_yielding(const asr_ctx_t *ctx, uint64_t now) { return now < ctx->yield_until_ms; }
-
 /* A SEND comm's ASR_EAGAIN in NET_CONNECT: retry at the next tick while
  * polling, else after the next backoff step (above). (A RECV comm's
  * NET_CONNECT waits on the context's one CQ read for all of them,
- * context.c: connect_comms.) Returns 0 (no progress). */
+ * connect_sched.c: asr__sched_accepts.) Returns 0 (no progress). */
 static int wait_a_little(struct asr_comm *c) {
   uint64_t now = asr_time_ms();
   if (asr__connect_yielding(c->ctx, now)) {
@@ -386,12 +374,12 @@ static int republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
 }
 
 /* The RECV queue heads waiting in START_INIT for ip's "hostname", which
- * another comm asks: they move in this tick or the next (connect_comms
- * steps every head with kv_ready), not when their backup timer fires. */
+ * another comm asks: they step in the next tick (onto READY), not when
+ * their backup timer fires. */
 static void wake_host_waiters(asr_ctx_t *ctx, const char *ip) {
   for (asr_peerq_t *q = ctx->active[ASR_RECV_COMM]; q; q = q->anext)
     if (q->head && atomic_load(&q->head->status) == ASR_COMM_START_INIT && strcmp(q->head->peer_ip, ip) == 0)
-      q->head->kv_ready = 1;
+      asr__sched_put(ctx, q->head, ASR_SCHED_READY);
 }
 
 static asr_peer_host_t *peer_host_find(asr_ctx_t *ctx, const char *ip) {
@@ -434,8 +422,8 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
         memcpy(c->peer_hostname, h->name, ASR_KV_HOSTNAME_LEN);
         c->hostname_len = ASR_KV_HOSTNAME_LEN;
         /* WAIT_FOR_HOSTNAME has nothing to wait for: the next tick steps
-         * it (asr__connect_ready), not the backup timer of a wait for the
-         * asker, which would otherwise still hold it back. */
+         * it (asr__sched_after_step: READY), not the backup timer of a wait
+         * for the asker, which would otherwise still hold it back. */
         c->retry_at_ms = 0;
         asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
         return 1;
@@ -510,10 +498,10 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
     case ASR_COMM_NET_CONNECT: {
       if (republish_step(ctx, c, &made)) return 1;
       int ready = 0;
-      int rc = ctx->accept_cq_rc[c->ep]; /* connect_comms read this endpoint's CQ for this tick */
+      int rc = ctx->accept_cq_rc[c->ep]; /* asr__sched_accepts read this endpoint's CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", asr_strerror(rc));
-      if (!ready) return made; /* connect_comms looks again at its next CQ read */
+      if (!ready) return made; /* asr__sched_accepts looks again after its next CQ read */
       if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
         return fail(c, "the peer process exited while connecting");
       if (c->kv_req) { /* a SET in flight: the handle is not needed any more (its answer is dropped) */

@@ -297,10 +297,13 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
   c->ordinal = q->next_ordinal++;
   atomic_store_explicit(&c->rep_ordinal, c->ordinal, memory_order_relaxed);
   c->next = NULL;
-  if (q->tail)
+  c->q = q;
+  if (q->tail) {
     q->tail->next = c;
-  else
+  } else {
     q->head = c;
+    asr__sched_put(ctx, c, ASR_SCHED_READY); /* a new head steps in the next tick */
+  }
   q->tail = c;
   if (!q->listed) {
     q->anext = ctx->active[c->type];
@@ -316,10 +319,13 @@ static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
       struct asr_comm *prev = NULL;
       for (struct asr_comm *x = q->head; x; prev = x, x = x->next) {
         if (x != c) continue;
-        if (prev)
+        asr__sched_unlink(ctx, x);
+        if (prev) {
           prev->next = x->next;
-        else
+        } else {
           q->head = x->next;
+          if (q->head) asr__sched_put(ctx, q->head, ASR_SCHED_READY); /* the new head */
+        }
         if (q->tail == x) q->tail = prev;
         /* a comm still connecting held one unit of work */
         pthread_mutex_lock(&ctx->task_mutex);
@@ -360,84 +366,56 @@ found:
   atomic_store(&c->detached, 1);
 }
 
-/* Which queue heads can move this tick: those whose KV socket the loop
- * found ready (kv_ready, set by its callback in connect.c), and those that
- * can move without a socket event (asr__connect_ready). */
-static void mark_ready(asr_ctx_t *ctx) {
-  uint64_t now = asr_time_ms();
-  for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext)
-      if (q->head && asr__connect_ready(ctx, q->head, now) == 0) q->head->kv_ready = 1;
+/* c connected or failed: it leaves its peer queue (it is the head), and the
+ * next comm of the queue, now its head, steps in the next tick. */
+static void leave_queue(asr_ctx_t *ctx, struct asr_comm *c, int st) {
+  asr_peerq_t *q = c->q;
+  asr__sched_unlink(ctx, c);
+  q->head = c->next;
+  if (!q->head) q->tail = NULL;
+  if (q->head) asr__sched_put(ctx, q->head, ASR_SCHED_READY);
+  pthread_mutex_lock(&ctx->comms_mutex);
+  if (st == ASR_COMM_CONNECTED) {
+    c->next = ctx->connected;
+    ctx->connected = c;
+  } else {
+    c->next = ctx->errored;
+    ctx->errored = c;
+  }
+  pthread_mutex_unlock(&ctx->comms_mutex);
+  pthread_mutex_lock(&ctx->task_mutex);
+  ctx->task_n--;
+  pthread_mutex_unlock(&ctx->task_mutex);
 }
 
-/* async_sr_connect_comms: one step for the head of every peer queue that
- * can move (mark_ready). */
-static int connect_comms(asr_ctx_t *ctx, int dir) {
+/* async_sr_connect_comms: one step for each queue head that can move
+ * (connect_sched.c says which: READY, after the timers and the CQ read for
+ * accepts put theirs there). */
+static int connect_comms(asr_ctx_t *ctx) {
   int progressed = 0;
-  /* RECV comms in NET_CONNECT wait for their sender's control message,
-   * which only a CQ read brings in: read it once here for all of them, not
-   * once per comm (asr__ofi_accept). On tcp;ofi_rxm every read polls every
-   * connection's socket; with 63 comms waiting per LNC in a 64-rank mesh,
-   * reading it per comm made poll() a fifth of the machine's time. One
-   * timer of the context says when (1, 2, 4, then every 8 ms while reads
-   * bring nothing; 1 ms again after one that did, or when a comm starts to
-   * wait): a timer per comm woke each service thread once per waiting comm.
-   * Every head whose connect message a read brought moves in this pass. */
-  if (dir == ASR_RECV_COMM) {
-    int read[ASR_NEPS] = {0}, any = 0, found = 0; /* per endpoint: only those such comms listen on */
-    for (int i = 0; i < ASR_NEPS; i++) ctx->accept_cq_rc[i] = 0; /* this tick's reads only */
-    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext) {
-      struct asr_comm *h = q->head;
-      if (h && h->kv_ready && atomic_load(&h->status) == ASR_COMM_NET_CONNECT && h->ep >= 0 && !read[h->ep]) {
-        read[h->ep] = any = 1;
-        ctx->accept_cq_rc[h->ep] = asr__ofi_progress(&ctx->eps[h->ep]); /* a failure fails each such comm */
-      }
-    }
-    for (asr_peerq_t *q = ctx->active[dir]; any && q; q = q->anext) {
-      struct asr_comm *h = q->head;
-      int ready = 0;
-      if (h && h->ep >= 0 && read[h->ep] && atomic_load(&h->status) == ASR_COMM_NET_CONNECT &&
-          (ctx->accept_cq_rc[h->ep] || asr__ofi_accept(&h->orecv, &ready) || ready)) {
-        h->kv_ready = 1;
-        found = 1;
-      }
-    }
-    if (any) {
-      unsigned w = ctx->accept_wait_ms;
-      ctx->accept_wait_ms = found || !w ? 1 : w >= 8 ? 8 : w * 2;
-      uint64_t now = asr_time_ms();
-      ctx->accept_at_ms = asr__connect_yielding(ctx, now) ? now : now + ctx->accept_wait_ms;
-    }
-  }
-  for (asr_peerq_t **pp = &ctx->active[dir], *q; (q = *pp) != NULL;) {
-    struct asr_comm *c = q->head;
-    if (!c) { /* emptied (its last comm connected, failed or was closed): off the walk */
-      *pp = q->anext;
-      q->anext = NULL;
-      q->listed = 0;
-      continue;
-    }
-    pp = &q->anext;
-    if (!c->kv_ready) continue;
-    c->kv_ready = 0; /* until its socket or its timer says again */
+  uint64_t now = asr_time_ms();
+  asr__sched_accepts(ctx, now);
+  asr__sched_timers(ctx, now);
+  asr__sched_safety(ctx, now);
+  /* This tick's READY comms step; what an event puts on READY meanwhile
+   * (a new head, a woken "hostname" waiter, a head stepped again at once)
+   * steps in the next tick. */
+  asr_schedq_t *ready = &ctx->sched[ASR_SCHED_READY], *batch = &ctx->sched[ASR_SCHED_BATCH];
+  for (struct asr_comm *c = ready->head; c; c = c->snext) c->sched = ASR_SCHED_BATCH;
+  *batch = *ready;
+  ready->head = ready->tail = NULL;
+  struct asr_comm *c;
+  while ((c = batch->head) != NULL) {
+    asr__sched_unlink(ctx, c);
+    if (c->q->head != c) continue; /* only a head steps (never the case: off every list when not) */
     progressed |= asr__connect_step(ctx, c);
     int st = atomic_load(&c->status);
-    if (st != ASR_COMM_CONNECTED && st != ASR_COMM_CONNECTION_ERROR) continue;
-    q->head = c->next;
-    if (!q->head) q->tail = NULL;
-    pthread_mutex_lock(&ctx->comms_mutex);
-    if (st == ASR_COMM_CONNECTED) {
-      c->next = ctx->connected;
-      ctx->connected = c;
+    if (st == ASR_COMM_CONNECTED || st == ASR_COMM_CONNECTION_ERROR) {
+      leave_queue(ctx, c, st);
+      progressed = 1;
     } else {
-      c->next = ctx->errored;
-      ctx->errored = c;
+      asr__sched_after_step(ctx, c, asr_time_ms());
     }
-    pthread_mutex_unlock(&ctx->comms_mutex);
-    pthread_mutex_lock(&ctx->task_mutex);
-    ctx->task_n--;
-    pthread_mutex_unlock(&ctx->task_mutex);
-    progressed = 1;
   }
   return progressed;
 }
@@ -453,24 +431,6 @@ static int post_sendrecv_tasks(asr_ctx_t *ctx) {
   progressed |= asr__drain_stashes(ctx, ASR_RECV_COMM);
   pthread_mutex_unlock(&ctx->comms_mutex);
   return progressed;
-}
-
-/* How long an idle tick may sleep: until the first timer of a queue head
- * (asr__connect_ready; at most 50 ms), or, when a head can move now, not at
- * all. Its sockets wake the thread through the loop. */
-static int idle_timeout(asr_ctx_t *ctx) {
-  int tmo = 50;
-  uint64_t now = asr_time_ms();
-  for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext) {
-      if (!q->head) continue;
-      int t = asr__connect_ready(ctx, q->head, now);
-      /* due now without a KV request: a retry_at_ms just reached; sleep 1 ms
-       * rather than spin (as the connect machine's waits always did) */
-      if (t == 0 && !q->head->kv_req) t = 1;
-      if (t >= 0 && t < tmo) tmo = t;
-    }
-  return tmo;
 }
 
 /*
@@ -510,9 +470,7 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
     pthread_mutex_unlock(&ctx->task_mutex);
   }
   int progressed = npicked > 0 || nclosing > 0;
-  mark_ready(ctx);
-  progressed |= connect_comms(ctx, ASR_SEND_COMM);
-  progressed |= connect_comms(ctx, ASR_RECV_COMM);
+  progressed |= connect_comms(ctx);
   progressed |= post_sendrecv_tasks(ctx);
   int ctl_tmo = ASR_LOOP_FOREVER; /* the close handshake's next look (drain.c) */
   progressed |= asr__drain_tick(ctx, &ctl_tmo);
@@ -528,7 +486,7 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
     sched_yield();
     return 0;
   }
-  int tmo = idle_timeout(ctx);
+  int tmo = asr__sched_timeout(ctx, asr_time_ms());
   if (ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
   if (ctl_tmo >= 0 && (tmo < 0 || ctl_tmo < tmo)) tmo = ctl_tmo;
   return tmo;
@@ -573,5 +531,6 @@ void *asr__svc_main(void *arg) {
     ctx->pending[dir] = NULL;
     ctx->active[dir] = NULL;
   }
+  for (int i = 0; i < ASR_SCHED_N; i++) ctx->sched[i].head = ctx->sched[i].tail = NULL;
   return NULL;
 }

@@ -338,6 +338,7 @@ static int drain(asr__ofi_t *o) {
         if (op) op_complete(op, ent[i].len, 0);
         if (op == &o->mbox_op && o->on_ctl) o->on_ctl(o->ctl_arg); /* the service thread takes it */
       }
+      atomic_fetch_add_explicit(&o->completions, (unsigned long)n, memory_order_release);
       if (n < CQ_BATCH) return 0;
       continue;
     }
@@ -351,6 +352,7 @@ static int drain(asr__ofi_t *o) {
                     fi_cq_strerror(o->cq, e.prov_errno, e.err_data, NULL, 0));
         if (op) op_complete(op, e.len, ofi_err(-(ssize_t)(e.err ? e.err : FI_EOTHER)));
         if (op == &o->mbox_op && o->on_ctl) o->on_ctl(o->ctl_arg);
+        atomic_fetch_add_explicit(&o->completions, 1, memory_order_release);
       }
       continue;
     }

@@ -189,6 +189,10 @@ typedef struct asr__ofi {
   /* every peer address inserted, once each (ofi_av.c; under the control lock) */
   struct asr__ofi_av_entry *avtab;
   int avn, avcap;
+  /* completions read so far, by any thread's drain, raised after each is
+   * recorded in its op (release): a reader that sees the count changed sees
+   * those ops done (connect_sched.c looks at its accepting comms then) */
+  _Atomic unsigned long completions;
 } asr__ofi_t;
 
 /* The peer addresses libfabric 1.17's shm holds per endpoint (SMR_MAX_PEERS). */

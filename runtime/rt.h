@@ -120,13 +120,15 @@ struct asr_comm {
   uint8_t peer_hostname[ASR_KV_HOSTNAME_LEN];
   int handle_len, hostname_len;
   uint64_t retry_at_ms;
-  uint64_t connect_deadline_ms; /* NET_CONNECT (SEND): give up on ASR_EAGAIN after this */
-  uint64_t connect_warn_ms;     /* NET_CONNECT (SEND): warn once about ASR_EAGAIN after this */
-  uint64_t connect_timeout_ms;  /* NET_CONNECT (SEND): ASR_KV_TIMEOUT_MS when it began */
-  int kv_ready;                 /* the comm can move this tick (its KV answer came: connect.c) */
-  int kv_first_publish;         /* RECV: kv_req is its handle's first SET, not yet answered */
-  unsigned wait_ms;             /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
-  unsigned kv_epoch;            /* RECV: asr__kv_host_epoch() when the handle was published */
+  uint64_t connect_deadline_ms;   /* NET_CONNECT (SEND): give up on ASR_EAGAIN after this */
+  uint64_t connect_warn_ms;       /* NET_CONNECT (SEND): warn once about ASR_EAGAIN after this */
+  uint64_t connect_timeout_ms;    /* NET_CONNECT (SEND): ASR_KV_TIMEOUT_MS when it began */
+  int sched;                      /* the schedule list it is on (ASR_SCHED_*, connect_sched.c) */
+  struct asr_comm *sprev, *snext; /* on ctx->sched[sched] */
+  struct asr_peerq *q;            /* its peer queue (from the handover on) */
+  int kv_first_publish;           /* RECV: kv_req is its handle's first SET, not yet answered */
+  unsigned wait_ms;               /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
+  unsigned kv_epoch;              /* RECV: asr__kv_host_epoch() when the handle was published */
 
   /* transport halves, on the comm's own endpoint: ofi is NULL until the
    * connect machine chose the comm's path (RECV: LISTEN, SEND: NET_CONNECT)
@@ -230,9 +232,10 @@ typedef struct {
 /* FIFO of comms to one (peer_ip, peer_lnc) in one direction. Every queue
  * stays on its direction's list (ctx->pending: next_ordinal must go on
  * counting for as long as the LNC is up); the queues with comms in them are
- * also on ctx->active (anext), which is what each tick walks: an empty queue
- * may stay there until the next connect_comms pass drops it (context.c), a
- * queue with comms in it is always there. */
+ * also on ctx->active (anext), which the safety walk and the "hostname"
+ * waiters' wake walk (a tick steps only the heads on READY,
+ * connect_sched.c): an empty queue may stay there until the next safety
+ * walk drops it, a queue with comms in it is always there. */
 typedef struct asr_peerq {
   char peer_ip[64];
   int peer_lnc;
@@ -248,6 +251,14 @@ typedef struct asr_peerq {
 #define ASR_PATH_LOCAL 1 /* the peer has this LNC's host identity: shm */
 #define ASR_PATH_NET 2   /* any other peer: the network provider */
 #define ASR_NEPS 2       /* endpoints a context may open */
+
+/* The schedule lists of connecting comms (connect_sched.c): each queue
+ * head is on at most one (asr_comm.sched); BATCH holds this tick's READY
+ * comms while they step. */
+enum { ASR_SCHED_NONE = 0, ASR_SCHED_READY, ASR_SCHED_TIMED, ASR_SCHED_ACCEPT, ASR_SCHED_BATCH, ASR_SCHED_N };
+typedef struct {
+  struct asr_comm *head, *tail;
+} asr_schedq_t;
 
 typedef struct asr_ctx {
   int lnc;
@@ -275,11 +286,18 @@ typedef struct asr_ctx {
   pthread_mutex_t task_mutex; /* guards everything up to detach_cv */
   int task_n;
   int shutdown;
-  int queue_full;                  /* service thread only: a stash waits for room in the provider's queue */
-  int accept_cq_rc[ASR_NEPS];      /* service thread only: this tick's CQ read for accepts (connect_comms) */
-  uint64_t accept_at_ms;           /* service thread only: the next CQ read for accepting comms */
-  unsigned accept_wait_ms;         /* service thread only: its delay (1, 2, 4, 8 ms: connect_comms) */
-  uint64_t yield_until_ms;         /* service thread only: connects poll, yielding, until then (connect.c) */
+  int queue_full;             /* service thread only: a stash waits for room in the provider's queue */
+  int accept_cq_rc[ASR_NEPS]; /* service thread only: this tick's CQ read for accepts (asr__sched_accepts) */
+  uint64_t accept_at_ms;      /* service thread only: the next CQ read for accepting comms */
+  unsigned accept_wait_ms;    /* service thread only: its delay (1, 2, 4, 8 ms: connect_comms) */
+  uint64_t yield_until_ms;    /* service thread only: connects poll, yielding, until then (connect.c) */
+  asr_schedq_t sched[ASR_SCHED_N];     /* service thread only: which heads step when (connect_sched.c) */
+  uint64_t timed_due_ms;               /* service thread only: the earliest retry_at_ms on TIMED */
+  uint64_t safety_at_ms;               /* service thread only: the next walk of every head */
+  unsigned long accept_seen[ASR_NEPS]; /* service thread only: eps[i].completions at the last look */
+  unsigned accept_epoch;               /* service thread only: asr__kv_host_epoch() at the last look */
+  _Atomic unsigned long
+      sched_missed;                /* heads only the safety walk scheduled (written by the service thread) */
   _Atomic unsigned stashed;        /* requests stashed and not yet drained, over all comms */
   _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
   uint64_t drain_pass;             /* service thread: numbers asr__drain_stashes's passes */
@@ -369,15 +387,25 @@ static inline void asr__ctx_wake(asr_ctx_t *ctx) { asr_loop_wake(ctx->loop); }
  * by the next comm that needs it (connect.c). */
 void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c);
 
-/* Whether queue head c can move this tick without an event (connect.c).
- * Returns 0 when it can move now, else the ms until its timer, or -1 when
- * only its KV answer can make it move (then c->kv_ready is set when the
- * answer comes). */
-int asr__connect_ready(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now);
+/* The schedule lists (connect_sched.c; service thread only). put moves c
+ * onto list `which` (off the one it was on); unlink takes it off. */
+void asr__sched_put(asr_ctx_t *ctx, struct asr_comm *c, int which);
+void asr__sched_unlink(asr_ctx_t *ctx, struct asr_comm *c);
+/* c stepped and is still connecting: onto the list its wait says. */
+void asr__sched_after_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now);
+/* TIMED heads whose timer passed onto READY. */
+void asr__sched_timers(asr_ctx_t *ctx, uint64_t now);
+/* The CQ read for accepting comms, when due; those it (or another thread's
+ * read) brought a connect message, or failed, onto READY. */
+void asr__sched_accepts(asr_ctx_t *ctx, uint64_t now);
+/* Every SAFETY_MS: a head on no list that can move onto READY (counted). */
+void asr__sched_safety(asr_ctx_t *ctx, uint64_t now);
+/* How long an idle tick may sleep for the lists' sake (ms, >= 0). */
+int asr__sched_timeout(const asr_ctx_t *ctx, uint64_t now);
 
 /* A RECV comm starts to wait for its connect message: the context reads
  * its CQ for accepts within a millisecond (connect.c; the read is
- * context.c's connect_comms). */
+ * connect_sched.c's asr__sched_accepts). */
 void asr__connect_accept_soon(asr_ctx_t *ctx);
 
 /* Service thread entry (context.c). */
@@ -386,8 +414,11 @@ void *asr__svc_main(void *arg);
 /* One step of the connect machine (connect.c). Returns 1 when it made progress. */
 int asr__connect_step(asr_ctx_t *ctx, struct asr_comm *c);
 /* Whether the connect machine's provider waits poll now (yielding the CPU
- * between ticks) rather than sleep on their timers (connect.c). */
-int asr__connect_yielding(const asr_ctx_t *ctx, uint64_t now);
+ * between ticks) rather than sleep on their timers (connect.c:
+ * CONNECT_YIELD_MS sets yield_until_ms). */
+static inline int asr__connect_yielding(const asr_ctx_t *ctx, uint64_t now) {
+  return now < ctx->yield_until_ms;
+}
 
 /* Post drain of the stashed requests of one direction, in post order
  * (request.c). Returns 1 when it posted. */

@@ -1053,6 +1053,8 @@ TEST_TIMEOUT(mesh_64_ranks_each_provider, 400) {
     char want[32];
     snprintf(want, sizeof want, "mesh %s %d ", MESH_RANKS, atoi(MESH_RANKS) / 4);
     ASSERT_CONTAINS(o, want);
+    /* every connecting comm was stepped by an event (connect_sched.c) */
+    ASSERT_MSG(!e || !strstr(e, "no event scheduled it"), "%s: %s", rt_providers[p], e);
     free(o);
     free(e);
   }
@@ -1361,6 +1363,70 @@ static void yield_bound_proc(int rank, void *arg) {
 }
 
 TEST(connect_wait_polls_then_sleeps) { rt_group_run(1, "shm", yield_bound_proc, NULL, 30000); }
+
+/* Every connecting comm steps because an event scheduled it
+ * (connect_sched.c: its KV answer, its timer, its connect message, becoming
+ * its queue's head, a woken "hostname" wait), never because the walk of
+ * every head that backs those up (every 50 ms) found it left off every
+ * list: SCHED_RANKS ranks open SCHED_COMMS SEND and RECV comms to each
+ * other rank (the later comms of a peer queue become its head as the
+ * earlier ones connect), prove each pair with a stamp, and the walk counted
+ * nothing. A comm left off would wait for the walk, which counts it. */
+#define SCHED_RANKS 4
+#define SCHED_COMMS 3
+static void sched_proc(int rank, void *arg) {
+  (void)arg;
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *sc[SCHED_RANKS][SCHED_COMMS], *rc[SCHED_RANKS][SCHED_COMMS];
+  for (int q = 0; q < SCHED_RANKS; q++)
+    for (int k = 0; k < SCHED_COMMS && q != rank; k++) {
+      ASSERT_OK(asr_connect(rank, RT_PEER_IP, q, &sc[q][k]));
+      ASSERT_OK(asr_accept(rank, RT_PEER_IP, q, &rc[q][k]));
+    }
+  for (int q = 0; q < SCHED_RANKS; q++)
+    for (int k = 0; k < SCHED_COMMS && q != rank; k++) {
+      ASSERT_OK(asr_comm_wait_connected(sc[q][k], 60000));
+      ASSERT_OK(asr_comm_wait_connected(rc[q][k], 60000));
+    }
+  asr_tensor_t *st, *rt;
+  alloc_tensor(SCHED_RANKS * SCHED_COMMS * 8, &st);
+  alloc_tensor(SCHED_RANKS * SCHED_COMMS * 8, &rt);
+  uint64_t *sv = asr_tensor_va(st), *rv = asr_tensor_va(rt);
+  asr_request_t *sq[SCHED_RANKS][SCHED_COMMS], *rq[SCHED_RANKS][SCHED_COMMS];
+  for (int q = 0; q < SCHED_RANKS; q++)
+    for (int k = 0; k < SCHED_COMMS && q != rank; k++) {
+      size_t i = (size_t)(q * SCHED_COMMS + k);
+      sv[i] = ((uint64_t)rank << 32) | ((uint64_t)q << 8) | (uint64_t)k;
+      rv[i] = ~0ull;
+      ASSERT_OK(asr_irecv(rc[q][k], rt, i * 8, 8, &rq[q][k]));
+      ASSERT_OK(asr_isend(sc[q][k], st, i * 8, 8, &sq[q][k]));
+    }
+  for (int q = 0; q < SCHED_RANKS; q++)
+    for (int k = 0; k < SCHED_COMMS && q != rank; k++) {
+      size_t got = 0, i = (size_t)(q * SCHED_COMMS + k);
+      ASSERT_OK(rt_wait_req(sq[q][k], NULL, 30000));
+      ASSERT_OK(rt_wait_req(rq[q][k], &got, 30000));
+      ASSERT_EQ(got, 8);
+      /* comm k of a pair carries the stamp of the peer's comm k */
+      ASSERT_MSG(rv[i] == (((uint64_t)q << 32) | ((uint64_t)rank << 8) | (uint64_t)k),
+                 "rank %d comm %d from %d got 0x%llx", rank, k, q, (unsigned long long)rv[i]);
+    }
+  unsigned long missed = atomic_load(&sc[rank == 0][0]->ctx->sched_missed); /* the LNC's context */
+  ASSERT_MSG(missed == 0, "%lu connecting comms stepped only because the safety walk found them", missed);
+  rt_barrier();
+  for (int q = 0; q < SCHED_RANKS; q++)
+    for (int k = 0; k < SCHED_COMMS && q != rank; k++) {
+      ASSERT_OK(asr_comm_close(sc[q][k]));
+      ASSERT_OK(asr_comm_close(rc[q][k]));
+    }
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(st);
+  asr_tensor_free(rt);
+}
+
+TEST(connects_stepped_by_events) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(SCHED_RANKS, rt_providers[p], sched_proc, NULL, 90000);
+}
 
 /* =========================================================================
  * 9. A peer killed (SIGKILL) mid-transfer or while a connect is pending
