@@ -76,9 +76,9 @@ struct asr_kv_call {
   struct asr_kv_call *qprev, *qnext; /* OP_QUEUED: its connection's queue */
   struct asr_kv_call *hnext;         /* OP_SENT: its id bucket */
   uint16_t klen, vlen;
+  char *err; /* why it failed (malloc'd when it does); NULL until then */
   uint8_t key[ASR_KV_KEY_MAX];
-  uint8_t val[ASR_KV_VAL_MAX_ID];
-  char err[640];
+  uint8_t val[]; /* a SET's value (vlen bytes); a GET has none */
 };
 
 struct pconn {
@@ -218,6 +218,19 @@ static void op_finish(asr_kv_call_t *op, int rc) {
   if (op->done) op->done(op->done_arg, op);
 }
 
+/* op's failure message (what asr_kv_call_error says). A request that
+ * succeeds never holds one, so the message takes no room until then. */
+static void set_err(asr_kv_call_t *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(asr_kv_call_t *op, const char *fmt, ...) {
+  char buf[640];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  free(op->err);
+  op->err = strdup(buf); /* without memory: no message, the code still says what failed */
+}
+
 static void op_fail(asr_kv_call_t *op, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void op_fail(asr_kv_call_t *op, int code, const char *fmt, ...) {
   char key[200], what[240];
@@ -226,8 +239,7 @@ static void op_fail(asr_kv_call_t *op, int code, const char *fmt, ...) {
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   asr_kv_key_render(op->key, op->klen, key, sizeof key);
-  snprintf(op->err, sizeof op->err, "KV %s of key '%s' on server %s: %s", asr_kv_op_name(op->opcode), key,
-           op->conn->name, what);
+  set_err(op, "KV %s of key '%s' on server %s: %s", asr_kv_op_name(op->opcode), key, op->conn->name, what);
   op_finish(op, code);
 }
 
@@ -515,7 +527,7 @@ static int conn_answer(pconn_t *c, const uint8_t *f) {
         op_requeue(op, !(op->wait && now - op->sent_ms >= op->wait / 2), ASR_ENOTFOUND);
         return 0;
       }
-      snprintf(op->err, sizeof op->err, "key not found");
+      set_err(op, "key not found");
       op_finish(op, ASR_ENOTFOUND);
       return 0;
     case ASR_KV_OP_ERROR: {
@@ -685,13 +697,16 @@ void asr_kv_pool_free(asr_kv_pool_t *p) {
 }
 
 static int op_start(asr_kv_pool_t *p, const char *ip, uint16_t port, uint8_t opcode, const void *key,
-                    size_t klen, asr_kv_call_t **out) {
+                    size_t klen, size_t vlen, asr_kv_call_t **out) {
   if (!p || !ip || !out || port == 0 || (klen && !key) || klen == 0) return ASR_EINVAL;
   if (klen > ASR_KV_KEY_MAX) return ASR_ETOOBIG;
   pconn_t *c = conn_get(p, ip, port);
   if (!c) return ASR_EINVAL; /* not an IPv4 address (or no memory) */
-  asr_kv_call_t *op = calloc(1, sizeof *op);
+  /* sized to its value: in a mesh's rendezvous each service thread holds
+   * a GET or a SET of a 128-byte handle per connecting comm */
+  asr_kv_call_t *op = malloc(sizeof *op + vlen);
   if (!op) return ASR_ENOMEM;
+  memset(op, 0, sizeof *op);
   op->pool = p;
   op->conn = c;
   op->opcode = opcode;
@@ -713,7 +728,7 @@ int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
                     asr_kv_call_t **out) {
   if (vtype != ASR_KV_VTYPE_TEXT && vtype != ASR_KV_VTYPE_BINARY) return ASR_EINVAL;
   asr_kv_call_t *op;
-  int rc = op_start(p, ip, port, ASR_KV_OP_GET, key, klen, &op);
+  int rc = op_start(p, ip, port, ASR_KV_OP_GET, key, klen, 0, &op);
   if (rc) return rc;
   op->vtype = (uint8_t)vtype;
   op->retry = retry != 0;
@@ -739,7 +754,7 @@ int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
   if ((vtype != ASR_KV_VTYPE_TEXT && vtype != ASR_KV_VTYPE_BINARY) || (vlen && !val)) return ASR_EINVAL;
   if (vlen > ASR_KV_VAL_MAX_ID) return ASR_ETOOBIG;
   asr_kv_call_t *op;
-  int rc = op_start(p, ip, port, ASR_KV_OP_SET, key, klen, &op);
+  int rc = op_start(p, ip, port, ASR_KV_OP_SET, key, klen, vlen, &op);
   if (rc) return rc;
   op->vtype = (uint8_t)vtype;
   if (vlen) memcpy(op->val, val, vlen);
@@ -759,7 +774,7 @@ int asr_kv_call_done(const asr_kv_call_t *op, int *rc) {
   return 1;
 }
 
-const char *asr_kv_call_error(const asr_kv_call_t *op) { return op ? op->err : ""; }
+const char *asr_kv_call_error(const asr_kv_call_t *op) { return op && op->err ? op->err : ""; }
 unsigned asr_kv_call_retries(const asr_kv_call_t *op) { return op ? op->retries : 0; }
 
 void asr_kv_call_free(asr_kv_call_t *op) {
@@ -769,6 +784,7 @@ void asr_kv_call_free(asr_kv_call_t *op) {
     op->cb = NULL;
     op_finish(op, ASR_ECANCELED);
   }
+  free(op->err);
   free(op);
 }
 

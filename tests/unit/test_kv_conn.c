@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -264,6 +265,48 @@ TEST_TIMEOUT(answers_out_of_order_reach_the_right_request, 30) {
 }
 
 /* --- bounds ---------------------------------------------------------------- */
+
+/* What a pending request costs the client: a GET holds its key, a SET its
+ * key and its value, and neither a failure message's room until it fails
+ * (kv_conn.c: set_err). In a full mesh each service thread holds one per
+ * connecting comm, and a pool may hold 10,000 (the test below): 5,000
+ * GETs and 5,000 SETs of 128-byte handles, started and not yet sent, add
+ * at most 400 and 600 bytes of heap each. */
+TEST(pending_request_memory_small) {
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = pool_new(loop, 60000, 60000);
+  enum { N = 5000 };
+  seen_t *s = calloc(2 * N, sizeof *s);
+  ASSERT(s);
+  char key[32];
+  uint8_t val[128] = {1};
+  start_get(p, port, "warm", 0, &s[0]); /* the connection's own buffers, once */
+  struct mallinfo2 m0 = mallinfo2();
+  for (int i = 1; i < N; i++) {
+    snprintf(key, sizeof key, "mem-%05d", i);
+    start_get(p, port, key, 1, &s[i]);
+  }
+  struct mallinfo2 m1 = mallinfo2();
+  for (int i = 0; i < N; i++) {
+    snprintf(key, sizeof key, "mem-%05d", i);
+    start_set(p, port, key, val, sizeof val, &s[N + i]);
+  }
+  struct mallinfo2 m2 = mallinfo2();
+  double get_b = (double)(m1.uordblks - m0.uordblks) / (N - 1),
+         set_b = (double)(m2.uordblks - m1.uordblks) / N;
+  ASSERT_MSG(get_b <= 400, "a pending GET takes %.0f bytes", get_b);
+  ASSERT_MSG(set_b <= 600, "a pending SET of 128 bytes takes %.0f bytes", set_b);
+  ASSERT_EQ(asr_kv_pool_pending(p), 2 * N);
+  for (int i = 0; i < 2 * N; i++) asr_kv_call_free(s[i].call);
+  ASSERT_EQ(asr_kv_pool_pending(p), 0);
+  free(s);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+  asr_kv_server_free(srv);
+}
 
 /* 10,000 requests in flight on one connection: half of them GETs held for
  * keys that the other half, behind them, sets. The server's bounds (64
