@@ -77,6 +77,12 @@ void asr__sched_after_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
     asr__sched_put(ctx, c, asr__ofi_accept(&c->orecv, &ready) || ready ? ASR_SCHED_READY : ASR_SCHED_ACCEPT);
     return;
   }
+  if (c->type == ASR_RECV_COMM && atomic_load(&c->status) == ASR_COMM_WAIT_FOR_NET_HANDLE_SET) {
+    /* its next step goes on to NET_CONNECT without the SET's answer
+     * (connect.c), which only its sender needs */
+    asr__sched_put(ctx, c, ASR_SCHED_READY);
+    return;
+  }
   if (c->kv_req) {
     if (asr_kv_call_done(c->kv_req, NULL)) asr__sched_put(ctx, c, ASR_SCHED_READY);
     return; /* else on_kv_done puts it on READY */

@@ -1333,6 +1333,71 @@ static void hostname_once_proc(int rank, void *arg) {
 
 TEST(hostname_asked_once_per_peer_ip) { rt_group_run(1, "shm", hostname_once_proc, NULL, 40000); }
 
+/* A RECV comm does not wait for the answer to its handle's SET
+ * (connect.c: WAIT_FOR_NET_HANDLE_SET): only its sender needs the SET,
+ * which the server holds the sender's GET for. Rank 0 hosts the KV server;
+ * ranks 1 and 2 connect one pair (rank 1 now knows the host's "hostname"),
+ * then rank 1 stops rank 0 (SIGSTOP) and opens a second RECV comm from rank
+ * 2: with no server to answer, it still reaches NET_CONNECT. Rank 0 goes on
+ * (SIGCONT), rank 2 opens the second SEND comm, and the pair carries a
+ * stamp. */
+static void set_nowait_proc(int rank, void *arg) {
+  (void)arg;
+  if (rank == 0) {
+    ASSERT_OK(asr_init(0));
+    rt_send_u64(1, (uint64_t)getpid());
+    rt_send_u64(2, 1);
+    rt_barrier();
+    ASSERT_OK(asr_close(0));
+    return;
+  }
+  pid_t host = rank == 1 ? (pid_t)rt_recv_u64(0) : 0;
+  if (rank == 2) (void)rt_recv_u64(0);
+  ASSERT_OK(asr_init(rank));
+  int peer = 3 - rank;
+  asr_comm_t *sc, *rc, *second;
+  rt_pair_up(rank, peer, &sc, &rc);
+  if (rank == 1) {
+    ASSERT(kill(host, SIGSTOP) == 0);
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 2, &second));
+    int st = -1;
+    for (int i = 0; i < 400 && st != ASR_COMM_NET_CONNECT; i++) {
+      ASSERT_OK(asr_comm_status(second, &st));
+      if (st != ASR_COMM_NET_CONNECT) asr_sleep_ms(5);
+    }
+    ASSERT(kill(host, SIGCONT) == 0);
+    ASSERT_MSG(st == ASR_COMM_NET_CONNECT,
+               "with the KV server stopped the RECV comm is in %s, not NET_CONNECT",
+               asr_comm_status_name(st));
+    rt_send_u64(2, 1);
+  } else {
+    (void)rt_recv_u64(1);
+    ASSERT_OK(asr_connect(2, RT_PEER_IP, 1, &second));
+  }
+  ASSERT_OK(asr_comm_wait_connected(second, 30000));
+  asr_tensor_t *t;
+  alloc_tensor(8, &t);
+  uint64_t *v = asr_tensor_va(t);
+  *v = rank == 2 ? 0x5E7A11 : 0;
+  asr_request_t *q;
+  if (rank == 2)
+    ASSERT_OK(asr_isend(second, t, 0, 8, &q));
+  else
+    ASSERT_OK(asr_irecv(second, t, 0, 8, &q));
+  size_t got = 0;
+  ASSERT_OK(rt_wait_req(q, &got, 30000));
+  ASSERT_EQ(got, 8);
+  ASSERT_EQ(*v, 0x5E7A11);
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(second));
+  ASSERT_OK(asr_comm_close(sc));
+  ASSERT_OK(asr_comm_close(rc));
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(t);
+}
+
+TEST(recv_comm_does_not_wait_for_its_set) { rt_group_run(3, "shm", set_nowait_proc, NULL, 60000); }
+
 /* A RECV comm whose sender never comes waits in NET_CONNECT. Right after a
  * comm entered NET_CONNECT the service thread polls the provider, yielding
  * the CPU between ticks (connect.c: CONNECT_YIELD_MS), and then goes back
