@@ -103,6 +103,7 @@ struct asrd_rank {
   int in_reads;              /* it reads the job's stdin (the JOB's stdin_rank, or all) */
   uint64_t in_got, in_taken; /* stdin bytes sent to it; written into its pipe or dropped */
   int exited, status;
+  unsigned exit_seq; /* the order this daemon saw the ranks exit in (1, 2, ...) */
   int exit_sent;
   int not_run;          /* its execve failed (asrd_spawn.c) */
   int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */

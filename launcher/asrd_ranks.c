@@ -5,9 +5,10 @@
  *
  * A rank's EXIT goes up once its process is gone and its output is drained
  * (both pipes at EOF), so that its last lines reach asrrun first. A rank
- * that failed is reported at once even if a descendant still holds its
- * output open: otherwise nobody learns of the failure, the job is never
- * aborted, and that descendant is never killed.
+ * that failed, or that joined and left without finalizing, is reported at
+ * once even if a descendant still holds its output open: otherwise nobody
+ * learns of the failure, the job is never aborted, and that descendant is
+ * never killed (this daemon's DONE still waits for every pipe's EOF).
  */
 #include "config.h"
 
@@ -44,10 +45,60 @@ static void sweep_later(asrd_t *d, pid_t pid) {
   if (!asr_loop_timer_active(&sweep_timer)) asr_loop_timer_start(d->loop, &sweep_timer, 0, on_sweep, NULL);
 }
 
+/* The first failed exit of the job holds the failures' EXITs for
+ * FAIL_HOLD_MS, so that ranks which die together are told cause first: a
+ * rank that joined and left without finalizing fails the fence the others
+ * wait in as soon as its PMIx connection goes, which can be before its own
+ * exit is seen, and asrrun would take their failure for the job's cause. A
+ * leaver is told at once (below), so within the hold it goes first. Once
+ * the daemon is ending the ranks (TERMINATING) their failures are its
+ * doing: nothing is held. */
+#define FAIL_HOLD_MS 20
+static asr_loop_timer_t fail_hold_timer;
+static int fail_hold; /* 1 while held, 2 once released */
+
+static void report_exit(asrd_rank_t *r);
+
+static unsigned exits_seen;
+
+/* The held failures go, in the order their ranks exited. */
+static void release_held(asrd_t *d) {
+  fail_hold = 2;
+  for (;;) {
+    asrd_rank_t *first = NULL;
+    for (int i = 0; i < d->nlocal; i++) {
+      asrd_rank_t *q = &d->ranks[i];
+      int failed = !(WIFEXITED(q->status) && WEXITSTATUS(q->status) == 0);
+      if (failed && q->exited && !q->exit_sent && (!first || q->exit_seq < first->exit_seq)) first = q;
+    }
+    if (!first) return;
+    report_exit(first);
+    if (!first->exit_sent) return; /* (cannot happen: a failure goes once released) */
+  }
+}
+
+static void on_fail_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  asrd_t *d = t->arg;
+  release_held(d);
+  if (d->on_rank_done) d->on_rank_done(d);
+}
+
 /* Sends EXIT for r if it is due (see above). */
 static void report_exit(asrd_rank_t *r) {
   int failed = !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
-  if (!r->exited || r->exit_sent || (!failed && !asrd_stdio_closed(r))) return;
+  if (failed && r->exited && !r->exit_sent && fail_hold != 2 && r->d->state < ASRD_TERMINATING) {
+    if (!fail_hold) {
+      fail_hold = 1;
+      asr_loop_timer_start(r->d->loop, &fail_hold_timer, FAIL_HOLD_MS, on_fail_hold, r->d);
+    }
+    return;
+  }
+  /* a rank that joined and left without finalizing ends the job as a
+   * failure does (asrrun_daemons.c: early_exit_check), and the failures it
+   * causes (the fence it left fails for the others) must not overtake it */
+  int at_once = failed || r->joined == ASR_CTL_JOINED_INIT;
+  if (!r->exited || r->exit_sent || (!at_once && !asrd_stdio_closed(r))) return;
   asr_ctl_msg_t m = {.type = ASR_CTL_EXIT,
                      .u.exit = {.rank = (uint32_t)r->rank,
                                 .status = (uint32_t)r->status,
@@ -66,6 +117,7 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   asrd_rank_t *r = p->arg;
   asrd_t *d = r->d;
   r->exited = 1;
+  r->exit_seq = ++exits_seen;
   /* not reaped here only if someone else reaped it: no status to tell */
   r->status = have_status ? status : (int)(W_EXITCODE(1, 0));
   d->nalive--;
@@ -207,6 +259,10 @@ void asrd_ranks_stop(asrd_t *d) {
     asr_loop_pid_stop(d->loop, &r->exit_watch);
     asrd_stdio_stop(r);
   }
+  if (asr_loop_timer_active(&fail_hold_timer)) asr_loop_timer_stop(d->loop, &fail_hold_timer);
+  if (fail_hold == 1) release_held(d); /* what is held goes now, before the ranks are let go of */
+  fail_hold = 0;
+  exits_seen = 0;
   if (asr_loop_timer_active(&sweep_timer)) {
     asr_loop_timer_stop(d->loop, &sweep_timer);
     on_sweep(d->loop, &sweep_timer);
