@@ -18,11 +18,10 @@
  *           (it may have to publish its handle again);
  *   none    waiting for its KV answer, which puts it on READY.
  *
- * so a tick touches the comms that can move, not every head: in a full mesh
- * most heads wait for a held GET or for their sender, and walking them all
- * on every tick of 64 service threads on 2 CPUs was a tenth of the mesh's
- * time. Every list is the service thread's alone (the pool's callbacks, the
- * handover and the detach all run there). A walk of every head every
+ * so a tick touches the comms that can move, not every head (in a full mesh
+ * most heads wait for a held GET or for their sender). Every list is the
+ * service thread's alone (the pool's callbacks, the handover and the detach
+ * all run there). A walk of every head every
  * SAFETY_MS (asr__sched_safety) puts on READY a head that an event left
  * off every list, and counts it (ctx->sched_missed, which the tests require
  * to stay 0), so that a missed event costs at most that long, not a hang.
@@ -112,9 +111,8 @@ void asr__sched_accepts(asr_ctx_t *ctx, uint64_t now) {
   int look[ASR_NEPS] = {0}, read = 0;
   if (now >= ctx->accept_at_ms) {
     /* One CQ read per endpoint for every comm waiting on it, not one per
-     * comm: on tcp;ofi_rxm each read polls every connection's socket, and
-     * with 63 comms waiting per LNC in a 64-rank mesh, reading per comm made
-     * poll() a fifth of the machine's time. The context's one timer says
+     * comm: on tcp;ofi_rxm each read polls every connection's socket. The
+     * context's one timer says
      * when (1, 2, 4, then every 8 ms while reads complete nothing; 1 ms again
      * after one that did, or when a comm starts to wait: a timer per comm
      * woke each service thread once per waiting comm; every tick while
