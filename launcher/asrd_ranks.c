@@ -61,6 +61,11 @@ static void report_exit(asrd_rank_t *r);
 
 static unsigned exits_seen;
 
+/* r's status is a failure (anything but exit 0). */
+static int exit_failed(const asrd_rank_t *r) {
+  return !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
+}
+
 /* The held failures go, in the order their ranks exited. */
 static void release_held(asrd_t *d) {
   fail_hold = 2;
@@ -68,8 +73,8 @@ static void release_held(asrd_t *d) {
     asrd_rank_t *first = NULL;
     for (int i = 0; i < d->nlocal; i++) {
       asrd_rank_t *q = &d->ranks[i];
-      int failed = !(WIFEXITED(q->status) && WEXITSTATUS(q->status) == 0);
-      if (failed && q->exited && !q->exit_sent && (!first || q->exit_seq < first->exit_seq)) first = q;
+      if (exit_failed(q) && q->exited && !q->exit_sent && (!first || q->exit_seq < first->exit_seq))
+        first = q;
     }
     if (!first) return;
     report_exit(first);
@@ -86,7 +91,7 @@ static void on_fail_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
 
 /* Sends EXIT for r if it is due (see above). */
 static void report_exit(asrd_rank_t *r) {
-  int failed = !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
+  int failed = exit_failed(r);
   if (failed && r->exited && !r->exit_sent && fail_hold != 2 && r->d->state < ASRD_TERMINATING) {
     if (!fail_hold) {
       fail_hold = 1;

@@ -372,8 +372,10 @@ static void leave_queue(asr_ctx_t *ctx, struct asr_comm *c, int st) {
   asr_peerq_t *q = c->q;
   asr__sched_unlink(ctx, c);
   q->head = c->next;
-  if (!q->head) q->tail = NULL;
-  if (q->head) asr__sched_put(ctx, q->head, ASR_SCHED_READY);
+  if (q->head)
+    asr__sched_put(ctx, q->head, ASR_SCHED_READY);
+  else
+    q->tail = NULL;
   pthread_mutex_lock(&ctx->comms_mutex);
   if (st == ASR_COMM_CONNECTED) {
     c->next = ctx->connected;
