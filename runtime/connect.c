@@ -23,7 +23,12 @@
  * WAIT_FOR_HOSTNAME. A host's name does not change while the job runs, and
  * in a full mesh these GETs, all started in the same tick, were a third of
  * every KV connection made. If the asking comm fails or is closed, the next
- * comm that needs the name asks.
+ * comm that needs the name asks. Nobody asks this host's own KV server
+ * (the seed's 127.0.0.1, or ASR_KV_BIND): the "hostname" there is the name
+ * each process of the host seeds and builds its own SEND keys with, so a
+ * peer there has this context's name -- the rendezvous keys could not
+ * match otherwise. The GET would only wait behind that server's backlog,
+ * with every RECV comm of the context behind it.
  *
  * Beyond the seed, for scale (DESIGN.md §3): a comm's KV requests are not
  * connections of their own (the seed's kv_store_make_progress opens one
@@ -388,7 +393,10 @@ static asr_peer_host_t *peer_host_find(asr_ctx_t *ctx, const char *ip) {
   return NULL;
 }
 
-/* ip's entry, made when missing; NULL without memory (then every comm asks). */
+/* ip's entry, made when missing; NULL without memory (then every comm asks).
+ * A new entry for this host's own KV server's address is known at once: its
+ * "hostname" is the name this process seeded there (kv_host.c) and sends
+ * its own keys under, which is ctx->hostname. */
 static asr_peer_host_t *peer_host_get(asr_ctx_t *ctx, const char *ip) {
   asr_peer_host_t *h = peer_host_find(ctx, ip);
   if (h) return h;
@@ -402,6 +410,10 @@ static asr_peer_host_t *peer_host_get(asr_ctx_t *ctx, const char *ip) {
   h = &ctx->hosts[ctx->nhosts++];
   memset(h, 0, sizeof *h);
   snprintf(h->ip, sizeof h->ip, "%s", ip);
+  if (strcmp(ip, asr__kv_host_ip()) == 0) {
+    memcpy(h->name, ctx->hostname, sizeof h->name);
+    h->known = 1;
+  }
   return h;
 }
 

@@ -1333,6 +1333,48 @@ static void hostname_once_proc(int rank, void *arg) {
 
 TEST(hostname_asked_once_per_peer_ip) { rt_group_run(1, "shm", hostname_once_proc, NULL, 40000); }
 
+/* A RECV comm from a peer at this host's own KV server's address takes the
+ * context's host name, asking nothing (connect.c): rank 0 hosts the KV
+ * server and rank 1, once up, stops it (SIGSTOP). Rank 1's first RECV comm
+ * from 127.0.0.1 still reaches NET_CONNECT (its SET is not waited for),
+ * while one from 127.0.0.2, another host's address, waits in
+ * WAIT_FOR_HOSTNAME for the answer no server gives. */
+static void own_host_proc(int rank, void *arg) {
+  (void)arg;
+  setenv("ASR_KV_BIND", "127.0.0.1", 1);
+  setenv("ASR_KV_TIMEOUT_MS", "3000", 1);
+  if (rank == 0) {
+    ASSERT_OK(asr_init(0));
+    rt_send_u64(1, (uint64_t)getpid());
+    rt_barrier();
+    ASSERT_OK(asr_close(0));
+    return;
+  }
+  pid_t host = (pid_t)rt_recv_u64(0);
+  ASSERT_OK(asr_init(1));
+  ASSERT(kill(host, SIGSTOP) == 0);
+  asr_comm_t *own, *other;
+  ASSERT_OK(asr_accept(1, RT_PEER_IP, 2, &own));
+  ASSERT_OK(asr_accept(1, "127.0.0.2", 2, &other));
+  int st = -1, so = -1;
+  for (int i = 0; i < 400 && st != ASR_COMM_NET_CONNECT; i++) {
+    ASSERT_OK(asr_comm_status(own, &st));
+    if (st != ASR_COMM_NET_CONNECT) asr_sleep_ms(5);
+  }
+  ASSERT_OK(asr_comm_status(other, &so));
+  ASSERT(kill(host, SIGCONT) == 0);
+  ASSERT_MSG(st == ASR_COMM_NET_CONNECT, "with the KV server stopped, the comm from this host is in %s",
+             asr_comm_status_name(st));
+  ASSERT_MSG(so == ASR_COMM_WAIT_FOR_HOSTNAME, "the comm from another host's address is in %s",
+             asr_comm_status_name(so));
+  ASSERT_OK(asr_comm_close(own));
+  ASSERT_OK(asr_comm_close(other));
+  rt_barrier();
+  ASSERT_OK(asr_close(1));
+}
+
+TEST(own_host_name_not_asked) { rt_group_run(2, "shm", own_host_proc, NULL, 30000); }
+
 /* A RECV comm does not wait for the answer to its handle's SET
  * (connect.c: WAIT_FOR_NET_HANDLE_SET): only its sender needs the SET,
  * which the server holds the sender's GET for. Rank 0 hosts the KV server;
