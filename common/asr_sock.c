@@ -109,12 +109,31 @@ int asr_sock_free_port(const char *ip) {
   return port;
 }
 
+/* Whether connected fd reaches itself: TCP's simultaneous open connects a
+ * socket to its own address when the kernel picked, as the local port of a
+ * connect to this host, the very port connected to while nothing listened
+ * there (a port in the ephemeral range, a server not up yet). Nobody is
+ * there: the caller is told "refused", and tries again as it would. */
+static int self_connected(int fd) {
+  struct sockaddr_in me, peer;
+  socklen_t ml = sizeof me, pl = sizeof peer;
+  if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+      getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+    return 0;
+  return me.sin_family == AF_INET && peer.sin_family == AF_INET && me.sin_port == peer.sin_port &&
+         me.sin_addr.s_addr == peer.sin_addr.s_addr;
+}
+
 int asr_sock_connect_start(const struct sockaddr_in *addr, int *in_progress) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return asr_err_from_errno(errno);
   asr_sock_nodelay(fd);
   *in_progress = 0;
-  if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0) return fd;
+  if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0) {
+    if (!self_connected(fd)) return fd;
+    close(fd);
+    return ASR_ECONNREFUSED;
+  }
   if (errno == EINPROGRESS || errno == EINTR) {
     *in_progress = 1;
     return fd;
@@ -128,7 +147,8 @@ int asr_sock_connect_result(int fd) {
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return asr_err_from_errno(errno);
-  return err ? asr_err_from_errno(err) : 0;
+  if (err) return asr_err_from_errno(err);
+  return self_connected(fd) ? ASR_ECONNREFUSED : 0;
 }
 
 /* Waits until fd is ready for events or the deadline passes. */

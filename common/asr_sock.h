@@ -33,7 +33,8 @@ int asr_sock_free_port(const char *ip);
 int asr_sock_connect_start(const struct sockaddr_in *addr, int *in_progress);
 
 /* Returns 0 when the pending connect on fd succeeded, else the ASR_E* code of
- * SO_ERROR (ASR_ECONNREFUSED when nobody listens). */
+ * SO_ERROR (ASR_ECONNREFUSED when nobody listens, and when the socket
+ * reached itself: see asr_sock.c). */
 int asr_sock_connect_result(int fd);
 
 /* Sets O_NONBLOCK and FD_CLOEXEC on an existing fd. */

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,6 +182,30 @@ TEST(sock_refused) {
   } else {
     ASSERT_EQ(fd, ASR_ECONNREFUSED);
   }
+}
+
+/* A connect to a port of this host that nobody listens on can reach
+ * itself: when the kernel picks that very port as the local one (the
+ * bootstrap port is in the ephemeral range, the server not up yet), TCP's
+ * simultaneous open connects the socket to itself, and a KV client would
+ * read its own request back as the answer. asr_sock_connect_result calls
+ * that refused, as it is. Made here on purpose: bound to the port it
+ * connects to. */
+TEST(sock_self_connect_is_refused) {
+  uint16_t port = asr_test_free_port();
+  struct sockaddr_in a;
+  ASSERT_OK(asr_sock_parse_ipv4("127.0.0.1", port, &a));
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  ASSERT(fd >= 0);
+  int one = 1;
+  ASSERT(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0);
+  ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+  ASSERT_MSG(rc == 0 || errno == EINPROGRESS, "connect to itself: %s", strerror(errno));
+  struct pollfd p = {.fd = fd, .events = POLLOUT};
+  ASSERT(poll(&p, 1, 2000) == 1);
+  ASSERT_EQ(asr_sock_connect_result(fd), ASR_ECONNREFUSED);
+  close(fd);
 }
 
 /* asr_fs_read_file reads a file whole, NUL-terminated, and refuses one over
