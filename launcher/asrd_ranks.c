@@ -50,12 +50,17 @@ static void sweep_later(asrd_t *d, pid_t pid) {
  * rank that joined and left without finalizing fails the fence the others
  * wait in as soon as its PMIx connection goes, which can be before its own
  * exit is seen, and asrrun would take their failure for the job's cause. A
- * leaver is told at once (below), so within the hold it goes first. Once
- * the daemon is ending the ranks (TERMINATING) their failures are its
+ * leaver is told at once (below), so within the hold it goes first --
+ * unless a death by a signal is held already: a rank killed is no rank
+ * reacting to a leaver (one that reacts exits, as its failed wait or fence
+ * makes it), while a leaver seen after it most likely left because of it
+ * (the death failed its wait), so the leaver waits its turn in the hold.
+ * Once the daemon is ending the ranks (TERMINATING) their failures are its
  * doing: nothing is held. */
 #define FAIL_HOLD_MS 20
 static asr_loop_timer_t fail_hold_timer;
-static int fail_hold; /* 1 while held, 2 once released */
+static int fail_hold;   /* 1 while held, 2 once released */
+static int held_killed; /* while held: a rank held died of a signal */
 
 static void report_exit(asrd_rank_t *r);
 
@@ -66,14 +71,19 @@ static int exit_failed(const asrd_rank_t *r) {
   return !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
 }
 
-/* The held failures go, in the order their ranks exited. */
+/* r joined and exited 0 without finalizing: asrrun ends the job for it as
+ * for a failure (asrrun_daemons.c: early_exit_check). */
+static int exit_left(const asrd_rank_t *r) { return !exit_failed(r) && r->joined == ASR_CTL_JOINED_INIT; }
+
+/* The held failures (and leavers) go, in the order their ranks exited. */
 static void release_held(asrd_t *d) {
   fail_hold = 2;
   for (;;) {
     asrd_rank_t *first = NULL;
     for (int i = 0; i < d->nlocal; i++) {
       asrd_rank_t *q = &d->ranks[i];
-      if (exit_failed(q) && q->exited && !q->exit_sent && (!first || q->exit_seq < first->exit_seq))
+      if ((exit_failed(q) || exit_left(q)) && q->exited && !q->exit_sent &&
+          (!first || q->exit_seq < first->exit_seq))
         first = q;
     }
     if (!first) return;
@@ -92,17 +102,19 @@ static void on_fail_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
 /* Sends EXIT for r if it is due (see above). */
 static void report_exit(asrd_rank_t *r) {
   int failed = exit_failed(r);
-  if (failed && r->exited && !r->exit_sent && fail_hold != 2 && r->d->state < ASRD_TERMINATING) {
+  int held = failed || (exit_left(r) && fail_hold == 1 && held_killed);
+  if (held && r->exited && !r->exit_sent && fail_hold != 2 && r->d->state < ASRD_TERMINATING) {
     if (!fail_hold) {
       fail_hold = 1;
       asr_loop_timer_start(r->d->loop, &fail_hold_timer, FAIL_HOLD_MS, on_fail_hold, r->d);
     }
+    if (WIFSIGNALED(r->status)) held_killed = 1;
     return;
   }
   /* a rank that joined and left without finalizing ends the job as a
    * failure does (asrrun_daemons.c: early_exit_check), and the failures it
    * causes (the fence it left fails for the others) must not overtake it */
-  int at_once = failed || r->joined == ASR_CTL_JOINED_INIT;
+  int at_once = failed || exit_left(r);
   if (!r->exited || r->exit_sent || (!at_once && !asrd_stdio_closed(r))) return;
   asr_ctl_msg_t m = {.type = ASR_CTL_EXIT,
                      .u.exit = {.rank = (uint32_t)r->rank,
@@ -267,6 +279,7 @@ void asrd_ranks_stop(asrd_t *d) {
   if (asr_loop_timer_active(&fail_hold_timer)) asr_loop_timer_stop(d->loop, &fail_hold_timer);
   if (fail_hold == 1) release_held(d); /* what is held goes now, before the ranks are let go of */
   fail_hold = 0;
+  held_killed = 0;
   exits_seen = 0;
   if (asr_loop_timer_active(&sweep_timer)) {
     asr_loop_timer_stop(d->loop, &sweep_timer);

@@ -3,10 +3,14 @@
  *   early_exit noinit R     rank R exits 0 at once, without asr_job_init
  *   early_exit nofinal R    rank R calls asr_job_init, then exits 0 without
  *                           finalizing while the others wait in a barrier
+ *   early_exit killed R     rank R calls asr_job_init, then dies of SIGKILL; the
+ *                           others leave (exit 0 without finalizing) once
+ *                           the barrier it left fails
  *   early_exit none         every rank: init, barrier, finalize (the control)
  * Every other rank calls asr_job_init, asr_job_barrier and asr_job_finalize,
  * printing "rank N: joined" and "rank N: done".
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +33,12 @@ int main(int argc, char **argv) {
   printf("rank %d: joined\n", info.rank);
   fflush(stdout);
   if (!strcmp(argv[1], "nofinal") && rank == who) return 0;
+  if (!strcmp(argv[1], "killed") && rank == who) raise(SIGKILL);
   rc = asr_job_barrier();
+  if (!strcmp(argv[1], "killed")) {
+    printf("rank %d: barrier: %s; leaving\n", info.rank, asr_strerror(rc));
+    return 0;
+  }
   if (rc != ASR_SUCCESS) {
     fprintf(stderr, "early_exit: rank %d: asr_job_barrier: %s\n", info.rank, asr_strerror(rc));
     return 1;

@@ -629,6 +629,22 @@ TEST_TIMEOUT(rank_exits_mid_fence, 60) {
   teardown();
 }
 
+/* The other way round: one dies (SIGKILL) and the others, their barrier
+ * failed, leave without finalizing a moment later. The death came first
+ * and is the job's cause: 137 naming rank 1, not 125 naming a leaver
+ * (the first of these to be seen used to go up at once while the death
+ * was held, asrd_ranks.c: FAIL_HOLD_MS). */
+TEST_TIMEOUT(rank_killed_then_others_leave, 60) {
+  setup();
+  job_t j;
+  RUN(&j, 40000, "-n", "3", "--timeout", "30", bin("tests/apps/early_exit"), "killed", "1");
+  ASSERT_CODE(&j, 137);
+  ASSERT_CONTAINS(j.err, "rank 1 on host");
+  ASSERT_CONTAINS(j.err, "was killed by signal 9");
+  ASSERT_NO_LEFTOVERS(NULL, 5000);
+  teardown();
+}
+
 /* --allow-early-exit lets it be (the others then wait: --timeout ends it);
  * plain programs that never join, and a job whose ranks all finalize, are
  * unaffected. */
