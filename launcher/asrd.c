@@ -81,8 +81,9 @@ static void set_state(asrd_t *d, asrd_state_t s) {
       break;
     case ASRD_FINISHING:
       /* a parent in the tree closes after its children have (each got the
-       * SHUTDOWN or the KILL first), so that what they still send goes up;
-       * bounded by their own ends (GRACE_MS + KILLED_WAIT_MS) */
+       * SHUTDOWN or the KILL first), so that what they still send goes up,
+       * and ends once the loop reaped their agents; bounded by their own
+       * ends (GRACE_MS + KILLED_WAIT_MS) */
       if (asrd_down_active(d)) {
         asr_loop_timer_start(d->loop, &d->state_timer, CHILDREN_MS, children_timeout, d);
         break;
@@ -95,7 +96,7 @@ static void set_state(asrd_t *d, asrd_state_t s) {
   }
 }
 
-/* FINISHING: every child's connection ended (or their time is up). */
+/* FINISHING: every child's connection and agent ended (or their time is up). */
 static void children_ended(asrd_t *d) {
   if (d->state != ASRD_FINISHING) return;
   asr_loop_timer_stop(d->loop, &d->state_timer);
@@ -260,7 +261,9 @@ static void on_up_ready(asrd_t *d) {
 /* asrrun is gone (or silent): the job is over here; no rank is left behind. */
 static void on_up_lost(asrd_t *d, const char *why, int quiet) {
   if (d->state == ASRD_FINISHING) { /* the end we asked for */
-    set_state(d, ASRD_DONE);
+    /* a parent that closed first (asrrun, after its SHUTDOWN) does not
+     * cut short the wait for the children: children_ended ends it */
+    if (!asrd_down_active(d)) set_state(d, ASRD_DONE);
     return;
   }
   /* A daemon started ahead of the job that asrrun dismissed ends quietly. */

@@ -280,7 +280,9 @@ int asrd_down_start(asrd_t *d, char *err, size_t errlen);
 void asrd_down_route(asrd_t *d, asr_ctl_msg_t *m);
 /* The parent's FENCE_DONE, passed to every child that took part. */
 void asrd_down_fence_done(asrd_t *d, const asr_ctl_msg_t *m);
-/* Whether a child's connection is still open. */
+/* Whether a child's connection is still open, or its agent not yet reaped
+ * (a parent ends after its children's processes have: reaped by the loop,
+ * as they end). */
 int asrd_down_active(const asrd_t *d);
 /* Ends every child's connection now (the parent is gone: they end too). */
 void asrd_down_close(asrd_t *d);

@@ -94,7 +94,7 @@ static void link_discard(link_t *l) {
 
 int asrd_down_active(const asrd_t *d) {
   for (int i = 0; i < d->nchildren; i++)
-    if (d->children[i].link) return 1;
+    if (d->children[i].link || d->children[i].agent > 0) return 1;
   return 0;
 }
 
@@ -364,7 +364,11 @@ static void on_agent_exit(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, 
   asrd_t *d = ch->d;
   ch->agent = 0;
   if (!have_status) st = 0;
-  if (ch->state != CHILD_LAUNCHING) return; /* its connection says how it ended */
+  if (ch->state != CHILD_LAUNCHING) { /* its connection says how it ended */
+    asr_debug("asrd", "the agent of host %s ended", host_name(d, ch->host));
+    if (!asrd_down_active(d) && d->on_down_idle) d->on_down_idle(d);
+    return;
+  }
   char why[1400];
   int sig = WIFSIGNALED(st), code = sig ? WTERMSIG(st) : WEXITSTATUS(st);
   snprintf(
@@ -536,9 +540,11 @@ void asrd_down_stop(asrd_t *d) {
   }
   while (d->down_links) link_free(d->down_links); /* children's, waiting for a HELLO, discarded */
   /* The children's agents (under "ip netns exec" and srun on their node, the
-   * daemons themselves) end once their connections have: reaped here, so
-   * that none outlives this daemon unwaited (bounded; what is left dies
-   * with us: PDEATHSIG). */
+   * daemons themselves) end once their connections have, and the loop
+   * reaps them (FINISHING waits for that); what is left here, when the
+   * children's time ran out or the loop failed, is reaped so that none
+   * outlives this daemon unwaited (bounded; what is left dies with us:
+   * PDEATHSIG). */
   for (int waited = 0;; waited += 10) {
     int left = 0;
     for (int i = 0; i < d->nchildren; i++) {

@@ -22,7 +22,7 @@ work=$(mktemp -d)
 trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
-cases=(r4_fence_3 r4_fence_4 r4_fence_5 r4_fence_17 r4_output_17 r4_abort_leaf_17 r4_state_report_17
+cases=(r4_fence_3 r4_fence_4 r4_fence_5 r4_parent_ends_last_5 r4_fence_17 r4_output_17 r4_abort_leaf_17 r4_state_report_17
   r4_interior_killed_17 r4_leaf_killed_17 r2_deep_interior_killed_8 r4_stdin_deep_17)
 long=(default_fence_130 default_output_130 default_abort_leaf_130 default_interior_killed_130
   r4_interior_frozen_17 r4_interior_cut_17)
@@ -164,6 +164,25 @@ result "4 hosts at radix 4: every host asrrun's child, fence with data"
 case=r4_fence_5 failed=0 out=$work/$case
 fence 5 4 2
 result "5 hosts at radix 4: the fifth started by the first, fence with data"
+
+# At the end asrrun sends SHUTDOWN and closes its side; host 1's daemon
+# passes it to host 5's and must end after it (its loop reaps host 5's
+# agent), not as soon as asrrun's side closes: asrd's debug lines, written
+# to the one stderr both share, are in the order of their writes.
+case=r4_parent_ends_last_5 failed=0 out=$work/$case
+ASR_LOG_LEVEL=debug ASR_LOG_SUBSYS=asrd run_job "$out" --tree-radix 4 -H "$(netns_ehosts 5 1)" true
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+child=$(grep -n "^\[asr asrd:4@$(e 5) .*FINISHING -> DONE" "$out" | cut -d: -f1)
+agent=$(grep -n "^\[asr asrd:0@$(e 1) .*the agent of host $(e 5) ended" "$out" | cut -d: -f1)
+parent=$(grep -n "^\[asr asrd:0@$(e 1) .*FINISHING -> DONE" "$out" | cut -d: -f1)
+if [ -z "$child" ] || [ -z "$agent" ] || [ -z "$parent" ]; then
+  fail "a daemon's end is missing from the debug log (child ${child:-none}, agent ${agent:-none}, parent ${parent:-none})"
+elif ((parent < child || parent < agent)); then
+  fail "host $(e 1)'s daemon ended (line $parent) before its child on $(e 5) (line $child, agent reaped: line $agent)"
+fi
+check_clean
+result "5 hosts at radix 4: host 1's daemon ends after the child it started, reaped by its loop"
 
 case=r4_fence_17 failed=0 out=$work/$case
 fence 17 4 2
