@@ -17,6 +17,8 @@
 #   conns          control connections asrrun held (asrrun -v's count)
 #   fence msgs     fence messages asrrun handled per fence, in + out
 #   depth          the tree's depth (--dry-run)
+#   tree/flat      per round, the tree's launch and fence time over the flat
+#                  one run beside it: median (p25-p75) of those ratios
 # Exits non-zero if any run fails.
 set -uo pipefail
 build=$(cd "${1:?usage: tree_bench.sh BUILD_DIR}" && pwd)
@@ -35,6 +37,15 @@ netns_setup_many "$max" 13 || { echo "tree_bench: cannot create network namespac
 AGENT="$here/../netns/agent.sh $NETNS_PREFIX $NETNS_PER"
 NS1=$(netns_ens 1)
 failures=0
+
+# paired FLAT_LIST TREE_LIST -> "MEDIAN (P25-P75)" of tree/flat, run by run
+paired() {
+  paste <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) |
+    awk '$1 > 0 && $2 != "nan" && $1 != "nan" { print $2 / $1 }' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit }
+      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf "%.3f (%.3f-%.3f)", m, v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }'
+}
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
@@ -73,7 +84,8 @@ depth() { # N RADIX
   [[ $d == *flat* ]] && echo 1 || sed -n 's/.*depth \([0-9]*\):.*/\1/p' <<<"$d"
 }
 
-printf '%-10s %-5s %6s %10s %9s %11s %6s %11s\n' hosts mode depth launch_ms fence_ms cpu_s/host conns fence_msgs
+printf '%-10s %-5s %6s %10s %9s %11s %6s %11s  %s\n' hosts mode depth launch_ms fence_ms cpu_s/host conns fence_msgs \
+  "tree/flat, paired: launch; fence"
 rows=()
 for n in $SIZES 16x8; do
   lnc=1 hosts=$n
@@ -94,12 +106,15 @@ for n in $SIZES 16x8; do
     radix=0
     [ $mode = tree ] && radix=16
     [ $mode = tree ] && [ "$hosts" -le 16 ] && radix=4
-    printf '%-10s %-5s %6s %10s %9s %11s %6s %11s\n' "$n" "$mode$([ $mode = tree ] && echo "/$radix")" \
+    ratio=
+    [ $mode = tree ] && ratio="$(paired "${L[flat]}" "${L[tree]}"); $(paired "${F[flat]}" "${F[tree]}")"
+    printf '%-10s %-5s %6s %10s %9s %11s %6s %11s  %s\n' "$n" "$mode$([ $mode = tree ] && echo "/$radix")" \
       "$(depth "$hosts" "$radix")" "$(tr ' ' '\n' <<<"${L[$mode]}" | grep . | median)" \
       "$(tr ' ' '\n' <<<"${F[$mode]}" | grep . | median)" "$(tr ' ' '\n' <<<"${C[$mode]}" | grep . | median)" \
-      "${K[$mode]}" "${M[$mode]}"
+      "${K[$mode]}" "${M[$mode]}" "$ratio"
   done
   unset L F C K M
 done
-echo "($REPS runs each, flat and tree alternating; fence_msgs: FENCE/FENCE_SUB in + FENCE_DONE out at asrrun, per fence)"
+echo "($REPS runs each, flat and tree alternating; fence_msgs: FENCE/FENCE_SUB in + FENCE_DONE out at asrrun, per fence;"
+echo " tree/flat: the median (p25-p75) of each round's tree time over the flat time run beside it)"
 [ "$failures" = 0 ]
