@@ -31,11 +31,11 @@
 #                   (iterations * 2), i.e. already ONE-WAY (it counts the ping
 #                   and the pong as two transfers): it is used as is. Note that
 #                   fi_pingpong pre-posts its receive, which pingpong's pattern
-#                   cannot do; so the table also shows "tsend", the latency of
-#                   tests/bench/ofi_raw, the very pattern of pingpong (post
-#                   send, wait for its completion, then post the receive) on
-#                   raw fi_tsend/fi_trecv (and fi_tinject where libasr injects:
-#                   shm, up to 4 KiB), and the ratio asr/tsend.
+#                   cannot do; so the table also shows, as "raw2", the latency
+#                   of tests/bench/ofi_raw ("tsend"), the very pattern of
+#                   pingpong (post send, wait for its completion, then post the
+#                   receive) on raw fi_tsend/fi_trecv (and fi_tinject where
+#                   libasr injects: shm, up to 4 KiB), and the ratio asr/raw2.
 #   bandwidth (MB/s) window of 64 sends in flight, then a 1-byte ack (pingpong's
 #                   bw mode). fi_pingpong has no windowed mode, so raw is
 #                   tests/bench/ofi_raw -m bw -w 64 (one run per size, as
@@ -68,6 +68,12 @@
 # each into the init part (until the last endpoint is up) and the part after
 # it (the connection set-up itself: both wait for every rank to be up before
 # the first connect, so neither starts connecting before its clock does);
+# the second baseline column, "raw2", is ofi_raw_mesh -T -Z in the mesh
+# rows: raw libfabric in libasr's shape, a thread per LNC and each peer put
+# into the AV only as the first send to it goes out (the seed's rendezvous
+# delivers a peer's address comm by comm), where plain raw drives a
+# process's endpoints from one thread and maps every peer's region before
+# the first connection request arrives;
 # their size column is the number of
 # processes ("16p"). The raw init part pays what libfabric
 # 1.17 costs every process at its first fi_getinfo here -- the verbs
@@ -422,13 +428,14 @@ run_asr_mesh() { # provider tag ranks
   mesh_data "$2" asr "$out"
 }
 
-run_raw_mesh() { # provider tag ranks
-  local out=$WORK/rawmesh_$2.$3.$RANDOM.out
-  if ! run env -u BENCH_PIN timeout -k 5 300 "$RAW_MESH" -p "$1" -R "$3" -L "$(mesh_lncs "$3")" -t 280 >"$out" 2>&1; then
-    fail "ofi_raw_mesh $3 ($1)" "$out"
+run_raw_mesh() { # provider tag ranks [tool: raw, or rawt for -T -Z]
+  local out=$WORK/rawmesh_$2.$3.$RANDOM.out tool=${4:-raw} shape=()
+  [ "$tool" = rawt ] && shape=(-T -Z)
+  if ! run env -u BENCH_PIN timeout -k 5 300 "$RAW_MESH" -p "$1" -R "$3" -L "$(mesh_lncs "$3")" "${shape[@]}" -t 280 >"$out" 2>&1; then
+    fail "ofi_raw_mesh $3 ${shape[*]} ($1)" "$out"
     return
   fi
-  mesh_data "$2" raw "$out"
+  mesh_data "$2" "$tool" "$out"
 }
 
 median() { # tag metric size tool -> median (empty when none)
@@ -484,9 +491,9 @@ for prov in $PROVIDERS; do
     for r in $MESH_SIZES; do
       echo "ofi_bench: $prov: mesh of $r ranks, run $rep of $MESH_REPS ($(($(date +%s) - START)) s)" >&2
       if [ $((rep % 2)) -eq 1 ]; then
-        run_raw_mesh "$prov" "$tag" "$r"; run_asr_mesh "$prov" "$tag" "$r"
+        run_raw_mesh "$prov" "$tag" "$r"; run_asr_mesh "$prov" "$tag" "$r"; run_raw_mesh "$prov" "$tag" "$r" rawt
       else
-        run_asr_mesh "$prov" "$tag" "$r"; run_raw_mesh "$prov" "$tag" "$r"
+        run_raw_mesh "$prov" "$tag" "$r" rawt; run_asr_mesh "$prov" "$tag" "$r"; run_raw_mesh "$prov" "$tag" "$r"
       fi
     done
   done
@@ -494,7 +501,7 @@ done
 
 # --- the table ---------------------------------------------------------------
 F='%-14s %-18s %-8s %-10s %-10s %-8s %-17s %-10s %-9s %s\n'
-printf "$F" provider metric size asr raw asr/raw "paired (range)" tsend asr/tsend "paired (range)"
+printf "$F" provider metric size asr raw asr/raw "paired (range)" raw2 asr/raw2 "paired (range)"
 for prov in $PROVIDERS; do
   tag=${prov//;/+}
   for s in $LAT_SIZES; do
@@ -518,9 +525,9 @@ for prov in $PROVIDERS; do
         meshinit) label="  init part" ;;
         meshconn) label="  after init" ;;
       esac
-      a=$(median "$tag" $what "$m" asr) r=$(median "$tag" $what "$m" raw)
+      a=$(median "$tag" $what "$m" asr) r=$(median "$tag" $what "$m" raw) t=$(median "$tag" $what "$m" rawt)
       printf "$F" "$prov" "$label" "${p:-?}p" "$(fmt "$a")" "$(fmt "$r")" "$(ratio "$a" "$r")" \
-        "$(paired "$tag" $what "$m" asr raw)" "" "" ""
+        "$(paired "$tag" $what "$m" asr raw)" "$(fmt "$t")" "$(ratio "$a" "$t")" "$(paired "$tag" $what "$m" asr rawt)"
     done
   done
 done

@@ -4,7 +4,7 @@
  * endpoints, and one message from every rank to every other rank, written
  * straight on libfabric with nothing of libasr in between.
  *
- *   ofi_raw_mesh [-p PROVIDER] [-R RANKS] [-L LNCS_PER_PROC] [-t TIMEOUT_S]
+ *   ofi_raw_mesh [-p PROVIDER] [-R RANKS] [-L LNCS_PER_PROC] [-T] [-Z] [-t TIMEOUT_S]
  *
  * Forks RANKS / LNCS_PER_PROC processes with asr_bench's launcher
  * (tests/apps/asr_launch.h, so both start alike); rank r lives in process
@@ -20,6 +20,13 @@
  * every message has arrived, and each is checked. A rank's process drives
  * all its endpoints from one thread, retrying full queues.
  *
+ * Two options give the baseline libasr's shape, each alone or both (-T -Z):
+ * -T drives each endpoint from a thread of its own (libasr's service thread
+ * per LNC), and -Z inserts a peer into the AV only just before the first
+ * send to it (libasr learns a peer's address from that comm's rendezvous,
+ * so its AV fills as its comms connect; up front, every region is mapped
+ * before any peer's connection request comes in).
+ *
  * The clock starts in the launcher just before the first fork and stops when
  * the last process has all its messages; prints, as asr_bench,
  *   mesh RANKS PROCS init_ms connected_ms
@@ -29,6 +36,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +66,8 @@ typedef struct { /* the table the launcher maps shared before forking */
 
 typedef struct {
   int ranks, per_proc;
+  int thread_per_ep; /* -T: each endpoint driven by a thread of its own */
+  int lazy_av;       /* -Z: each peer inserted just before the first send to it */
   const char *prov;
   uint64_t t0;
   addr_table_t *table;
@@ -82,6 +92,8 @@ typedef struct { /* one rank's endpoint and its messages */
   uint64_t *sbuf, *rbuf; /* slot q: the message to / from rank q */
   op_t *sops, *rops;     /* by rank */
   int next_send;         /* next rank to send to */
+  addr_table_t *lazy;    /* -Z: insert each peer just before the first send to it */
+  int inserted;          /* -Z: peers below this one are in the AV */
   int open;              /* completions still to come */
 } rank_ep_t;
 
@@ -173,6 +185,11 @@ static int post_sends(rank_ep_t *e, int ranks, size_t inject_max) {
       e->next_send++;
       continue;
     }
+    if (e->lazy && q >= e->inserted) {
+      if (fi_av_insert(e->av, e->lazy->addr[q], 1, &e->peers[q], 0, NULL) != 1)
+        return fail(e->rank, "fi_av_insert", 0) ? -1 : 0;
+      e->inserted = q + 1;
+    }
     e->sbuf[q] = ((uint64_t)e->rank << 32) | (uint64_t)q;
     ssize_t rc;
     if (inject_max >= 8) /* libasr's rule: shm injects small sends, no completion */
@@ -185,6 +202,26 @@ static int post_sends(rank_ep_t *e, int ranks, size_t inject_max) {
     e->next_send++;
   }
   return 0;
+}
+
+typedef struct {
+  rank_ep_t *e;
+  int ranks;
+  size_t inject_max;
+  int bad;
+} ep_thread_t;
+
+/* -T: one endpoint's sends and completions, on a thread of its own (as
+ * libasr drives each LNC from its own service thread). */
+static void *ep_thread(void *arg) {
+  ep_thread_t *t = arg;
+  rank_ep_t *e = t->e;
+  while (e->open > 0 && !t->bad) {
+    int before = e->open, next = e->next_send;
+    if (post_sends(e, t->ranks, t->inject_max) || drain(e)) t->bad = 1;
+    if (e->open == before && e->next_send == next && e->open > 0) sched_yield();
+  }
+  return NULL;
 }
 
 static int mesh_proc(int proc, int nprocs, void *arg) {
@@ -206,7 +243,8 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
   if (launch_barrier() != 0) bad = 1;
   for (int i = 0; i < L && !bad; i++) {
     rank_ep_t *e = &eps[i];
-    for (int q = 0; q < R && !bad; q++)
+    if (o->lazy_av) e->lazy = o->table;
+    for (int q = 0; q < R && !bad && !o->lazy_av; q++)
       if (fi_av_insert(e->av, o->table->addr[q], 1, &e->peers[q], 0, NULL) != 1)
         bad = fail(e->rank, "fi_av_insert", 0);
     e->open = 2 * (R - 1);
@@ -220,9 +258,28 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
       if (rc) bad = fail(e->rank, "fi_trecv", rc);
     }
   }
+  if (o->thread_per_ep && !bad) {
+    ep_thread_t *ts = calloc((size_t)L, sizeof *ts);
+    pthread_t *tids = calloc((size_t)L, sizeof *tids);
+    int started = 0;
+    if (!ts || !tids) bad = fail(proc, "memory", 0);
+    for (int i = 0; i < L && !bad; i++) {
+      ts[i] = (ep_thread_t){.e = &eps[i], .ranks = R, .inject_max = inject_max};
+      if (pthread_create(&tids[i], NULL, ep_thread, &ts[i]) != 0)
+        bad = fail(eps[i].rank, "pthread_create", 0);
+      else
+        started++;
+    }
+    for (int i = 0; i < started; i++) {
+      pthread_join(tids[i], NULL);
+      if (ts[i].bad) bad = 1;
+    }
+    free(ts);
+    free(tids);
+  }
   /* one thread drives every endpoint of the process: a full queue waits for
    * a peer's progress, which may be this very process's next round */
-  for (int left = L; left > 0 && !bad;) {
+  for (int left = o->thread_per_ep ? 0 : L; left > 0 && !bad;) {
     int moved = 0;
     left = 0;
     for (int i = 0; i < L && !bad; i++) {
@@ -265,14 +322,17 @@ int main(int argc, char **argv) {
   int timeout_s = 300, opt;
   o.prov = getenv("ASR_PROVIDER");
   if (!o.prov || !*o.prov) o.prov = "shm";
-  while ((opt = getopt(argc, argv, "p:R:L:t:h")) != -1) {
+  while ((opt = getopt(argc, argv, "p:R:L:TZt:h")) != -1) {
     switch (opt) {
       case 'p': o.prov = optarg; break;
       case 'R': o.ranks = atoi(optarg); break;
       case 'L': o.per_proc = atoi(optarg); break;
+      case 'T': o.thread_per_ep = 1; break;
+      case 'Z': o.lazy_av = 1; break;
       case 't': timeout_s = atoi(optarg); break;
       default:
-        fprintf(stderr, "usage: ofi_raw_mesh [-p PROVIDER] [-R RANKS] [-L LNCS_PER_PROC] [-t TIMEOUT_S]\n");
+        fprintf(stderr,
+                "usage: ofi_raw_mesh [-p PROVIDER] [-R RANKS] [-L LNCS_PER_PROC] [-T] [-t TIMEOUT_S]\n");
         return 2;
     }
   }
