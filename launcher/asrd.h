@@ -87,6 +87,7 @@ typedef struct {
   unsigned watching; /* the events io waits for now (read while part has room) */
   asr_buf_t part;    /* read and not yet sent: at most ASRD_STREAM_MAX bytes */
   int open;          /* a piece of a line went up without its end */
+  int eof;           /* its read met EOF (not: closed because asrrun's reader went away) */
   int ended;         /* EOF reached and everything sent (or dropped) */
 } asrd_stream_t;
 
@@ -103,7 +104,8 @@ struct asrd_rank {
   int in_reads;              /* it reads the job's stdin (the JOB's stdin_rank, or all) */
   uint64_t in_got, in_taken; /* stdin bytes sent to it; written into its pipe or dropped */
   int exited, status;
-  unsigned exit_seq; /* the order this daemon saw the ranks exit in (1, 2, ...) */
+  unsigned end_seq; /* the order this daemon saw the ranks end in (1, 2, ...; 0 not yet):
+                     * its exit, or before it the EOF of both its output pipes */
   int exit_sent;
   int not_run;          /* its execve failed (asrd_spawn.c) */
   int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */
@@ -200,8 +202,11 @@ struct asrd {
   void (*on_rank_done)(asrd_t *d);
   /* set by asrd_job.c: PMIx finished (ok) or failed the registration */
   void (*on_registered)(asrd_t *d, int ok, const char *err);
-  /* set by asrd_ranks.c: both output pipes of r reached EOF */
+  /* set by asrd_ranks.c: both output streams of r ended (EOF, all sent) */
   void (*on_output_closed)(asrd_rank_t *r);
+  /* set by asrd_ranks.c: reads of both output pipes of r met EOF (the rank,
+   * and whatever else held them, closed them: usually its death) */
+  void (*on_output_eof)(asrd_rank_t *r);
 
   /* PMIx (asrd_pmix.c) */
   int pmix_up;

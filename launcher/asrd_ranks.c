@@ -55,8 +55,13 @@ static void sweep_later(asrd_t *d, pid_t pid) {
  * reacting to a leaver (one that reacts exits, as its failed wait or fence
  * makes it), while a leaver seen after it most likely left because of it
  * (the death failed its wait), so the leaver waits its turn in the hold.
- * Once the daemon is ending the ranks (TERMINATING) their failures are its
- * doing: nothing is held. */
+ * The same when another rank ended before the leaver but its exit is not
+ * seen yet: a dying process closes its files (the output pipes, the PMIx
+ * socket whose loss fails the others' fence) before it can be reaped, so
+ * the ranks reacting to its death can exit, and be seen, before it is.
+ * What is held goes in the order the ranks ended (end_seq: the exit, or
+ * before it the EOF of both output pipes). Once the daemon is ending the
+ * ranks (TERMINATING) their failures are its doing: nothing is held. */
 #define FAIL_HOLD_MS 20
 static asr_loop_timer_t fail_hold_timer;
 static int fail_hold;   /* 1 while held, 2 once released */
@@ -64,7 +69,22 @@ static int held_killed; /* while held: a rank held died of a signal */
 
 static void report_exit(asrd_rank_t *r);
 
-static unsigned exits_seen;
+static unsigned ends_seen;
+
+/* r is seen ending (its exit, or the EOF of both its output pipes): the
+ * first of these gives its place in the order. */
+static void mark_end(asrd_rank_t *r) {
+  if (!r->end_seq) r->end_seq = ++ends_seen;
+}
+
+/* Another rank ended before r but is not reaped yet. */
+static int earlier_dying(const asrd_rank_t *r) {
+  for (int i = 0; i < r->d->nlocal; i++) {
+    const asrd_rank_t *q = &r->d->ranks[i];
+    if (q != r && q->end_seq && q->end_seq < r->end_seq && !q->exited) return 1;
+  }
+  return 0;
+}
 
 /* r's status is a failure (anything but exit 0). */
 static int exit_failed(const asrd_rank_t *r) {
@@ -83,7 +103,7 @@ static void release_held(asrd_t *d) {
     for (int i = 0; i < d->nlocal; i++) {
       asrd_rank_t *q = &d->ranks[i];
       if ((exit_failed(q) || exit_left(q)) && q->exited && !q->exit_sent &&
-          (!first || q->exit_seq < first->exit_seq))
+          (!first || q->end_seq < first->end_seq))
         first = q;
     }
     if (!first) return;
@@ -102,7 +122,7 @@ static void on_fail_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
 /* Sends EXIT for r if it is due (see above). */
 static void report_exit(asrd_rank_t *r) {
   int failed = exit_failed(r);
-  int held = failed || (exit_left(r) && fail_hold == 1 && held_killed);
+  int held = failed || (exit_left(r) && ((fail_hold == 1 && held_killed) || earlier_dying(r)));
   if (held && r->exited && !r->exit_sent && fail_hold != 2 && r->d->state < ASRD_TERMINATING) {
     if (!fail_hold) {
       fail_hold = 1;
@@ -134,7 +154,7 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   asrd_rank_t *r = p->arg;
   asrd_t *d = r->d;
   r->exited = 1;
-  r->exit_seq = ++exits_seen;
+  mark_end(r);
   /* not reaped here only if someone else reaped it: no status to tell */
   r->status = have_status ? status : (int)(W_EXITCODE(1, 0));
   d->nalive--;
@@ -236,6 +256,7 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
 int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen) {
   if (d->nlocal == 0) return 0;
   d->on_output_closed = on_output_closed;
+  d->on_output_eof = mark_end;
   int rc = asrd_pmi_prepare(d, errbuf, errlen);
   if (rc == 0) rc = asrd_spawn_prepare(d, errbuf, errlen);
   for (int i = 0; i < d->nlocal && rc == 0; i++) rc = start_rank(d, &d->ranks[i], errbuf, errlen);
@@ -280,7 +301,7 @@ void asrd_ranks_stop(asrd_t *d) {
   if (fail_hold == 1) release_held(d); /* what is held goes now, before the ranks are let go of */
   fail_hold = 0;
   held_killed = 0;
-  exits_seen = 0;
+  ends_seen = 0;
   if (asr_loop_timer_active(&sweep_timer)) {
     asr_loop_timer_stop(d->loop, &sweep_timer);
     on_sweep(d->loop, &sweep_timer);
