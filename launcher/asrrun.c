@@ -554,6 +554,7 @@ int main(int argc, char **argv) {
     return asrrun_status_client(job);
   }
   r->exit_code = -1;
+  r->leaver = -1; /* no verdict held (asrrun_daemons.c) */
   r->lfd = -1;
   r->daemons_up = 0;
   r->early = (asrrun_early_t){.lfd = -1, .index = -1};

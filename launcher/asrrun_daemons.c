@@ -268,14 +268,23 @@ static int rank_failed_code(int status) {
 /* A rank that exited 0 before joining a job others joined, or after joining
  * without finalizing, while other ranks still run, ends the job (mpirun and
  * srun end such jobs too: the others would wait for it forever). */
-static void early_exit_check(asrrun_t *run, int rank) {
-  rank_t *r = &run->ranks[rank];
-  if (run->cfg.allow_early_exit || run->state >= RUN_ABORTING || !r->exited) return;
-  if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) return; /* a failure is reported as one */
-  if (r->joined == ASR_CTL_JOINED_FINALIZED || (!r->joined && !run->any_joined)) return;
-  if (run->ranks_exited >= run->map.nranks) return; /* nobody is left to wait for it */
+/* The verdict on a rank that left early waits LEAVER_HOLD_MS when it
+ * joined, for a death by a signal on another host: a rank killed fails the
+ * fence the others wait in as soon as its connection goes, so ranks on
+ * other hosts can leave, and be told here, before its own daemon tells its
+ * death (each daemon holds failures FAIL_HOLD_MS, 20 ms, asrd_ranks.c,
+ * and its host may be farther). A killed rank is no rank reacting to a
+ * leaver, so within the hold its death is the job's cause. More leavers
+ * may come meanwhile (a death fails the fence for every rank in it); any
+ * other exit or abort told meanwhile is one the leaver caused (the fence
+ * it left fails for the others) or one that ends the job anyway, and the
+ * first leaver's verdict goes first, at once. One daemon orders its own
+ * ranks so already. */
+#define LEAVER_HOLD_MS 200
+
+static void leaver_verdict(asrrun_t *run, int rank) {
   const char *host = run->map.host_names[run->map.ranks[rank].host];
-  if (r->joined)
+  if (run->ranks[rank].joined)
     run->fail(run, ASRRUN_EXIT_LAUNCH,
               "rank %d exited with status 0 after joining the job, without finalizing, while other ranks "
               "ran (host %s); ending the job (--allow-early-exit allows this)",
@@ -285,6 +294,36 @@ static void early_exit_check(asrrun_t *run, int rank) {
               "rank %d exited with status 0 without joining the job while other ranks joined it (host %s); "
               "ending the job (--allow-early-exit allows this)",
               rank, host);
+}
+
+/* The held leaver's verdict, now (its time is up, or a failure came that
+ * it caused). */
+static void leaver_release(asrrun_t *run) {
+  if (run->leaver < 0) return;
+  int rank = run->leaver;
+  run->leaver = -1;
+  asr_loop_timer_stop(run->loop, &run->leaver_hold);
+  if (run->state < RUN_ABORTING) leaver_verdict(run, rank);
+}
+
+static void on_leaver_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
+  (void)loop;
+  leaver_release(t->arg);
+}
+
+static void early_exit_check(asrrun_t *run, int rank) {
+  rank_t *r = &run->ranks[rank];
+  if (run->cfg.allow_early_exit || run->state >= RUN_ABORTING || !r->exited) return;
+  if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) return; /* a failure is reported as one */
+  if (r->joined == ASR_CTL_JOINED_FINALIZED || (!r->joined && !run->any_joined)) return;
+  if (run->ranks_exited >= run->map.nranks) return; /* nobody is left to wait for it */
+  if (run->leaver >= 0) return; /* one held already: the first goes first */
+  if (r->joined && run->map.nhosts > 1) {
+    run->leaver = rank;
+    asr_loop_timer_start(run->loop, &run->leaver_hold, LEAVER_HOLD_MS, on_leaver_hold, run);
+    return;
+  }
+  leaver_verdict(run, rank);
 }
 
 static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what, uint32_t via) {
@@ -333,6 +372,10 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t fl
   run->ranks[rank].exited = 1;
   run->ranks[rank].status = st;
   run->ranks_exited++;
+  /* after a held leaver, what is neither a death by a signal nor another
+   * leaver (those may have left for the same cause) lets it go first */
+  int left = WIFEXITED(st) && WEXITSTATUS(st) == 0 && run->ranks[rank].joined == ASR_CTL_JOINED_INIT;
+  if (!WIFSIGNALED(st) && !left) leaver_release(run);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
     early_exit_check(run, (int)rank);
     return;
@@ -384,6 +427,7 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       break;
     case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status, m->u.exit.flags); break;
     case ASR_CTL_ABORT: {
+      leaver_release(run); /* an abort after a held leaver: one it caused */
       int status = (int)m->u.abort.status;
       const char *msg = m->u.abort.msg;
       run->fail(run, status > 0 && status < 124 ? status : 1,
@@ -987,6 +1031,7 @@ int asrrun_daemons_stdin_ready(const asrrun_t *run) {
 }
 
 void asrrun_daemons_stop(asrrun_t *run) {
+  asr_loop_timer_stop(run->loop, &run->leaver_hold);
   asr_loop_timer_stop(run->loop, &run->progress);
   asr_loop_timer_stop(run->loop, &run->heartbeat);
   asr_loop_timer_stop(run->loop, &run->hello_deadline);
