@@ -148,8 +148,8 @@ struct asrrun {
   int exit_code; /* decided by the first failure; -1 until then */
   int interrupts;
   int ranks_exited;
-  int any_joined;        /* a rank joined the job (JOINED): the early-exit rule applies */
-  int leaver;            /* a rank that left early, its verdict held (asrrun_daemons.c), or -1 */
+  int any_joined; /* a rank joined the job (JOINED): the early-exit rule applies */
+  int leaver;     /* a rank that left early, its verdict held (asrrun_daemons.c), or -1 */
   asr_loop_timer_t leaver_hold;
   uint64_t last_tick_ms; /* the heartbeat timer's last run: a gap is asrrun's own stop */
 

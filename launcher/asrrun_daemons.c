@@ -317,7 +317,7 @@ static void early_exit_check(asrrun_t *run, int rank) {
   if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) return; /* a failure is reported as one */
   if (r->joined == ASR_CTL_JOINED_FINALIZED || (!r->joined && !run->any_joined)) return;
   if (run->ranks_exited >= run->map.nranks) return; /* nobody is left to wait for it */
-  if (run->leaver >= 0) return; /* one held already: the first goes first */
+  if (run->leaver >= 0) return;                     /* one held already: the first goes first */
   if (r->joined && run->map.nhosts > 1) {
     run->leaver = rank;
     asr_loop_timer_start(run->loop, &run->leaver_hold, LEAVER_HOLD_MS, on_leaver_hold, run);
