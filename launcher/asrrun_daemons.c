@@ -373,9 +373,10 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t fl
   run->ranks[rank].status = st;
   run->ranks_exited++;
   /* after a held leaver, what is neither a death by a signal nor another
-   * leaver (those may have left for the same cause) lets it go first */
+   * leaver (those may have left for the same cause) lets it go first, and
+   * so does the last rank's exit: the verdict must come before the end */
   int left = WIFEXITED(st) && WEXITSTATUS(st) == 0 && run->ranks[rank].joined == ASR_CTL_JOINED_INIT;
-  if (!WIFSIGNALED(st) && !left) leaver_release(run);
+  if (!WIFSIGNALED(st) && (!left || run->ranks_exited >= run->map.nranks)) leaver_release(run);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
     early_exit_check(run, (int)rank);
     return;

@@ -3,6 +3,7 @@
  *   early_exit noinit R     rank R exits 0 at once, without asr_job_init
  *   early_exit nofinal R    rank R calls asr_job_init, then exits 0 without
  *                           finalizing while the others wait in a barrier
+ *                           (R "all": every rank does)
  *   early_exit killed R     rank R calls asr_job_init, then dies of SIGKILL; the
  *                           others leave (exit 0 without finalizing) once
  *                           the barrier it left fails
@@ -22,7 +23,8 @@ int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *r = getenv("ASR_RANK");
   int rank = r ? atoi(r) : -1;
-  int who = argc > 2 ? atoi(argv[2]) : -1;
+  int all = argc > 2 && !strcmp(argv[2], "all");
+  int who = all ? rank : argc > 2 ? atoi(argv[2]) : -1;
   if (!strcmp(argv[1], "noinit") && rank == who) return 0;
   asr_job_info_t info;
   int rc = asr_job_init(&info);

@@ -19,7 +19,7 @@ work=$(mktemp -d)
 trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
-cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote killed_rank_remote_others_leave leaver_remote abort_remote asrd_killed
+cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote killed_rank_remote_others_leave leaver_remote all_leave_remote abort_remote asrd_killed
   link_down asrrun_killed if_include_subnet if_include_bad agent_fails agent_missing pbs_nodefile mpi_openmpi_hosts
   mpi_mpich_hosts pmi2_hosts torch_gloo_hosts stall_missing_accept_hosts stall_missing_receive_hosts
   stall_barrier_hosts stall_on_demand_hosts paths_2x4 paths_forced_tcp paths_kill_mid_transfer)
@@ -135,6 +135,17 @@ grep -q "rank 6 exited with status 0 after joining the job, without finalizing.*
   fail "no summary naming rank 6 and host $H2"
 check_clean
 result "rank 6 on $H2 leaves without finalizing: 125 naming it, not the ranks whose barrier it failed"
+
+# every rank joins and exits 0 without finalizing, on every host at about
+# the same time: the first leaver's verdict, held for a death that does not
+# come, must still come before the job's end (125, not 0)
+case=all_leave_remote failed=0 out=$work/$case
+run_job "$out" -H "$HOSTS" "$APPS/early_exit" nofinal all
+rc=$?
+[ $rc = 125 ] || fail "exit $rc, wanted 125"
+grep -q "exited with status 0 after joining the job, without finalizing" "$out" || fail "no summary naming a leaver"
+check_clean
+result "every rank leaves without finalizing: 125 naming the first, not 0"
 
 case=abort_remote failed=0 out=$work/$case
 run_job "$out" -H "$HOSTS" "$APPS/pmix_client" --abort 6:5
