@@ -36,6 +36,7 @@
 #include "asr_log.h"
 #include "asr_sock.h"
 #include "asrd.h"
+#include "asrd_dir.h"
 #include "launch.h"
 #include "tree.h"
 
@@ -362,6 +363,9 @@ static void on_agent_exit(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, 
   (void)loop;
   asrd_child_t *ch = p->arg;
   asrd_t *d = ch->d;
+  /* a child killed whose agent was the daemon itself left its PMIx
+   * directory here (asrrun_daemons.c: reaped) */
+  if (have_status && WIFSIGNALED(st)) asrd_dir_remove_of(ch->agent);
   ch->agent = 0;
   if (!have_status) st = 0;
   if (ch->state != CHILD_LAUNCHING) { /* its connection says how it ended */

@@ -40,6 +40,7 @@ NHOSTS=17
 # 13 hosts to a namespace: 130 hosts are 10 namespaces
 if ! netns_setup_many "$NHOSTS" 13; then skip_all "network namespaces cannot be created on this machine"; fi
 AGENT="$here/agent.sh $NETNS_PREFIX $NETNS_PER"
+touch "$work/mark" # check_clean: what a case leaves is newer
 NS1=$(netns_ens 1)
 e() { netns_ehost "$1"; }
 
@@ -63,6 +64,14 @@ check_clean() {
   local p
   for p in ${killed:-}; do rm -rf /dev/shm/asrd."$p".?????? /tmp/asrd."$p".??????; done
   killed=
+  # any other asrd's is its own or, if it had to be killed, its killer's to remove
+  local d left=
+  for d in $(find /dev/shm /tmp -maxdepth 1 -name 'asrd.*.??????' -newer "$work/mark" 2>/dev/null); do
+    p=${d#*/asrd.} p=${p%%.*}
+    [ -d "/proc/$p" ] || { left="$left ${d##*/}"; rm -rf "$d"; }
+  done
+  [ -z "$left" ] || fail "PMIx directories of ended daemons left behind:$left"
+  touch "$work/mark"
 }
 
 # dry N RADIX DEPTH: --dry-run shows the tree of that depth (0: flat).
