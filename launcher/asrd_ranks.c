@@ -60,12 +60,15 @@ static void sweep_later(asrd_t *d, pid_t pid) {
  * socket whose loss fails the others' fence) before it can be reaped, so
  * the ranks reacting to its death can exit, and be seen, before it is.
  * What is held goes in the order the ranks ended (end_seq: the exit, or
- * before it the EOF of both output pipes). Once the daemon is ending the
+ * before it the EOF of both output pipes), and waits, up to
+ * FAIL_HOLD_MAX_MS, for a rank that ended first but is still in its exit. Once the daemon is ending the
  * ranks (TERMINATING) their failures are its doing: nothing is held. */
 #define FAIL_HOLD_MS 20
+#define FAIL_HOLD_MAX_MS 1000 /* how long the hold waits on a rank still in its exit */
 static asr_loop_timer_t fail_hold_timer;
-static int fail_hold;   /* 1 while held, 2 once released */
-static int held_killed; /* while held: a rank held died of a signal */
+static int fail_hold_waited; /* ms the hold was extended for such a rank */
+static int fail_hold;        /* 1 while held, 2 once released */
+static int held_killed;      /* while held: a rank held died of a signal */
 
 static void report_exit(asrd_rank_t *r);
 
@@ -112,9 +115,28 @@ static void release_held(asrd_t *d) {
   }
 }
 
+/* A rank that ended (its pipes' EOF) before every held one is still not
+ * reaped: its process is still in its exit (a loaded host can keep it
+ * there for tens of ms), and it goes first once it is. */
+static int dying_first(const asrd_t *d) {
+  unsigned held_first = 0, dying = 0;
+  for (int i = 0; i < d->nlocal; i++) {
+    const asrd_rank_t *q = &d->ranks[i];
+    if (q->exited && !q->exit_sent && (exit_failed(q) || exit_left(q)) &&
+        (!held_first || q->end_seq < held_first))
+      held_first = q->end_seq;
+    if (q->end_seq && !q->exited && (!dying || q->end_seq < dying)) dying = q->end_seq;
+  }
+  return dying && held_first && dying < held_first;
+}
+
 static void on_fail_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
   (void)loop;
   asrd_t *d = t->arg;
+  if (dying_first(d) && (fail_hold_waited += FAIL_HOLD_MS) < FAIL_HOLD_MAX_MS) {
+    asr_loop_timer_start(d->loop, &fail_hold_timer, FAIL_HOLD_MS, on_fail_hold, d);
+    return;
+  }
   release_held(d);
   if (d->on_rank_done) d->on_rank_done(d);
 }
@@ -300,6 +322,7 @@ void asrd_ranks_stop(asrd_t *d) {
   if (asr_loop_timer_active(&fail_hold_timer)) asr_loop_timer_stop(d->loop, &fail_hold_timer);
   if (fail_hold == 1) release_held(d); /* what is held goes now, before the ranks are let go of */
   fail_hold = 0;
+  fail_hold_waited = 0;
   held_killed = 0;
   ends_seen = 0;
   if (asr_loop_timer_active(&sweep_timer)) {
