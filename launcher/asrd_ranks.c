@@ -61,8 +61,9 @@ static void sweep_later(asrd_t *d, pid_t pid) {
  * the ranks reacting to its death can exit, and be seen, before it is.
  * What is held goes in the order the ranks ended (end_seq: the exit, or
  * before it the EOF of both output pipes), and waits, up to
- * FAIL_HOLD_MAX_MS, for a rank that ended first but is still in its exit. Once the daemon is ending the
- * ranks (TERMINATING) their failures are its doing: nothing is held. */
+ * FAIL_HOLD_MAX_MS, for a rank that ended first but is still in its exit.
+ * Once the daemon is ending the ranks (TERMINATING) their failures are its
+ * doing: nothing is held. */
 #define FAIL_HOLD_MS 20
 #define FAIL_HOLD_MAX_MS 1000 /* how long the hold waits on a rank still in its exit */
 static asr_loop_timer_t fail_hold_timer;

@@ -301,8 +301,8 @@ static void leaver_verdict(asrrun_t *run, int rank) {
               rank, host);
 }
 
-/* The held leaver's verdict, now (its time is up, or a failure came that
- * it caused). */
+/* The held leaver's verdict, now: its time is up, or what came after it
+ * was no death by a signal (above), or the last rank exited. */
 static void leaver_release(asrrun_t *run) {
   if (run->leaver < 0) return;
   int rank = run->leaver;
