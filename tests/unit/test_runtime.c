@@ -2360,13 +2360,17 @@ TEST(libfabric_load_skips_psm_constructors) {
     globfree(&g);
     SKIP("this host has an Omni-Path device (/dev/hfi1*): the real libpsm2 is kept");
   }
-  uint64_t ms[2], which[2];
-  for (int keep = 1; keep >= 0; keep--) {
-    rt_group_start(1, "shm", nopsm_proc, &keep);
-    ms[keep] = rt_recv_u64(0);
-    which[keep] = rt_recv_u64(0);
-    rt_group_finish(30000);
-  }
+  /* The fastest of three interleaved runs of each: asr_init's own cost
+   * swings by a hundred ms on a loaded machine, the sleeps do not. */
+  uint64_t ms[2] = {UINT64_MAX, UINT64_MAX}, which[2] = {0, 0};
+  for (int run = 0; run < 3; run++)
+    for (int keep = 1; keep >= 0; keep--) {
+      rt_group_start(1, "shm", nopsm_proc, &keep);
+      uint64_t t = rt_recv_u64(0);
+      which[keep] = rt_recv_u64(0);
+      rt_group_finish(30000);
+      if (t < ms[keep]) ms[keep] = t;
+    }
   if (which[1] != 2) SKIP("this libfabric does not load libpsm2: there is no constructor to spare it");
   if (getenv("ASR_TEST_VERBOSE"))
     printf("    asr_init took %llu ms with ASR_OFI_PSM=1, %llu ms with libasr's stand-ins\n",
@@ -2376,7 +2380,9 @@ TEST(libfabric_load_skips_psm_constructors) {
   if (ms[1] < 150)
     SKIP("asr_init took only %llu ms with the real libpsm2: its constructor does not sleep here",
          (unsigned long long)ms[1]);
-  ASSERT_MSG(ms[0] * 2 < ms[1], "asr_init took %llu ms with the stand-ins, %llu ms without",
+  /* At least one constructor's sleep spared (a ratio would fail wherever
+   * asr_init itself is slow). */
+  ASSERT_MSG(ms[0] + 100 <= ms[1], "asr_init took %llu ms with the stand-ins, %llu ms without",
              (unsigned long long)ms[0], (unsigned long long)ms[1]);
 }
 
