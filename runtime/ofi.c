@@ -319,6 +319,13 @@ static void ctl_unlock(asr__ofi_t *o) {
  * then the release store of done that publishes them. That store is the
  * drain's last touch of op: from then on the poller may recycle it. */
 static void op_complete(asr__ofi_op_t *op, size_t len, int err) {
+#ifdef ASR_TSAN
+  /* the provider's access to the op's buffer, in this thread and before the
+   * store that publishes the completion (asr_tsan.h); a failed op moved
+   * nothing we may read */
+  if (!err && op->tsan_recv) asr_tsan_wrote(op->tsan_buf, len < op->tsan_cap ? len : op->tsan_cap);
+  if (!err && !op->tsan_recv) asr_tsan_read(op->tsan_buf, op->tsan_cap);
+#endif
   __atomic_store_n(&op->len, len, __ATOMIC_RELAXED);
   __atomic_store_n(&op->err, err, __ATOMIC_RELAXED);
   __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
@@ -398,9 +405,22 @@ int asr__ofi_drain_locked(asr__ofi_t *o) {
 
 /* Readies op for a post (called with ep_lock held). The previous use's
  * completion has been read: no drain touches op until it is posted again. */
-static inline void op_arm(asr__ofi_op_t *op) {
+/* What op_complete tells TSan the provider touched (asr_tsan.h). Set only
+ * while no drain can complete op: before its post. */
+static inline void op_tsan_buf(asr__ofi_op_t *op, void *buf, size_t cap, int recv) {
+#ifdef ASR_TSAN
+  op->tsan_buf = buf;
+  op->tsan_cap = cap;
+  op->tsan_recv = recv;
+#else
+  (void)op, (void)buf, (void)cap, (void)recv;
+#endif
+}
+
+static inline void op_arm(asr__ofi_op_t *op, void *buf, size_t cap, int recv) {
   assert(!asr__ofi_op_owned(op)); /* rearming an op libfabric owns would lose its completion */
   memset(&op->fctx, 0, sizeof op->fctx);
+  op_tsan_buf(op, buf, cap, recv);
   __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&op->len, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
@@ -415,7 +435,7 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   r->comm_id = o->next_comm_id++;
   if (o->next_comm_id > TAG_COMM_MASK) o->next_comm_id = 1;
   r->seq = 0;
-  op_arm(&r->ctrl_op);
+  op_arm(&r->ctrl_op, r->ctrl_buf, sizeof r->ctrl_buf, 1);
   ssize_t rc = POST_RETRY(fi_trecv(o->ep, r->ctrl_buf, sizeof r->ctrl_buf, NULL, FI_ADDR_UNSPEC,
                                    TAG_CTRL | make_tag(r->comm_id, 0, 0), 0, &r->ctrl_op));
   if (rc) op_unarm(&r->ctrl_op);
@@ -478,7 +498,7 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   /* One attempt, not POST_RETRY: this runs on the service thread, which must
    * not wait here while the peer takes its time to answer the provider's
    * connection setup; the connect machine calls again on a later tick. */
-  op_arm(&s->ctrl_op);
+  op_arm(&s->ctrl_op, s->ctrl_buf, sizeof s->ctrl_buf, 0);
   ssize_t rc = fi_tsend(o->ep, s->ctrl_buf, sizeof s->ctrl_buf, NULL, s->peer,
                         TAG_CTRL | make_tag(s->peer_comm_id, 0, 0), &s->ctrl_op);
   if (rc) {
@@ -537,9 +557,12 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
      * it was (completed or never posted, so not the provider's) */
     rc = POST_DATA(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)),
                    spin_ms);
-    if (rc == 0) op_complete(op, len, 0);
+    if (rc == 0) {
+      op_tsan_buf(op, buf, len, 0); /* the provider copied it before returning */
+      op_complete(op, len, 0);
+    }
   } else {
-    op_arm(op);
+    op_arm(op, buf, len, 0);
     rc = POST_DATA(
         fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op),
         spin_ms);
@@ -558,7 +581,7 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
 int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op) {
   assert(asr__ofi_locked(o));
-  op_arm(op);
+  op_arm(op, buf, len, 1);
   ssize_t rc = POST_DATA(
       fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op), 0);
   if (rc == 0) {
@@ -630,7 +653,7 @@ int asr__ofi_ctl_decode(const uint8_t *buf, size_t len, asr__ofi_ctl_t *m) {
 int asr__ofi_mbox_post(asr__ofi_t *o) {
   if (o->mbox_posted) return 0;
   ctl_lock(o);
-  op_arm(&o->mbox_op);
+  op_arm(&o->mbox_op, o->mbox_buf, sizeof o->mbox_buf, 1);
   ssize_t rc =
       fi_trecv(o->ep, o->mbox_buf, sizeof o->mbox_buf, NULL, FI_ADDR_UNSPEC, TAG_CTRL, 0, &o->mbox_op);
   if (rc) {

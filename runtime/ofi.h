@@ -95,6 +95,7 @@
 
 #include "asr_assert.h"
 #include "asr_err.h"
+#include "asr_tsan.h"
 
 #define ASR_OFI_HANDLE_LEN 128
 #define ASR_OFI_ADDR_MAX 110
@@ -140,6 +141,13 @@ typedef struct asr__ofi_op {
   int done;                /* completion read */
   int err;                 /* 0 or the ASR_E* of a failed completion (mapped from its fi_errno) */
   size_t len;              /* bytes moved (receives: bytes received) */
+#ifdef ASR_TSAN
+  /* What the provider may touch until the completion, told to TSan by the
+   * drain (asr_tsan.h): the buffer, its size, and whether it is written. */
+  void *tsan_buf;
+  size_t tsan_cap;
+  int tsan_recv;
+#endif
 } asr__ofi_op_t;
 
 /* Whether libfabric still owns op: posted, completion not read yet. Once it

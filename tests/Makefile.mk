@@ -139,6 +139,13 @@ tests_apps_stall_SOURCES = tests/apps/stall.c
 tests_apps_stall_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_stall_LDADD = runtime/libasr.la
 tests_apps_stall_LDFLAGS = -no-install
+# An application with a race on a receive buffer (test_runtime_mt's
+# tsan_sees_the_providers_write).
+noinst_PROGRAMS += tests/apps/tsan_racy_recv
+tests_apps_tsan_racy_recv_SOURCES = tests/apps/tsan_racy_recv.c
+tests_apps_tsan_racy_recv_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_tsan_racy_recv_LDADD = runtime/libasr.la
+tests_apps_tsan_racy_recv_LDFLAGS = -no-install
 # Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh \
 	tests/netns/tree.sh tests/netns/agent.sh tests/bench/tree_bench.sh

@@ -16,9 +16,12 @@
  *                          receivers in the other
  *   mt_connect_close_cycles 4 threads, each bringing up its own two LNCs and
  *                          connecting, moving data and closing comms in cycles
+ *   tsan_sees_the_providers_write  TSan reports an application's race with
+ *                          the provider's write into a receive buffer
  */
 #include "config.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -440,4 +443,36 @@ static void close_race_proc(int rank, void *arg) {
 
 TEST_TIMEOUT(mt_comm_close_races_lnc_close, 120) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], close_race_proc, NULL, 100000);
+}
+
+/* The TSan build of the suite ignores what uninstrumented libraries do
+ * (scripts/test.sh: ignore_noninstrumented_modules=1); the drain tells TSan
+ * of the provider's write into a receive buffer itself (common/asr_tsan.h).
+ * An application that reads a buffer still being received must then be
+ * reported, with that write's stack. Other builds: the application's
+ * message arrives whole. */
+TEST_TIMEOUT(tsan_sees_the_providers_write, 120) {
+  rt_env_fresh();
+  setenv("TSAN_OPTIONS", "ignore_noninstrumented_modules=1:exitcode=66", 1);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/tests/apps/tsan_racy_recv", asr_test_builddir());
+  char *argv[] = {path, NULL};
+  int out, err;
+  pid_t pid = asr_test_spawn(argv, &out, &err);
+  /* stderr first: it may hold a long report, stdout one line */
+  char *e = asr_test_read_all(err, 90000), *o = asr_test_read_all(out, 10000);
+  int st = asr_test_wait(pid, 10000);
+  ASSERT_MSG(st != -1, "tsan_racy_recv did not exit; its stderr:\n%s", e);
+  ASSERT_CONTAINS(o, "tsan_racy_recv: received 64 bytes");
+#if defined(__SANITIZE_THREAD__)
+  ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 66, "TSan reported no race (status 0x%x); stderr:\n%s", st,
+             e);
+  ASSERT_CONTAINS(e, "WARNING: ThreadSanitizer: data race");
+  ASSERT_CONTAINS(e, "op_complete");
+  ASSERT_CONTAINS(e, "tsan_racy_recv.c");
+#else
+  ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tsan_racy_recv exited with status 0x%x; stderr:\n%s", st,
+             e);
+#endif
+  free(o), free(e);
 }
