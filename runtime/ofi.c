@@ -403,8 +403,6 @@ int asr__ofi_drain_locked(asr__ofi_t *o) {
     rc_;                                \
   })
 
-/* Readies op for a post (called with ep_lock held). The previous use's
- * completion has been read: no drain touches op until it is posted again. */
 /* What op_complete tells TSan the provider touched (asr_tsan.h). Set only
  * while no drain can complete op: before its post. */
 static inline void op_tsan_buf(asr__ofi_op_t *op, void *buf, size_t cap, int recv) {
@@ -417,6 +415,8 @@ static inline void op_tsan_buf(asr__ofi_op_t *op, void *buf, size_t cap, int rec
 #endif
 }
 
+/* Readies op for a post (called with ep_lock held). The previous use's
+ * completion has been read: no drain touches op until it is posted again. */
 static inline void op_arm(asr__ofi_op_t *op, void *buf, size_t cap, int recv) {
   assert(!asr__ofi_op_owned(op)); /* rearming an op libfabric owns would lose its completion */
   memset(&op->fctx, 0, sizeof op->fctx);
