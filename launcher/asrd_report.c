@@ -48,8 +48,9 @@ static void chan_close(asrd_rank_t *r) {
   asr_buf_free(&r->rep_in);
 }
 
-/* Takes the whole frames rep_in holds. Returns 0, or ASR_EPROTO (closed). */
-static int take_frames(asrd_rank_t *r) {
+/* Takes the whole frames rep_in holds; *answered is set when one was the
+ * answer the open request waits for. Returns 0, or ASR_EPROTO (closed). */
+static int take_frames(asrd_rank_t *r, int *answered) {
   asrd_t *d = r->d;
   while (asr_buf_pending(&r->rep_in) >= ASR_REPORT_HDR) {
     const uint8_t *p = r->rep_in.data + r->rep_in.off;
@@ -72,6 +73,7 @@ static int take_frames(asrd_rank_t *r) {
       if (r->rep_text) memcpy(r->rep_text, b + 4, r->rep_len);
       r->rep_waiting = 0;
       r->rep_flags |= ASR_CTL_REP_ANSWERED;
+      *answered = 1;
     }
     r->rep_in.off += ASR_REPORT_HDR + len;
   }
@@ -88,14 +90,21 @@ static void on_chan(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
   (void)loop, (void)events;
   asrd_rank_t *r = io->arg;
   uint8_t buf[16384];
+  int answered = 0;
   for (;;) {
     ssize_t n = read(r->rep_fd, buf, sizeof buf);
     if (n > 0) {
-      if (asr_buf_put(&r->rep_in, buf, (size_t)n) != 0 || take_frames(r) != 0) goto closed;
+      if (asr_buf_put(&r->rep_in, buf, (size_t)n) != 0 || take_frames(r, &answered) != 0) goto closed;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      /* the last answer: the REPORTs go up now, not at the timeout. Only
+       * on an answer: asrd_report_ask reads a HELLO here before it has
+       * marked every rank waiting. */
+      if (answered && r->d->rep_active && !anyone_waits(r->d)) finish(r->d);
+      return;
+    }
     goto closed; /* EOF: the rank (and whatever it shared the socket with) is gone */
   }
 closed:
