@@ -11,9 +11,10 @@
  *   stall barrier         every rank but the last calls asr_job_barrier; the last sleeps
  *   stall nolib           rank 1 exec's sleep before asr_job_init (no libasr); the rest
  *                         wait in asr_job_init's fence
- *   stall run SECONDS     rank 0 and 1 exchange 64 KiB every 10 ms for SECONDS
- *                         (verified), then every rank finalizes and exits 0; "rank N:
- *                         running" once connected
+ *   stall run SECONDS [STOP]
+ *                         rank 0 and 1 exchange 64 KiB every 10 ms for SECONDS, or
+ *                         until the file STOP exists (verified), then every rank
+ *                         finalizes and exits 0; "rank N: running" once connected
  * Each part prints "rank N: waiting" once it is where it stays.
  */
 #include <stdio.h>
@@ -60,7 +61,7 @@ static void test_until_done(asr_request_t *r) {
   }
 }
 
-static int run_for(double secs, asr_job_info_t *me) {
+static int run_for(double secs, const char *stop, asr_job_info_t *me) {
   if (me->rank > 1) return 0;
   size_t n = 64 << 10;
   asr_tensor_t *t = NULL;
@@ -77,7 +78,7 @@ static int run_for(double secs, asr_job_info_t *me) {
     /* both sides agree on the count: rank 0 decides and says so in byte 0 */
     if (me->rank == 0) {
       memset(p, (int)(it & 0xff), n);
-      p[0] = el >= secs ? 1 : 0;
+      p[0] = el >= secs || (stop && access(stop, F_OK) == 0) ? 1 : 0;
     }
     asr_request_t *r;
     rc = me->rank == 0 ? asr_isend(c, t, 0, n, &r) : asr_irecv(c, t, 0, n, &r);
@@ -118,7 +119,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!strcmp(mode, "run")) {
-    run_for(argc > 2 ? atof(argv[2]) : 5, &me);
+    run_for(argc > 2 ? atof(argv[2]) : 5, argc > 3 ? argv[3] : NULL, &me);
     asr_job_finalize();
     say("done");
     return 0;
