@@ -11,8 +11,8 @@
 #     targets (corpus replay and 10 s each), the format, layering and
 #     error-space checks,
 #     the runtime's close cases under valgrind, benchmark smoke runs, and
-#     make distcheck (its tree runs the unit tests but the runtime's:
-#     tests/Makefile.mk's DISTCHECK_TESTS);
+#     make distcheck (its tree runs the unit tests that read the shipped
+#     files and time nothing: tests/Makefile.mk's DISTCHECK_TESTS);
 #   - ASR_LONG=1 adds the long tier: soaks, long stalls, large emulations
 #     (TEST_LONG cases, otherwise SKIP lines), and every integration case
 #     under the sanitizer builds too.
@@ -20,8 +20,8 @@
 # any failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-counts=$(mktemp)
-trap 'rm -f "$counts"' EXIT
+counts=$(mktemp) bg=$(mktemp -d) bgpid=""
+trap '[ -n "$bgpid" ] && kill -KILL -- -"$bgpid" 2>/dev/null; rm -rf "$counts" "$bg"' EXIT
 "$top/scripts/deps.sh" --test || { echo "0 passed, 1 failed"; exit 1; }
 # Third-party libraries not built with TSan (libpmix) race among their own
 # threads. What those libraries' memset/memcpy touch is not checked
@@ -56,20 +56,57 @@ step() {
   fi
 }
 
-build_and_run() { # label dir tier configure-options...
-  local label=$1 dir=$2 tier=$3; shift 3
-  section "$label build ($dir)"
-  if "$top/scripts/build.sh" "$dir" "$@"; then
-    echo pass >> "$counts"; echo "PASS: build-$label"
-    "$top/tests/run-suite.sh" "$dir" "$counts" "$tier"
+# The sanitizer builds and make distcheck run one after the other in the
+# background, at the lowest CPU priority, while the -Werror build's tests
+# run: those mostly wait on processes and leave about one of the two cores
+# idle, and at nice 19 the background takes little from them. Nothing in
+# the background measures time (distcheck's tree runs only untimed tests:
+# DISTCHECK_TESTS). Its own process group, killed on any exit. Each step
+# leaves $bg/NAME.rc ("status seconds") and $bg/NAME.log.
+background() {
+  ( exec setsid env BG="$bg" bash -c '
+      bgstep() {
+        local name=$1 t0=$SECONDS; shift
+        nice -n 19 "$@" >"$BG/$name.log" 2>&1
+        echo "$? $((SECONDS - t0))" >"$BG/$name.rc"
+      }
+      bgstep asan "$0/scripts/build.sh" "$0/build-asan" --enable-werror --enable-asan --enable-debug
+      bgstep tsan "$0/scripts/build.sh" "$0/build-tsan" --enable-werror --enable-tsan --enable-debug
+      bgstep distcheck make -C "$0/build" -s -j"$(nproc)" distcheck \
+        DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests" TESTS="\$(DISTCHECK_TESTS)"
+    ' "$top" ) &
+  bgpid=$!
+}
+# Waits for a background step and counts it as one test: its PASS/FAIL line
+# (and the tail of its log when it failed). Returns its status.
+bg_result() { # name label
+  while [ ! -s "$bg/$1.rc" ]; do sleep 1; done
+  local rc secs
+  read -r rc secs <"$bg/$1.rc"
+  if [ "$rc" = 0 ]; then
+    echo pass >>"$counts"; echo "PASS: $2 ($secs s, in the background)"
   else
-    echo fail >> "$counts"; echo "FAIL: build-$label"
+    tail -30 "$bg/$1.log"; echo fail >>"$counts"; echo "FAIL: $2 ($secs s, in the background)"
   fi
+  return "$rc"
 }
 
-build_and_run default "$top/build" full --enable-werror
-build_and_run asan "$top/build-asan" sanitized --enable-werror --enable-asan --enable-debug
-build_and_run tsan "$top/build-tsan" sanitized --enable-werror --enable-tsan --enable-debug
+section "default build ($top/build)"
+if "$top/scripts/build.sh" "$top/build" --enable-werror; then
+  echo pass >>"$counts"; echo "PASS: build-default"
+  background
+  "$top/tests/run-suite.sh" "$top/build" "$counts" full
+else
+  echo fail >>"$counts"; echo "FAIL: build-default"
+fi
+for san in asan tsan; do
+  section "$san build ($top/build-$san)"
+  if [ -z "$bgpid" ]; then
+    echo fail >>"$counts"; echo "FAIL: build-$san (not built: the default build failed)"
+  elif bg_result "$san" "build-$san"; then
+    "$top/tests/run-suite.sh" "$top/build-$san" "$counts" sanitized
+  fi
+done
 
 # A test script that prints its own PASS/FAIL/SKIP lines.
 script_suite() { # name command...
@@ -104,8 +141,12 @@ step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"
 step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
 step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
   RATE_ITERS=100 "$top/tests/bench/ofi_bench.sh" "$top/build"
-step distcheck make -C "$top/build" -s -j"$(nproc)" distcheck \
-  DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests" TESTS='$(DISTCHECK_TESTS)'
+if [ -n "$bgpid" ]; then
+  bg_result distcheck distcheck
+  wait "$bgpid"; bgpid=""
+else
+  echo fail >>"$counts"; echo "FAIL: distcheck (not run: the default build failed)"
+fi
 
 end_section
 echo "== time per section (the whole suite: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
