@@ -79,12 +79,48 @@ static int children_of(pid_t parent, pid_t *pids, int max) {
   return n;
 }
 
-/* Waits up to ms for n children of asrd, all in state want (0: any). */
-static int ranks_in_state(pid_t asrd, int n, char want, int ms, pid_t *pids) {
+/* Whether every process of group pgid is stopped: in state T, or in D
+ * with a child in T. The second is dash's vfork: the shell waits
+ * uninterruptibly until its child execs, and the group's SIGSTOP stopped
+ * the child first; the shell can no more run than a stopped process until
+ * SIGCONT. */
+static int group_stopped(pid_t pgid) {
+  struct {
+    pid_t pid, ppid;
+    char st;
+  } p[256];
+  int n = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while (d && (e = readdir(d)) && n < 256) {
+    if (!isdigit((unsigned char)e->d_name[0])) continue;
+    char path[300];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    char *st = read_file(path, NULL);
+    if (!st) continue;
+    char *rp = strrchr(st, ')');
+    char c;
+    int ppid = 0, pg = 0;
+    if (rp && sscanf(rp + 2, "%c %d %d", &c, &ppid, &pg) == 3 && pg == pgid)
+      p[n].pid = atoi(e->d_name), p[n].ppid = ppid, p[n++].st = c;
+    free(st);
+  }
+  if (d) closedir(d);
+  for (int i = 0; i < n; i++) {
+    int ok = p[i].st == 'T';
+    for (int j = 0; !ok && p[i].st == 'D' && j < n; j++) ok = p[j].ppid == p[i].pid && p[j].st == 'T';
+    if (!ok) return 0;
+  }
+  return n > 0;
+}
+
+/* Waits up to ms for n children of asrd (their pids to pids), each one's
+ * process group stopped. */
+static int ranks_stopped(pid_t asrd, int n, int ms, pid_t *pids) {
   uint64_t until = now_ms() + (uint64_t)ms;
   do {
     int k = children_of(asrd, pids, 64), ok = k == n;
-    for (int i = 0; ok && i < k; i++) ok = !want || proc_state(pids[i]) == want;
+    for (int i = 0; ok && i < k; i++) ok = group_stopped(pids[i]);
     if (ok) return 1;
     sleep_ms(20);
   } while (now_ms() < until);
@@ -463,7 +499,7 @@ TEST_TIMEOUT(sigtstp_stops_ranks, 60) {
   pid_t asrd = find_asrd(j.pid, 5000), pids[64];
   ASSERT(asrd > 0);
   kill(j.pid, SIGTSTP);
-  if (!ranks_in_state(asrd, 2, 'T', 5000, pids)) JOB_FAIL(&j, "the ranks were not stopped by SIGTSTP");
+  if (!ranks_stopped(asrd, 2, 5000, pids)) JOB_FAIL(&j, "the ranks were not stopped by SIGTSTP");
   sleep_ms(3000); /* past the ranks' sleep: they print "done" only once continued */
   job_pump(&j, 10);
   ASSERT_JOB(&j, !strstr(j.out, "done"));
@@ -558,7 +594,7 @@ TEST_TIMEOUT(terminal_ctrl_z, 60) {
   pid_t asrd = find_asrd(p.pid, 5000), pids[64];
   ASSERT(asrd > 0);
   ASSERT(write(p.master, "\x1a", 1) == 1);
-  int stopped = ranks_in_state(asrd, 2, 'T', 5000, pids);
+  int stopped = ranks_stopped(asrd, 2, 5000, pids);
   char asrd_state = proc_state(asrd);
   char run_state = proc_state(p.pid);
   sleep_ms(2500);
