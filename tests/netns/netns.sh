@@ -343,42 +343,6 @@ has_line_s() {
   [[ $l =~ ^[0-9]+(.*)$ ]] && [ "${BASH_REMATCH[1]}" = "$2" ]
 }
 
-# Rank 0 on host 1 connects to rank 1 on host 2, which never accepts: the
-# SEND comm waits for its handle key on host 2's KV server.
-case=stall_missing_accept_hosts failed=0 out=$work/$case
-run_job "$out" -H "$H1:1,$H2:1" --timeout 8 --report-state-on-timeout "$STALL" accept
-rc=$?
-[ $rc = 124 ] || fail "exit $rc, wanted 124"
-has_line_s "rank 0 lnc 0 SEND comm to rank 1 lnc 0 waits " \
-  " s in WAIT_FOR_NET_HANDLE_GET for handle-<send 0><recv 0><host $H1> on $H2: rank 1 never called asr_accept for rank 0" ||
-  fail "no missing-accept line"
-grep -qF "asrrun:   handle-<send 0><recv 0><host $H1> on $H2 (198.18.0.2:" "$out" || fail "the key is not listed as unset"
-grep -qF "asrrun: host $H2:" "$out" || fail "no block for host $H2"
-check_clean
-result "a missing accept across hosts: the key and the host asked"
-
-# 4 MiB sends from host 1 to host 2, where no receive is posted.
-case=stall_missing_receive_hosts failed=0 out=$work/$case
-run_job "$out" -H "$H1:1,$H2:1" --timeout 8 --report-state-on-timeout "$STALL" recv 4194304
-rc=$?
-[ $rc = 124 ] || fail "exit $rc, wanted 124"
-has_line_s "rank 0 has 4 sends to rank 1 posted for " " s; rank 1 posted 0 receives on that comm" ||
-  fail "no missing-receive line"
-check_clean
-result "a missing receive across hosts: the counts of the two halves"
-
-# Three hosts, the last rank never joins the barrier.
-case=stall_barrier_hosts failed=0 out=$work/$case
-run_job "$out" -H "$H1:1,$H2:1,$H3:1" --timeout 8 --report-state-on-timeout "$STALL" barrier
-rc=$?
-[ $rc = 124 ] || fail "exit $rc, wanted 124"
-grep -qE "^asrrun:   ranks 0-1 are in asr_job_barrier; rank 2 never joined it: it is S \(sleeping\).* outside libasr$" \
-  "$out" || fail "no barrier line"
-check_clean
-result "a barrier one rank on another host never joins"
-
-# SIGQUIT to asrrun while ranks on two hosts exchange data: the report, and
-# the job goes on and ends 0; asrrun --status from another process meanwhile.
 # asrrun_below PID: the asrrun among PID's descendants (by parent, a few
 # levels: the job's subshell, ip netns exec / timeout, asrrun).
 asrrun_below() {
@@ -395,8 +359,69 @@ asrrun_below() {
   done
   return 1
 }
+
+# stuck_job OUT WANT ARGS...: the stuck job ARGS on host 1 with the agent, in
+# the background, asked with asrrun --status until its report has WANT (a
+# fixed text; a request counts as stuck after ASRRUN_STALL_MS), at most 60
+# s; the last report to OUT, the job's own output to OUT.job. Then the job
+# is ended (SIGTERM): it would never end by itself. Returns 1 when no report
+# had WANT. (The report on --timeout across hosts: stall_barrier_hosts.)
+stuck_job() {
+  local out=$1 want=$2 job pid="" until=$((SECONDS + 60)) rc=1
+  shift 2
+  run_job "$out.job" "$@" &
+  job=$!
+  while [ -z "$pid" ] && ((SECONDS < until)); do pid=$(asrrun_below $job) || sleep 0.1; done
+  while [ -n "$pid" ] && ((SECONDS < until)); do
+    if ip netns exec "$H1" "$ASRRUN" --status "$pid" >"$out" 2>&1 && grep -qF "$want" "$out"; then
+      rc=0
+      break
+    fi
+    sleep 0.3
+  done
+  [ -n "$pid" ] && kill -TERM "$pid"
+  { wait $job; } 2>/dev/null
+  return $rc
+}
+
+# Rank 0 on host 1 connects to rank 1 on host 2, which never accepts: the
+# SEND comm waits for its handle key on host 2's KV server.
+case=stall_missing_accept_hosts failed=0 out=$work/$case
+stuck_job "$out" " s in WAIT_FOR_NET_HANDLE_GET for " -H "$H1:1,$H2:1" "$STALL" accept ||
+  fail "no report of the stuck connect within 60 s: $(tail -3 "$out.job" | tr '\n' ' ')"
+has_line_s "rank 0 lnc 0 SEND comm to rank 1 lnc 0 waits " \
+  " s in WAIT_FOR_NET_HANDLE_GET for handle-<send 0><recv 0><host $H1> on $H2: rank 1 never called asr_accept for rank 0" ||
+  fail "no missing-accept line"
+grep -qF "asrrun:   handle-<send 0><recv 0><host $H1> on $H2 (198.18.0.2:" "$out" || fail "the key is not listed as unset"
+grep -qF "asrrun: host $H2:" "$out" || fail "no block for host $H2"
+check_clean
+result "a missing accept across hosts: the key and the host asked"
+
+# 4 MiB sends from host 1 to host 2, where no receive is posted.
+case=stall_missing_receive_hosts failed=0 out=$work/$case
+stuck_job "$out" "rank 0 has 4 sends to rank 1 posted for " -H "$H1:1,$H2:1" "$STALL" recv 4194304 ||
+  fail "no report of the stuck sends within 60 s: $(tail -3 "$out.job" | tr '\n' ' ')"
+has_line_s "rank 0 has 4 sends to rank 1 posted for " " s; rank 1 posted 0 receives on that comm" ||
+  fail "no missing-receive line"
+check_clean
+result "a missing receive across hosts: the counts of the two halves"
+
+# Three hosts, the last rank never joins the barrier.
+case=stall_barrier_hosts failed=0 out=$work/$case
+run_job "$out" -H "$H1:1,$H2:1,$H3:1" --timeout 8 --report-state-on-timeout "$STALL" barrier
+rc=$?
+[ $rc = 124 ] || fail "exit $rc, wanted 124"
+grep -qE "^asrrun:   ranks 0-1 are in asr_job_barrier; rank 2 never joined it: it is S \(sleeping\).* outside libasr$" \
+  "$out" || fail "no barrier line"
+check_clean
+result "a barrier one rank on another host never joins"
+
+# SIGQUIT to asrrun while ranks on two hosts exchange data: the report, and
+# the job goes on and ends 0 once told to stop (the stall app's STOP file);
+# asrrun --status from another process meanwhile.
 case=stall_on_demand_hosts failed=0 out=$work/$case
-run_job "$out" -H "$H1:1,$H2:1" "$STALL" run 20 &
+rm -f "$work/stop"
+run_job "$out" -H "$H1:1,$H2:1" "$STALL" run 60 "$work/stop" &
 job=$!
 until=$((SECONDS + 90))
 while ! grep -q 'rank 1: running' "$out" 2>/dev/null && ((SECONDS < until)); do sleep 0.1; done
@@ -413,6 +438,7 @@ else
   grep -qF "comm lnc 0 RECV #0 from rank 0 (198.18.0.1 lnc 0): CONNECTED" "$out.status" ||
     fail "asrrun --status: no connected RECV comm: $(tail -3 "$out.status" | tr '\n' ' ')"
 fi
+touch "$work/stop" # rank 0 ends the exchange; every rank finalizes
 { wait $job; } 2>/dev/null
 rc=$?
 [ $rc = 0 ] || fail "exit $rc, wanted 0"
