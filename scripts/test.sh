@@ -56,13 +56,15 @@ step() {
   fi
 }
 
-# The sanitizer builds and make distcheck run one after the other in the
-# background, at the lowest CPU priority, while the -Werror build's tests
-# run: those mostly wait on processes and leave about one of the two cores
-# idle, and at nice 19 the background takes little from them. Nothing in
-# the background measures time (distcheck's tree runs only untimed tests:
-# DISTCHECK_TESTS). Its own process group, killed on any exit. Each step
-# leaves $bg/NAME.rc ("status seconds") and $bg/NAME.log.
+# The sanitizer builds, make distcheck and the fuzz targets run one after
+# the other in the background, at the lowest CPU priority, while the
+# -Werror build's tests run: those mostly wait on processes and leave about
+# one of the two cores idle, and at nice 19 the background takes little
+# from them. Nothing in the background asserts a bound on time
+# (distcheck's tree runs only such tests: DISTCHECK_TESTS; a fuzz target
+# fuzzes for 10 s of the wall's time, with what CPU it gets, its count of
+# runs in its PASS line). Its own process group, killed on any exit. Each
+# step leaves $bg/NAME.rc ("status seconds") and $bg/NAME.log.
 background() {
   ( exec setsid env BG="$bg" bash -c '
       bgstep() {
@@ -74,6 +76,7 @@ background() {
       bgstep tsan "$0/scripts/build.sh" "$0/build-tsan" --enable-werror --enable-tsan --enable-debug
       bgstep distcheck make -C "$0/build" -s -j"$(nproc)" distcheck \
         DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests" TESTS="\$(DISTCHECK_TESTS)"
+      bgstep fuzz "$0/tests/fuzz/run.sh" "$0/build"
     ' "$top" ) &
   bgpid=$!
 }
@@ -108,16 +111,20 @@ for san in asan tsan; do
   fi
 done
 
-# A test script that prints its own PASS/FAIL/SKIP lines.
+# A test script that prints its own PASS/FAIL/SKIP lines: its lines and
+# counts from its log, and a failure when it exited non-zero.
+script_lines() { # name log status
+  grep -E '^(PASS|FAIL|SKIP): ' "$2"
+  sed -n 's/^\(PASS\|FAIL\|SKIP\): .*/\1/p' "$2" | tr 'A-Z' 'a-z' >>"$counts"
+  if [ "$3" -ne 0 ]; then
+    tail -30 "$2"; echo "FAIL: $1 exited $3"; echo fail >>"$counts"
+  fi
+}
 script_suite() { # name command...
   local name=$1 log rc; shift
   log=$(mktemp)
   "$@" >"$log" 2>&1; rc=$?
-  grep -E '^(PASS|FAIL|SKIP): ' "$log"
-  sed -n 's/^\(PASS\|FAIL\|SKIP\): .*/\1/p' "$log" | tr 'A-Z' 'a-z' >>"$counts"
-  if [ $rc -ne 0 ]; then
-    tail -30 "$log"; echo "FAIL: $name exited $rc"; echo fail >>"$counts"
-  fi
+  script_lines "$name" "$log" $rc
   rm -f "$log"
 }
 
@@ -129,8 +136,14 @@ section "the tree of daemons (emulated hosts, many to a network namespace)"
 script_suite tree "$top/tests/netns/tree.sh" "$top/build"
 section "Slurm (a private two-node cluster)"
 script_suite slurm "$top/tests/slurm/slurm.sh" "$top/build"
-section "fuzz (libFuzzer targets of the decoders of outside bytes)"
-script_suite fuzz "$top/tests/fuzz/run.sh" "$top/build"
+section "fuzz (libFuzzer targets of the decoders of outside bytes; in the background)"
+if [ -n "$bgpid" ]; then
+  while [ ! -s "$bg/fuzz.rc" ]; do sleep 1; done
+  read -r rc _ <"$bg/fuzz.rc"
+  script_lines fuzz "$bg/fuzz.log" "$rc"
+else
+  echo fail >>"$counts"; echo "FAIL: fuzz (not run: the default build failed)"
+fi
 
 section "checks"
 step format-check "$top/scripts/check-format.sh"
