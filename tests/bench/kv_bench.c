@@ -15,7 +15,12 @@
  *   - 1, 8, 32 or 64 client processes (fork) that wait on a start gate (a pipe
  *     whose write end the parent closes once all of them are ready) and report
  *     the monotonic time they finished through a result pipe. A figure is the
- *     time from gate open to the last client's end.
+ *     time from gate open to the last client's end. A client with a
+ *     persistent connection (asr, raw, TCPStore alike) opens it and does one
+ *     request/response on it before it reports ready (TCPStore's constructor
+ *     connects and ADDs to "init/"), and closes it after its end; no client exits before every client has its
+ * result (the exit of a process is not part of what is measured, nor may it take the CPU from those still
+ * measured).
  *
  * Measured (median over REPS repetitions, asr and raw interleaved):
  *   1. ops/s with 1, 8 and 32 clients, each doing a fixed number of operations
@@ -297,6 +302,15 @@ static void check_servers(const char *what) {
 
 typedef int (*work_fn)(int id, const void *ctx, uint64_t *ops);
 
+/* Runs in a client before it reports ready: opens what stays open through
+ * the timed part (a persistent connection), as TCPStore's constructor does
+ * before its client reaches the gate. */
+typedef int (*prep_fn)(int id, const void *ctx);
+
+/* Set by a prep_fn: closes what it opened, after the client's end time is
+ * taken (a TCPStore client's connection, too, outlives its measured part). */
+static void (*g_close_open)(void);
+
 typedef struct {
   int32_t id, rc;
   uint64_t t_end_ns, ops, retries;
@@ -309,12 +323,12 @@ static uint64_t g_phase_retries;
 
 /* Runs work(id, ctx) in n client processes started together. On success
  * returns 0 and sets *wall_s (gate open to the last client's end) and *ops. */
-static int run_phase(const char *what, int n, work_fn work, const void *ctx, double *wall_s,
+static int run_phase(const char *what, int n, prep_fn prep, work_fn work, const void *ctx, double *wall_s,
                      uint64_t *ops_total) {
-  int ready[2], go[2], res[2];
+  int ready[2], go[2], res[2], leave[2];
   pid_t kids[MAX_CHILDREN];
   if (n > MAX_CHILDREN) die("too many clients (%d)", n);
-  if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC) || pipe2(res, O_CLOEXEC))
+  if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC) || pipe2(res, O_CLOEXEC) || pipe2(leave, O_CLOEXEC))
     die("pipe: %s", strerror(errno));
   for (int i = 0; i < n; i++) {
     pid_t p = fork_child();
@@ -322,6 +336,8 @@ static int run_phase(const char *what, int n, work_fn work, const void *ctx, dou
       close(ready[0]);
       close(go[1]);
       close(res[0]);
+      close(leave[1]);
+      int prc = prep ? prep(i, ctx) : 0; /* a failure is reported as the result */
       char c = 'r';
       if (write(ready[1], &c, 1) != 1) _exit(1);
       close(ready[1]);
@@ -330,10 +346,17 @@ static int run_phase(const char *what, int n, work_fn work, const void *ctx, dou
       }
       if (g != 0) _exit(1); /* the gate opens by EOF only */
       result_t r = {.id = i};
-      r.rc = work(i, ctx, &r.ops);
+      r.rc = prc ? prc : work(i, ctx, &r.ops);
       r.t_end_ns = now_ns();
       r.retries = g_child_retries;
       if (write(res[1], &r, sizeof r) != (ssize_t)sizeof r) _exit(1);
+      close(res[1]);
+      /* Stay until every client has its result: one client's exit (its
+       * address space torn down) must not take the CPU from those still in
+       * the measured part, which a job's ranks do not do either. */
+      while (read(leave[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      if (g_close_open) g_close_open();
       fflush(NULL);
       _exit(r.rc ? 1 : 0);
     }
@@ -342,6 +365,7 @@ static int run_phase(const char *what, int n, work_fn work, const void *ctx, dou
   close(ready[1]);
   close(go[0]);
   close(res[1]);
+  close(leave[0]);
 
   int failed = 0;
   /* Wait until every client sits at the gate. */
@@ -407,6 +431,7 @@ static int run_phase(const char *what, int n, work_fn work, const void *ctx, dou
     }
   }
   close(res[0]);
+  close(leave[1]); /* every client may leave */
   for (int i = 0; i < n; i++) {
     if (failed) kill(kids[i], SIGKILL);
     int st = reap(kids[i], 10000);
@@ -537,12 +562,76 @@ static int kv_frame_rr(int id, int fd, uint8_t *frame, asr_kv_msg_t *resp) {
   return 0;
 }
 
+/* The connection a persistent or pipelined client opens before the gate
+ * (prep_*) and its workload uses; each client is a fresh process. */
+static struct {
+  int fd;
+  asr_loop_t *loop;
+  asr_kv_pool_t *pool;
+} g_open = {.fd = -1};
+
+static const uint8_t *g_open_secret;
+
+static void close_kv_conn(void) {
+  uint8_t frame[FRAME];
+  asr_kv_msg_t end = {.opcode = ASR_KV_OP_END, .secret = g_open_secret};
+  asr_kv_frame_encode(frame, &end);
+  (void)write_full(g_open.fd, frame, FRAME);
+  close(g_open.fd);
+}
+
+static void close_raw_conn(void) { close(g_open.fd); }
+
+static size_t hello_key(char *key, size_t cap, int id) {
+  return (size_t)snprintf(key, cap, "bench/hello/c%d", id);
+}
+
+/* persistent KV: connect, then one SET of the client's own key -- the
+ * runtime's once-per-context "hostname" SET, TCPStore's constructor ADD. */
+static int prep_kv_conn(int id, const void *vctx) {
+  const wctx_t *c = vctx;
+  uint8_t frame[FRAME];
+  char key[64];
+  g_open.fd = connect_blocking(c->port);
+  if (g_open.fd < 0) return cfail(id, "connect to the KV server: %s", strerror(errno));
+  g_open_secret = c->secret;
+  g_close_open = close_kv_conn;
+  asr_kv_msg_t m = {.opcode = ASR_KV_OP_SET,
+                    .vtype = ASR_KV_VTYPE_BINARY,
+                    .key_len = (uint16_t)hello_key(key, sizeof key, id),
+                    .val_len = sizeof c->rep,
+                    .secret = c->secret,
+                    .key = (const uint8_t *)key,
+                    .val = (const uint8_t *)&c->rep};
+  asr_kv_msg_t r;
+  asr_kv_frame_encode(frame, &m);
+  if (kv_frame_rr(id, g_open.fd, frame, &r)) return 1;
+  if (r.opcode != ASR_KV_OP_SET_ACK) return cfail(id, "SET %s answered %s", key, asr_kv_op_name(r.opcode));
+  return 0;
+}
+
+/* raw: connect, then one echo request/response (verified). */
+static int prep_raw_conn(int id, const void *vctx) {
+  const wctx_t *c = vctx;
+  uint8_t out[FRAME], in[FRAME];
+  g_open.fd = connect_blocking(c->port);
+  if (g_open.fd < 0) return cfail(id, "raw connect: %s", strerror(errno));
+  g_close_open = close_raw_conn;
+  fill_pattern(out, sizeof out, ((uint64_t)id << 40) ^ 0xfeed);
+  if (write_full(g_open.fd, out, FRAME) || read_full(g_open.fd, in, FRAME))
+    return cfail(id, "raw request/response failed: %s", strerror(errno));
+  if (memcmp(in, out, FRAME) != 0) {
+    report_mismatch(id, "raw echo", out, FRAME, in, FRAME);
+    return 1;
+  }
+  return 0;
+}
+
 static int w_kv_persist(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
   uint8_t val[ADDR_LEN], frame[FRAME];
   char key[96];
-  int fd = connect_blocking(c->port);
-  if (fd < 0) return cfail(id, "connect to the KV server: %s", strerror(errno));
+  int fd = g_open.fd;
   int rc = 0;
   for (int i = 0; i + 1 < c->ops && !rc; i += 2) {
     int slot = (i / 2) % KEYS_PER_CLIENT;
@@ -578,10 +667,6 @@ static int w_kv_persist(int id, const void *vctx, uint64_t *ops) {
     }
     *ops += 2;
   }
-  asr_kv_msg_t end = {.opcode = ASR_KV_OP_END, .secret = c->secret};
-  asr_kv_frame_encode(frame, &end);
-  (void)write_full(fd, frame, FRAME);
-  close(fd);
   return rc;
 }
 
@@ -589,8 +674,7 @@ static int w_raw_persist(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
   uint8_t out[FRAME], in[FRAME];
   memset(out, 0x5a, sizeof out);
-  int fd = connect_blocking(c->port);
-  if (fd < 0) return cfail(id, "raw connect: %s", strerror(errno));
+  int fd = g_open.fd;
   int rc = 0;
   for (int i = 0; i + 1 < c->ops; i += 2) {
     for (int k = 0; k < 2 && !rc; k++) {
@@ -606,7 +690,6 @@ static int w_raw_persist(int id, const void *vctx, uint64_t *ops) {
     }
     if (rc) break;
   }
-  close(fd);
   return rc;
 }
 
@@ -807,14 +890,35 @@ static void pipe_teardown(asr_loop_t *loop, asr_kv_pool_t *pool) {
   asr_loop_free(loop);
 }
 
+static void close_kv_pool(void) { pipe_teardown(g_open.loop, g_open.pool); }
+
+/* pipelined: the client's loop and pool, and one SET of its own key, which
+ * opens the pool's connection (as prep_kv_conn). */
+static int prep_kv_pool(int id, const void *vctx) {
+  const wctx_t *c = vctx;
+  if (pipe_setup(id, c, &g_open.loop, &g_open.pool)) return 1;
+  g_close_open = close_kv_pool;
+  static pipe_slot_t hello;
+  char key[64];
+  hello.busy = 1;
+  if (asr_kv_pool_set(g_open.pool, "127.0.0.1", c->port, key, hello_key(key, sizeof key, id), &c->rep,
+                      sizeof c->rep, ASR_KV_VTYPE_BINARY, pipe_done, &hello, &hello.call))
+    return cfail(id, "cannot start the first SET");
+  while (g_pipe.done < 1 && !g_pipe.failed)
+    if (asr_loop_run_once(g_open.loop, 100) < 0) return cfail(id, "the client's loop failed");
+  if (g_pipe.failed) return cfail(id, "the first SET: %s", g_pipe.err);
+  memset(&g_pipe, 0, sizeof g_pipe);
+  g_child_retries = 0;
+  return 0;
+}
+
 /* asr, pipelined: PIPE_WINDOW requests in flight on the client's one
  * connection, SET/GET pairs of its own keys (a GET follows its SET on the
  * connection, which the server handles in order, so it sees that value). */
 static int w_kv_pipe(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
-  asr_loop_t *loop;
-  asr_kv_pool_t *pool;
-  if (pipe_setup(id, c, &loop, &pool)) return 1;
+  asr_loop_t *loop = g_open.loop;
+  asr_kv_pool_t *pool = g_open.pool;
   static pipe_slot_t slots[PIPE_WINDOW];
   memset(slots, 0, sizeof slots);
   long next = 0, total = c->ops;
@@ -846,7 +950,6 @@ static int w_kv_pipe(int id, const void *vctx, uint64_t *ops) {
   int rc = g_pipe.failed ? cfail(id, "pipelined %s", g_pipe.err) : 0;
   for (int k = 0; k < PIPE_WINDOW; k++) asr_kv_call_free(slots[k].call);
   *ops = g_pipe.done;
-  pipe_teardown(loop, pool);
   return rc;
 }
 
@@ -854,8 +957,7 @@ static int w_kv_pipe(int id, const void *vctx, uint64_t *ops) {
  * connection (every echo verified). */
 static int w_raw_pipe(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
-  int fd = connect_blocking(c->port);
-  if (fd < 0) return cfail(id, "raw connect: %s", strerror(errno));
+  int fd = g_open.fd;
   static uint8_t out[PIPE_WINDOW * FRAME], in[FRAME];
   long sent = 0, recvd = 0, total = c->ops;
   int rc = 0;
@@ -885,7 +987,6 @@ static int w_raw_pipe(int id, const void *vctx, uint64_t *ops) {
       recvd++;
     }
   }
-  close(fd);
   *ops = (uint64_t)recvd;
   return rc;
 }
@@ -894,9 +995,8 @@ static int w_raw_pipe(int id, const void *vctx, uint64_t *ops) {
  * the server until its key is set) on one connection at once. */
 static int w_kv_rdv_pipe(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
-  asr_loop_t *loop;
-  asr_kv_pool_t *pool;
-  if (pipe_setup(id, c, &loop, &pool)) return 1;
+  asr_loop_t *loop = g_open.loop;
+  asr_kv_pool_t *pool = g_open.pool;
   static pipe_slot_t slots[RDV_RANKS + 1];
   memset(slots, 0, sizeof slots);
   char key[96];
@@ -923,7 +1023,6 @@ static int w_kv_rdv_pipe(int id, const void *vctx, uint64_t *ops) {
   int rc = g_pipe.failed ? cfail(id, "pipelined rendezvous: %s", g_pipe.err) : 0;
   for (int k = 0; k <= c->nranks; k++) asr_kv_call_free(slots[k].call);
   *ops = g_pipe.done;
-  pipe_teardown(loop, pool);
   return rc;
 }
 
@@ -1340,6 +1439,7 @@ static const char tcpstore_script[] =
     "    ops = int(a[2]) if kind == 'ops' else 0\n"
     "    rep = int(a[-1])\n"
     "    ready_r, ready_w = os.pipe()\n"
+    "    leave_r, leave_w = os.pipe()\n"
     "    go_r, go_w = os.pipe()\n"
     "    res_r, res_w = os.pipe()\n"
     "    kids = []\n"
@@ -1348,13 +1448,15 @@ static const char tcpstore_script[] =
     "        if pid == 0:\n"
     "            code = 1\n"
     "            try:\n"
-    "                os.close(ready_r); os.close(go_w); os.close(res_r)\n"
+    "                os.close(ready_r); os.close(go_w); os.close(res_r); os.close(leave_w)\n"
     "                store = TCPStore('127.0.0.1', port, 1, False, TMO)\n"
     "                os.write(ready_w, b'r')\n"
     "                os.read(go_r, 1)\n"
     "                done = work(kind, cid, n, ops, rep, store)\n"
     "                os.write(res_w, b'%d %d\\n' % (time.monotonic_ns(), done))\n"
     "                code = 0\n"
+    "                os.close(res_w)\n"
+    "                os.read(leave_r, 1)\n"
     "            except Exception as e:\n"
     "                sys.stderr.write('kv_bench: TCPStore client %d: %s\\n' % (cid, e))\n"
     "            os._exit(code)\n"
@@ -1374,7 +1476,7 @@ static const char tcpstore_script[] =
     "        if not b:\n"
     "            break\n"
     "        out += b\n"
-    "    os.close(ready_r); os.close(res_r)\n"
+    "    os.close(ready_r); os.close(res_r); os.close(leave_w); os.close(leave_r)\n"
     "    bad = 0\n"
     "    for pid in kids:\n"
     "        _, status = os.waitpid(pid, 0)\n"
@@ -1634,6 +1736,9 @@ int main(int argc, char **argv) {
       wctx_t cr = ca;
       cr.port = echo_port;
       work_fn wa, wr;
+      prep_fn pa = NULL, pr = NULL; /* persistent connections open before the gate */
+      if (metrics[m].kind == 1) pa = prep_kv_conn, pr = prep_raw_conn;
+      if (metrics[m].kind == 2) pa = prep_kv_pool, pr = prep_raw_conn;
       if (m == M_RDV) {
         wa = w_kv_rdv_seq;
         wr = w_raw_rdv_seq;
@@ -1663,11 +1768,11 @@ int main(int argc, char **argv) {
         int which = (k + r) % 3; /* 0 asr, 1 raw, 2 TCPStore */
         if (which == 0) {
           snprintf(what, sizeof what, "asr %s (rep %d)", metrics[m].label, r + 1);
-          if (run_phase(what, metrics[m].clients, wa, &ca, &ta, &na)) die("%s failed", what);
+          if (run_phase(what, metrics[m].clients, pa, wa, &ca, &ta, &na)) die("%s failed", what);
           retries = g_phase_retries;
         } else if (which == 1) {
           snprintf(what, sizeof what, "raw %s (rep %d)", metrics[m].label, r + 1);
-          if (run_phase(what, metrics[m].clients, wr, &cr, &tr, &nr)) die("%s failed", what);
+          if (run_phase(what, metrics[m].clients, pr, wr, &cr, &tr, &nr)) die("%s failed", what);
         } else if (want_ts) {
           char cmd[96];
           int cl = metrics[m].clients;
@@ -1766,6 +1871,10 @@ int main(int argc, char **argv) {
         "(pipelined: asr = kv_conn, %d requests in flight on one connection; raw = the same window of echo "
         "rr)\n",
         PIPE_WINDOW);
+  if (sel[M_P1] || sel[M_P32] || sel[M_PIPE1] || sel[M_PIPE8] || sel[M_PIPE32] || sel[M_RDVP])
+    printf(
+        "(a persistent connection -- asr's, raw's, TCPStore's -- is opened with one request/response before "
+        "the gate; no client exits before the last one's end)\n");
   if (sel[M_RDV] || sel[M_RDVC] || sel[M_RDVP])
     printf(
         "(rendezvous raw = the same 1 + %d request/responses per process against the echo server, "
