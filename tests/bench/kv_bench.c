@@ -10,8 +10,9 @@
  *     from its READY line, its counters from its STOPPED line). The build dir
  *     is ASR_BUILDDIR, else derived from /proc/self/exe
  *     (<builddir>/tests/bench/kv_bench);
- *   - a tiny epoll echo server written here (answers every 1156-byte request
- *     with a 1156-byte response), the "raw TCP request/response" baseline;
+ *   - a tiny epoll echo server written here (echoes the whole 1156-byte
+ *     frames each recv brings with one send), the "raw TCP request/response"
+ *     baseline;
  *   - 1, 8, 32 or 64 client processes (fork) that wait on a start gate (a pipe
  *     whose write end the parent closes once all of them are ready) and report
  *     the monotonic time they finished through a result pipe. A figure is the
@@ -958,7 +959,7 @@ static int w_kv_pipe(int id, const void *vctx, uint64_t *ops) {
 static int w_raw_pipe(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
   int fd = g_open.fd;
-  static uint8_t out[PIPE_WINDOW * FRAME], in[FRAME];
+  static uint8_t out[PIPE_WINDOW * FRAME], in[PIPE_WINDOW * FRAME];
   long sent = 0, recvd = 0, total = c->ops;
   int rc = 0;
   while (recvd < total && !rc) {
@@ -971,20 +972,29 @@ static int w_raw_pipe(int id, const void *vctx, uint64_t *ops) {
     }
     if (batch && write_full(fd, out, (size_t)batch * FRAME))
       rc = cfail(id, "raw pipelined send: %s", strerror(errno));
-    /* read what is due before sending more: half the window, or the rest */
+    /* read what is due before sending more (half the window, or the rest),
+     * as much of it as each recv brings */
     long until = sent - recvd > PIPE_WINDOW / 2 ? recvd + PIPE_WINDOW / 2 : sent;
+    size_t have = 0;
     while (!rc && recvd < until) {
-      if (read_full(fd, in, FRAME)) {
-        rc = cfail(id, "raw pipelined recv: %s", strerror(errno));
+      ssize_t n = recv(fd, in + have, (size_t)(until - recvd) * FRAME - have, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        rc = cfail(id, "raw pipelined recv: %s", n ? strerror(errno) : "closed");
         break;
       }
-      uint8_t want[64];
-      fill_pattern(want, 64, ((uint64_t)id << 40) ^ (uint64_t)recvd);
-      if (memcmp(in, want, 64) != 0) {
-        report_mismatch(id, "raw pipelined echo", want, 64, in, 64);
-        rc = 1;
+      have += (size_t)n;
+      size_t off = 0;
+      for (; have - off >= FRAME && !rc; off += FRAME, recvd++) {
+        uint8_t want[64];
+        fill_pattern(want, 64, ((uint64_t)id << 40) ^ (uint64_t)recvd);
+        if (memcmp(in + off, want, 64) != 0) {
+          report_mismatch(id, "raw pipelined echo", want, 64, in + off, 64);
+          rc = 1;
+        }
       }
-      recvd++;
+      memmove(in, in + off, have - off);
+      have -= off;
     }
   }
   *ops = (uint64_t)recvd;
@@ -1149,14 +1159,18 @@ static int w_raw_rdv_conc(int id, const void *vctx, uint64_t *ops) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* The raw echo server: epoll, level-triggered, non-blocking, answers each
- * complete 1156-byte request with the same 1156 bytes. */
+/* The raw echo server: epoll, level-triggered, non-blocking; answers the
+ * whole 1156-byte frames that one recv brings (up to ECHO_FRAMES) with one
+ * send of the same bytes, as asrkv's pipelined connections batch theirs. */
+
+#define ECHO_FRAMES 64
 
 typedef struct {
   int fd;
-  size_t pos; /* bytes of the request read, or of the response written */
-  int writing;
-  uint8_t buf[FRAME];
+  int out_armed;      /* waiting for EPOLLOUT */
+  size_t len;         /* bytes read and not yet echoed */
+  size_t whole, sent; /* the whole frames at the front being echoed, and how much of them is sent */
+  uint8_t buf[ECHO_FRAMES * FRAME];
 } echo_conn_t;
 
 static void echo_close(echo_conn_t *c) {
@@ -1190,8 +1204,8 @@ static void echo_serve(int lfd) {
             continue;
           }
           c->fd = fd;
-          c->pos = 0;
-          c->writing = 0;
+          c->out_armed = 0;
+          c->len = c->whole = c->sent = 0;
           struct epoll_event cev = {.events = EPOLLIN, .data.ptr = c};
           if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev) != 0) echo_close(c);
         }
@@ -1199,33 +1213,35 @@ static void echo_serve(int lfd) {
       }
       echo_conn_t *c = evs[i].data.ptr;
       for (;;) {
-        if (c->writing) {
-          ssize_t w = send(c->fd, c->buf + c->pos, FRAME - c->pos, MSG_NOSIGNAL);
+        if (c->whole) {
+          ssize_t w = send(c->fd, c->buf + c->sent, c->whole - c->sent, MSG_NOSIGNAL);
           if (w > 0) {
-            c->pos += (size_t)w;
-            if (c->pos < FRAME) continue;
-            c->writing = 0;
-            c->pos = 0;
-            if (evs[i].events & EPOLLOUT) {
+            c->sent += (size_t)w;
+            if (c->sent < c->whole) continue;
+            memmove(c->buf, c->buf + c->whole, c->len - c->whole);
+            c->len -= c->whole;
+            c->whole = c->sent = 0;
+            if (c->out_armed) {
               struct epoll_event cev = {.events = EPOLLIN, .data.ptr = c};
               epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &cev);
+              c->out_armed = 0;
             }
-            break; /* next request: wait for EPOLLIN (one frame per wakeup) */
+            break; /* the next frames: the next EPOLLIN */
           }
           if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
             struct epoll_event cev = {.events = EPOLLOUT, .data.ptr = c};
             epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &cev);
+            c->out_armed = 1;
             break;
           }
           echo_close(c);
           break;
         }
-        ssize_t r = recv(c->fd, c->buf + c->pos, FRAME - c->pos, 0);
+        ssize_t r = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
         if (r > 0) {
-          c->pos += (size_t)r;
-          if (c->pos < FRAME) continue;
-          c->pos = 0;
-          c->writing = 1;
+          c->len += (size_t)r;
+          c->whole = c->len / FRAME * FRAME;
+          c->sent = 0;
           continue;
         }
         if (r < 0 && (errno == EAGAIN || errno == EINTR)) break;
