@@ -202,9 +202,10 @@ TEST(timers_order_stop_restart) {
   tmr_t t[6];
   memset(t, 0, sizeof t);
   uint64_t delays[6] = {30, 10, 10, 20, 5, 40};
-  /* Before the timers start: their dues count from then, and a slow
-   * machine (or TSan) can take milliseconds to start them. */
-  uint64_t start = asr_time_ms();
+  /* The dues count from the loop's now (asr_loop_timer_start), which
+   * asr_loop_new read: a clock read here, later, can be milliseconds past
+   * it on a slow machine (or under TSan). */
+  uint64_t start = asr_loop_now(l);
   for (int i = 0; i < 6; i++) {
     t[i].id = i;
     t[i].order = order;
@@ -218,7 +219,7 @@ TEST(timers_order_stop_restart) {
   ASSERT_EQ(n, 5);
   int want[5] = {5, 1, 2, 3, 0};
   for (int i = 0; i < 5; i++) ASSERT_EQ(order[i], want[i]);
-  ASSERT(asr_time_ms() - start >= 29); /* the sleep waited for the timers, no spinning past them */
+  ASSERT(asr_time_ms() - start >= 30); /* the sleep waited for the timers, no spinning past them */
   /* restarted from its own callback, delay 0: once per iteration */
   n = 0;
   t[0].restart = 2;
