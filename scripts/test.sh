@@ -29,7 +29,10 @@ trap '[ -n "$bgpid" ] && kill -KILL -- -"$bgpid" 2>/dev/null; rm -rf "$counts" "
 # most of the TSan build's time; the one access of theirs that is ours to
 # order, the provider's into a data buffer, libasr tells TSan of itself
 # (common/asr_tsan.h; test_runtime_mt's tsan_sees_the_providers_write).
-export TSAN_OPTIONS="suppressions=$top/tests/tsan.supp:ignore_noninstrumented_modules=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+# A TSan process with threads sleeps before it exits so that threads still
+# running meet the exit's destructors: 100 ms of it, not the default 1 s,
+# which every asrrun, asrd and rank of every job paid in turn.
+export TSAN_OPTIONS="suppressions=$top/tests/tsan.supp:ignore_noninstrumented_modules=1:atexit_sleep_ms=100${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
 # Each "== " section's wall time, listed before the summary line, so that
 # the suite's 20-minute budget (README "Tests") can be watched part by part.
