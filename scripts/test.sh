@@ -59,14 +59,15 @@ step() {
   fi
 }
 
-# The sanitizer builds, make distcheck and the fuzz targets run one after
-# the other in the background, at the lowest CPU priority, while the
-# -Werror build's tests run: those mostly wait on processes and leave about
-# one of the two cores idle, and at nice 19 the background takes little
-# from them. Nothing in the background asserts a bound on time
-# (distcheck's tree runs only such tests: DISTCHECK_TESTS; a fuzz target
-# fuzzes for 10 s of the wall's time, with what CPU it gets, its count of
-# runs in its PASS line). Its own process group, killed on any exit. Each
+# The sanitizer builds, make distcheck, the fuzz targets and the two
+# benchmarks' smoke runs go one after the other in the background, at the
+# lowest CPU priority, while the -Werror build's tests run: those mostly
+# wait on processes and leave about one of the two cores idle, and at nice
+# 19 the background takes little from them. Nothing in the background
+# asserts a bound on time (distcheck's tree runs only such tests:
+# DISTCHECK_TESTS; a fuzz target fuzzes for 10 s of the wall's time, with
+# what CPU it gets, its count of runs in its PASS line; a smoke run checks
+# that every figure completes and verifies, under timeouts of minutes). Its own process group, killed on any exit. Each
 # step leaves $bg/NAME.rc ("status seconds") and $bg/NAME.log.
 background() {
   ( exec setsid env BG="$bg" bash -c '
@@ -80,6 +81,9 @@ background() {
       bgstep distcheck make -C "$0/build" -s -j"$(nproc)" distcheck \
         DISTCHECK_CONFIGURE_FLAGS="--enable-werror --disable-integration-tests" TESTS="\$(DISTCHECK_TESTS)"
       bgstep fuzz "$0/tests/fuzz/run.sh" "$0/build"
+      bgstep kv-bench make -C "$0/build" -s bench BENCH_ARGS=-q
+      bgstep ofi-bench env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
+        RATE_ITERS=100 "$0/tests/bench/ofi_bench.sh" "$0/build"
     ' "$top" ) &
   bgpid=$!
 }
@@ -154,14 +158,13 @@ step layering-check "$top/tests/check-layering.sh" "$top/build"
 # one error space (ASR_E*): no bare -1 returned in the C layers (issue 20)
 step error-space-check bash -c "cd '$top' && ! grep -rn 'return -1' common bootstrap runtime launcher"
 step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"
-step kv-bench-smoke make -C "$top/build" -s bench BENCH_ARGS=-q
-step ofi-bench-smoke env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
-  RATE_ITERS=100 "$top/tests/bench/ofi_bench.sh" "$top/build"
 if [ -n "$bgpid" ]; then
   bg_result distcheck distcheck
+  bg_result kv-bench kv-bench-smoke
+  bg_result ofi-bench ofi-bench-smoke
   wait "$bgpid"; bgpid=""
 else
-  echo fail >>"$counts"; echo "FAIL: distcheck (not run: the default build failed)"
+  echo fail >>"$counts"; echo "FAIL: distcheck, kv-bench-smoke, ofi-bench-smoke (not run: the default build failed)"
 fi
 
 end_section
