@@ -19,9 +19,10 @@
  *     time from gate open to the last client's end. A client with a
  *     persistent connection (asr, raw, TCPStore alike) opens it and does one
  *     request/response on it before it reports ready (TCPStore's constructor
- *     connects and ADDs to "init/"), and closes it after its end; no client exits before every client has its
- * result (the exit of a process is not part of what is measured, nor may it take the CPU from those still
- * measured).
+ *     connects and ADDs to "init/"), and closes it after its end. No
+ *     client exits before every client has its result: the exit of a
+ *     process is not part of what is measured, nor may it take the CPU from
+ *     those still measured.
  *
  * Measured (median over REPS repetitions, three times as many for the
  * rendezvous rows unless -r is given; asr, raw and TCPStore interleaved):
