@@ -56,10 +56,11 @@ netns_setup() {
 
 # netns_pids NS: the pids of every process inside namespace NS.
 netns_pids() {
-  local ino p
+  local ino i n
   ino=$(stat -L -c %i "/run/netns/$1" 2>/dev/null) || return 0
-  for p in /proc/[0-9]*; do
-    [ "$(stat -L -c %i "$p/ns/net" 2>/dev/null)" = "$ino" ] && echo "${p#/proc/}"
+  # one stat for every process (a process gone meanwhile is only an error line)
+  stat -L -c '%i %n' /proc/[0-9]*/ns/net 2>/dev/null | while read -r i n; do
+    [ "$i" = "$ino" ] && { n=${n#/proc/}; echo "${n%%/*}"; }
   done
   return 0
 }
