@@ -10,7 +10,7 @@ doc_man_env_LDADD = common/libasrcommon.la
 
 ASR_MANS = doc/asrrun.1 doc/asrd.8 doc/asrkv.1 doc/libasr.3
 nodist_man_MANS = $(ASR_MANS)
-EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in
+EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in doc/design.md
 CLEANFILES += $(ASR_MANS)
 
 # The example job file of asrrun(1) (asrrun -f), installed beside the docs.

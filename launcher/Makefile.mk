@@ -6,7 +6,7 @@ launcher_libasrlaunch_la_SOURCES = \
 	launcher/map.c launcher/map.h launcher/bind.c launcher/bind.h \
 	launcher/ctl.c launcher/ctl.h launcher/ctl_msg.c launcher/ctl_msg.h \
 	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h \
-	launcher/asrd_dir.c launcher/asrd_dir.h launcher/tree.h
+	launcher/asrd_dir.c launcher/asrd_dir.h launcher/tree.h launcher/proc_exit.c launcher/proc_exit.h
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) $(HWLOC_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_LIBS)
 
@@ -14,7 +14,7 @@ sysconf_asrdir = $(sysconfdir)/asr
 dist_sysconf_asr_DATA = conf/asrrun.yaml
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
-launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c \
+launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \
 	launcher/asrrun_output.c launcher/asrrun_stdin.c launcher/asrrun_early.c launcher/asrrun_report.c \
 	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c \
 	launcher/launch.h \
@@ -24,7 +24,7 @@ launcher_asrrun_LDADD = launcher/libasrlaunch.la
 
 launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_down.c launcher/asrd_job.c \
 	launcher/launch.h launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c \
-	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
+	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_ends.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
 	launcher/asrd_shm.c launcher/asrd_shm.h launcher/asrd_pmi.c launcher/pmi_wire.c launcher/pmi_wire.h \
 	launcher/pmi2_wire.c launcher/pmi2_wire.h
 launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \

@@ -232,6 +232,7 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
       if (d->fences || d->nlocal > 0) asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len);
       break;
     case ASR_CTL_ROUTED: asrd_down_route(d, m); break;
+    case ASR_CTL_ENDS_ASK: asrd_ends_ask(d, m->u.ends.id); break;
     case ASR_CTL_REPORT_REQ:
       asrd_report_ask(d, m->u.report_req.id, m->u.report_req.timeout_ms, m->u.report_req.flags);
       break;

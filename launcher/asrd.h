@@ -105,8 +105,10 @@ struct asrd_rank {
   uint64_t in_got, in_taken; /* stdin bytes sent to it; written into its pipe or dropped */
   int exited, status;
   unsigned end_seq; /* the order this daemon saw the ranks end in (1, 2, ...; 0 not yet):
-                     * its exit, or before it the EOF of both its output pipes */
+                     * asrd_ends.c */
   int exit_sent;
+  int end_fd;           /* the read end of its end watch (asrd_ends.c), or -1 */
+  asr_loop_io_t end_io; /* while end_fd >= 0 */
   int not_run;          /* its execve failed (asrd_spawn.c) */
   int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */
   int via;              /* how it joined: ASR_CTL_VIA_PMIX, _PMI1 or _PMI2 (0 until then) */
@@ -204,9 +206,15 @@ struct asrd {
   void (*on_registered)(asrd_t *d, int ok, const char *err);
   /* set by asrd_ranks.c: both output streams of r ended (EOF, all sent) */
   void (*on_output_closed)(asrd_rank_t *r);
-  /* set by asrd_ranks.c: reads of both output pipes of r met EOF (the rank,
-   * and whatever else held them, closed them: usually its death) */
+  /* set by asrd_ranks.c: a read of an output pipe of r met EOF (the rank,
+   * and whatever else held it, closed it: usually its death) */
   void (*on_output_eof)(asrd_rank_t *r);
+  /* the order the ranks end in, and asrrun's ENDS_ASK (asrd_ends.c) */
+  struct {
+    unsigned seen;   /* ranks numbered so far (asrd_rank_t's end_seq) */
+    int asked;       /* an ENDS_ASK waits for its answer */
+    uint32_t ask_id; /* its id */
+  } ends;
 
   /* PMIx (asrd_pmix.c) */
   int pmix_up;
@@ -248,6 +256,28 @@ struct asrd {
 };
 
 const char *asrd_state_name(asrd_state_t s);
+
+/* asrd_ends.c: which local rank ended first (doc/design.md, "Verdicts by
+ * cause"). */
+/* The descriptor each rank holds its end watch on: the highest it may
+ * open, at most 1023 (-1: none fits). */
+int asrd_ends_fd(void);
+/* Watches fd, the read end of r's end watch (owned from now on): its EOF
+ * is the first sign of r's end. 0 or an ASR_E* (fd is closed then). */
+int asrd_ends_watch(asrd_rank_t *r, int fd);
+/* Stops watching (the job ends). */
+void asrd_ends_unwatch(asrd_rank_t *r);
+/* A sign of r's end reached the loop (an output pipe's EOF, its PMI
+ * connection closing, its exit): numbered if the kernel confirms it. */
+void asrd_ends_sight(asrd_rank_t *r, const char *sign);
+/* Whether r's EXIT (a failure's, or a leaver's) may go: every rank seen
+ * ending before it has been reported. */
+int asrd_ends_may_report(const asrd_rank_t *r);
+/* asrrun's ENDS_ASK id: answered (ENDS) once what the kernel shows ending
+ * now has been reported. */
+void asrd_ends_ask(asrd_t *d, uint32_t id);
+/* An EXIT went or a rank was reaped: the answer may go now. */
+void asrd_ends_progress(asrd_t *d);
 
 /* asrd_up.c */
 /* Starts calling asrrun back at HOST:PORT; on_up_ready or on_up_lost follows. */
@@ -365,9 +395,10 @@ int asrd_spawn_prepare(asrd_t *d, char *errbuf, size_t errlen);
  * in_fd (-1: /dev/null), bound to cpus when bind; returns its pid or a
  * negative ASR_E* with errbuf set. */
 /* pmi_fd (or -1) stays open across its execve, as PMI_FD. */
-/* rep_fd (or -1) too, as ASR_REPORT_FD. */
+/* rep_fd (or -1) too, as ASR_REPORT_FD. end_w (or -1), the end watch's
+ * write end, is moved to asrd_ends_fd() across it. */
 pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd, int rep_fd,
-                      const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen);
+                      int end_w, const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen);
 /* After the last start: waits until every child is past its execve, writes
  * their exec errors to their stderr, frees what prepare made. */
 void asrd_spawn_done(void);

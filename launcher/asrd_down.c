@@ -246,6 +246,7 @@ static void on_child_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     case ASR_CTL_STDIN_CREDIT:
     case ASR_CTL_JOINED:
     case ASR_CTL_REPORT:
+    case ASR_CTL_ENDS:
     case ASR_CTL_DONE:
       if (m->type == ASR_CTL_DONE) ch->done = 1;
       asrd_up_send_routed(d, (uint32_t)ch->host, m);

@@ -93,7 +93,7 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
     r->rank = i;
     r->lnc = (int)d->job.lnc_of[i];
     r->local = k++;
-    r->out.fd = r->err.fd = r->in_fd = r->rep_fd = -1;
+    r->out.fd = r->err.fd = r->in_fd = r->rep_fd = r->end_fd = -1;
   }
   d->nlocal = nlocal;
   return 0;

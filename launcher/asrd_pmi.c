@@ -773,7 +773,9 @@ static int conn_read(asrd_pmi_conn_t *c) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 1;
     if (n <= 0) {
+      asrd_rank_t *r = c->r;
       conn_close(c); /* EOF: the rank closed it, or is gone */
+      asrd_ends_sight(r, "its PMI connection closed");
       return 0;
     }
     for (size_t off = 0; off < (size_t)n && c->fd >= 0;) {

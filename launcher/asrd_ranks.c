@@ -45,52 +45,7 @@ static void sweep_later(asrd_t *d, pid_t pid) {
   if (!asr_loop_timer_active(&sweep_timer)) asr_loop_timer_start(d->loop, &sweep_timer, 0, on_sweep, NULL);
 }
 
-/* The first failed exit of the job holds the failures' EXITs for
- * FAIL_HOLD_MS, so that ranks which die together are told cause first: a
- * rank that joined and left without finalizing fails the fence the others
- * wait in as soon as its PMIx connection goes, which can be before its own
- * exit is seen, and asrrun would take their failure for the job's cause. A
- * leaver is told at once (below), so within the hold it goes first --
- * unless a death by a signal is held already: a rank killed is no rank
- * reacting to a leaver (one that reacts exits, as its failed wait or fence
- * makes it), while a leaver seen after it most likely left because of it
- * (the death failed its wait), so the leaver waits its turn in the hold.
- * The same when another rank ended before the leaver but its exit is not
- * seen yet: a dying process closes its files (the output pipes, the PMIx
- * socket whose loss fails the others' fence) before it can be reaped, so
- * the ranks reacting to its death can exit, and be seen, before it is.
- * What is held goes in the order the ranks ended (end_seq: the exit, or
- * before it the EOF of both output pipes), and waits, up to
- * FAIL_HOLD_MAX_MS, for a rank that ended first but is still in its exit.
- * Once the daemon is ending the ranks (TERMINATING) their failures are its
- * doing: nothing is held. */
-#define FAIL_HOLD_MS 20
-#define FAIL_HOLD_MAX_MS 1000 /* how long the hold waits on a rank still in its exit */
-static asr_loop_timer_t fail_hold_timer;
-static int fail_hold_waited; /* ms the hold was extended for such a rank */
-static int fail_hold;        /* 1 while held, 2 once released */
-static int held_killed;      /* while held: a rank held died of a signal */
-
-static void report_exit(asrd_rank_t *r);
-
-static unsigned ends_seen;
-
-/* r is seen ending (its exit, or the EOF of both its output pipes): the
- * first of these gives its place in the order. */
-static void mark_end(asrd_rank_t *r) {
-  if (!r->end_seq) r->end_seq = ++ends_seen;
-}
-
-/* Another rank ended before r but is not reaped yet. */
-static int earlier_dying(const asrd_rank_t *r) {
-  for (int i = 0; i < r->d->nlocal; i++) {
-    const asrd_rank_t *q = &r->d->ranks[i];
-    if (q != r && q->end_seq && q->end_seq < r->end_seq && !q->exited) return 1;
-  }
-  return 0;
-}
-
-/* r's status is a failure (anything but exit 0). */
+/* r failed (anything but exit 0). */
 static int exit_failed(const asrd_rank_t *r) {
   return !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
 }
@@ -99,66 +54,7 @@ static int exit_failed(const asrd_rank_t *r) {
  * for a failure (asrrun_daemons.c: early_exit_check). */
 static int exit_left(const asrd_rank_t *r) { return !exit_failed(r) && r->joined == ASR_CTL_JOINED_INIT; }
 
-/* The held failures (and leavers) go, in the order their ranks exited. */
-static void release_held(asrd_t *d) {
-  fail_hold = 2;
-  for (;;) {
-    asrd_rank_t *first = NULL;
-    for (int i = 0; i < d->nlocal; i++) {
-      asrd_rank_t *q = &d->ranks[i];
-      if ((exit_failed(q) || exit_left(q)) && q->exited && !q->exit_sent &&
-          (!first || q->end_seq < first->end_seq))
-        first = q;
-    }
-    if (!first) return;
-    report_exit(first);
-    if (!first->exit_sent) return; /* (cannot happen: a failure goes once released) */
-  }
-}
-
-/* A rank that ended (its pipes' EOF) before every held one is still not
- * reaped: its process is still in its exit (a loaded host can keep it
- * there for tens of ms), and it goes first once it is. */
-static int dying_first(const asrd_t *d) {
-  unsigned held_first = 0, dying = 0;
-  for (int i = 0; i < d->nlocal; i++) {
-    const asrd_rank_t *q = &d->ranks[i];
-    if (q->exited && !q->exit_sent && (exit_failed(q) || exit_left(q)) &&
-        (!held_first || q->end_seq < held_first))
-      held_first = q->end_seq;
-    if (q->end_seq && !q->exited && (!dying || q->end_seq < dying)) dying = q->end_seq;
-  }
-  return dying && held_first && dying < held_first;
-}
-
-static void on_fail_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
-  (void)loop;
-  asrd_t *d = t->arg;
-  if (dying_first(d) && (fail_hold_waited += FAIL_HOLD_MS) < FAIL_HOLD_MAX_MS) {
-    asr_loop_timer_start(d->loop, &fail_hold_timer, FAIL_HOLD_MS, on_fail_hold, d);
-    return;
-  }
-  release_held(d);
-  if (d->on_rank_done) d->on_rank_done(d);
-}
-
-/* Sends EXIT for r if it is due (see above). */
-static void report_exit(asrd_rank_t *r) {
-  int failed = exit_failed(r);
-  int held = failed || (exit_left(r) && ((fail_hold == 1 && held_killed) || earlier_dying(r)));
-  if (held && r->exited && !r->exit_sent && fail_hold != 2 && r->d->state < ASRD_TERMINATING) {
-    if (!fail_hold) {
-      fail_hold = 1;
-      asr_loop_timer_start(r->d->loop, &fail_hold_timer, FAIL_HOLD_MS, on_fail_hold, r->d);
-    }
-    if (WIFSIGNALED(r->status)) held_killed = 1;
-    return;
-  }
-  /* a rank that joined and left without finalizing ends the job as a
-   * failure does (asrrun_daemons.c: early_exit_check), and the failures it
-   * causes (the fence it left fails for the others) must not overtake it */
-  int at_once = failed || exit_left(r);
-  if (!r->exited || r->exit_sent || (!at_once && !asrd_stdio_closed(r))) return;
+static void send_exit(asrd_rank_t *r) {
   asr_ctl_msg_t m = {.type = ASR_CTL_EXIT,
                      .u.exit = {.rank = (uint32_t)r->rank,
                                 .status = (uint32_t)r->status,
@@ -167,8 +63,36 @@ static void report_exit(asrd_rank_t *r) {
   r->exit_sent = 1;
 }
 
+/* Whether r's EXIT is due. A failure, and a rank that joined and left
+ * without finalizing (the failures it causes, the fence it left failing
+ * for the others, must not overtake it), go at once, even if a descendant
+ * still holds their output open, after every rank seen ending before them
+ * (asrd_ends.c); any other exit once its output is drained. */
+static int exit_due(const asrd_rank_t *r) {
+  if (!r->exited || r->exit_sent) return 0;
+  return exit_failed(r) || exit_left(r) ? asrd_ends_may_report(r) : asrd_stdio_closed(r);
+}
+
+/* Every EXIT that is due now, in the order the ranks were seen ending (an
+ * EXIT that went may let later ones go), then asrrun's answer if it waits. */
+static void report_due(asrd_t *d) {
+  for (;;) {
+    asrd_rank_t *next = NULL;
+    for (int i = 0; i < d->nlocal; i++) {
+      asrd_rank_t *q = &d->ranks[i];
+      if (exit_due(q) && (!next || q->end_seq < next->end_seq)) next = q;
+    }
+    if (!next) break;
+    send_exit(next);
+  }
+  asrd_ends_progress(d);
+}
+
+/* A sign of r's end: one of its output pipes met EOF. */
+static void on_output_eof(asrd_rank_t *r) { asrd_ends_sight(r, "an output pipe closed"); }
+
 static void on_output_closed(asrd_rank_t *r) {
-  report_exit(r);
+  report_due(r->d);
   if (r->d->on_rank_done) r->d->on_rank_done(r->d);
 }
 
@@ -177,7 +101,6 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   asrd_rank_t *r = p->arg;
   asrd_t *d = r->d;
   r->exited = 1;
-  mark_end(r);
   /* not reaped here only if someone else reaped it: no status to tell */
   r->status = have_status ? status : (int)(W_EXITCODE(1, 0));
   d->nalive--;
@@ -188,7 +111,8 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   /* Its output may still sit in the pipes: take what is there now. A
    * descendant that keeps a pipe open delays the EXIT until it is gone. */
   asrd_stdio_drain(r);
-  report_exit(r);
+  asrd_ends_sight(r, "its exit");
+  report_due(d);
   if (d->on_rank_done) d->on_rank_done(d);
 }
 
@@ -248,12 +172,21 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
    * and a report says it gave none */
   int rep_fd = asrd_report_open(d, r);
   if (rep_fd < 0) asr_warn("asrd", "rank %d gets no state-report channel: %s", r->rank, asr_strerror(rep_fd));
+  /* its end watch (asrd_ends.c): without one its end is seen by the other
+   * signs, maybe after what it caused */
+  int ew[2] = {-1, -1};
+  if (pipe_nb(ew) != 0 || asrd_ends_watch(r, ew[0]) != 0) {
+    asr_warn("asrd", "rank %d gets no end watch", r->rank);
+    if (ew[1] >= 0) close(ew[1]);
+    ew[1] = -1;
+  }
   /* ep[1] is the spawn's now (it closes it once the child is past execve) */
-  pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], pmi_fd, rep_fd, &cpus, bind, errbuf, errlen);
+  pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], pmi_fd, rep_fd, ew[1], &cpus, bind, errbuf, errlen);
   /* the child has its own copies of these (or has exec'd already) */
   close(op[1]);
   close(pmi_fd);
   if (rep_fd >= 0) close(rep_fd);
+  if (ew[1] >= 0) close(ew[1]);
   if (ip[0] >= 0) close(ip[0]);
   if (pid < 0) {
     close(op[0]);
@@ -279,7 +212,7 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
 int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen) {
   if (d->nlocal == 0) return 0;
   d->on_output_closed = on_output_closed;
-  d->on_output_eof = mark_end;
+  d->on_output_eof = on_output_eof;
   int rc = asrd_pmi_prepare(d, errbuf, errlen);
   if (rc == 0) rc = asrd_spawn_prepare(d, errbuf, errlen);
   for (int i = 0; i < d->nlocal && rc == 0; i++) rc = start_rank(d, &d->ranks[i], errbuf, errlen);
@@ -318,14 +251,15 @@ void asrd_ranks_stop(asrd_t *d) {
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
     asr_loop_pid_stop(d->loop, &r->exit_watch);
+    asrd_ends_unwatch(r);
     asrd_stdio_stop(r);
   }
-  if (asr_loop_timer_active(&fail_hold_timer)) asr_loop_timer_stop(d->loop, &fail_hold_timer);
-  if (fail_hold == 1) release_held(d); /* what is held goes now, before the ranks are let go of */
-  fail_hold = 0;
-  fail_hold_waited = 0;
-  held_killed = 0;
-  ends_seen = 0;
+  /* what is held goes now, before the ranks are let go of */
+  for (int i = 0; i < d->nlocal; i++) {
+    asrd_rank_t *r = &d->ranks[i];
+    if (r->exited && !r->exit_sent && (exit_failed(r) || exit_left(r))) send_exit(r);
+  }
+  d->ends.seen = 0;
   if (asr_loop_timer_active(&sweep_timer)) {
     asr_loop_timer_stop(d->loop, &sweep_timer);
     on_sweep(d->loop, &sweep_timer);

@@ -109,6 +109,7 @@ static void on_chan(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
   }
 closed:
   chan_close(r);
+  asrd_ends_sight(r, "its state-report channel closed");
   if (r->rep_waiting) {
     r->rep_waiting = 0;
     r->rep_flags |= ASR_CTL_REP_GONE;

@@ -35,6 +35,9 @@
 
 extern char **environ;
 
+/* Where each rank holds its end watch (asrd_ends_fd), for this job. */
+static int end_fd = -1;
+
 static int env_has_prefix(const char *e, const char *name) {
   size_t n = strlen(name);
   return strncmp(e, name, n) == 0 && e[n] == '=';
@@ -301,6 +304,7 @@ typedef struct {
   int fds[3];   /* become its 0, 1, 2 */
   int keep_fd;  /* stays open across the execve (PMI_FD), or -1 */
   int keep_fd2; /* and this one (ASR_REPORT_FD), or -1 */
+  int end_w;    /* the end watch's write end (asrd_ends.c), moved to end_fd, or -1 */
   cpu_set_t cpus;
   int bind;
   pid_t parent;
@@ -352,6 +356,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) static int spawn_
   }
   if (s->keep_fd >= 0) raw_sys(SYS_fcntl, s->keep_fd, F_SETFD, 0, 0);
   if (s->keep_fd2 >= 0) raw_sys(SYS_fcntl, s->keep_fd2, F_SETFD, 0, 0);
+  if (s->end_w >= 0) raw_sys(SYS_dup3, s->end_w, end_fd, 0, 0); /* kept across the execve */
   if (s->bind) {
     long rc = raw_sys(SYS_sched_setaffinity, 0, sizeof s->cpus, (long)&s->cpus, 0);
     if (rc < 0) s->bind_err = (int)-rc;
@@ -466,7 +471,7 @@ static void spawn_finish(spawn_slot_t *s) {
 static unsigned next_slot;
 
 pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w, int pmi_fd, int rep_fd,
-                      const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen) {
+                      int end_w, const cpu_set_t *cpus, int bind, char *errbuf, size_t errlen) {
   spawn_slot_t *s = &slots[next_slot++ % SPAWN_SLOTS];
   spawn_finish(s);
   char **env = rank_env(r, pmi_fd, rep_fd);
@@ -485,6 +490,8 @@ pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w
   s->fds[2] = err_w;
   s->keep_fd = pmi_fd;
   s->keep_fd2 = rep_fd;
+  /* the end watch's descriptor must not take the place of one it keeps */
+  s->end_w = end_w >= 0 && end_fd > pmi_fd && end_fd > rep_fd && end_fd > 2 ? end_w : -1;
   s->bind = bind;
   if (bind) s->cpus = *cpus;
   s->parent = getpid();
@@ -521,6 +528,7 @@ pid_t asrd_spawn_rank(asrd_t *d, asrd_rank_t *r, int in_fd, int out_w, int err_w
 }
 
 int asrd_spawn_prepare(asrd_t *d, char *errbuf, size_t errlen) {
+  end_fd = asrd_ends_fd();
   devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int rc = devnull < 0 ? asr_err_from_errno(errno) : build_base_env(d);
   if (rc == 0) rc = slots_prepare(d);

@@ -152,7 +152,7 @@ static void stream_read(asrd_stream_t *st, int drain) {
     stream_close_fd(st); /* EOF: what is left goes as the last piece */
     st->eof = 1;
     asrd_rank_t *r = st->rank;
-    if (r->out.eof && r->err.eof && r->d->on_output_eof) r->d->on_output_eof(r);
+    if (r->d->on_output_eof) r->d->on_output_eof(r);
   }
 }
 

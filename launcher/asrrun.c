@@ -123,6 +123,7 @@ static void fail(asrrun_t *run, int code, const char *fmt, ...) {
 
 static void daemon_changed(asrrun_t *run, daemon_t *d) {
   (void)d;
+  asrrun_verdict_check(run); /* a daemon DONE or gone owes no answer: the cause first, then the end */
   asrrun_stdin_poll(run);
   if (run->state < RUN_CLOSING && asrrun_daemons_all_done(run)) run_set_state(run, RUN_CLOSING);
   if (run->state == RUN_CLOSING && asrrun_daemons_all_ended(run)) run_set_state(run, RUN_DONE);
@@ -554,7 +555,7 @@ int main(int argc, char **argv) {
     return asrrun_status_client(job);
   }
   r->exit_code = -1;
-  r->leaver = -1; /* no verdict held (asrrun_daemons.c) */
+  asrrun_verdict_init(r);
   r->lfd = -1;
   r->daemons_up = 0;
   r->early = (asrrun_early_t){.lfd = -1, .index = -1};

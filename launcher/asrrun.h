@@ -36,6 +36,7 @@
 #define ASRRUN_STALL_MS 2000       /* a wait or a request this old gets a diagnosis line */
 #define ASRRUN_REPORT_ASK_MS 2000  /* each asrd waits this long for its ranks' reports */
 #define ASRRUN_QUIT_WINDOW_MS 2000 /* a second SIGQUIT within this ends the job */
+#define ASRRUN_ENDS_MS 5000        /* a daemon that cannot answer ENDS_ASK (asrrun_verdict.c) */
 /* A REPORT's flags, as asrd sets them (ctl_msg.h) */
 #define ASRRUN_REP_ANSWERED ASR_CTL_REP_ANSWERED
 #define ASRRUN_REP_EXITED ASR_CTL_REP_EXITED
@@ -99,6 +100,7 @@ typedef struct daemon {
    * conn is then that child's, borrowed while it lasts (ROUTED messages) */
   int routed;
   struct daemon *top; /* the child of asrrun's whose subtree holds it (itself when not routed) */
+  int ends_owed;      /* it owes an answer (ENDS) to the verdict's ENDS_ASK (run->ask_ends) */
 } daemon_t;
 
 typedef struct {
@@ -149,8 +151,16 @@ struct asrrun {
   int interrupts;
   int ranks_exited;
   int any_joined; /* a rank joined the job (JOINED): the early-exit rule applies */
-  int leaver;     /* a rank that left early, its verdict held (asrrun_daemons.c), or -1 */
-  asr_loop_timer_t leaver_hold;
+  /* the job's cause, being decided (asrrun_verdict.c) */
+  struct {
+    int open;    /* ENDS_ASK went out; answers awaited */
+    uint32_t id; /* the round's id */
+    /* the first end told of each kind (asrrun_end_kind_t): its exit code
+     * (-1: none yet) and the line that names it */
+    int code[3];
+    char line[3][1024];
+    asr_loop_timer_t deadline; /* ASRRUN_ENDS_MS */
+  } verdict;
   uint64_t last_tick_ms; /* the heartbeat timer's last run: a gap is asrrun's own stop */
 
   struct asrrun_out *out; /* asrrun_output.c */
@@ -191,6 +201,10 @@ struct asrrun {
    * code and prints why); a daemon changed state */
   void (*fail)(asrrun_t *run, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
   void (*daemon_changed)(asrrun_t *run, daemon_t *d);
+  /* set by asrrun_daemons.c: ENDS_ASK id to every daemon that runs the job
+   * and may still tell of its ranks' ends (each is marked ends_owed until
+   * it answers, says DONE or is gone); how many were asked */
+  int (*ask_ends)(asrrun_t *run, uint32_t id);
 
   struct asrrun_state *rep_state; /* asrrun_state.c: the state report being gathered */
   /* set by asrrun.c: a daemon's REPORT (asrrun_state_on_report) */
@@ -226,6 +240,27 @@ void asrrun_daemons_stop(asrrun_t *run);
 
 /* Sends m to daemon h when it can still hear it: 0, or ASR_ENOTCONN. */
 int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m);
+
+/* asrrun_verdict.c: the job's cause (doc/design.md, "Verdicts by cause").
+ * The kinds of end that end the job, in the order they are named when
+ * told together: */
+typedef enum {
+  ASRRUN_END_KILLED = 0, /* a death by a signal from outside (asr_ctl_killed_from_outside) */
+  ASRRUN_END_LEFT,       /* an exit 0 after joining without finalizing, or without joining */
+  ASRRUN_END_FAILED      /* any other: a non-zero exit, a signal of its own, an abort, not run */
+} asrrun_end_kind_t;
+void asrrun_verdict_init(asrrun_t *run);
+/* An end of that kind, told by a daemon, with its exit code for asrrun and
+ * the line that names it. Opens a round (ENDS_ASK) unless one is open. */
+void asrrun_verdict_end(asrrun_t *run, asrrun_end_kind_t kind, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Daemon d answered ENDS_ASK id. */
+void asrrun_verdict_answer(asrrun_t *run, daemon_t *d, uint32_t id);
+/* A daemon changed state: once none owes an answer, the cause is named
+ * (run->fail). */
+void asrrun_verdict_check(asrrun_t *run);
+/* The job ends: no round waits any more. */
+void asrrun_verdict_stop(asrrun_t *run);
 
 /* asrrun_state.c */
 /* What to do with a state report once it is rendered (text, len). */

@@ -70,6 +70,7 @@ static void daemon_set_state(daemon_t *d, daemon_state_t s) {
   asr_debug("asrrun", "asrd on host %s: %s -> %s", host_of(d), asrrun_daemon_state_name(d->state),
             asrrun_daemon_state_name(s));
   d->state = s;
+  if (s >= DAEMON_DONE) d->ends_owed = 0; /* it has told all it will */
   d->run->daemon_changed(d->run, d);
 }
 
@@ -130,6 +131,19 @@ static void bcast(asrrun_t *run, const asr_ctl_msg_t *m) {
     else
       (void)asr_ctl_send(d->conn, m);
   }
+}
+
+/* run->ask_ends: the verdict's round (asrrun_verdict.c). */
+static int ask_ends(asrrun_t *run, uint32_t id) {
+  int n = 0;
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    d->ends_owed = d->conn && !over(d) && d->state >= DAEMON_JOINED && d->state < DAEMON_DONE;
+    n += d->ends_owed;
+  }
+  asr_ctl_msg_t m = {.type = ASR_CTL_ENDS_ASK, .u.ends.id = id};
+  if (n) bcast(run, &m);
+  return n;
 }
 
 /* The daemon's connection is gone (closed here or by its end). A routed
@@ -273,62 +287,24 @@ static int rank_failed_code(int status) {
 /* A rank that exited 0 before joining a job others joined, or after joining
  * without finalizing, while other ranks still run, ends the job (mpirun and
  * srun end such jobs too: the others would wait for it forever). */
-/* The verdict on a rank that left early waits LEAVER_HOLD_MS when it
- * joined, for a death by a signal on another host: a rank killed fails the
- * fence the others wait in as soon as its connection goes, so ranks on
- * other hosts can leave, and be told here, before its own daemon tells its
- * death (each daemon holds failures FAIL_HOLD_MS, 20 ms, asrd_ranks.c,
- * and its host may be farther). A killed rank is no rank reacting to a
- * leaver, so within the hold its death is the job's cause. More leavers
- * may come meanwhile (a death fails the fence for every rank in it); any
- * other exit or abort told meanwhile is one the leaver caused (the fence
- * it left fails for the others) or one that ends the job anyway, and the
- * first leaver's verdict goes first, at once. One daemon orders its own
- * ranks so already. */
-#define LEAVER_HOLD_MS 200
-
-static void leaver_verdict(asrrun_t *run, int rank) {
-  const char *host = run->map.host_names[run->map.ranks[rank].host];
-  if (run->ranks[rank].joined)
-    run->fail(run, ASRRUN_EXIT_LAUNCH,
-              "rank %d exited with status 0 after joining the job, without finalizing, while other ranks "
-              "ran (host %s); ending the job (--allow-early-exit allows this)",
-              rank, host);
-  else
-    run->fail(run, ASRRUN_EXIT_LAUNCH,
-              "rank %d exited with status 0 without joining the job while other ranks joined it (host %s); "
-              "ending the job (--allow-early-exit allows this)",
-              rank, host);
-}
-
-/* The held leaver's verdict, now: its time is up, or what came after it
- * was no death by a signal (above), or the last rank exited. */
-static void leaver_release(asrrun_t *run) {
-  if (run->leaver < 0) return;
-  int rank = run->leaver;
-  run->leaver = -1;
-  asr_loop_timer_stop(run->loop, &run->leaver_hold);
-  if (run->state < RUN_ABORTING) leaver_verdict(run, rank);
-}
-
-static void on_leaver_hold(asr_loop_t *loop, asr_loop_timer_t *t) {
-  (void)loop;
-  leaver_release(t->arg);
-}
-
 static void early_exit_check(asrrun_t *run, int rank) {
   rank_t *r = &run->ranks[rank];
   if (run->cfg.allow_early_exit || run->state >= RUN_ABORTING || !r->exited) return;
   if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) return; /* a failure is reported as one */
   if (r->joined == ASR_CTL_JOINED_FINALIZED || (!r->joined && !run->any_joined)) return;
-  if (run->ranks_exited >= run->map.nranks) return; /* nobody is left to wait for it */
-  if (run->leaver >= 0) return;                     /* one held already: the first goes first */
-  if (r->joined && run->map.nhosts > 1) {
-    run->leaver = rank;
-    asr_loop_timer_start(run->loop, &run->leaver_hold, LEAVER_HOLD_MS, on_leaver_hold, run);
-    return;
-  }
-  leaver_verdict(run, rank);
+  /* the last rank to end, with no other end being judged: nobody waited for it */
+  if (run->ranks_exited >= run->map.nranks && !run->verdict.open) return;
+  const char *host = run->map.host_names[run->map.ranks[rank].host];
+  if (r->joined)
+    asrrun_verdict_end(run, ASRRUN_END_LEFT, ASRRUN_EXIT_LAUNCH,
+                       "rank %d exited with status 0 after joining the job, without finalizing, while other "
+                       "ranks ran (host %s); ending the job (--allow-early-exit allows this)",
+                       rank, host);
+  else
+    asrrun_verdict_end(run, ASRRUN_END_LEFT, ASRRUN_EXIT_LAUNCH,
+                       "rank %d exited with status 0 without joining the job while other ranks joined it "
+                       "(host %s); ending the job (--allow-early-exit allows this)",
+                       rank, host);
 }
 
 static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what, uint32_t via) {
@@ -377,27 +353,23 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t fl
   run->ranks[rank].exited = 1;
   run->ranks[rank].status = st;
   run->ranks_exited++;
-  /* after a held leaver, what is neither a death by a signal nor another
-   * leaver (those may have left for the same cause) lets it go first, and
-   * so does the last rank's exit: the verdict must come before the end */
-  int left = WIFEXITED(st) && WEXITSTATUS(st) == 0 && run->ranks[rank].joined == ASR_CTL_JOINED_INIT;
-  if (!WIFSIGNALED(st) && (!left || run->ranks_exited >= run->map.nranks)) leaver_release(run);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
     early_exit_check(run, (int)rank);
     return;
   }
-  if (run->state >= RUN_ABORTING) return; /* a consequence of the abort, not its cause */
   int code = rank_failed_code(st);
   if (WIFSIGNALED(st))
-    run->fail(run, code, "rank %u on host %s was killed by signal %d (%s); aborting the job", rank,
-              host_of(d), WTERMSIG(st), strsignal(WTERMSIG(st)));
+    asrrun_verdict_end(run, asr_ctl_killed_from_outside(st) ? ASRRUN_END_KILLED : ASRRUN_END_FAILED, code,
+                       "rank %u on host %s was killed by signal %d (%s); aborting the job", rank, host_of(d),
+                       WTERMSIG(st), strsignal(WTERMSIG(st)));
   else if (flags & ASR_CTL_EXIT_NOT_RUN)
-    run->fail(run, ASRRUN_EXIT_NOTFOUND,
-              "rank %u on host %s: program '%s' could not be executed; aborting the job", rank, host_of(d),
-              run->cfg.program);
+    asrrun_verdict_end(run, ASRRUN_END_FAILED, ASRRUN_EXIT_NOTFOUND,
+                       "rank %u on host %s: program '%s' could not be executed; aborting the job", rank,
+                       host_of(d), run->cfg.program);
   else
-    run->fail(run, code, "rank %u on host %s exited with status %d; aborting the job", rank, host_of(d),
-              WEXITSTATUS(st));
+    asrrun_verdict_end(run, ASRRUN_END_FAILED, code,
+                       "rank %u on host %s exited with status %d; aborting the job", rank, host_of(d),
+                       WEXITSTATUS(st));
 }
 
 static void on_routed(daemon_t *top, asr_ctl_msg_t *m);
@@ -433,14 +405,14 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       break;
     case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status, m->u.exit.flags); break;
     case ASR_CTL_ABORT: {
-      leaver_release(run); /* an abort after a held leaver: one it caused */
       int status = (int)m->u.abort.status;
       const char *msg = m->u.abort.msg;
-      run->fail(run, status > 0 && status < 124 ? status : 1,
-                "rank %u on host %s called abort with status %d%s%s", m->u.abort.rank, host_of(d), status,
-                msg[0] ? ": " : "", msg);
+      asrrun_verdict_end(run, ASRRUN_END_FAILED, status > 0 && status < 124 ? status : 1,
+                         "rank %u on host %s called abort with status %d%s%s", m->u.abort.rank, host_of(d),
+                         status, msg[0] ? ": " : "", msg);
       break;
     }
+    case ASR_CTL_ENDS: asrrun_verdict_answer(run, d, m->u.ends.id); break;
     case ASR_CTL_FENCE:
       if (d->routed || has_below(run, d->index)) {
         /* a parent gathers its subtree's blobs: FENCE_SUB */
@@ -903,6 +875,7 @@ static void reader_gone(asrrun_t *run, int stream) {
 
 int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asrd_remote,
                           const char *ctl_local, const char *ctl_remote) {
+  run->ask_ends = ask_ends;
   int rc = asr_loop_io_start(run->loop, &run->lio, run->lfd, ASR_LOOP_READ, on_listener, run);
   if (rc == 0 && run->early.lfd >= 0)
     rc = asr_loop_io_start(run->loop, &run->early_lio, run->early.lfd, ASR_LOOP_READ, on_listener, run);
@@ -1037,7 +1010,7 @@ int asrrun_daemons_stdin_ready(const asrrun_t *run) {
 }
 
 void asrrun_daemons_stop(asrrun_t *run) {
-  asr_loop_timer_stop(run->loop, &run->leaver_hold);
+  asrrun_verdict_stop(run);
   asr_loop_timer_stop(run->loop, &run->progress);
   asr_loop_timer_stop(run->loop, &run->heartbeat);
   asr_loop_timer_stop(run->loop, &run->hello_deadline);

@@ -32,7 +32,7 @@
 #include "ctl_msg.h"
 
 #define ASR_CTL_MAGIC 0x4c525341u
-#define ASR_CTL_VERSION 7
+#define ASR_CTL_VERSION 8
 #define ASR_CTL_HDR 12
 #define ASR_CTL_MAX_PAYLOAD (16u << 20)
 

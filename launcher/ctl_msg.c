@@ -7,18 +7,21 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "asr_err.h"
 #include "ctl_msg.h"
 
 static const char *const type_names[ASR_CTL__COUNT] = {
-    "INVALID",      "HELLO",         "JOB",    "STARTED",    "OUTPUT", "EXIT",     "FENCE",     "FENCE_DONE",
-    "ABORT",        "KILL",          "STDIN",  "ERROR",      "DONE",   "SHUTDOWN", "HEARTBEAT", "CREDIT",
-    "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT", "ROUTED",   "FENCE_SUB", "LOST"};
+    "INVALID",    "HELLO",     "JOB",          "STARTED",       "OUTPUT", "EXIT",       "FENCE",
+    "FENCE_DONE", "ABORT",     "KILL",         "STDIN",         "ERROR",  "DONE",       "SHUTDOWN",
+    "HEARTBEAT",  "CREDIT",    "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT",
+    "ROUTED",     "FENCE_SUB", "LOST",         "ENDS_ASK",      "ENDS"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -565,6 +568,16 @@ static int dec_lost(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   return 0;
 }
 
+/* --- ENDS_ASK, ENDS (the verdict's round, asrrun_verdict.c) ------------------- */
+
+static int enc_ends(const asr_ctl_msg_t *m, asr_buf_t *b) { return asr_buf_put_u32(b, m->u.ends.id); }
+
+static int dec_ends(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.ends.id = asr_rd_u32(r);
+  if (r->bad) return bad(why, wl, "%s is truncated", type_names[m->type]);
+  return 0;
+}
+
 /* DONE, SHUTDOWN, HEARTBEAT carry nothing. */
 static int enc_empty(const asr_ctl_msg_t *m, asr_buf_t *b) {
   (void)m, (void)b;
@@ -574,6 +587,23 @@ static int enc_empty(const asr_ctl_msg_t *m, asr_buf_t *b) {
 static int dec_empty(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   (void)r, (void)m, (void)why, (void)wl;
   return 0;
+}
+
+int asr_ctl_killed_from_outside(int st) {
+  if (!WIFSIGNALED(st)) return 0;
+  switch (WTERMSIG(st)) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGABRT:
+    case SIGTRAP:
+    case SIGSYS:
+    case SIGPIPE:
+    case SIGXCPU:
+    case SIGXFSZ: return 0;
+    default: return 1;
+  }
 }
 
 /* --- the table ------------------------------------------------------------------ */
@@ -607,6 +637,8 @@ static const codec_t codecs[ASR_CTL__COUNT] = {
     [ASR_CTL_ROUTED] = {enc_routed, dec_routed},
     [ASR_CTL_FENCE_SUB] = {enc_fence_sub, dec_fence_sub},
     [ASR_CTL_LOST] = {enc_lost, dec_lost},
+    [ASR_CTL_ENDS_ASK] = {enc_ends, dec_ends},
+    [ASR_CTL_ENDS] = {enc_ends, dec_ends},
 };
 
 int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {

@@ -60,6 +60,12 @@
  *                                subtree's blobs for one fence, gathered by its root
  *   LOST        asrd -> parent   u32 host, str why: a child of the sender's (and its
  *                                subtree, tree.h) is gone before the job ended
+ *   ENDS_ASK    asrrun -> asrd   u32 id: before asrrun names the cause of the job's end,
+ *                                every daemon is asked which of its ranks have ended
+ *                                (asrd_ends.c, doc/design.md "Verdicts by cause")
+ *   ENDS        asrd -> asrrun   u32 id: the answer, once the EXIT of every local rank
+ *                                the kernel showed ended or in its exit when ENDS_ASK id
+ *                                came has gone before it; each daemon answers an id once
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
@@ -107,6 +113,8 @@ typedef enum {
   ASR_CTL_ROUTED,
   ASR_CTL_FENCE_SUB,
   ASR_CTL_LOST,
+  ASR_CTL_ENDS_ASK,
+  ASR_CTL_ENDS,
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
@@ -286,6 +294,9 @@ typedef struct {
       char *why;
     } lost;
     struct {
+      uint32_t id;
+    } ends; /* ENDS_ASK and ENDS */
+    struct {
       uint32_t id, rank, pid, flags;
       char *pstate;
       const uint8_t *text, *stack;
@@ -312,6 +323,12 @@ void asr_ctl_msg_free(asr_ctl_msg_t *m);
  * 1 with host and blob, or 0 at the end. */
 int asr_ctl_fence_sub_next(const uint8_t **p, size_t *len, uint32_t *host, const uint8_t **blob,
                            size_t *blob_len);
+
+/* Whether wait status st is a death by a signal from outside the process
+ * (SIGKILL, SIGTERM, SIGINT, ...), not one of its own doing (a fault,
+ * abort(), a write to a closed pipe, a resource limit): such a rank reacts
+ * to nobody (doc/design.md, "Verdicts by cause"). */
+int asr_ctl_killed_from_outside(int st);
 
 /* Frees a decoded job's arrays and strings; *job is zeroed. */
 void asr_ctl_job_free(asr_ctl_job_t *job);

@@ -20,6 +20,7 @@ DISTCHECK_TESTS = \
 TIMED_UNIT_TESTS = \
 	tests/unit/test_common \
 	tests/unit/test_ctl \
+	tests/unit/test_proc_exit \
 	tests/unit/test_loop \
 	tests/unit/test_kv_client \
 	tests/unit/test_kv_conn \
@@ -47,6 +48,9 @@ tests_unit_test_loop_LDADD = $(TEST_LIBS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
 tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
 tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
+tests_unit_test_proc_exit_SOURCES = tests/unit/test_proc_exit.c
+tests_unit_test_proc_exit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
+tests_unit_test_proc_exit_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(AM_CPPFLAGS) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_env_LDADD = $(TEST_LIBS)
@@ -137,6 +141,11 @@ tests_apps_early_exit_SOURCES = tests/apps/early_exit.c
 tests_apps_early_exit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_early_exit_LDADD = runtime/libasr.la
 tests_apps_early_exit_LDFLAGS = -no-install
+noinst_PROGRAMS += tests/apps/killed_peer
+tests_apps_killed_peer_SOURCES = tests/apps/killed_peer.c
+tests_apps_killed_peer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_killed_peer_LDADD = runtime/libasr.la
+tests_apps_killed_peer_LDFLAGS = -no-install
 # The state report's stuck jobs (tests/integration/test_stall.c, tests/netns/netns.sh).
 noinst_PROGRAMS += tests/apps/stall
 tests_apps_stall_SOURCES = tests/apps/stall.c
@@ -150,9 +159,9 @@ tests_apps_tsan_racy_recv_SOURCES = tests/apps/tsan_racy_recv.c
 tests_apps_tsan_racy_recv_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_tsan_racy_recv_LDADD = runtime/libasr.la
 tests_apps_tsan_racy_recv_LDFLAGS = -no-install
-# Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh).
+# Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh, verdict.sh, tree.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh \
-	tests/netns/tree.sh tests/netns/agent.sh tests/bench/tree_bench.sh
+	tests/netns/tree.sh tests/netns/agent.sh tests/netns/verdict.sh tests/bench/tree_bench.sh
 # Slurm tests on a private cluster (scripts/test.sh runs slurm.sh).
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/slurm.sh tests/slurm/README
 # Fuzz targets, their runner and seed corpora (scripts/test.sh runs run.sh);

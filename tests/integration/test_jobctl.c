@@ -681,6 +681,25 @@ TEST_TIMEOUT(rank_killed_then_others_leave, 60) {
   teardown();
 }
 
+/* The same when the others learn of the death before its daemon could:
+ * rank 1 dies of SIGKILL with 1 MiB sends to rank 0 in flight over shm,
+ * whose receiver copies out of the sender's memory, which a killed
+ * process loses before it closes its files; rank 0 fails its receive and
+ * exits 1, and the third rank leaves when its barrier fails. The death is
+ * still the job's cause (at f5eaf72 rank 0's exit 1 was named now and
+ * then: asrd reported it before it had reaped the dying rank). */
+TEST_TIMEOUT(rank_killed_mid_transfer, 60) {
+  setup();
+  job_t j;
+  RUN(&j, 40000, "-n", "3", "--timeout", "30", "-x", "ASR_PROVIDER=shm", bin("tests/apps/killed_peer"),
+      "transfer", "1");
+  ASSERT_CODE(&j, 137);
+  ASSERT_CONTAINS(j.err, "rank 1 on host");
+  ASSERT_CONTAINS(j.err, "was killed by signal 9");
+  ASSERT_NO_LEFTOVERS(NULL, 5000);
+  teardown();
+}
+
 /* --allow-early-exit lets it be (the others then wait: --timeout ends it);
  * plain programs that never join, and a job whose ranks all finalize, are
  * unaffected. */

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -157,6 +158,8 @@ static asr_ctl_msg_t example(int type) {
       m.u.lost.host = 5;
       m.u.lost.why = "lost contact with asrd on host n5";
       break;
+    case ASR_CTL_ENDS_ASK:
+    case ASR_CTL_ENDS: m.u.ends.id = 0xfffffffeu; break;
     default: break;
   }
   return m;
@@ -300,6 +303,8 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_EQ(a->u.lost.host, b->u.lost.host);
       ASSERT_STREQ(a->u.lost.why, b->u.lost.why);
       break;
+    case ASR_CTL_ENDS_ASK:
+    case ASR_CTL_ENDS: ASSERT_EQ(a->u.ends.id, b->u.ends.id); break;
     default: break;
   }
 }
@@ -686,4 +691,19 @@ TEST(conn_errors_reported) {
   ASSERT(asr_time_ms() - t0 < 1500);
   close(sv[1]);
   asr_loop_free(l);
+}
+
+/* A death by a signal from outside (doc/design.md, "Verdicts by cause"),
+ * not one the process brought on itself, nor an exit. */
+TEST(killed_from_outside) {
+  ASSERT(asr_ctl_killed_from_outside(SIGKILL));
+  ASSERT(asr_ctl_killed_from_outside(SIGTERM));
+  ASSERT(asr_ctl_killed_from_outside(SIGINT));
+  ASSERT(asr_ctl_killed_from_outside(SIGKILL | 0x80)); /* core dumped */
+  ASSERT(!asr_ctl_killed_from_outside(SIGSEGV));
+  ASSERT(!asr_ctl_killed_from_outside(SIGABRT | 0x80));
+  ASSERT(!asr_ctl_killed_from_outside(SIGPIPE));
+  ASSERT(!asr_ctl_killed_from_outside(SIGBUS));
+  ASSERT(!asr_ctl_killed_from_outside(0));
+  ASSERT(!asr_ctl_killed_from_outside(9 << 8)); /* exit 9 */
 }

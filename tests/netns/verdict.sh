@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# tests/netns/verdict.sh BUILD_DIR [RUNS [CASE...]] -- which rank asrrun
+# names when ranks on several hosts end together (doc/design.md, "Verdicts
+# by cause"), on three emulated hosts (lib.sh), each case with the flat star
+# of daemons and with a chain (--tree-radix 1: host 3's daemon is host 2's
+# child, host 2's host 1's), RUNS times in a row (default 1). The suite
+# runs it once; the issue's loops are e.g.
+#   (while :; do :; done) & (while :; do :; done) & \
+#     tests/netns/verdict.sh build 500 killed_rank_remote_others_leave killed_remote_socket
+# A case passes only if every run does; its first failing run is shown.
+set -uo pipefail
+build=$(cd "${1:?usage: verdict.sh BUILD_DIR [RUNS [CASE...]]}" && pwd)
+RUNS=${2:-1}
+shift $(($# > 1 ? 2 : 1))
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+ASRRUN=$build/launcher/asrrun
+APPS=$build/tests/apps
+work=$(mktemp -d)
+trap 'netns_teardown; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+
+all=(killed_rank_remote_others_leave killed_remote_socket leaver_remote all_leave_remote)
+cases=("$@")
+[ ${#cases[@]} = 0 ] && cases=("${all[@]}")
+names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
+
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
+  for c in $(names); do echo "SKIP: verdict/$c (needs root and iproute2 to create network namespaces)"; done
+  exit 0
+fi
+if ! netns_setup 3; then
+  for c in $(names); do echo "SKIP: verdict/$c (network namespaces cannot be created on this machine)"; done
+  exit 0
+fi
+H1=$(netns_host 1) H2=$(netns_host 2) H3=$(netns_host 3)
+
+# run_job OUT ARGS...: asrrun on host 1 with the agent; stdout+stderr to OUT.
+run_job() {
+  local out=$1; shift
+  ip netns exec "$H1" timeout -k 5 120 "$ASRRUN" --launch-agent "ip netns exec" --timeout 90 "$@" \
+    >"$out" 2>&1 </dev/null
+}
+
+why= # what the failing run did wrong
+bad() { [ -z "$why" ] && why=$*; }
+
+# Nothing of the job may be left on any host.
+clean() {
+  if ! netns_wait_empty 15; then
+    bad "processes left behind: $(netns_leftovers | tr '\n' ' ')"
+    local h p
+    for h in "${NETNS_HOSTS[@]}"; do for p in $(netns_pids "$h"); do kill -KILL "$p" 2>/dev/null; done; done
+  fi
+}
+
+# Each case: one run, with the tree arguments in $TREE; bad() says why it failed.
+
+# rank 5 (host 2) dies of SIGKILL; the others' barrier fails and they
+# leave (exit 0 without finalizing), those on hosts 1 and 3 maybe told
+# before host 2's daemon tells the death: 137 naming rank 5, not a leaver
+killed_rank_remote_others_leave() {
+  run_job "$out" $TREE -H "$H1:4,$H2:4,$H3:4" "$APPS/early_exit" killed 5
+  local rc=$?
+  [ $rc = 137 ] || bad "exit $rc, wanted 137"
+  grep -q "rank 5 on host $H2 was killed by signal 9" "$out" || bad "no summary naming rank 5 and host $H2"
+  grep -q "exited with status 0 after joining" "$out" && bad "a leaver was taken for the cause"
+}
+
+# rank 2, alone on host 2, dies of SIGKILL; the ranks on hosts 1 and 3 see
+# its TCP connections close and leave, without its daemon's help: their
+# daemons may tell that before host 2's tells the death (or the job's abort
+# may come first): 137 naming rank 2
+killed_remote_socket() {
+  rm -f "$work/port"
+  run_job "$out" $TREE -H "$H1:2,$H2:1,$H3:2" "$APPS/killed_peer" socket 2 "$work"
+  local rc=$?
+  [ $rc = 137 ] || bad "exit $rc, wanted 137"
+  grep -q "rank 2 on host $H2 was killed by signal 9" "$out" || bad "no summary naming rank 2 and host $H2"
+  grep -q "exited with status 0 after joining" "$out" && bad "a leaver was taken for the cause"
+}
+
+# the other way round: rank 6 (host 2) leaves without finalizing and the
+# others' barrier fails (they exit 1): the leaver is the cause, 125
+leaver_remote() {
+  run_job "$out" $TREE -H "$H1:4,$H2:4,$H3:4" "$APPS/early_exit" nofinal 6
+  local rc=$?
+  [ $rc = 125 ] || bad "exit $rc, wanted 125"
+  grep -q "rank 6 exited with status 0 after joining the job, without finalizing.*(host $H2)" "$out" ||
+    bad "no summary naming rank 6 and host $H2"
+}
+
+# every rank joins and exits 0 without finalizing, on every host at about
+# the same time: a leaver is named before the job's end (125, not 0)
+all_leave_remote() {
+  run_job "$out" $TREE -H "$H1:4,$H2:4,$H3:4" "$APPS/early_exit" nofinal all
+  local rc=$?
+  [ $rc = 125 ] || bad "exit $rc, wanted 125"
+  grep -q "exited with status 0 after joining the job, without finalizing" "$out" || bad "no summary naming a leaver"
+}
+
+for c in "${cases[@]}"; do
+  if ! declare -F "$c" >/dev/null; then
+    echo "FAIL: verdict/$c (no such case: ${all[*]})"
+    continue
+  fi
+  for t in flat chain; do
+    TREE=; [ $t = chain ] && TREE="--tree-radix 1"
+    name=${c}_$t out=$work/$name.out why= t0=$SECONDS
+    for ((i = 1; i <= RUNS; i++)); do
+      "$c"
+      clean
+      [ -n "$why" ] && break
+    done
+    if [ -n "$why" ]; then
+      echo "FAIL: verdict/$name (run $i of $RUNS: $why)"
+      tail -15 "$out" | sed 's/^/    /'
+    else
+      echo "PASS: verdict/$name ($RUNS run(s) in a row, $((SECONDS - t0)) s)"
+    fi
+  done
+done
