@@ -1,4 +1,5 @@
-# doc/: the man pages. Each page is written by hand as doc/PAGE.in (roff,
+# doc/: the man pages, and the design notes (design.md, tree.md) that ship
+# in the tarball. Each page is written by hand as doc/PAGE.in (roff,
 # man(7) macros); make builds doc/PAGE from it with doc/man-env, which fills
 # in the install paths and the version, and each page's ENVIRONMENT from the
 # settings table (common/asr_env.h), the one source of every variable's
@@ -10,7 +11,8 @@ doc_man_env_LDADD = common/libasrcommon.la
 
 ASR_MANS = doc/asrrun.1 doc/asrd.8 doc/asrkv.1 doc/libasr.3
 nodist_man_MANS = $(ASR_MANS)
-EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in doc/design.md
+EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in doc/design.md \
+	doc/tree.md
 CLEANFILES += $(ASR_MANS)
 
 # The example job file of asrrun(1) (asrrun -f), installed beside the docs.

@@ -30,4 +30,3 @@ launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launc
 launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \
 	-DASR_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 launcher_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)
-EXTRA_DIST += launcher/TREE.md

@@ -11,6 +11,8 @@
  * deepest daemon is at depth d, the least with k + k^2 + ... + k^d >= n
  * (at most ceil(log_k n) hops from asrrun). A job of at most k hosts is
  * the flat star of radix 0, in which every daemon is asrrun's child.
+ * doc/tree.md works out what the tree costs at scale and where its limits
+ * sit.
  */
 #ifndef ASR_TREE_H
 #define ASR_TREE_H
