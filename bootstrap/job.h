@@ -1,5 +1,6 @@
 /*
- * job.h -- the PMIx-client half of the job view (DESIGN §1): everything a
+ * job.h -- the PMIx-client half of the job view (doc/design.md, "Parts and
+ * layers"): everything a
  * rank learns from its launcher, without the runtime. runtime/job_connect.c
  * adds the calls that need libasr (asr_job_connect / asr_job_accept), so no
  * arrow points from bootstrap/ up into runtime/.

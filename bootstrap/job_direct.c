@@ -1,6 +1,7 @@
 /*
  * job_direct.c -- what asrd would have given a rank, worked out by the rank
- * itself when another PMIx server started it (srun --mpi=pmix, DESIGN §4).
+ * itself when another PMIx server started it (srun --mpi=pmix; doc/design.md,
+ * "The KV store": without asrd the ranks elect their host's KV server).
  *
  * asrd sets ASR_BOOTSTRAP_PORT, ASR_JOB_SECRET, ASR_HOSTNAME, ASR_IF_ADDR,
  * ASR_PROVIDER (one host, or --provider) and ASR_KV_SERVER=external. Without it, asr_job_init fills in

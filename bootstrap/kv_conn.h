@@ -1,7 +1,8 @@
 /*
  * kv_conn.h -- persistent, pipelined KV connections (beyond the seed, for
- * scale: DESIGN.md §3; the seed's one-request-per-connection client is
- * kv_client.h, and the server speaks both, kv_frame.h).
+ * scale: doc/design.md, "The KV store"; the seed's
+ * one-request-per-connection client is kv_client.h, and the server speaks
+ * both, kv_frame.h).
  *
  * A pool belongs to one thread and runs on its asr_loop (the runtime's
  * service thread: one pool per LNC). It keeps at most one connection per KV

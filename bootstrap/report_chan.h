@@ -8,8 +8,9 @@
  * The application's threads take no part and get no signal: the thread
  * blocks every signal, and the data path only stores counters.
  *
- * Layering (DESIGN §1): this file is bootstrap's; the runtime registers a
- * provider, so no call goes from bootstrap up into runtime.
+ * Layering (doc/design.md, "Parts and layers"): this file is bootstrap's;
+ * the runtime registers a provider, so no call goes from bootstrap up into
+ * runtime.
  */
 #ifndef ASR_REPORT_CHAN_H
 #define ASR_REPORT_CHAN_H

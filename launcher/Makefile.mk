@@ -1,5 +1,5 @@
 # launcher/: asrrun (front end) and asrd (host daemon). The launcher never
-# links libasr's data path (DESIGN §1).
+# links libasr's data path (doc/design.md, "Parts and layers").
 noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
 	launcher/config.c launcher/config_cli.c launcher/config_load.c launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \

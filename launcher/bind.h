@@ -1,6 +1,7 @@
 /*
  * bind.h -- a host's hwloc topology and the CPUs each rank of it is bound
- * to (DESIGN §4, --bind-to, --map-by, --cpus-per-rank, --rankfile).
+ * to (doc/design.md, "The launcher": --bind-to, --map-by, --cpus-per-rank,
+ * --rankfile).
  *
  * One function, asr_bind_rank, turns (topology, policy, local rank, ranks on
  * the host, rankfile cores) into a rank's binding; asrd calls it for every

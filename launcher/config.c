@@ -5,7 +5,8 @@
  * its arguments, the defaults and the ASRRUN_* environment. The layers that
  * feed it sit above it: the command line (config_cli.c), the YAML files
  * (config_yaml.c) and the precedence stack that runs them all in order
- * (config_load.c, DESIGN §4); none of them is called from here.
+ * (config_load.c; doc/design.md, "The launcher"); none of them is called
+ * from here.
  */
 #include "config.h"
 

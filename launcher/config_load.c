@@ -1,5 +1,6 @@
 /*
- * config_load.c -- the whole precedence stack (DESIGN §4), lowest first:
+ * config_load.c -- the whole precedence stack (doc/design.md, "The
+ * launcher"), lowest first:
  * built-in defaults, $(sysconfdir)/asr/asrrun.yaml, ~/.config/asr/asrrun.yaml,
  * the job YAML (-f), the ASRRUN_* environment, the command line. It only
  * sequences the layers: config_yaml.c, config.c's environment layer and

@@ -172,7 +172,7 @@ typedef enum {
 /* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
 #define ASR_CTL_MAX_RANKS (1u << 20)
 #define ASR_CTL_MAX_HOSTS (1u << 16)
-#define ASR_CTL_MAX_LNC 128 /* LNCs per host: 0..127 (DESIGN §2) */
+#define ASR_CTL_MAX_LNC 128 /* LNCs per host: 0..127 (the runtime's contexts) */
 #define ASR_CTL_MAX_ARGS 65536u
 #define ASR_CTL_MAX_HOSTNAME 127 /* the KV store's 128-byte hostname field, with its NUL */
 #define ASR_CTL_MAX_TEXT 65536   /* messages, names, values, arguments, paths */

@@ -1,7 +1,7 @@
 /*
  * job_config.h -- asrrun's job configuration and where each setting comes from.
  *
- * Precedence, lowest first (DESIGN §4):
+ * Precedence, lowest first (doc/design.md, "The launcher"):
  *   1. built-in defaults                 asr_config_defaults()
  *   2. the system file                   $(sysconfdir)/asr/asrrun.yaml (ASR_SYSTEM_CONFIG overrides the path)
  *   3. the user's file                   $ASR_USER_CONFIG, else ~/.config/asr/asrrun.yaml

@@ -1,7 +1,8 @@
 /*
  * map.h -- where each rank runs: the host and the LNC (local rank) of every
  * rank of a job, computed from the settings and, for what counts NUMA
- * nodes, packages or cores, this host's topology (DESIGN §4, --map-by,
+ * nodes, packages or cores, this host's topology (doc/design.md, "The
+ * launcher": --map-by,
  * --npernode, --rankfile, --oversubscribe).
  *
  * asrrun builds the map once, prints it for --dry-run, and hands each host

@@ -4,7 +4,8 @@
  * why (naming what it does offer) and exits 1; 2 on a bad command line.
  * asrd runs it before starting a job's ranks when --provider was given:
  * a program of its own, so that the launcher never links the runtime (the
- * layers of DESIGN §1), and libfabric is loaded only where it is asked for.
+ * layers of doc/design.md, "Parts and layers"), and libfabric is loaded
+ * only where it is asked for.
  */
 #include "config.h"
 

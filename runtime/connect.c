@@ -30,11 +30,12 @@
  * match otherwise. The GET would only wait behind that server's backlog,
  * with every RECV comm of the context behind it.
  *
- * Beyond the seed, for scale (DESIGN.md §3): a comm's KV requests are not
- * connections of their own (the seed's kv_store_make_progress opens one
- * per request) but requests on the service thread's pool (ctx->kv,
- * kv_conn.h), one pipelined connection per KV server. The seed's states
- * and their order are unchanged; what changes is what a wait costs:
+ * Beyond the seed, for scale (doc/design.md, "The KV store"): a comm's KV
+ * requests are not connections of their own (the seed's
+ * kv_store_make_progress opens one per request) but requests on the
+ * service thread's pool (ctx->kv, kv_conn.h), one pipelined connection per
+ * KV server. The seed's states and their order are unchanged; what changes
+ * is what a wait costs:
  *  - every frame started in one tick, by all of the LNC's comms, goes out
  *    in one send() when the tick ends, and their answers come back many to
  *    a recv(), in whatever order the server answers them (a held GET when

@@ -1,6 +1,7 @@
 /*
  * ofi.h -- the thin libfabric transport under libasr (seed §5: the
- * async_sr_ofi_*_locked wrappers; DESIGN §5 and §7).
+ * async_sr_ofi_*_locked wrappers; doc/design.md, "The data path" and
+ * "Pitfalls of libfabric 1.17").
  *
  * One RDM tagged endpoint per LNC context and path (paths.c: a path per
  * peer -- shm to the peers of the same host identity, the network provider

@@ -19,7 +19,8 @@ struct fi_info *asr__ofi_hints(const char *prov) {
   int is_shm = prov && strcmp(prov, "shm") == 0;
   hints->ep_attr->type = FI_EP_RDM;
   /* shm is local-only and refuses FI_LOCAL_COMM/FI_REMOTE_COMM in the caps it
-   * is asked for (libfabric 1.17): ask it for neither (DESIGN §7). */
+   * is asked for (libfabric 1.17): ask it for neither (doc/design.md,
+   * "Pitfalls of libfabric 1.17"). */
   hints->caps = FI_TAGGED | FI_SEND | FI_RECV | (is_shm ? 0 : FI_LOCAL_COMM | FI_REMOTE_COMM);
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;

@@ -1,6 +1,7 @@
 /*
- * paths.c -- a path per peer (DESIGN §5): which endpoint of an LNC context
- * carries a comm, and opening each endpoint when its first comm needs it.
+ * paths.c -- a path per peer (doc/design.md, "The data path"): which
+ * endpoint of an LNC context carries a comm, and opening each endpoint when
+ * its first comm needs it.
  * The connect machine (connect.c) asks asr__same_host at LISTEN and
  * asr__ctx_endpoint for the endpoint; asr_init (context.c) calls
  * asr__paths_choose, and asr__ctx_endpoint itself when one provider is
@@ -18,11 +19,12 @@
 #include "rt.h"
 
 /*
- * Same host (DESIGN §5: "shm for peers on the same host, as the launcher
- * names hosts"). Two LNCs are on the same host when their host identities
- * are equal: the name this LNC took at asr_init (ctx->hostname:
- * ASR_HOSTNAME, which asrd sets to its host's name and asr_job_init to the
- * PMIx node name under a direct launch; else gethostname()) and the
+ * Same host (doc/design.md, "The data path": shm for a peer on the same
+ * host, as the launcher names hosts). Two LNCs are on the same host when
+ * their host identities are equal: the name this LNC took at asr_init
+ * (ctx->hostname: ASR_HOSTNAME, which asrd sets to its host's name and
+ * asr_job_init to the PMIx node name under a direct launch; else
+ * gethostname()) and the
  * "hostname" the peer's host KV server holds, which asrd (or the elected
  * server, kv_host.c) seeds with that same name. Names, not kernels or
  * addresses: emulated hosts in network namespaces, or Slurm's emulated
@@ -41,8 +43,8 @@ int asr__same_host(const asr_ctx_t *ctx, const uint8_t *name) {
 /* Which provider serves which path (rt.h: eps, one_ep): ASR_PROVIDER or
  * FI_PROVIDER forces one for every peer, as before per-peer paths;
  * otherwise shm to the peers on this host and tcp;ofi_rxm to the others
- * (DESIGN §5's defaults). A job on one host then opens only shm: no peer
- * ever has another host identity. */
+ * (doc/design.md, "The data path"). A job on one host then opens only shm:
+ * no peer ever has another host identity. */
 int asr__paths_choose(asr_ctx_t *ctx, char *err, size_t errlen) {
   const char *forced = NULL;
   if (asr__ofi_forced_provider(&forced, err, errlen) != 0) return ASR_ECONFIG;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check-layering.sh -- checks that the modules of asr use each other one way
-# only (DESIGN §1), from the object files of a build.
+# only (doc/design.md, "Parts and layers"), from the object files of a
+# build.
 #
 #   tests/check-layering.sh [--verbose] BUILD_DIR
 #
@@ -135,7 +136,8 @@ done | LC_ALL=C sort -u)
 
 printf '%s\n' "$uses" | LC_ALL=C awk -v prog="$prog" -v verbose="$verbose" -v modlist="$modules" '
   function layer(m) { sub(/\/.*$/, "", m); return m }
-  # Whether a module of layer a may use one of layer b (DESIGN §1).
+  # Whether a module of layer a may use one of layer b (doc/design.md,
+  # "Parts and layers").
   function allowed(a, b) {
     if (a == b || b == "common") return 1
     if (b == "bootstrap") return a == "runtime" || a == "launcher"

@@ -104,7 +104,7 @@
 # clock_gettime pair (about 40 ns) added before every send; 460-1010 MB/s
 # with 30 to 60 ns added before every receive post. libasr's sender spends
 # about 25 ns more per message than a bare fi_tinject (two takes of the
-# LNC's ep_lock: asr_isend's and asr_test's, DESIGN's locked request
+# LNC's ep_lock: asr_isend's and asr_test's, libasr's locked request
 # freelist; a one-process loop: asr_isend 56 ns and asr_test 12 ns against
 # fi_tinject's 43), which on this side of the scale costs more than its
 # share: 256 B came out at 0.92 of raw over 11 runs while 64 B came out at
