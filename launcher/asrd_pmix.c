@@ -186,8 +186,8 @@ static void op_started(op_wait_t *w, pmix_status_t rc) {
 }
 
 static pmix_status_t op_wait(op_wait_t *w, int timeout_ms) {
-  /* Sleep on the condition op_done signals (a fixed 1 ms poll cost every
-   * rank's registration a whole millisecond). */
+  /* Sleep on the condition op_done signals: a fixed poll would add up to
+   * its period to every rank's registration. */
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += timeout_ms / 1000;
@@ -215,8 +215,8 @@ int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
     return asr_err_from_errno(e);
   }
   /* Lend the library a topology of ours (without I/O devices): left alone
-   * it discovers its own, PCI and block devices included, which was most of
-   * PMIx_server_init's 20-60 ms here. It keeps the pointer and a copy for
+   * it discovers its own, PCI and block devices included, which is most of
+   * what PMIx_server_init spends. It keeps the pointer and a copy for
    * PMIx_Get, and never frees a topology it was given; the clients never see
    * it (we do not ask for PMIX_SERVER_SHARE_TOPOLOGY). Of a server with
    * neither I/O devices nor per-rank cpusets registered, PMIx 4.2 uses
@@ -425,10 +425,10 @@ void asrd_pmix_stop(asrd_t *d) {
     /* No PMIx_server_deregister_nspace or PMIx_server_finalize: asrd exits
      * right after this, every rank is gone, and the library's teardown would
      * only free memory, stop its two threads and remove its files under our
-     * directory, which asrd_dir_remove does below. It cost about 1 ms per job (thread
-     * round trips), deregister can wedge when a registration went wrong, and
-     * finalize can crash (libpmix 4.2.2, SIGSEGV) when a client was lost
-     * while a fence it belonged to was pending. */
+     * directory, which asrd_dir_remove does below. It costs thread round
+     * trips for nothing, deregister can wedge when a registration went
+     * wrong, and finalize can crash (libpmix 4.2.2, SIGSEGV) when a client
+     * was lost while a fence it belonged to was pending. */
     d->pmix_up = 0;
   }
   /* What the library queued and the loop did not take is dropped: every

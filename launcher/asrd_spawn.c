@@ -234,8 +234,8 @@ static void free_env(char **env) {
  * Ranks are started with clone(CLONE_VM): the child runs on our memory, so
  * nothing is copied (fork would copy this daemon's page tables for every
  * rank), and, unlike vfork, we do not wait for its execve before starting the
- * next one (waiting cost about 1 ms a rank on a 2-vCPU VM: cross-CPU wake-ups
- * while the CPUs idle, twice the time of the whole spawn). The price: until
+ * next one (waiting costs each rank cross-CPU wake-ups while the CPUs idle,
+ * more than the rest of the spawn). The price: until
  * its execve the child shares our memory while our threads keep running, so
  * it makes raw system calls only (in libc, errno and every lock live in
  * memory we are using), reads only its slot and writes only its results

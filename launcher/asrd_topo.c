@@ -46,7 +46,7 @@ static void load_topology(void) {
   topo_state = asr_topo_load(NULL, &topo, err, sizeof err) == 0 ? 1 : -1;
 }
 
-/* The load (about 1 ms) runs on a thread of its own, started first thing,
+/* The load runs on a thread of its own, started first thing,
  * on another CPU than asrd's main thread where there is one: the main
  * thread meanwhile calls asrrun back and starts the PMIx server, and the
  * ranks need the topology only once the job is registered. (Left to the

@@ -51,8 +51,9 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
   /* Cancel what libfabric still owns; its memory is ours once the completion
    * (or cancellation) has been read. Ask for every cancellation first, then
    * wait for all of them against one deadline: providers cannot cancel some
-   * operations (a send nobody receives), and waiting 2 s for each in turn
-   * made a close with 128 of them block for minutes. */
+   * operations (a send nobody receives), and a wait per operation, one after
+   * another, would make a close's time grow with the number of such
+   * operations rather than stay within one bound. */
   /* Its sender takes back nothing more from us: it need not wait (drain.c). */
   asr__drain_closed(ctx, comm, asr_time_ms() + 100);
   asr__ofi_op_t *ctrl = comm->type == ASR_RECV_COMM ? &comm->orecv.ctrl_op : &comm->osend.ctrl_op;

@@ -21,8 +21,9 @@
  * fails or is closed (a 20 ms timer only backs that up), and then
  * take the answer from the context (ctx->hosts), still passing through
  * WAIT_FOR_HOSTNAME. A host's name does not change while the job runs, and
- * in a full mesh these GETs, all started in the same tick, were a third of
- * every KV connection made. If the asking comm fails or is closed, the next
+ * in a full mesh every RECV comm to a host would otherwise ask the same
+ * question in the same tick, a large share of all the KV traffic of the
+ * rendezvous. If the asking comm fails or is closed, the next
  * comm that needs the name asks. Nobody asks this host's own KV server
  * (the seed's 127.0.0.1, or ASR_KV_BIND): the "hostname" there is the name
  * each process of the host seeds and builds its own SEND keys with, so a

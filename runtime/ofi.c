@@ -185,8 +185,8 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, const char *prov, char *errbuf, size_t
   rc = OFI_STEP(step, fi_endpoint(o->domain, o->info, &o->ep, NULL)); /* 7 */
   if (rc) goto err6;
   /* The AV is bound first: libfabric 1.17's ofi_rxm crashes closing an
-   * endpoint that has none (measured: a bare fi_endpoint + fi_close), so
-   * with the AV bound a later failure can still unwind. */
+   * endpoint that has none (even one that was only opened), so with the AV
+   * bound a later failure can still unwind. */
   step = "fi_ep_bind(av)";
   rc = OFI_STEP(step, fi_ep_bind(o->ep, &o->av->fid, 0));
   if (rc) goto err7;
@@ -205,11 +205,10 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, const char *prov, char *errbuf, size_t
   o->need_desc = (o->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
   /* Small sends go out with fi_tinject (asr__ofi_isend_locked) on shm, up to
    * its inject size (4 KiB): shm copies the message into the peer's queue
-   * before returning, and a window of 1-64 B messages moved 15-30% faster
-   * without its send completions. Not on tcp;ofi_rxm: there an injected
-   * message leaves only when the CQ is next read, so a reply injected just
-   * before a burst of receive posts waits for all of them (pingpong's
-   * windowed bandwidth lost 20%). ASR_INJECT_MAX sets the limit for any
+   * before returning, so a small send completes with no completion to read
+   * for it. Not on tcp;ofi_rxm: there an injected message leaves only when
+   * the CQ is next read, so a reply injected just before a burst of receive
+   * posts waits for all of them. ASR_INJECT_MAX sets the limit for any
    * provider (at most its inject size; 0: never). */
   o->inject_max = is_shm ? o->info->tx_attr->inject_size : 0;
   if (env.inject_max >= 0)

@@ -3,9 +3,8 @@
  * the program starts.
  *
  * Debian's libfabric.so.1 links libpsm2 and libpsm_infinipath, whose load-time
- * constructors calibrate a clock by sleeping: about 0.1 s each, in every
- * process that merely links it, before main (measured here: a program that
- * links -lfabric and returns takes 0.20 s, without it 0.00 s). A rank that
+ * constructors calibrate a clock by sleeping, in every process that merely
+ * links it, before main. A rank that
  * only uses the job view (asr_job_init, barrier, finalize) never needs the
  * transport, so libasr does not link libfabric: the few functions it calls
  * that are not inline wrappers over the provider's ops tables are defined
@@ -13,7 +12,7 @@
  * private to libasr (libasr.sym exports only asr_*). The symbol versions are
  * the ones the linker binds for the 1.x headers we compile against, so the
  * structures passed have the layout these headers describe. Loading it here
- * still ran those constructors (200 ms) in every process's first asr_init:
+ * would still run those constructors in every process's first asr_init:
  * platform/ofi_nopsm.c keeps them from running where they have nothing to drive.
  */
 #include "config.h"

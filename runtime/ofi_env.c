@@ -4,12 +4,11 @@
  * ofi_rxm over tcp preposts FI_OFI_RXM_MSG_RX_SIZE bounce buffers of
  * FI_OFI_RXM_BUFFER_SIZE (16 KiB) on each endpoint's shared receive context,
  * and libfabric 1.17 asks for 4096 of them when the variable is unset: 64 MiB
- * that fi_enable allocates and touches for every LNC -- about 70 MB of
- * resident memory and 37 ms per LNC here, 9 GB for a host's 128 LNCs. In a
- * 64-rank tcp mesh on this machine (tests/bench/asr_bench -m mesh -R 64 -L 4)
- * the init part took 3.3 to 11 s with 4096 and about 0.8 s with 1024. libasr
- * asks for 1024: 16 MiB and about 3 ms per LNC; fewer saves no more here
- * (128, 256 and 512 left the same 18 MB per LNC resident).
+ * that fi_enable allocates and touches for every LNC, so memory and
+ * asr_init's time grow with it for every LNC of a host, and a mesh's set-up
+ * with them. libasr asks for 1024 (16 MiB); fewer does not lower the
+ * resident size further, since the provider's other allocations then
+ * dominate it.
  * Those are the buffers posted ahead: an eager message (up to 16 KiB) that
  * arrives before its receive keeps one, and rxm posts a new one in its place,
  * so more early messages than that still get in (test_runtime

@@ -5,8 +5,8 @@
  * libfabric's shm provider backs each endpoint with a 16 MiB region in
  * /dev/shm, named by its address (fi_getname: "fi_shm://<pid>:<uid>:<index>",
  * the region being "<pid>:<uid>:<index>"), and unlinks it when the endpoint is closed; a process that exits
- * with an LNC still open (no asr_close) leaves it there for good (measured:
- * asr_init, then return from main). So each LNC's region name is kept here
+ * with an LNC still open (no asr_close, as when main returns after
+ * asr_init) leaves it there for good. So each LNC's region name is kept here
  * from asr_init to asr_close, and an exit handler unlinks those still
  * listed. Unlinking only removes the name: the process's own mapping, and
  * any peer's, stay valid until they are unmapped. A rank that is killed

@@ -6,12 +6,11 @@
  * fi_getinfo, whatever provider is asked for, and the verbs provider's init
  * (vrb_os_mem_support: vrb_set_peer_mem_support, vrb_set_dmabuf_support)
  * reads the whole of /proc/kallsyms twice, line by line, looking for two
- * kernel symbols that say whether GPU memory can be registered. Here that
- * file is 122,000 lines and the two reads cost about 100 ms of CPU in every
- * process that opens its first LNC (fi_getinfo: 100 ms, 1 ms without them;
- * measured with a bare dlopen + fi_getinfo on this machine) -- 1.6 s of CPU
- * for a 16-process job on 2 cores. libasr moves host memory only, over shm
- * or tcp;ofi_rxm, so the answer is of no use to it.
+ * kernel symbols that say whether GPU memory can be registered. That file
+ * has a line per kernel symbol, so the two reads are most of what the first
+ * fi_getinfo costs, in every process that opens its first LNC, and a job
+ * pays them once per rank on the same CPUs. libasr moves host memory only,
+ * over shm or tcp;ofi_rxm, so the answer is of no use to it.
  *
  * So once libfabric is loaded, and before its first fi_getinfo, the entry of
  * libfabric's global offset table through which it calls fopen is pointed at

@@ -1,13 +1,12 @@
 /*
- * ofi_nopsm.c -- keeps Debian's libfabric from sleeping 200 ms at load.
+ * ofi_nopsm.c -- keeps Debian's libfabric from sleeping at load.
  *
  * libfabric.so.1 (1.17, Debian) links libpsm2 and libpsm_infinipath (through
  * it libinfinipath), for Omni-Path and InfiniPath adapters. libpsm2's and
  * libinfinipath's load-time constructors each calibrate a clock by sleeping
- * for 100 ms (opa-psm2 issue #73: there is no way to turn it off; libpsm2's
- * pins the thread to CPU 0 meanwhile), so every process's first asr_init spent 200 ms in
- * dlopen(libfabric) (measured here: 202 ms; 1.3 ms without them) -- most of
- * the time a 4-rank job took to connect.
+ * (opa-psm2 issue #73: there is no way to turn it off; libpsm2's pins the
+ * thread to CPU 0 meanwhile), so every process's first asr_init would sleep
+ * in dlopen(libfabric) -- longer than the rest of a small job's connect.
  *
  * On a host without those adapters (no /dev/hfi1* or /dev/ipath*) neither
  * library can do anything, so libasr first loads stand-ins with the same

@@ -2,10 +2,9 @@
  * nopsm.c -- a stand-in for libpsm_infinipath.so.1, loaded by libasr (ofi_nopsm.c) before Debian's
  * libfabric on hosts without InfiniPath (ipath) hardware, so that neither the
  * real library nor libinfinipath, which it links, is loaded: libinfinipath's
- * load-time constructor sleeps about 100 ms to calibrate a clock, in every
- * process. It defines every function libfabric 1.17's
- * psm provider imports; each fails, as the real one does on a host
- * without the device.
+ * load-time constructor sleeps to calibrate a clock, in every process. It
+ * defines every function libfabric 1.17's psm provider imports; each fails,
+ * as the real one does on a host without the device.
  */
 
 static const char unavailable[] =

@@ -1,8 +1,8 @@
 /*
  * nopsm2.c -- a stand-in for libpsm2.so.2, loaded by libasr (ofi_nopsm.c) before Debian's
  * libfabric on hosts without Omni-Path (hfi1) hardware, so that the real library's
- * load-time constructor -- about 100 ms of sleeping to calibrate a clock, in
- * every process -- never runs. It defines every function libfabric 1.17's
+ * load-time constructor -- a sleep to calibrate a clock, in every process --
+ * never runs. It defines every function libfabric 1.17's
  * psm2 provider imports; each fails, as the real one does on a host
  * without the device.
  */
