@@ -4,12 +4,14 @@
  *
  * The service thread is the single consumer of two producer queues: the
  * handover ring of new comms (filled by asr_connect/asr_accept) and each
- * connected comm's stash ring (filled by slow-path posts). It sleeps on
- * task_cv while task_n == 0. Each tick it (1) moves handed-over comms into
- * per-direction FIFO queues keyed by (peer_ip, peer_lnc), (2) advances the
- * head comm of every queue by at most one connect step, so it never blocks
- * inside one comm's rendezvous, and (3) drains every connected comm's stash
- * ring in FIFO order.
+ * connected comm's stash ring (filled by slow-path posts). It sleeps in
+ * its event loop while task_n == 0 (the seed sleeps on task_cv; producers
+ * wake the loop instead, asr__ctx_wake). Each tick it (1) moves
+ * handed-over comms into per-direction FIFO queues keyed by (peer_ip,
+ * peer_lnc), (2) advances the head comm of every queue by at most one
+ * connect step, so it never blocks inside one comm's rendezvous, and (3)
+ * drains the connected comms' stash rings in post order (svc_tick below
+ * has the details).
  */
 #include "config.h"
 
