@@ -4,21 +4,10 @@
 #include <string.h>
 
 #include "asr_err.h"
+#include "asr_le.h"
 #include "kv_frame.h"
 
 static const uint8_t frame_magic[4] = {'A', 'S', 'R', 'K'};
-
-static void put_le16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put_le32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 int asr_kv_op_is_request(int op) {
   return op == ASR_KV_OP_SET || op == ASR_KV_OP_GET || op == ASR_KV_OP_END || op == ASR_KV_OP_LIST;
@@ -59,13 +48,13 @@ int asr_kv_frame_encode(uint8_t *frame, const asr_kv_msg_t *msg) {
   frame[ASR_KV_OFF_VTYPE] = msg->vtype;
   frame[ASR_KV_OFF_FLAGS] = msg->flags;
   memcpy(frame + ASR_KV_OFF_MAGIC, frame_magic, sizeof frame_magic);
-  put_le32(frame + ASR_KV_OFF_AUX, msg->aux);
-  put_le16(frame + ASR_KV_OFF_KEYLEN, msg->key_len);
-  put_le16(frame + ASR_KV_OFF_VALLEN, msg->val_len);
+  asr_le_put32(frame + ASR_KV_OFF_AUX, msg->aux);
+  asr_le_put16(frame + ASR_KV_OFF_KEYLEN, msg->key_len);
+  asr_le_put16(frame + ASR_KV_OFF_VALLEN, msg->val_len);
   if (msg->secret) memcpy(frame + ASR_KV_OFF_SECRET, msg->secret, ASR_KV_SECRET_LEN);
   if (msg->key_len) memcpy(frame + ASR_KV_OFF_KEY, msg->key, msg->key_len);
   if (msg->val_len) memcpy(frame + ASR_KV_OFF_VAL, msg->val, msg->val_len);
-  if (msg->flags & ASR_KV_FLAG_ID) put_le32(frame + ASR_KV_OFF_ID, msg->id);
+  if (msg->flags & ASR_KV_FLAG_ID) asr_le_put32(frame + ASR_KV_OFF_ID, msg->id);
   return 0;
 }
 
@@ -83,7 +72,7 @@ int asr_kv_frame_decode_id(const uint8_t *frame, asr_kv_msg_t *msg, const char *
       frame[ASR_KV_OFF_VERSION] == ASR_KV_VERSION && (frame[ASR_KV_OFF_FLAGS] & ASR_KV_FLAG_ID)) {
     with_id = 1;
     if (has_id) *has_id = 1;
-    if (id_out) *id_out = get_le32(frame + ASR_KV_OFF_ID);
+    if (id_out) *id_out = asr_le_get32(frame + ASR_KV_OFF_ID);
   }
   if (!frame || !msg) {
     reason = "no frame";
@@ -98,11 +87,11 @@ int asr_kv_frame_decode_id(const uint8_t *frame, asr_kv_msg_t *msg, const char *
     reason = "unknown value type";
   } else if (frame[ASR_KV_OFF_FLAGS] & ~ASR_KV_FLAG_ID) {
     reason = "reserved flags set";
-  } else if (get_le16(frame + ASR_KV_OFF_KEYLEN) > ASR_KV_KEY_MAX) {
+  } else if (asr_le_get16(frame + ASR_KV_OFF_KEYLEN) > ASR_KV_KEY_MAX) {
     reason = "key length over 143 bytes";
-  } else if (get_le16(frame + ASR_KV_OFF_VALLEN) > ASR_KV_VAL_MAX) {
+  } else if (asr_le_get16(frame + ASR_KV_OFF_VALLEN) > ASR_KV_VAL_MAX) {
     reason = "value length over 964 bytes";
-  } else if (with_id && get_le16(frame + ASR_KV_OFF_VALLEN) > ASR_KV_VAL_MAX_ID) {
+  } else if (with_id && asr_le_get16(frame + ASR_KV_OFF_VALLEN) > ASR_KV_VAL_MAX_ID) {
     reason = "value length over 960 bytes in a frame with an id";
   }
   if (reason) {
@@ -112,10 +101,10 @@ int asr_kv_frame_decode_id(const uint8_t *frame, asr_kv_msg_t *msg, const char *
   msg->opcode = frame[ASR_KV_OFF_OPCODE];
   msg->vtype = frame[ASR_KV_OFF_VTYPE];
   msg->flags = frame[ASR_KV_OFF_FLAGS];
-  msg->id = with_id ? get_le32(frame + ASR_KV_OFF_ID) : 0;
-  msg->aux = get_le32(frame + ASR_KV_OFF_AUX);
-  msg->key_len = get_le16(frame + ASR_KV_OFF_KEYLEN);
-  msg->val_len = get_le16(frame + ASR_KV_OFF_VALLEN);
+  msg->id = with_id ? asr_le_get32(frame + ASR_KV_OFF_ID) : 0;
+  msg->aux = asr_le_get32(frame + ASR_KV_OFF_AUX);
+  msg->key_len = asr_le_get16(frame + ASR_KV_OFF_KEYLEN);
+  msg->val_len = asr_le_get16(frame + ASR_KV_OFF_VALLEN);
   msg->secret = frame + ASR_KV_OFF_SECRET;
   msg->key = frame + ASR_KV_OFF_KEY;
   msg->val = frame + ASR_KV_OFF_VAL;

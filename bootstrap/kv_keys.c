@@ -8,15 +8,9 @@
 
 #include "asr_buf.h"
 #include "asr_err.h"
+#include "asr_le.h"
 #include "kv_frame.h"
 #include "kv_keys.h"
-
-static void put_le32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 int asr_kv_handle_key(uint8_t *out, uint32_t send_lnc, uint32_t recv_lnc, const char *hostname) {
   if (!out || !hostname || send_lnc > 127 || recv_lnc > 127) return ASR_EINVAL;
@@ -24,8 +18,8 @@ int asr_kv_handle_key(uint8_t *out, uint32_t send_lnc, uint32_t recv_lnc, const 
   if (hl == 0 || hl >= ASR_KV_HOSTNAME_LEN) return ASR_EINVAL;
   memset(out, 0, ASR_KV_HANDLE_KEY_LEN);
   memcpy(out, ASR_KV_HANDLE_PREFIX, 7);
-  put_le32(out + 7, send_lnc);
-  put_le32(out + 11, recv_lnc);
+  asr_le_put32(out + 7, send_lnc);
+  asr_le_put32(out + 11, recv_lnc);
   memcpy(out + 15, hostname, hl);
   return ASR_KV_HANDLE_KEY_LEN;
 }
@@ -35,7 +29,7 @@ int asr_kv_handle_key_parse(const uint8_t *key, size_t len, uint32_t *send_lnc, 
   if (!key || len != ASR_KV_HANDLE_KEY_LEN || memcmp(key, ASR_KV_HANDLE_PREFIX, 7) != 0) return ASR_EINVAL;
   /* LNCs are 0..127 (asr_kv_handle_key refuses others), so a key with a
    * larger one is no handle key and renders as its bytes */
-  uint32_t s = get_le32(key + 7), r = get_le32(key + 11);
+  uint32_t s = asr_le_get32(key + 7), r = asr_le_get32(key + 11);
   if (s > 127 || r > 127) return ASR_EINVAL;
   const uint8_t *name = key + 15;
   size_t n = 0;

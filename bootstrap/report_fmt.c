@@ -7,18 +7,12 @@
 #include <string.h>
 
 #include "asr_err.h"
+#include "asr_le.h"
 #include "report_fmt.h"
-
-static uint32_t get_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-static void put_le32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
 
 int asr_report_header_parse(const uint8_t hdr[ASR_REPORT_HDR], uint32_t *type, uint32_t *len, char *why,
                             size_t whylen) {
-  uint32_t m = get_le32(hdr), t = get_le32(hdr + 4), n = get_le32(hdr + 8);
+  uint32_t m = asr_le_get32(hdr), t = asr_le_get32(hdr + 4), n = asr_le_get32(hdr + 8);
   if (m != ASR_REPORT_MAGIC) {
     snprintf(why, whylen, "bad magic 0x%08x on the report channel", m);
     return ASR_EPROTO;
@@ -38,9 +32,9 @@ int asr_report_header_parse(const uint8_t hdr[ASR_REPORT_HDR], uint32_t *type, u
 }
 
 void asr_report_header_put(uint8_t hdr[ASR_REPORT_HDR], uint32_t type, uint32_t len) {
-  put_le32(hdr, ASR_REPORT_MAGIC);
-  put_le32(hdr + 4, type);
-  put_le32(hdr + 8, len);
+  asr_le_put32(hdr, ASR_REPORT_MAGIC);
+  asr_le_put32(hdr + 4, type);
+  asr_le_put32(hdr + 8, len);
 }
 
 static const char *const fence_names[] = {"none", "init", "barrier", "finalize"};

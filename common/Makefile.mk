@@ -6,6 +6,7 @@ common_libasrcommon_la_SOURCES = \
 	common/asr_err.c common/asr_err.h \
 	common/asr_env.c common/asr_env.h common/asr_env_warn.c \
 	common/asr_fs.c common/asr_fs.h \
+	common/asr_le.h \
 	common/asr_log.c common/asr_log.h \
 	common/asr_loop.c common/asr_loop.h \
 	common/asr_rand.c common/asr_rand.h \

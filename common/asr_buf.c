@@ -6,6 +6,7 @@
 
 #include "asr_buf.h"
 #include "asr_err.h"
+#include "asr_le.h"
 
 void asr_buf_free(asr_buf_t *b) {
   free(b->data);
@@ -36,7 +37,8 @@ int asr_buf_put(asr_buf_t *b, const void *p, size_t n) {
 }
 
 int asr_buf_put_u32(asr_buf_t *b, uint32_t v) {
-  uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+  uint8_t le[4];
+  asr_le_put32(le, v);
   return asr_buf_put(b, le, 4);
 }
 
@@ -67,7 +69,7 @@ uint32_t asr_rd_u32(asr_rd_t *r) {
   }
   const uint8_t *q = r->p + r->pos;
   r->pos += 4;
-  return (uint32_t)q[0] | ((uint32_t)q[1] << 8) | ((uint32_t)q[2] << 16) | ((uint32_t)q[3] << 24);
+  return asr_le_get32(q);
 }
 
 const uint8_t *asr_rd_bytes(asr_rd_t *r, size_t *n) {

@@ -9,26 +9,15 @@
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_le.h"
 #include "asr_sock.h"
 #include "ctl.h"
 
 #define READS_PER_WAKEUP 4 /* 4 x 64 KiB: one busy peer cannot hold a wakeup */
 
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 int asr_ctl_header_parse(const uint8_t hdr[ASR_CTL_HDR], int *type, uint32_t *len, char *why, size_t whylen) {
-  uint32_t m = get32(hdr), l = get32(hdr + 8);
-  uint16_t v = get16(hdr + 4), t = get16(hdr + 6);
+  uint32_t m = asr_le_get32(hdr), l = asr_le_get32(hdr + 8);
+  uint16_t v = asr_le_get16(hdr + 4), t = asr_le_get16(hdr + 6);
   const char *what = NULL;
   if (m != ASR_CTL_MAGIC)
     what = "not a control message (bad magic)";
@@ -62,10 +51,10 @@ int asr_ctl_frame(const asr_ctl_msg_t *m, asr_buf_t *b) {
     return rc;
   }
   size_t at = b->off + keep; /* where the header went (a put may have compacted b) */
-  put32(b->data + at, ASR_CTL_MAGIC);
-  put16(b->data + at + 4, ASR_CTL_VERSION);
-  put16(b->data + at + 6, (uint16_t)m->type);
-  put32(b->data + at + 8, (uint32_t)len);
+  asr_le_put32(b->data + at, ASR_CTL_MAGIC);
+  asr_le_put16(b->data + at + 4, ASR_CTL_VERSION);
+  asr_le_put16(b->data + at + 6, (uint16_t)m->type);
+  asr_le_put32(b->data + at + 8, (uint32_t)len);
   return 0;
 }
 

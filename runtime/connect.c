@@ -66,6 +66,7 @@
 #include "asr_assert.h"
 #include "asr_env.h"
 #include "asr_err.h"
+#include "asr_le.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "kv_frame.h"
@@ -127,11 +128,7 @@ static int pump_kv(struct asr_comm *c, int *made) {
   return 1;
 }
 
-static uint32_t handle_ordinal(const uint8_t *h) {
-  uint32_t v;
-  memcpy(&v, h + ASR_OFI_HANDLE_ORDINAL_OFF, 4);
-  return v;
-}
+static uint32_t handle_ordinal(const uint8_t *h) { return asr_le_get32(h + ASR_OFI_HANDLE_ORDINAL_OFF); }
 
 /* A comm waiting for a "hostname" another comm asks looks again after this
  * long even if nothing woke it (wake_host_waiters is what moves it). */
@@ -482,7 +479,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       if (use_endpoint(ctx, c, path)) return 1;
       int rc = asr__ofi_listen(c->ofi, &c->orecv, c->net_handle, path);
       if (rc) return fail(c, "libfabric listen failed: %s", asr_strerror(rc));
-      memcpy(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, &c->ordinal, 4);
+      asr_le_put32(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, c->ordinal);
       rc = start_handle_set(ctx, c);
       if (rc == ASR_EINVAL)
         return fail(c, "cannot build the handle key (peer host name '%s')", (const char *)c->peer_hostname);

@@ -25,6 +25,7 @@
 
 #include "asr_env.h"
 #include "asr_err.h"
+#include "asr_le.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "rt.h"
@@ -109,7 +110,7 @@ int asr_init(int lnc) {
   }
   pthread_mutex_init(&ctx->ep_mutex, NULL);
   asr__watch_self(ctx->who);
-  memcpy(&ctx->self_node, ctx->who + 12, sizeof ctx->self_node);
+  ctx->self_node = asr_le_get64(ctx->who + 12); /* the node id of "who" (ofi.h) */
   /* The mailbox (drain.c) of each endpoint: a completion read on any
    * thread wakes the service thread, which takes it. */
   for (int i = 0; i < ASR_NEPS; i++) {

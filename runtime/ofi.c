@@ -13,6 +13,7 @@
 
 #include "asr_env.h"
 #include "asr_err.h"
+#include "asr_le.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "ofi.h"
@@ -34,13 +35,6 @@ static pthread_mutex_t shm_ctl_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t make_tag(uint32_t comm_id, uint64_t seq, uint64_t mask) {
   return ((uint64_t)(comm_id & TAG_COMM_MASK) << TAG_COMM_SHIFT) | (seq & mask);
-}
-
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
 }
 
 /* Maps a libfabric return code (0 or -FI_E*) onto 0 or a negative ASR_E*
@@ -441,10 +435,9 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   ctl_unlock(o);
   if (rc) return ofi_fail(rc, "fi_trecv (listen)");
   memset(handle, 0, ASR_OFI_HANDLE_LEN);
-  put32(handle, ASR_OFI_HANDLE_MAGIC);
-  put32(handle + 4, r->comm_id);
-  uint16_t al = (uint16_t)o->addrlen;
-  memcpy(handle + 8, &al, 2);
+  asr_le_put32(handle, ASR_OFI_HANDLE_MAGIC);
+  asr_le_put32(handle + 4, r->comm_id);
+  asr_le_put16(handle + 8, (uint16_t)o->addrlen);
   memcpy(handle + 10, o->addr, o->addrlen);
   if (10 + o->addrlen + ASR_OFI_WHO_LEN <= ASR_OFI_HANDLE_ORDINAL_OFF)
     memcpy(handle + 10 + o->addrlen, o->who, ASR_OFI_WHO_LEN);
@@ -458,15 +451,14 @@ int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready) {
   int done = __atomic_load_n(&r->ctrl_op.done, __ATOMIC_ACQUIRE);
   int err = done ? __atomic_load_n(&r->ctrl_op.err, __ATOMIC_RELAXED) : 0;
   if (done && err) return err;
-  if (done && get32(r->ctrl_buf) != CTRL_MAGIC) return ASR_EPROTO; /* not our connect message */
+  if (done && asr_le_get32(r->ctrl_buf) != CTRL_MAGIC) return ASR_EPROTO; /* not our connect message */
   *ready = done;
   return 0;
 }
 
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s) {
-  uint16_t al;
-  memcpy(&al, handle + 8, 2);
-  if (get32(handle) != ASR_OFI_HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX)
+  uint16_t al = asr_le_get16(handle + 8);
+  if (asr_le_get32(handle) != ASR_OFI_HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX)
     return ASR_EPROTO; /* not a handle */
   ctl_lock(o);
   if (!s->peer_inserted) {
@@ -476,18 +468,17 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
       return rc;
     }
     s->peer_inserted = 1;
-    s->peer_comm_id = get32(handle + 4);
+    s->peer_comm_id = asr_le_get32(handle + 4);
     s->seq = 0;
     /* our own id, so that the peer's mailbox answers name this comm */
     s->comm_id = o->next_comm_id++;
     if (o->next_comm_id > TAG_COMM_MASK) o->next_comm_id = 1;
     memset(s->ctrl_buf, 0, sizeof s->ctrl_buf);
-    put32(s->ctrl_buf, CTRL_MAGIC);
+    asr_le_put32(s->ctrl_buf, CTRL_MAGIC);
     memcpy(s->ctrl_buf + 4, o->who, ASR_OFI_WHO_LEN);
-    put32(s->ctrl_buf + CONN_ID_OFF, s->comm_id);
+    asr_le_put32(s->ctrl_buf + CONN_ID_OFF, s->comm_id);
     if (o->addrlen <= CONN_ADDR_MAX) {
-      uint16_t ol = (uint16_t)o->addrlen;
-      memcpy(s->ctrl_buf + CONN_ALEN_OFF, &ol, 2);
+      asr_le_put16(s->ctrl_buf + CONN_ALEN_OFF, (uint16_t)o->addrlen);
       memcpy(s->ctrl_buf + CONN_ADDR_OFF, o->addr, o->addrlen);
     }
     memset(s->peer_who, 0, sizeof s->peer_who);
@@ -638,14 +629,15 @@ void asr__ofi_mr_dereg(struct fid_mr *mr) {
 /* --- the mailbox (ofi.h; the close handshake of drain.c) --------------------- */
 
 int asr__ofi_ctl_decode(const uint8_t *buf, size_t len, asr__ofi_ctl_t *m) {
-  if (len != ASR_OFI_MBOX_LEN || get32(buf) != MBOX_MAGIC) return ASR_EPROTO;
-  uint32_t kind = get32(buf + 4);
+  if (len != ASR_OFI_MBOX_LEN || asr_le_get32(buf) != MBOX_MAGIC) return ASR_EPROTO;
+  uint32_t kind = asr_le_get32(buf + 4);
   if (kind != ASR_CTL_FIN && kind != ASR_CTL_ACK && kind != ASR_CTL_CLOSED) return ASR_EPROTO;
   for (size_t i = 24; i < ASR_OFI_MBOX_LEN; i++)
     if (buf[i]) return ASR_EPROTO;
-  uint64_t count;
-  memcpy(&count, buf + 16, 8);
-  *m = (asr__ofi_ctl_t){.kind = kind, .to = get32(buf + 8), .from = get32(buf + 12), .count = count};
+  *m = (asr__ofi_ctl_t){.kind = kind,
+                        .to = asr_le_get32(buf + 8),
+                        .from = asr_le_get32(buf + 12),
+                        .count = asr_le_get64(buf + 16)};
   return 0;
 }
 
@@ -686,11 +678,11 @@ int asr__ofi_mbox_take(asr__ofi_t *o, asr__ofi_ctl_t *m) {
 static int ctl_send(asr__ofi_t *o, fi_addr_t dest, asr__ofi_ctl_kind_t kind, uint32_t to, uint32_t from,
                     uint64_t count) {
   uint8_t buf[ASR_OFI_MBOX_LEN] = {0};
-  put32(buf, MBOX_MAGIC);
-  put32(buf + 4, kind);
-  put32(buf + 8, to);
-  put32(buf + 12, from);
-  memcpy(buf + 16, &count, 8);
+  asr_le_put32(buf, MBOX_MAGIC);
+  asr_le_put32(buf + 4, kind);
+  asr_le_put32(buf + 8, to);
+  asr_le_put32(buf + 12, from);
+  asr_le_put64(buf + 16, count);
   if (o->info->tx_attr->inject_size < sizeof buf) return ASR_ENOSYS;
   ctl_lock(o);
   ssize_t rc = fi_tinject(o->ep, buf, sizeof buf, dest, TAG_CTRL);
@@ -707,8 +699,7 @@ int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t 
 
 int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count) {
   if (r->peer_av == 0) {
-    uint16_t al;
-    memcpy(&al, r->ctrl_buf + CONN_ALEN_OFF, 2);
+    uint16_t al = asr_le_get16(r->ctrl_buf + CONN_ALEN_OFF);
     r->peer_av = -1;
     if (al > 0 && al <= CONN_ADDR_MAX) {
       ctl_lock(o);
@@ -725,5 +716,5 @@ int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t 
     }
   }
   if (r->peer_av < 0) return ASR_ENOSYS;
-  return ctl_send(o, r->peer, kind, get32(r->ctrl_buf + CONN_ID_OFF), r->comm_id, count);
+  return ctl_send(o, r->peer, kind, asr_le_get32(r->ctrl_buf + CONN_ID_OFF), r->comm_id, count);
 }

@@ -32,6 +32,12 @@
  * number, masked to ASR_SEQ_BITS (default 40; tests lower it to cross the
  * wrap point quickly -- 128 outstanding requests never need more than 8 bits).
  *
+ * Byte order: every integer in the listen handle, the connect message, the
+ * mailbox and "who" below is little-endian (asr_le.h), on every host: the
+ * handle travels between hosts through the KV store, the connect message
+ * and the mailbox between endpoints. An endpoint address is the provider's own bytes
+ * (fi_getname), copied as they are.
+ *
  * The 128-byte listen handle (the seed's net_handle):
  *     0    4  magic "ASRH"
  *     4    4  receiving comm id
@@ -47,10 +53,10 @@
  *              asr__same_host); 0 is never written (a handle without a path
  *              is refused)
  *   125    3  provider tag: 24-bit FNV-1a hash of the name of the provider
- *              the listener's endpoint runs (asr__ofi_prov_tag, little
- *              endian), so a SEND comm whose own endpoint for that path runs
- *              another provider fails saying so, rather than insert an
- *              address its provider cannot read
+ *              the listener's endpoint runs (asr__ofi_prov_tag), so a
+ *              SEND comm whose own endpoint for that path runs another
+ *              provider fails saying so, rather than insert an address its
+ *              provider cannot read
  *
  * The 128-byte connect message (SEND -> RECV, control tag of the comm id):
  *     0    4  magic "ASRC"
@@ -96,6 +102,7 @@
 
 #include "asr_assert.h"
 #include "asr_err.h"
+#include "asr_le.h"
 #include "asr_tsan.h"
 
 #define ASR_OFI_HANDLE_LEN 128
@@ -255,9 +262,7 @@ typedef struct {
 /* The connector's comm id, from the connect message accept took. */
 #define ASR_OFI_CONN_ID_OFF 24
 static inline uint32_t asr__ofi_recv_peer_id(const asr__ofi_recv_t *r) {
-  uint32_t v;
-  memcpy(&v, r->ctrl_buf + ASR_OFI_CONN_ID_OFF, 4);
-  return v;
+  return asr_le_get32(r->ctrl_buf + ASR_OFI_CONN_ID_OFF);
 }
 
 /* Decodes a mailbox message of len bytes into *m; 0, or ASR_EPROTO when it
@@ -320,9 +325,7 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
  * tests can feed it any bytes. */
 static inline int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN], int *path,
                                        uint32_t *prov_tag) {
-  uint32_t magic;
-  memcpy(&magic, handle, 4);
-  if (magic != ASR_OFI_HANDLE_MAGIC) return ASR_EPROTO;
+  if (asr_le_get32(handle) != ASR_OFI_HANDLE_MAGIC) return ASR_EPROTO;
   int p = handle[ASR_OFI_HANDLE_PATH_OFF];
   if (p != 1 && p != 2) return ASR_EPROTO;
   uint32_t tag = 0;

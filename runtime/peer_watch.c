@@ -35,22 +35,10 @@
 #include <unistd.h>
 
 #include "asr_err.h"
+#include "asr_le.h"
 #include "asr_log.h"
 #include "asr_time.h"
 #include "rt.h"
-
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
 
 /* Field 22 of /proc/PID/stat (starttime, clock ticks since boot); 0 if unreadable. */
 static uint64_t proc_start_time(uint32_t pid) {
@@ -98,9 +86,9 @@ void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]) {
   uint32_t pid = (uint32_t)getpid();
   uint64_t start = proc_start_time(pid), node = node_id();
   if (!start || !node) return; /* all zero: "do not watch me" */
-  put32(who, pid);
-  put64(who + 4, start);
-  put64(who + 12, node);
+  asr_le_put32(who, pid);
+  asr_le_put64(who + 4, start);
+  asr_le_put64(who + 12, node);
 }
 
 void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid) {
@@ -159,8 +147,8 @@ static void on_peer_exit(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, i
 
 int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OFI_WHO_LEN]) {
   c->watch = -1;
-  uint32_t pid = get32(who);
-  uint64_t start = get64(who + 4), node = get64(who + 12);
+  uint32_t pid = asr_le_get32(who);
+  uint64_t start = asr_le_get64(who + 4), node = asr_le_get64(who + 12);
   if (!pid || !node || node != ctx->self_node || pid == (uint32_t)getpid()) return 0;
   for (int i = 0; i < ctx->nwatch; i++)
     if (ctx->watch[i]->pid == pid && ctx->watch[i]->start == start) {

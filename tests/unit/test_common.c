@@ -12,6 +12,7 @@
 
 #include "asr_err.h"
 #include "asr_fs.h"
+#include "asr_le.h"
 #include "asr_log.h"
 #include "asr_sock.h"
 #include "asr_test.h"
@@ -37,6 +38,24 @@ TEST(err_strings) {
   ASSERT_EQ(asr_err_from_errno(EOPNOTSUPP), ASR_ENOSYS);
   ASSERT_EQ(asr_err_from_errno(EBUSY), ASR_EBUSY);
   ASSERT_EQ(asr_err_from_errno(ENOTTY), ASR_EIO); /* nothing close: a plain I/O error */
+}
+
+/* asr_le.h writes the least significant byte first on every host, reads
+ * back what it wrote, and needs no alignment (odd offsets below). */
+TEST(le_bytes) {
+  uint8_t b[1 + 8 + 4 + 2] = {0};
+  asr_le_put64(b + 1, 0x0807060504030201ull);
+  asr_le_put32(b + 9, 0x4c525341u); /* ctl.h: "ASRL" */
+  asr_le_put16(b + 13, 0xbeefu);
+  const uint8_t want[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 'A', 'S', 'R', 'L', 0xef, 0xbe};
+  ASSERT_EQ(memcmp(b, want, sizeof want), 0);
+  ASSERT_EQ(asr_le_get64(b + 1), 0x0807060504030201ull);
+  ASSERT_EQ(asr_le_get32(b + 9), 0x4c525341u);
+  ASSERT_EQ(asr_le_get16(b + 13), 0xbeefu);
+  asr_le_put64(b + 1, UINT64_MAX);
+  asr_le_put32(b + 9, UINT32_MAX);
+  ASSERT_EQ(asr_le_get64(b + 1), UINT64_MAX);
+  ASSERT_EQ(asr_le_get32(b + 9), UINT32_MAX);
 }
 
 TEST(log_one_line_prefixed) {
