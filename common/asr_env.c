@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -86,17 +85,6 @@ int asr_env_is_set(asr_env_id_t id) {
 /* The value parsers                                                        */
 /* ------------------------------------------------------------------------ */
 
-static int fail(char *errbuf, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *errbuf, size_t errlen, const char *fmt, ...) {
-  if (errbuf && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return ASR_ECONFIG;
-}
-
 /* A plain decimal number: no sign, no spaces, no suffix. strtol alone would
  * take " 4", "+4" and "4abc" up to the junk. Returns 0 or ASR_EINVAL. */
 static int parse_decimal(const char *s, long *out) {
@@ -113,11 +101,12 @@ int asr_env_parse_long(const char *what, const char *val, long min, long max, lo
                        size_t errlen) {
   const char *kind = min == 1 ? "a positive number" : "a number";
   long v;
-  if (!*val) return fail(errbuf, errlen, "%s: needs a value (%s)", what, kind);
+  if (!*val) return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: needs a value (%s)", what, kind);
   if (parse_decimal(val, &v) != 0 || (min == 1 && v < 1))
-    return fail(errbuf, errlen, "%s: '%s' is not %s", what, val, kind);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s' is not %s", what, val, kind);
   if (v < min || v > max)
-    return fail(errbuf, errlen, "%s: '%s' is out of range: use %ld to %ld", what, val, min, max);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s' is out of range: use %ld to %ld", what, val, min,
+                    max);
   *out = v;
   return 0;
 }
@@ -132,7 +121,8 @@ int asr_env_parse_bool(const char *what, const char *val, int *out, char *errbuf
       return 0;
     }
   }
-  return fail(errbuf, errlen, "%s: '%s' is not a boolean: use true or false (1 or 0)", what, val);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s' is not a boolean: use true or false (1 or 0)", what,
+                  val);
 }
 
 void asr_env_join_words(const char *const *words, char *buf, size_t len) {
@@ -154,16 +144,17 @@ int asr_env_parse_word(const char *what, const char *val, const char *const *wor
     }
   char list[256];
   asr_env_join_words(words, list, sizeof list);
-  return fail(errbuf, errlen, "%s: '%s' is not one of %s", what, val, list);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s' is not one of %s", what, val, list);
 }
 
 int asr_env_parse_text(const char *what, const char *val, long min, long max, char *errbuf, size_t errlen) {
   size_t n = strlen(val);
   if ((long)n < min)
-    return min == 1 ? fail(errbuf, errlen, "%s: needs a non-empty value", what)
-                    : fail(errbuf, errlen, "%s: needs at least %ld bytes", what, min);
+    return min == 1 ? asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: needs a non-empty value", what)
+                    : asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: needs at least %ld bytes", what, min);
   if (max > 0 && (long)n > max)
-    return fail(errbuf, errlen, "%s: '%.40s...' is too long (at most %ld bytes)", what, val, max);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%.40s...' is too long (at most %ld bytes)", what, val,
+                    max);
   return 0;
 }
 
@@ -203,22 +194,24 @@ static int check_value(const asr_env_row_t *r, const char *what, const char *val
     case ASR_ENV_T_CMD: return asr_env_parse_text(what, val, r->min, r->max, errbuf, errlen);
     case ASR_ENV_T_IPV4:
       if (inet_pton(AF_INET, val, &a) == 1) return 0;
-      return fail(errbuf, errlen, "%s: '%.64s' is not an IPv4 address: use A.B.C.D", what, val);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%.64s' is not an IPv4 address: use A.B.C.D", what,
+                      val);
     case ASR_ENV_T_IFSPEC:
       if (asr_netif_check_spec(val, inner, sizeof inner) == 0) return 0;
-      return fail(errbuf, errlen, "%s: %s", what, inner);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: %s", what, inner);
     case ASR_ENV_T_SECRET:
       /* The value is never repeated in the message: it may be most of a
        * real secret, and messages end up in logs. */
       for (const char *p = val; *p; p++)
         if (!isxdigit((unsigned char)*p)) i = 1;
       if (!i && (long)strlen(val) == r->min) return 0;
-      return fail(errbuf, errlen,
-                  "%s: the value (%zu characters) is not %ld hex digits; unset it or copy it from the job's "
-                  "launcher",
-                  what, strlen(val), r->min);
+      return asr_errf(
+          errbuf, errlen, ASR_ECONFIG,
+          "%s: the value (%zu characters) is not %ld hex digits; unset it or copy it from the job's "
+          "launcher",
+          what, strlen(val), r->min);
   }
-  return fail(errbuf, errlen, "%s: internal error: type %d", what, (int)r->type);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: internal error: type %d", what, (int)r->type);
 }
 
 /* The row of id when its type is one the getter reads; else NULL and a
@@ -227,7 +220,8 @@ static const asr_env_row_t *typed_row(asr_env_id_t id, int (*ok)(asr_env_type_t)
                                       char *errbuf, size_t errlen) {
   const asr_env_row_t *r = asr_env_row(id);
   if (r && !(r->who & ASR_ENV_FAMILY) && ok(r->type)) return r;
-  fail(errbuf, errlen, "internal error: %s cannot read %s", getter, r ? r->name : "an unknown variable");
+  asr_errf(errbuf, errlen, ASR_ECONFIG, "internal error: %s cannot read %s", getter,
+           r ? r->name : "an unknown variable");
   return NULL;
 }
 

@@ -1,7 +1,10 @@
-/* asr_err.c -- strings for the ASR_E* codes generated from ASR_ERRNO_MAP. */
+/* asr_err.c -- strings for the ASR_E* codes generated from ASR_ERRNO_MAP,
+ * and asr_errf. */
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "asr_err.h"
 
@@ -65,4 +68,14 @@ int asr_err_from_errno(int err) {
     case EOPNOTSUPP: return ASR_ENOSYS;
     default: return ASR_EIO;
   }
+}
+
+int asr_errf(char *buf, size_t len, int code, const char *fmt, ...) {
+  if (buf && len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+  }
+  return code;
 }

@@ -8,6 +8,8 @@
 #ifndef ASR_ERR_H
 #define ASR_ERR_H
 
+#include <stddef.h>
+
 #define ASR_ERRNO_MAP(X)                                             \
   X(INVAL, 1, "invalid argument")                                    \
   X(NOMEM, 2, "out of memory")                                       \
@@ -62,5 +64,12 @@ const char *asr_err_name(int code);
  * here, libfabric's -FI_E* in runtime/ofi.c (whose codes below 256 are
  * errno values and come through here too). */
 int asr_err_from_errno(int err);
+
+/* Formats the message into buf (as snprintf: truncated to len - 1 bytes and
+ * NUL-terminated; nothing is written when buf is NULL or len is 0) and
+ * returns code, so that a failing parser reports why in one line:
+ *   return asr_errf(errbuf, errlen, ASR_ECONFIG, "bad value '%s'", v);
+ * The caller owns buf. */
+int asr_errf(char *buf, size_t len, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif /* ASR_ERR_H */

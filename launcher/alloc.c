@@ -141,10 +141,10 @@ int asr_alloc_detect_env(asr_config_t *cfg, asr_alloc_getenv_fn getenv_fn, void 
   if (cfg->launcher == ASR_LAUNCHER_LOCAL) return ASR_ALLOC_NONE;
   const char *nodes_var = slurm_nodelist_var(&env);
   if (cfg->launcher == ASR_LAUNCHER_SLURM && !nodes_var)
-    return asr__config_fail(errbuf, errlen,
-                            "launcher slurm needs a Slurm allocation, but SLURM_JOB_ID and "
-                            "SLURM_JOB_NODELIST are not both set: run asrrun inside salloc or sbatch, "
-                            "or choose another launcher");
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "launcher slurm needs a Slurm allocation, but SLURM_JOB_ID and "
+                    "SLURM_JOB_NODELIST are not both set: run asrrun inside salloc or sbatch, "
+                    "or choose another launcher");
   if (cfg->nhosts > 0) return ASR_ALLOC_NONE; /* the user's hosts win */
   if (nodes_var && (cfg->launcher == ASR_LAUNCHER_AUTO || cfg->launcher == ASR_LAUNCHER_SLURM))
     return use_slurm(cfg, &env, nodes_var, errbuf, errlen);

@@ -22,7 +22,7 @@ int asr_topo_load(const char *synthetic, asr_topo_t **out, char *errbuf, size_t 
   asr_topo_t *t = calloc(1, sizeof *t);
   if (!t || hwloc_topology_init(&t->topo) != 0) {
     free(t);
-    return asr__config_fail(errbuf, errlen, "cannot start hwloc (out of memory)");
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "cannot start hwloc (out of memory)");
   }
 #if HWLOC_API_VERSION >= 0x00020800
   /* binding reads none of these: skip their discovery */
@@ -41,13 +41,13 @@ int asr_topo_load(const char *synthetic, asr_topo_t **out, char *errbuf, size_t 
   if (synthetic && hwloc_topology_set_synthetic(t->topo, synthetic) != 0) {
     hwloc_topology_destroy(t->topo);
     free(t);
-    return asr__config_fail(errbuf, errlen, "'%s' is not an hwloc synthetic topology", synthetic);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "'%s' is not an hwloc synthetic topology", synthetic);
   }
   if (hwloc_topology_load(t->topo) != 0) {
     hwloc_topology_destroy(t->topo);
     free(t);
-    return asr__config_fail(errbuf, errlen, "hwloc cannot load %s topology",
-                            synthetic ? "the synthetic" : "this host's");
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "hwloc cannot load %s topology",
+                    synthetic ? "the synthetic" : "this host's");
   }
   *out = t;
   return 0;
@@ -119,14 +119,14 @@ static void name_objects(asr_binding_t *b, asr_bind_to_t type, hwloc_const_bitma
 static int rankfile_cores(const asr_topo_t *t, const char *cores, hwloc_bitmap_t set, hwloc_bitmap_t ids,
                           char *errbuf, size_t errlen) {
   if (hwloc_bitmap_list_sscanf(ids, cores) != 0)
-    return asr__config_fail(errbuf, errlen, "'%s' is not a core list", cores);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "'%s' is not a core list", cores);
   hwloc_obj_type_t type = obj_type(t, ASR_BIND_CORE);
   int n = hwloc_get_nbobjs_by_type(t->topo, type), c;
   hwloc_bitmap_foreach_begin(c, ids) {
     hwloc_obj_t o = hwloc_get_obj_by_type(t->topo, type, (unsigned)c);
     if (!o)
-      return asr__config_fail(errbuf, errlen, "core %d is not one of this host's %d cores (0-%d)", c, n,
-                              n - 1);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "core %d is not one of this host's %d cores (0-%d)", c, n,
+                      n - 1);
     hwloc_bitmap_or(set, set, o->cpuset);
   }
   hwloc_bitmap_foreach_end();
@@ -209,7 +209,7 @@ int asr_bind_rank(const asr_topo_t *t, const asr_bind_policy_t *p, int local, in
     return 0;
   }
   hwloc_bitmap_t set = hwloc_bitmap_alloc(), ids = hwloc_bitmap_alloc();
-  int rc = set && ids ? 0 : asr__config_fail(errbuf, errlen, "out of memory binding a rank");
+  int rc = set && ids ? 0 : asr_errf(errbuf, errlen, ASR_ECONFIG, "out of memory binding a rank");
   if (rc == 0 && cores)
     rc = rankfile_cores(t, cores, set, ids, errbuf, errlen);
   else if (rc == 0)
@@ -219,7 +219,7 @@ int asr_bind_rank(const asr_topo_t *t, const asr_bind_policy_t *p, int local, in
     hwloc_bitmap_list_snprintf(r.cpus, sizeof r.cpus, set);
     r.bound = 1;
     if (cpus && hwloc_cpuset_to_glibc_sched_affinity(t->topo, set, cpus, sizeof *cpus) != 0)
-      rc = asr__config_fail(errbuf, errlen, "cpus %s do not fit a cpu_set_t", r.cpus);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG, "cpus %s do not fit a cpu_set_t", r.cpus);
   }
   hwloc_bitmap_free(set);
   hwloc_bitmap_free(ids);

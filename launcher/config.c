@@ -12,7 +12,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,19 +115,8 @@ void asr__config_map_by_format(const asr_config_t *cfg, char *buf, size_t len) {
 }
 const char *asr__config_launcher_name(asr_launcher_t l) { return (unsigned)l < 4 ? launcher_words[l] : "?"; }
 
-int asr__config_fail(char *errbuf, size_t errlen, const char *fmt, ...) {
-  if (errbuf && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return ASR_ECONFIG;
-}
-
 static int fail_nomem(char *errbuf, size_t errlen) {
-  asr__config_fail(errbuf, errlen, "out of memory while reading the configuration");
-  return ASR_ENOMEM;
+  return asr_errf(errbuf, errlen, ASR_ENOMEM, "out of memory while reading the configuration");
 }
 
 /* The values go through asr_env.h's parsers, the ones every ASR_* variable
@@ -169,22 +157,22 @@ static int set_map(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
     int rc = asr_env_parse_word(what, val, k->words, &m, errbuf, errlen);
     if (rc) return rc;
     if (m >= N_MAP_WORDS) /* a ppr placeholder: it starts with "ppr:", so never here */
-      return asr__config_fail(errbuf, errlen, "%s: write ppr:N:node, ppr:N:numa or ppr:N:package", what);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: write ppr:N:node, ppr:N:numa or ppr:N:package", what);
     cfg->map_by = (asr_map_by_t)m;
     cfg->ppr = 0;
     return 0;
   }
   const char *n = val + 4, *colon = strchr(n, ':');
   if (!colon)
-    return asr__config_fail(errbuf, errlen, "%s: '%s': write ppr:N:node, ppr:N:numa or ppr:N:package", what,
-                            val);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s': write ppr:N:node, ppr:N:numa or ppr:N:package",
+                    what, val);
   char num[16];
   long v = 0;
   size_t nl = (size_t)(colon - n);
   snprintf(num, sizeof num, "%.*s", (int)(nl < sizeof num ? nl : sizeof num - 1), n);
   if (nl >= sizeof num || asr_env_parse_long("ppr", num, 1, ASR_CFG_MAX_SLOTS, &v, NULL, 0) != 0)
-    return asr__config_fail(errbuf, errlen, "%s: '%s': N must be a number from 1 to %d", what, val,
-                            ASR_CFG_MAX_SLOTS);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s': N must be a number from 1 to %d", what, val,
+                    ASR_CFG_MAX_SLOTS);
   static const struct {
     const char *obj;
     asr_map_by_t by;
@@ -195,7 +183,8 @@ static int set_map(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
       cfg->ppr = (int)v;
       return 0;
     }
-  return asr__config_fail(errbuf, errlen, "%s: '%s': the object must be node, numa or package", what, val);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s': the object must be node, numa or package", what,
+                  val);
 }
 
 int asr__config_set(asr_config_t *cfg, const asr__cfg_key_t *key, const char *val, const char *what,
@@ -207,7 +196,7 @@ int asr__config_set(asr_config_t *cfg, const asr__cfg_key_t *key, const char *va
     case ASR__KEY_WORD: return set_word(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_STR: return set_str(cfg, key, val, what, errbuf, errlen);
   }
-  return asr__config_fail(errbuf, errlen, "%s: internal error: key kind %d", what, (int)key->kind);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: internal error: key kind %d", what, (int)key->kind);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -246,23 +235,24 @@ int asr__config_parse_slots(const char *s, int *slots) {
 int asr__hostlist_add(asr__hostlist_t *hl, const char *name, size_t namelen, int slots, const char *what,
                       char *errbuf, size_t errlen) {
   asr_cfg_host_t *h;
-  if (namelen == 0) return asr__config_fail(errbuf, errlen, "%s: empty host name", what);
+  if (namelen == 0) return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: empty host name", what);
   if (namelen >= sizeof h->name)
-    return asr__config_fail(errbuf, errlen, "%s: host name '%.40s...' is longer than %zu bytes", what, name,
-                            sizeof h->name - 1);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: host name '%.40s...' is longer than %zu bytes", what,
+                    name, sizeof h->name - 1);
   if (!is_host_name(name, namelen))
-    return asr__config_fail(errbuf, errlen, "%s: '%.*s' is not a host name (letters, digits, '-', '.', '_')",
-                            what, (int)namelen, name);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: '%.*s' is not a host name (letters, digits, '-', '.', '_')", what, (int)namelen,
+                    name);
   /* A host listed twice is refused rather than merged: whether "a,a" means
    * one slot or two differs between launchers, and a clear error is cheaper
    * than a surprising rank count. */
   for (int i = 0; i < hl->n; i++)
     if (strlen(hl->v[i].name) == namelen && memcmp(hl->v[i].name, name, namelen) == 0)
-      return asr__config_fail(errbuf, errlen,
-                              "%s: host '%.*s' is listed twice; list it once with all its slots", what,
-                              (int)namelen, name);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "%s: host '%.*s' is listed twice; list it once with all its slots", what, (int)namelen,
+                      name);
   if (hl->n >= ASR_CFG_MAX_HOSTS)
-    return asr__config_fail(errbuf, errlen, "%s: more than %d hosts", what, ASR_CFG_MAX_HOSTS);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: more than %d hosts", what, ASR_CFG_MAX_HOSTS);
   h = &hl->v[hl->n++];
   memcpy(h->name, name, namelen);
   h->name[namelen] = '\0';
@@ -276,8 +266,8 @@ int asr__hostlist_add_item(asr__hostlist_t *hl, const char *item, const char *wh
   if (!colon) return asr__hostlist_add(hl, item, strlen(item), 0, what, errbuf, errlen);
   int slots;
   if (asr__config_parse_slots(colon + 1, &slots) != 0)
-    return asr__config_fail(errbuf, errlen, "%s: '%s': slots '%s' is not a number from 1 to %d", what, item,
-                            colon + 1, ASR_CFG_MAX_SLOTS);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s': slots '%s' is not a number from 1 to %d", what,
+                    item, colon + 1, ASR_CFG_MAX_SLOTS);
   return asr__hostlist_add(hl, item, (size_t)(colon - item), slots, what, errbuf, errlen);
 }
 
@@ -294,13 +284,13 @@ static int hostfile_line(asr__hostlist_t *hl, char *line, const char *where, cha
   if (!name) return 0; /* blank or comment-only */
   while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
     if (strncmp(tok, "slots=", 6) != 0)
-      return asr__config_fail(errbuf, errlen,
-                              "%s: unexpected '%s' after the host name; write 'HOST [slots=N]'", where, tok);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "%s: unexpected '%s' after the host name; write 'HOST [slots=N]'", where, tok);
     if (slots)
-      return asr__config_fail(errbuf, errlen, "%s: slots given twice; write 'HOST [slots=N]'", where);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: slots given twice; write 'HOST [slots=N]'", where);
     if (asr__config_parse_slots(tok + 6, &slots) != 0)
-      return asr__config_fail(errbuf, errlen, "%s: '%s': slots must be a number from 1 to %d", where, tok,
-                              ASR_CFG_MAX_SLOTS);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s': slots must be a number from 1 to %d", where,
+                      tok, ASR_CFG_MAX_SLOTS);
   }
   return asr__hostlist_add(hl, name, strlen(name), slots, where, errbuf, errlen);
 }
@@ -317,8 +307,8 @@ static int read_hostfile_lines(char *text, size_t len, const char *name, asr__ho
     char *nl = memchr(line, '\n', (size_t)(end - line)), *next = nl ? nl + 1 : end;
     snprintf(where, sizeof where, "%s:%u", name, lineno);
     if (memchr(line, '\0', (size_t)((nl ? nl : end) - line)))
-      return asr__config_fail(errbuf, errlen, "%s: a NUL byte; a hostfile is text, 'HOST [slots=N]' a line",
-                              where);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "%s: a NUL byte; a hostfile is text, 'HOST [slots=N]' a line", where);
     if (nl) *nl = '\0';
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
@@ -332,7 +322,7 @@ static int read_hostfile_lines(char *text, size_t len, const char *name, asr__ho
  * that does not fit is refused before anything is read. */
 static int hostfile_name_fits(const asr_config_t *cfg, const char *name, char *errbuf, size_t errlen) {
   if (strlen(name) < sizeof cfg->hostfile) return 0;
-  return asr__config_fail(errbuf, errlen, "hostfile path '%.40s...' is too long", name);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG, "hostfile path '%.40s...' is too long", name);
 }
 
 /* The one hostfile parser: text as read_hostfile_lines takes it. cfg changes
@@ -343,7 +333,8 @@ static int read_hostfile_text(asr_config_t *cfg, const char *name, char *text, s
   int rc = asr__hostlist_init(&hl, errbuf, errlen);
   if (rc == 0) rc = read_hostfile_lines(text, len, name, &hl, errbuf, errlen);
   if (rc == 0 && hl.n == 0)
-    rc = asr__config_fail(errbuf, errlen, "%s: no hosts in the file (one 'HOST [slots=N]' a line)", name);
+    rc =
+        asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: no hosts in the file (one 'HOST [slots=N]' a line)", name);
   if (rc == 0) {
     asr__config_set_hosts(cfg, &hl);
     snprintf(cfg->hostfile, sizeof cfg->hostfile, "%s", name); /* fits: hostfile_name_fits */
@@ -373,10 +364,10 @@ int asr_config_read_hostfile(asr_config_t *cfg, const char *path, char *errbuf, 
   if ((rc = asr_fs_read_file(path, ASR_CFG_FILE_MAX, &text, &len)) != 0) {
     if (rc == ASR_ENOMEM) return fail_nomem(errbuf, errlen);
     if (rc == ASR_ETOOBIG)
-      return asr__config_fail(errbuf, errlen,
-                              "hostfile '%s' is larger than %d MiB; a hostfile is far smaller", path,
-                              ASR_CFG_FILE_MAX >> 20);
-    return asr__config_fail(errbuf, errlen, "cannot open hostfile '%s': %s", path, strerror(errno));
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "hostfile '%s' is larger than %d MiB; a hostfile is far smaller", path,
+                      ASR_CFG_FILE_MAX >> 20);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "cannot open hostfile '%s': %s", path, strerror(errno));
   }
   rc = read_hostfile_text(cfg, path, text, len, errbuf, errlen);
   free(text);
@@ -393,9 +384,10 @@ int asr__config_parse_hostlist_as(asr_config_t *cfg, const char *list, const cha
     size_t n = comma ? (size_t)(comma - p) : strlen(p);
     char item[256];
     if (n == 0) {
-      rc = asr__config_fail(errbuf, errlen, "%s: empty host in '%s'; write HOST[:SLOTS],...", what, list);
+      rc =
+          asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: empty host in '%s'; write HOST[:SLOTS],...", what, list);
     } else if (n >= sizeof item) {
-      rc = asr__config_fail(errbuf, errlen, "%s: host '%.40s...' is too long", what, p);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: host '%.40s...' is too long", what, p);
     } else {
       memcpy(item, p, n);
       item[n] = '\0';
@@ -459,37 +451,38 @@ static int rankfile_line(rf_list_t *l, char *line, unsigned lineno, const char *
   char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
   if (!tok) return 0; /* blank or comment-only */
   if (strcmp(tok, "rank") != 0)
-    return asr__config_fail(errbuf, errlen, "%s: expected " RF_USAGE ", not '%s'", where, tok);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: expected " RF_USAGE ", not '%s'", where, tok);
   char *rh = strtok_r(NULL, " \t\r\n", &save);
-  if (!rh) return asr__config_fail(errbuf, errlen, "%s: 'rank' needs R=HOST slot=CORES", where);
+  if (!rh) return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: 'rank' needs R=HOST slot=CORES", where);
   char *eq = strchr(rh, '=');
   if (!eq)
-    return asr__config_fail(errbuf, errlen, "%s: '%s' is not R=HOST (a rank number, '=', a host name)", where,
-                            rh);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s' is not R=HOST (a rank number, '=', a host name)",
+                    where, rh);
   *eq = '\0';
   long r;
   if (asr_env_parse_long("rank", rh, 0, ASR_CFG_MAX_NP - 1, &r, NULL, 0) != 0)
-    return asr__config_fail(errbuf, errlen, "%s: rank '%s' is not a number from 0 to %ld", where, rh,
-                            ASR_CFG_MAX_NP - 1);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: rank '%s' is not a number from 0 to %ld", where, rh,
+                    ASR_CFG_MAX_NP - 1);
   const char *host = eq + 1;
   size_t hl = strlen(host);
-  if (hl == 0) return asr__config_fail(errbuf, errlen, "%s: rank %ld has an empty host name", where, r);
+  if (hl == 0) return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: rank %ld has an empty host name", where, r);
   if (hl >= sizeof l->v->host)
-    return asr__config_fail(errbuf, errlen, "%s: host name '%.40s...' is longer than %zu bytes", where, host,
-                            sizeof l->v->host - 1);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: host name '%.40s...' is longer than %zu bytes", where,
+                    host, sizeof l->v->host - 1);
   if (!is_host_name(host, hl))
-    return asr__config_fail(errbuf, errlen, "%s: '%s' is not a host name (letters, digits, '-', '.', '_')",
-                            where, host);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: '%s' is not a host name (letters, digits, '-', '.', '_')", where, host);
   char *slot = strtok_r(NULL, " \t\r\n", &save);
-  if (!slot) return asr__config_fail(errbuf, errlen, "%s: rank %ld has no slot=CORES", where, r);
+  if (!slot) return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: rank %ld has no slot=CORES", where, r);
   if (strncmp(slot, "slot=", 5) != 0)
-    return asr__config_fail(errbuf, errlen, "%s: unexpected '%s'; write " RF_USAGE, where, slot);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: unexpected '%s'; write " RF_USAGE, where, slot);
   const char *cores = slot + 5;
   if (strlen(cores) >= sizeof l->v->cores || asr__config_parse_cores(cores, NULL, 0, NULL) != 0)
-    return asr__config_fail(errbuf, errlen, "%s: slot '%.60s' is not a core list (N, N-M, comma-separated)",
-                            where, cores);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: slot '%.60s' is not a core list (N, N-M, comma-separated)", where, cores);
   char *extra = strtok_r(NULL, " \t\r\n", &save);
-  if (extra) return asr__config_fail(errbuf, errlen, "%s: unexpected '%s' after slot=CORES", where, extra);
+  if (extra)
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: unexpected '%s' after slot=CORES", where, extra);
   if (l->n == l->cap) {
     int cap = l->cap ? 2 * l->cap : 64;
     asr_cfg_rank_t *v = realloc(l->v, (size_t)cap * sizeof *v);
@@ -524,15 +517,14 @@ static int rankfile_order(const char *name, const rf_list_t *l, asr_cfg_rank_t *
   for (int i = 0; i < l->n && rc == 0; i++) {
     const asr_cfg_rank_t *e = &l->v[i];
     if (at[e->rank] >= 0)
-      rc = asr__config_fail(errbuf, errlen, "%s:%d: rank %d is given twice (first on line %d)", name, e->line,
-                            e->rank, l->v[at[e->rank]].line);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG, "%s:%d: rank %d is given twice (first on line %d)", name,
+                    e->line, e->rank, l->v[at[e->rank]].line);
     at[e->rank] = i;
   }
   for (int r = 0; r < n && rc == 0; r++) {
     if (at[r] < 0)
-      rc = asr__config_fail(errbuf, errlen,
-                            "%s: no line for rank %d (a rankfile names every rank from 0 to %d)", name, r,
-                            n - 1);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: no line for rank %d (a rankfile names every rank from 0 to %d)", name, r, n - 1);
     else
       v[r] = l->v[at[r]];
   }
@@ -551,7 +543,7 @@ static int rankfile_order(const char *name, const rf_list_t *l, asr_cfg_rank_t *
 static int read_rankfile_text(asr_config_t *cfg, const char *name, char *text, size_t len, char *errbuf,
                               size_t errlen) {
   if (strlen(name) >= sizeof cfg->rankfile)
-    return asr__config_fail(errbuf, errlen, "rankfile path '%.40s...' is too long", name);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "rankfile path '%.40s...' is too long", name);
   rf_list_t l = {0};
   char where[1100], *line = text, *end = text + len;
   int rc = 0;
@@ -559,7 +551,8 @@ static int read_rankfile_text(asr_config_t *cfg, const char *name, char *text, s
     char *nl = memchr(line, '\n', (size_t)(end - line)), *next = nl ? nl + 1 : end;
     snprintf(where, sizeof where, "%s:%u", name, lineno);
     if (memchr(line, '\0', (size_t)((nl ? nl : end) - line))) {
-      rc = asr__config_fail(errbuf, errlen, "%s: a NUL byte; a rankfile is text, " RF_USAGE " a line", where);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: a NUL byte; a rankfile is text, " RF_USAGE " a line",
+                    where);
       break;
     }
     if (nl) *nl = '\0';
@@ -569,7 +562,7 @@ static int read_rankfile_text(asr_config_t *cfg, const char *name, char *text, s
     line = next;
   }
   if (rc == 0 && l.n == 0)
-    rc = asr__config_fail(errbuf, errlen, "%s: no ranks in the file (one " RF_USAGE " a line)", name);
+    rc = asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: no ranks in the file (one " RF_USAGE " a line)", name);
   asr_cfg_rank_t *v = NULL;
   int n = rc == 0 ? rankfile_order(name, &l, &v, errbuf, errlen) : rc;
   free(l.v);
@@ -599,9 +592,9 @@ int asr_config_read_rankfile(asr_config_t *cfg, const char *path, char *errbuf, 
   if (rc) {
     if (rc == ASR_ENOMEM) return fail_nomem(errbuf, errlen);
     if (rc == ASR_ETOOBIG)
-      return asr__config_fail(errbuf, errlen, "rankfile '%s' is larger than %d MiB", path,
-                              ASR_CFG_FILE_MAX >> 20);
-    return asr__config_fail(errbuf, errlen, "cannot open rankfile '%s': %s", path, strerror(errno));
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "rankfile '%s' is larger than %d MiB", path,
+                      ASR_CFG_FILE_MAX >> 20);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "cannot open rankfile '%s': %s", path, strerror(errno));
   }
   rc = read_rankfile_text(cfg, path, text, len, errbuf, errlen);
   free(text);
@@ -627,15 +620,14 @@ int asr__config_put_env(asr_config_t *cfg, const char *name, size_t namelen, con
                         const char *what, char *errbuf, size_t errlen) {
   asr_cfg_env_t *e = NULL;
   if (!is_env_name(name, namelen))
-    return asr__config_fail(
-        errbuf, errlen,
-        "%s: '%.*s' is not a variable name (letters, digits and '_', not starting with a digit)", what,
-        (int)namelen, name);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: '%.*s' is not a variable name (letters, digits and '_', not starting with a digit)",
+                    what, (int)namelen, name);
   if (namelen >= sizeof e->name)
-    return asr__config_fail(errbuf, errlen, "%s: variable name '%.40s...' is too long", what, name);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: variable name '%.40s...' is too long", what, name);
   if (value && strlen(value) >= sizeof e->value)
-    return asr__config_fail(errbuf, errlen, "%s: the value of %.*s is longer than %zu bytes", what,
-                            (int)namelen, name, sizeof e->value - 1);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: the value of %.*s is longer than %zu bytes", what,
+                    (int)namelen, name, sizeof e->value - 1);
   /* A value for one of asr's variables is checked as the variable would be:
    * the ranks would fail on it anyway, each with its own message. */
   char nul_name[sizeof e->name];
@@ -651,7 +643,8 @@ int asr__config_put_env(asr_config_t *cfg, const char *name, size_t namelen, con
     if (strlen(cfg->env[i].name) == namelen && memcmp(cfg->env[i].name, name, namelen) == 0) e = &cfg->env[i];
   if (!e) {
     if (cfg->nenv >= ASR_CFG_MAX_ENV)
-      return asr__config_fail(errbuf, errlen, "%s: more than %d exported variables", what, ASR_CFG_MAX_ENV);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: more than %d exported variables", what,
+                      ASR_CFG_MAX_ENV);
     e = &cfg->env[cfg->nenv++];
     memcpy(e->name, name, namelen);
     e->name[namelen] = '\0';
@@ -674,12 +667,12 @@ static void free_args(char **args, int n) {
 
 int asr__config_set_program(asr_config_t *cfg, const char *program, const char *const *args, int nargs,
                             const char *what, char *errbuf, size_t errlen) {
-  if (!*program) return asr__config_fail(errbuf, errlen, "%s: the program name is empty", what);
+  if (!*program) return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: the program name is empty", what);
   if (strlen(program) >= sizeof cfg->program)
-    return asr__config_fail(errbuf, errlen, "%s: program '%.40s...' is too long", what, program);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: program '%.40s...' is too long", what, program);
   if (nargs > ASR_CFG_MAX_ARGS)
-    return asr__config_fail(errbuf, errlen, "%s: %d program arguments, at most %d", what, nargs,
-                            ASR_CFG_MAX_ARGS);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: %d program arguments, at most %d", what, nargs,
+                    ASR_CFG_MAX_ARGS);
   /* duplicate everything first so that a failure leaves the old program */
   char **copy = calloc((size_t)nargs + 1, sizeof *copy);
   if (!copy) return fail_nomem(errbuf, errlen);
@@ -742,14 +735,14 @@ int asr_config_load_env(asr_config_t *cfg, char *errbuf, size_t errlen) {
   if (rc == 0 && hf) {
     char inner[1200];
     rc = asr_config_read_hostfile(cfg, hf, inner, sizeof inner);
-    if (rc) return asr__config_fail(errbuf, errlen, "ASRRUN_HOSTFILE: %s", inner);
+    if (rc) return asr_errf(errbuf, errlen, ASR_ECONFIG, "ASRRUN_HOSTFILE: %s", inner);
   }
   const char *rf = NULL;
   if (rc == 0) rc = asr_env_str(ASR_ENV_ASRRUN_RANKFILE, &rf, errbuf, errlen);
   if (rc == 0 && rf) {
     char inner[1200];
     rc = asr_config_read_rankfile(cfg, rf, inner, sizeof inner);
-    if (rc) return asr__config_fail(errbuf, errlen, "ASRRUN_RANKFILE: %s", inner);
+    if (rc) return asr_errf(errbuf, errlen, ASR_ECONFIG, "ASRRUN_RANKFILE: %s", inner);
   }
   return rc;
 }
@@ -768,8 +761,8 @@ static void on_unknown(void *arg, const char *name, const char *near) {
   if (near) snprintf(hint, sizeof hint, " (did you mean %s?)", near);
   if (strncmp(name, "ASRRUN_", 7) == 0) {
     if (!u->failed)
-      asr__config_fail(u->errbuf, u->errlen, "unknown variable %s%s; asrrun --list-env lists them", name,
-                       hint);
+      asr_errf(u->errbuf, u->errlen, ASR_ECONFIG, "unknown variable %s%s; asrrun --list-env lists them", name,
+               hint);
     u->failed = 1;
   } else if (u->warn) {
     fprintf(stderr, "asrrun: warning: unknown variable %s%s; asrrun --list-env lists them\n", name, hint);

@@ -54,8 +54,8 @@ static int opt_key(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const cha
 /* -H and --hostfile in one command line would have to be combined somehow
  * (mpirun filters one by the other); refusing the pair keeps the rule simple. */
 static int both_host_sources(cli_ctx_t *c) {
-  return asr__config_fail(c->errbuf, c->errlen, "%s and %s both given; use one of them", c->host_flag,
-                          c->hostfile_flag);
+  return asr_errf(c->errbuf, c->errlen, ASR_ECONFIG, "%s and %s both given; use one of them", c->host_flag,
+                  c->hostfile_flag);
 }
 
 static int opt_host(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
@@ -69,21 +69,21 @@ static int opt_hostfile(cli_ctx_t *c, const cli_opt_t *o, const char *flag, cons
   if (c->host_flag) return both_host_sources(c);
   char inner[1200];
   int rc = asr_config_read_hostfile(c->cfg, val, inner, sizeof inner);
-  return rc ? asr__config_fail(c->errbuf, c->errlen, "%s: %s", flag, inner) : 0;
+  return rc ? asr_errf(c->errbuf, c->errlen, ASR_ECONFIG, "%s: %s", flag, inner) : 0;
 }
 
 static int opt_rankfile(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
   char inner[1200];
   int rc = asr_config_read_rankfile(c->cfg, val, inner, sizeof inner);
-  return rc ? asr__config_fail(c->errbuf, c->errlen, "%s: %s", flag, inner) : 0;
+  return rc ? asr_errf(c->errbuf, c->errlen, ASR_ECONFIG, "%s: %s", flag, inner) : 0;
 }
 
 /* -f is read by asr_config_load's pre-scan, before the environment; here it
  * is only checked and remembered for messages. */
 static int opt_job_file(cli_ctx_t *c, const cli_opt_t *o, const char *flag, const char *val) {
-  if (!*val) return asr__config_fail(c->errbuf, c->errlen, "%s: needs a file name", flag);
+  if (!*val) return asr_errf(c->errbuf, c->errlen, ASR_ECONFIG, "%s: needs a file name", flag);
   if (strlen(val) >= sizeof c->cfg->job_file)
-    return asr__config_fail(c->errbuf, c->errlen, "%s: path '%.40s...' is too long", flag, val);
+    return asr_errf(c->errbuf, c->errlen, ASR_ECONFIG, "%s: path '%.40s...' is too long", flag, val);
   snprintf(c->cfg->job_file, sizeof c->cfg->job_file, "%s", val);
   return 0;
 }
@@ -255,17 +255,18 @@ static int next_option(int argc, char **argv, int *i, const cli_opt_t **opt, cha
     flag[n] = '\0';
     *opt = find_opt(flag);
   }
-  if (!*opt) return asr__config_fail(errbuf, errlen, "unknown option '%.*s' (see asrrun --help)", (int)n, a);
+  if (!*opt)
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "unknown option '%.*s' (see asrrun --help)", (int)n, a);
   (*i)++;
   *val = eq ? eq + 1 : NULL;
   if (!(*opt)->metavar) {
-    if (eq) return asr__config_fail(errbuf, errlen, "%s takes no value (got '%s')", flag, a);
+    if (eq) return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s takes no value (got '%s')", flag, a);
     return 1;
   }
   if ((*opt)->metavar[0] == '[') return 1; /* an optional value: only ever --flag=VALUE */
   if (!eq) {
     if (*i >= argc)
-      return asr__config_fail(errbuf, errlen, "%s needs a value: %s %s", flag, flag, (*opt)->metavar);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s needs a value: %s %s", flag, flag, (*opt)->metavar);
     *val = argv[(*i)++];
   }
   return 1;
@@ -285,7 +286,7 @@ int asr_config_parse_args(asr_config_t *cfg, int argc, char **argv, char *errbuf
                                    errbuf, errlen);
   /* the program may also come from a YAML layer (asrrun -f job.yaml) */
   if (!cfg->program[0])
-    return asr__config_fail(errbuf, errlen, "no program given: asrrun [options] PROGRAM [ARGS]");
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "no program given: asrrun [options] PROGRAM [ARGS]");
   return 0;
 }
 

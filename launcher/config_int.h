@@ -55,9 +55,6 @@ const asr__cfg_key_t *asr__config_key(const char *name);
 int asr__config_set(asr_config_t *cfg, const asr__cfg_key_t *key, const char *val, const char *what,
                     char *errbuf, size_t errlen);
 
-/* Formats the message into errbuf (either may be NULL/0) and returns ASR_ECONFIG. */
-int asr__config_fail(char *errbuf, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 /* A host list being built by one layer: -H, a hostfile or YAML hosts. It is
  * committed to cfg only when the whole list parsed, so a bad list leaves the
  * lower layers' hosts in place. v is malloc'd (ASR_CFG_MAX_HOSTS entries). */

@@ -57,7 +57,8 @@ static int load_optional_yaml(asr_config_t *cfg, const char *path, char *errbuf,
 
 static int load_job_yaml(asr_config_t *cfg, const char *path, char *errbuf, size_t errlen) {
   int rc = asr_config_load_yaml(cfg, path, errbuf, errlen);
-  if (rc == ASR_ENOENT) return asr__config_fail(errbuf, errlen, "-f: job file '%s' does not exist", path);
+  if (rc == ASR_ENOENT)
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "-f: job file '%s' does not exist", path);
   if (rc == 0) snprintf(cfg->job_file, sizeof cfg->job_file, "%s", path);
   return rc;
 }

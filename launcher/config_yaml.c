@@ -74,8 +74,9 @@ static int yerr(const yctx_t *y, const yaml_node_t *at, const char *key, const c
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (key) return asr__config_fail(y->errbuf, y->errlen, "%s:%zu: %s: %s", y->path, line_of(at), key, msg);
-  return asr__config_fail(y->errbuf, y->errlen, "%s:%zu: %s", y->path, line_of(at), msg);
+  if (key)
+    return asr_errf(y->errbuf, y->errlen, ASR_ECONFIG, "%s:%zu: %s: %s", y->path, line_of(at), key, msg);
+  return asr_errf(y->errbuf, y->errlen, ASR_ECONFIG, "%s:%zu: %s", y->path, line_of(at), msg);
 }
 
 /* The "what" prefix handed to config.c's checkers: "FILE:LINE: KEY". */
@@ -332,15 +333,13 @@ static int apply_root(yctx_t *y) {
 
 static int syntax_error(const yaml_parser_t *p, const char *path, char *errbuf, size_t errlen) {
   const char *problem = p->problem ? p->problem : "malformed YAML";
-  if (p->error == YAML_MEMORY_ERROR) {
-    asr__config_fail(errbuf, errlen, "%s: out of memory while parsing", path);
-    return ASR_ENOMEM;
-  }
+  if (p->error == YAML_MEMORY_ERROR)
+    return asr_errf(errbuf, errlen, ASR_ENOMEM, "%s: out of memory while parsing", path);
   if (p->error == YAML_READER_ERROR)
-    return asr__config_fail(errbuf, errlen, "%s: byte %zu: %s (the file must be UTF-8 text)", path,
-                            p->problem_offset, problem);
-  return asr__config_fail(errbuf, errlen, "%s:%zu: YAML syntax error: %s%s%s", path, p->problem_mark.line + 1,
-                          problem, p->context ? " " : "", p->context ? p->context : "");
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: byte %zu: %s (the file must be UTF-8 text)", path,
+                    p->problem_offset, problem);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s:%zu: YAML syntax error: %s%s%s", path,
+                  p->problem_mark.line + 1, problem, p->context ? " " : "", p->context ? p->context : "");
 }
 
 /* Only the first document is read; a second one would be silently ignored,
@@ -352,8 +351,8 @@ static int check_single_document(yaml_parser_t *p, const char *path, char *errbu
   size_t line = root ? root->start_mark.line + 1 : 0;
   yaml_document_delete(&next);
   if (root)
-    return asr__config_fail(errbuf, errlen, "%s:%zu: a second YAML document; keep all settings in one", path,
-                            line);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s:%zu: a second YAML document; keep all settings in one",
+                    path, line);
   return 0;
 }
 
@@ -362,10 +361,8 @@ int asr_config_load_yaml_buffer(asr_config_t *cfg, const char *name, const void 
   yaml_parser_t parser;
   yaml_document_t doc;
   int rc;
-  if (!yaml_parser_initialize(&parser)) {
-    asr__config_fail(errbuf, errlen, "%s: out of memory while parsing", name);
-    return ASR_ENOMEM;
-  }
+  if (!yaml_parser_initialize(&parser))
+    return asr_errf(errbuf, errlen, ASR_ENOMEM, "%s: out of memory while parsing", name);
   yaml_parser_set_input_string(&parser, len ? buf : (const void *)"", len); /* libyaml asserts non-NULL */
   if (!yaml_parser_load(&parser, &doc)) {
     rc = syntax_error(&parser, name, errbuf, errlen);
@@ -385,11 +382,13 @@ int asr_config_load_yaml(asr_config_t *cfg, const char *path, char *errbuf, size
   int rc = asr_fs_read_file(path, ASR_CFG_FILE_MAX, &text, &len);
   if (rc) {
     int e = errno;
-    if (e == EISDIR) return asr__config_fail(errbuf, errlen, "'%s' is a directory, not a YAML file", path);
+    if (e == EISDIR)
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "'%s' is a directory, not a YAML file", path);
     if (rc == ASR_ETOOBIG)
-      return asr__config_fail(errbuf, errlen, "'%s' is larger than %d MiB; a settings file is far smaller",
-                              path, ASR_CFG_FILE_MAX >> 20);
-    asr__config_fail(errbuf, errlen, "cannot open '%s': %s", path, strerror(e));
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "'%s' is larger than %d MiB; a settings file is far smaller", path,
+                      ASR_CFG_FILE_MAX >> 20);
+    asr_errf(errbuf, errlen, ASR_ECONFIG, "cannot open '%s': %s", path, strerror(e));
     return e == ENOENT || e == ENOTDIR ? ASR_ENOENT : rc;
   }
   rc = asr_config_load_yaml_buffer(cfg, path, text, len, errbuf, errlen);

@@ -8,7 +8,6 @@
 
 #include <ctype.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +24,6 @@ static const char *const type_names[ASR_CTL__COUNT] = {
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
-}
-
-static int bad(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t whylen, const char *fmt, ...) {
-  if (why && whylen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-  }
-  return ASR_EPROTO;
 }
 
 /* Strings an encoder writes must decode: no longer than max, no NUL inside
@@ -57,11 +45,11 @@ static int dec_hello(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.hello.host = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
   m->u.hello.pid = asr_rd_u32(r);
   m->u.hello.secret_hex = asr_rd_str(r, ASR_CTL_SECRET_HEX);
-  if (r->bad) return bad(why, wl, "HELLO is truncated or a string is too long");
-  if (!m->u.hello.host[0]) return bad(why, wl, "HELLO names no host");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "HELLO is truncated or a string is too long");
+  if (!m->u.hello.host[0]) return asr_errf(why, wl, ASR_EPROTO, "HELLO names no host");
   if (strlen(m->u.hello.secret_hex) != ASR_CTL_SECRET_HEX)
-    return bad(why, wl, "HELLO's secret is %zu characters, not %d", strlen(m->u.hello.secret_hex),
-               ASR_CTL_SECRET_HEX);
+    return asr_errf(why, wl, ASR_EPROTO, "HELLO's secret is %zu characters, not %d",
+                    strlen(m->u.hello.secret_hex), ASR_CTL_SECRET_HEX);
   return 0;
 }
 
@@ -139,46 +127,51 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->nranks = asr_rd_u32(r);
   j->nhosts = asr_rd_u32(r);
   j->index = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "JOB is truncated");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB is truncated");
   if (j->nranks == 0 || j->nranks > ASR_CTL_MAX_RANKS || j->nhosts == 0 || j->nhosts > ASR_CTL_MAX_HOSTS)
-    return bad(why, wl, "JOB has %u ranks on %u hosts (1..%u ranks, 1..%u hosts)", j->nranks, j->nhosts,
-               ASR_CTL_MAX_RANKS, ASR_CTL_MAX_HOSTS);
-  if (j->index >= j->nhosts) return bad(why, wl, "JOB is for host %u of %u", j->index, j->nhosts);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB has %u ranks on %u hosts (1..%u ranks, 1..%u hosts)", j->nranks,
+                    j->nhosts, ASR_CTL_MAX_RANKS, ASR_CTL_MAX_HOSTS);
+  if (j->index >= j->nhosts)
+    return asr_errf(why, wl, ASR_EPROTO, "JOB is for host %u of %u", j->index, j->nhosts);
   /* every count is checked against the bytes left before anything that
    * size is allocated: a short message cannot make us allocate much */
   size_t left = r->len - r->pos;
-  if ((size_t)j->nhosts * 4 > left || (size_t)j->nranks * 8 > left) return bad(why, wl, "JOB is truncated");
+  if ((size_t)j->nhosts * 4 > left || (size_t)j->nranks * 8 > left)
+    return asr_errf(why, wl, ASR_EPROTO, "JOB is truncated");
   j->host_names = rd_strs(r, j->nhosts, ASR_CTL_MAX_HOSTNAME, 1);
-  if (r->bad) return bad(why, wl, "JOB's host names are truncated, empty or too long");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's host names are truncated, empty or too long");
   j->host_of = calloc(j->nranks, sizeof *j->host_of);
   j->lnc_of = calloc(j->nranks, sizeof *j->lnc_of);
-  if (!j->host_of || !j->lnc_of) return bad(why, wl, "out of memory for a JOB of %u ranks", j->nranks);
+  if (!j->host_of || !j->lnc_of)
+    return asr_errf(why, wl, ASR_EPROTO, "out of memory for a JOB of %u ranks", j->nranks);
   for (uint32_t i = 0; i < j->nranks; i++) {
     j->host_of[i] = asr_rd_u32(r);
     j->lnc_of[i] = asr_rd_u32(r);
     if (!r->bad && (j->host_of[i] >= j->nhosts || j->lnc_of[i] >= ASR_CTL_MAX_LNC))
-      return bad(why, wl, "JOB puts rank %u on host %u, LNC %u (%u hosts, LNCs 0..%d)", i, j->host_of[i],
-                 j->lnc_of[i], j->nhosts, ASR_CTL_MAX_LNC - 1);
+      return asr_errf(why, wl, ASR_EPROTO, "JOB puts rank %u on host %u, LNC %u (%u hosts, LNCs 0..%d)", i,
+                      j->host_of[i], j->lnc_of[i], j->nhosts, ASR_CTL_MAX_LNC - 1);
   }
   j->program = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->nargs = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "JOB is truncated before its arguments");
-  if (!j->program[0]) return bad(why, wl, "JOB names no program");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB is truncated before its arguments");
+  if (!j->program[0]) return asr_errf(why, wl, ASR_EPROTO, "JOB names no program");
   if (j->nargs > ASR_CTL_MAX_ARGS || (size_t)j->nargs * 4 > r->len - r->pos)
-    return bad(why, wl, "JOB has %u arguments", j->nargs);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB has %u arguments", j->nargs);
   j->args = rd_strs(r, j->nargs, ASR_CTL_MAX_TEXT, 0);
   j->nenv = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "JOB's arguments are truncated or too long");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's arguments are truncated or too long");
   if (j->nenv > ASR_CTL_MAX_ARGS || (size_t)j->nenv * 8 > r->len - r->pos)
-    return bad(why, wl, "JOB has %u environment variables", j->nenv);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB has %u environment variables", j->nenv);
   j->env_names = calloc((size_t)j->nenv + 1, sizeof *j->env_names);
   j->env_values = calloc((size_t)j->nenv + 1, sizeof *j->env_values);
-  if (!j->env_names || !j->env_values) return bad(why, wl, "out of memory for the JOB's environment");
+  if (!j->env_names || !j->env_values)
+    return asr_errf(why, wl, ASR_EPROTO, "out of memory for the JOB's environment");
   for (uint32_t i = 0; i < j->nenv && !r->bad; i++) {
     j->env_names[i] = asr_rd_str(r, ASR_CTL_MAX_TEXT);
     j->env_values[i] = asr_rd_str(r, ASR_CTL_MAX_TEXT);
     if (!r->bad && (!j->env_names[i][0] || strchr(j->env_names[i], '=')))
-      return bad(why, wl, "JOB's environment variable %u has the name '%s'", i, j->env_names[i]);
+      return asr_errf(why, wl, ASR_EPROTO, "JOB's environment variable %u has the name '%s'", i,
+                      j->env_names[i]);
   }
   j->bind_to = asr_rd_u32(r);
   j->report_bindings = asr_rd_u32(r);
@@ -195,44 +188,46 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->ppr = asr_rd_u32(r);
   j->cpus_per_rank = asr_rd_u32(r);
   uint32_t has_cores = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "JOB is truncated or a string in it is too long");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB is truncated or a string in it is too long");
   if (has_cores > 1 || (has_cores && (size_t)j->nranks * 4 > r->len - r->pos))
-    return bad(why, wl, "JOB's rankfile cores are truncated");
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's rankfile cores are truncated");
   if (has_cores) {
     j->cores = rd_strs(r, j->nranks, 255, 1);
-    if (r->bad) return bad(why, wl, "JOB's rankfile cores are truncated, empty or too long");
+    if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's rankfile cores are truncated, empty or too long");
   }
   j->master_addr = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
   j->master_port = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "JOB's MASTER_ADDR is truncated or too long");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's MASTER_ADDR is truncated or too long");
   j->tree_radix = asr_rd_u32(r);
   j->tree_srun = asr_rd_u32(r);
   j->tree_agent = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->tree_asrd = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->tree_ip = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
-  if (r->bad) return bad(why, wl, "JOB's tree is truncated or a string in it is too long");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's tree is truncated or a string in it is too long");
   if (j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_srun > 1)
-    return bad(why, wl, "JOB's tree radix is %u (0..%u), srun %u", j->tree_radix, ASR_CTL_MAX_RADIX,
-               j->tree_srun);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's tree radix is %u (0..%u), srun %u", j->tree_radix,
+                    ASR_CTL_MAX_RADIX, j->tree_srun);
   if (j->tree_radix && (!j->tree_agent[0] || !j->tree_asrd[0]))
-    return bad(why, wl, "JOB's tree of radix %u names no agent or asrd", j->tree_radix);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's tree of radix %u names no agent or asrd", j->tree_radix);
   if (j->map_by > 7 || j->ppr > ASR_CTL_MAX_LNC || j->cpus_per_rank < 1 ||
       j->cpus_per_rank > ASR_CTL_MAX_CPUS_PER_RANK)
-    return bad(why, wl, "JOB has map-by %u, ppr %u and %u cpus per rank", j->map_by, j->ppr,
-               j->cpus_per_rank);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB has map-by %u, ppr %u and %u cpus per rank", j->map_by, j->ppr,
+                    j->cpus_per_rank);
   if (j->bind_to > 4 || j->report_bindings > 1)
-    return bad(why, wl, "JOB has binding %u and report %u", j->bind_to, j->report_bindings);
-  if (j->port == 0 || j->port > 65535) return bad(why, wl, "JOB's bootstrap port is %u", j->port);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB has binding %u and report %u", j->bind_to, j->report_bindings);
+  if (j->port == 0 || j->port > 65535)
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's bootstrap port is %u", j->port);
   if (j->master_port == 0 || j->master_port > 65535)
-    return bad(why, wl, "JOB's MASTER_PORT is %u", j->master_port);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's MASTER_PORT is %u", j->master_port);
   if (j->heartbeat_s < 1 || j->heartbeat_s > 3600)
-    return bad(why, wl, "JOB's heartbeat timeout is %u s (1..3600)", j->heartbeat_s);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's heartbeat timeout is %u s (1..3600)", j->heartbeat_s);
   if (j->stdin_rank >= j->nranks && j->stdin_rank != ASR_CTL_STDIN_ALL && j->stdin_rank != ASR_CTL_STDIN_NONE)
-    return bad(why, wl, "JOB's stdin goes to rank %u of %u", j->stdin_rank, j->nranks);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's stdin goes to rank %u of %u", j->stdin_rank, j->nranks);
   if (j->provider_given > 1 || (j->provider_given && !j->provider[0]))
-    return bad(why, wl, "JOB's provider is '%s' (given %u)", j->provider, j->provider_given);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's provider is '%s' (given %u)", j->provider, j->provider_given);
   if (j->wdir_given > 1 || (j->wdir_given && !j->wdir[0]))
-    return bad(why, wl, "JOB's working directory is '%s' (given %u)", j->wdir, j->wdir_given);
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's working directory is '%s' (given %u)", j->wdir,
+                    j->wdir_given);
   return 0;
 }
 
@@ -278,13 +273,14 @@ static int enc_started(const asr_ctl_msg_t *m, asr_buf_t *b) {
 static int dec_started(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   uint32_t n = asr_rd_u32(r);
   if (r->bad || n > ASR_CTL_MAX_RANKS || (size_t)n * 4 > r->len - r->pos)
-    return bad(why, wl, "STARTED announces %u ranks in %zu bytes", n, r->len);
+    return asr_errf(why, wl, ASR_EPROTO, "STARTED announces %u ranks in %zu bytes", n, r->len);
   m->u.started.n = n;
   m->u.started.pids = calloc(n ? n : 1, sizeof *m->u.started.pids);
-  if (!m->u.started.pids) return bad(why, wl, "out of memory for STARTED");
+  if (!m->u.started.pids) return asr_errf(why, wl, ASR_EPROTO, "out of memory for STARTED");
   for (uint32_t i = 0; i < n; i++) {
     m->u.started.pids[i] = asr_rd_u32(r);
-    if (!pid_ok(m->u.started.pids[i])) return bad(why, wl, "STARTED names pid %u", m->u.started.pids[i]);
+    if (!pid_ok(m->u.started.pids[i]))
+      return asr_errf(why, wl, ASR_EPROTO, "STARTED names pid %u", m->u.started.pids[i]);
   }
   return 0;
 }
@@ -303,11 +299,11 @@ static int dec_output(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.output.stream = asr_rd_u32(r);
   m->u.output.flags = asr_rd_u32(r);
   m->u.output.line = asr_rd_bytes(r, &m->u.output.len);
-  if (r->bad) return bad(why, wl, "OUTPUT is truncated");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "OUTPUT is truncated");
   if (m->u.output.stream != 1 && m->u.output.stream != 2)
-    return bad(why, wl, "OUTPUT names stream %u (1 or 2)", m->u.output.stream);
+    return asr_errf(why, wl, ASR_EPROTO, "OUTPUT names stream %u (1 or 2)", m->u.output.stream);
   if (m->u.output.flags & ~ASR_CTL_OUT_FLAGS)
-    return bad(why, wl, "OUTPUT has unknown flags %#x", m->u.output.flags);
+    return asr_errf(why, wl, ASR_EPROTO, "OUTPUT has unknown flags %#x", m->u.output.flags);
   return 0;
 }
 
@@ -321,9 +317,9 @@ static int dec_exit(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.exit.rank = asr_rd_u32(r);
   m->u.exit.status = asr_rd_u32(r);
   m->u.exit.flags = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "EXIT is truncated");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "EXIT is truncated");
   if (m->u.exit.flags & ~ASR_CTL_EXIT_NOT_RUN)
-    return bad(why, wl, "EXIT has unknown flags %#x", m->u.exit.flags);
+    return asr_errf(why, wl, ASR_EPROTO, "EXIT has unknown flags %#x", m->u.exit.flags);
   return 0;
 }
 
@@ -334,7 +330,7 @@ static int enc_fence(const asr_ctl_msg_t *m, asr_buf_t *b) {
 static int dec_fence(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.fence.id = asr_rd_u32(r);
   m->u.fence.data = asr_rd_bytes(r, &m->u.fence.len);
-  return r->bad ? bad(why, wl, "%s is truncated", type_names[m->type]) : 0;
+  return r->bad ? asr_errf(why, wl, ASR_EPROTO, "%s is truncated", type_names[m->type]) : 0;
 }
 
 static int enc_abort(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -347,7 +343,7 @@ static int dec_abort(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.abort.rank = asr_rd_u32(r);
   m->u.abort.status = asr_rd_u32(r);
   m->u.abort.msg = asr_rd_str(r, ASR_CTL_MAX_TEXT);
-  return r->bad ? bad(why, wl, "ABORT is truncated or its message too long") : 0;
+  return r->bad ? asr_errf(why, wl, ASR_EPROTO, "ABORT is truncated or its message too long") : 0;
 }
 
 static int enc_kill(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -357,8 +353,9 @@ static int enc_kill(const asr_ctl_msg_t *m, asr_buf_t *b) {
 
 static int dec_kill(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.kill.sig = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "KILL is truncated");
-  if (m->u.kill.sig < 1 || m->u.kill.sig > 64) return bad(why, wl, "KILL names signal %u", m->u.kill.sig);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "KILL is truncated");
+  if (m->u.kill.sig < 1 || m->u.kill.sig > 64)
+    return asr_errf(why, wl, ASR_EPROTO, "KILL names signal %u", m->u.kill.sig);
   return 0;
 }
 
@@ -368,7 +365,7 @@ static int enc_stdin(const asr_ctl_msg_t *m, asr_buf_t *b) {
 
 static int dec_stdin(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.input.data = asr_rd_bytes(r, &m->u.input.len);
-  return r->bad ? bad(why, wl, "STDIN is truncated") : 0;
+  return r->bad ? asr_errf(why, wl, ASR_EPROTO, "STDIN is truncated") : 0;
 }
 
 static int enc_error(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -378,7 +375,7 @@ static int enc_error(const asr_ctl_msg_t *m, asr_buf_t *b) {
 
 static int dec_error(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.error.msg = asr_rd_str(r, ASR_CTL_MAX_TEXT);
-  return r->bad ? bad(why, wl, "ERROR is truncated or its message too long") : 0;
+  return r->bad ? asr_errf(why, wl, ASR_EPROTO, "ERROR is truncated or its message too long") : 0;
 }
 
 static int enc_credit(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -388,8 +385,9 @@ static int enc_credit(const asr_ctl_msg_t *m, asr_buf_t *b) {
 
 static int dec_credit(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.credit.bytes = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "%s is truncated", type_names[m->type]);
-  if (m->u.credit.bytes == 0) return bad(why, wl, "%s gives back 0 bytes", type_names[m->type]);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "%s is truncated", type_names[m->type]);
+  if (m->u.credit.bytes == 0)
+    return asr_errf(why, wl, ASR_EPROTO, "%s gives back 0 bytes", type_names[m->type]);
   return 0;
 }
 
@@ -400,9 +398,9 @@ static int enc_closed(const asr_ctl_msg_t *m, asr_buf_t *b) {
 
 static int dec_closed(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.closed.stream = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "OUTPUT_CLOSED is truncated");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "OUTPUT_CLOSED is truncated");
   if (m->u.closed.stream != 1 && m->u.closed.stream != 2)
-    return bad(why, wl, "OUTPUT_CLOSED names stream %u (1 or 2)", m->u.closed.stream);
+    return asr_errf(why, wl, ASR_EPROTO, "OUTPUT_CLOSED names stream %u (1 or 2)", m->u.closed.stream);
   return 0;
 }
 
@@ -424,9 +422,11 @@ static int dec_joined(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.joined.rank = asr_rd_u32(r);
   m->u.joined.what = asr_rd_u32(r);
   m->u.joined.via = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "JOINED is truncated");
-  if (!joined_ok(m->u.joined.what)) return bad(why, wl, "JOINED says %u (1 or 2)", m->u.joined.what);
-  if (!via_ok(m->u.joined.via)) return bad(why, wl, "JOINED through %u (1 or 2)", m->u.joined.via);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOINED is truncated");
+  if (!joined_ok(m->u.joined.what))
+    return asr_errf(why, wl, ASR_EPROTO, "JOINED says %u (1 or 2)", m->u.joined.what);
+  if (!via_ok(m->u.joined.via))
+    return asr_errf(why, wl, ASR_EPROTO, "JOINED through %u (1 or 2)", m->u.joined.via);
   return 0;
 }
 
@@ -448,10 +448,11 @@ static int dec_report_req(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.report_req.id = asr_rd_u32(r);
   m->u.report_req.timeout_ms = asr_rd_u32(r);
   m->u.report_req.flags = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "REPORT_REQ is truncated");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "REPORT_REQ is truncated");
   if (!report_req_ok(m))
-    return bad(why, wl, "REPORT_REQ with timeout %u ms (%u..%u) or flags %#x", m->u.report_req.timeout_ms,
-               ASR_CTL_REPORT_MIN_MS, ASR_CTL_REPORT_MAX_MS, m->u.report_req.flags);
+    return asr_errf(why, wl, ASR_EPROTO, "REPORT_REQ with timeout %u ms (%u..%u) or flags %#x",
+                    m->u.report_req.timeout_ms, ASR_CTL_REPORT_MIN_MS, ASR_CTL_REPORT_MAX_MS,
+                    m->u.report_req.flags);
   return 0;
 }
 
@@ -475,11 +476,14 @@ static int dec_report(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.report.pstate = asr_rd_str(r, 256);
   m->u.report.text = asr_rd_bytes(r, &m->u.report.text_len);
   m->u.report.stack = asr_rd_bytes(r, &m->u.report.stack_len);
-  if (r->bad) return bad(why, wl, "REPORT is truncated or its state is too long");
-  if (m->u.report.rank >= ASR_CTL_MAX_RANKS) return bad(why, wl, "REPORT for rank %u", m->u.report.rank);
-  if (m->u.report.flags & ~ASR_CTL_REP_FLAGS) return bad(why, wl, "REPORT flags %#x", m->u.report.flags);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "REPORT is truncated or its state is too long");
+  if (m->u.report.rank >= ASR_CTL_MAX_RANKS)
+    return asr_errf(why, wl, ASR_EPROTO, "REPORT for rank %u", m->u.report.rank);
+  if (m->u.report.flags & ~ASR_CTL_REP_FLAGS)
+    return asr_errf(why, wl, ASR_EPROTO, "REPORT flags %#x", m->u.report.flags);
   if (m->u.report.text_len > ASR_CTL_MAX_REPORT_TEXT || m->u.report.stack_len > ASR_CTL_MAX_STACK)
-    return bad(why, wl, "REPORT of %zu + %zu bytes is too long", m->u.report.text_len, m->u.report.stack_len);
+    return asr_errf(why, wl, ASR_EPROTO, "REPORT of %zu + %zu bytes is too long", m->u.report.text_len,
+                    m->u.report.stack_len);
   return 0;
 }
 
@@ -503,15 +507,15 @@ static int dec_routed(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.routed.host = asr_rd_u32(r);
   m->u.routed.type = asr_rd_u32(r);
   m->u.routed.data = asr_rd_bytes(r, &m->u.routed.len);
-  if (r->bad) return bad(why, wl, "ROUTED is truncated");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "ROUTED is truncated");
   if (m->u.routed.host >= ASR_CTL_MAX_HOSTS && m->u.routed.host != ASR_CTL_ALL_HOSTS)
-    return bad(why, wl, "ROUTED for host %u", m->u.routed.host);
+    return asr_errf(why, wl, ASR_EPROTO, "ROUTED for host %u", m->u.routed.host);
   if (!routed_type_ok(m->u.routed.type))
-    return bad(why, wl, "ROUTED carries message type %u", m->u.routed.type);
+    return asr_errf(why, wl, ASR_EPROTO, "ROUTED carries message type %u", m->u.routed.type);
   asr_ctl_msg_t in;
   char w[200];
   if (asr_ctl_msg_decode((int)m->u.routed.type, m->u.routed.data, m->u.routed.len, &in, w, sizeof w) != 0)
-    return bad(why, wl, "ROUTED %s: %s", type_names[m->u.routed.type], w);
+    return asr_errf(why, wl, ASR_EPROTO, "ROUTED %s: %s", type_names[m->u.routed.type], w);
   asr_ctl_msg_free(&in);
   return 0;
 }
@@ -538,17 +542,20 @@ static int enc_fence_sub(const asr_ctl_msg_t *m, asr_buf_t *b) {
 static int dec_fence_sub(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.fence_sub.id = asr_rd_u32(r);
   m->u.fence_sub.n = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "FENCE_SUB is truncated");
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "FENCE_SUB is truncated");
   if (m->u.fence_sub.n == 0 || m->u.fence_sub.n > ASR_CTL_MAX_HOSTS)
-    return bad(why, wl, "FENCE_SUB of %u hosts (1..%u)", m->u.fence_sub.n, ASR_CTL_MAX_HOSTS);
+    return asr_errf(why, wl, ASR_EPROTO, "FENCE_SUB of %u hosts (1..%u)", m->u.fence_sub.n,
+                    ASR_CTL_MAX_HOSTS);
   m->u.fence_sub.entries = r->p + r->pos;
   size_t start = r->pos;
   for (uint32_t i = 0; i < m->u.fence_sub.n; i++) {
     uint32_t h = asr_rd_u32(r);
     size_t n;
     (void)asr_rd_bytes(r, &n);
-    if (r->bad) return bad(why, wl, "FENCE_SUB's entry %u of %u is truncated", i, m->u.fence_sub.n);
-    if (h >= ASR_CTL_MAX_HOSTS) return bad(why, wl, "FENCE_SUB's entry %u is for host %u", i, h);
+    if (r->bad)
+      return asr_errf(why, wl, ASR_EPROTO, "FENCE_SUB's entry %u of %u is truncated", i, m->u.fence_sub.n);
+    if (h >= ASR_CTL_MAX_HOSTS)
+      return asr_errf(why, wl, ASR_EPROTO, "FENCE_SUB's entry %u is for host %u", i, h);
   }
   m->u.fence_sub.len = r->pos - start;
   return 0;
@@ -563,8 +570,9 @@ static int enc_lost(const asr_ctl_msg_t *m, asr_buf_t *b) {
 static int dec_lost(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.lost.host = asr_rd_u32(r);
   m->u.lost.why = asr_rd_str(r, ASR_CTL_MAX_TEXT);
-  if (r->bad) return bad(why, wl, "LOST is truncated or its reason too long");
-  if (m->u.lost.host >= ASR_CTL_MAX_HOSTS) return bad(why, wl, "LOST names host %u", m->u.lost.host);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "LOST is truncated or its reason too long");
+  if (m->u.lost.host >= ASR_CTL_MAX_HOSTS)
+    return asr_errf(why, wl, ASR_EPROTO, "LOST names host %u", m->u.lost.host);
   return 0;
 }
 
@@ -574,7 +582,7 @@ static int enc_ends(const asr_ctl_msg_t *m, asr_buf_t *b) { return asr_buf_put_u
 
 static int dec_ends(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   m->u.ends.id = asr_rd_u32(r);
-  if (r->bad) return bad(why, wl, "%s is truncated", type_names[m->type]);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "%s is truncated", type_names[m->type]);
   return 0;
 }
 
@@ -652,13 +660,14 @@ int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {
 int asr_ctl_msg_decode(int type, const uint8_t *p, size_t len, asr_ctl_msg_t *m, char *why, size_t whylen) {
   memset(m, 0, sizeof *m);
   if (type <= ASR_CTL_INVALID || type >= ASR_CTL__COUNT)
-    return bad(why, whylen, "unknown message type %d", type);
+    return asr_errf(why, whylen, ASR_EPROTO, "unknown message type %d", type);
   m->type = (asr_ctl_type_t)type;
   asr_rd_t r;
   asr_rd_init(&r, p, len);
   int rc = codecs[type].dec(&r, m, why, whylen);
   if (rc == 0 && !asr_rd_done(&r))
-    rc = bad(why, whylen, "%s: %zu bytes after its last field", type_names[type], r.len - r.pos);
+    rc = asr_errf(why, whylen, ASR_EPROTO, "%s: %zu bytes after its last field", type_names[type],
+                  r.len - r.pos);
   if (rc) {
     asr_ctl_msg_free(m);
     m->type = (asr_ctl_type_t)type;

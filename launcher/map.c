@@ -30,8 +30,9 @@ static int host_set_init(host_set_t *hs, const asr_config_t *cfg, const char *lo
   }
   const char *name = local_hostname && *local_hostname ? local_hostname : "localhost";
   if (strlen(name) >= sizeof hs->local.name)
-    return asr__config_fail(errbuf, errlen, "this host's name '%.40s...' is longer than %zu bytes; use -H",
-                            name, sizeof hs->local.name - 1);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "this host's name '%.40s...' is longer than %zu bytes; use -H", name,
+                    sizeof hs->local.name - 1);
   snprintf(hs->local.name, sizeof hs->local.name, "%s", name);
   hs->v = &hs->local;
   hs->n = 1;
@@ -66,15 +67,15 @@ static int count_slots(const asr_config_t *cfg, const host_set_t *hs, int per, i
     if (slots[h] <= ASR_CFG_MAX_SLOTS) {
       total += slots[h];
     } else if (hs->implicit_local && hs->v[h].slots == 0 && cfg->lnc_per_host == 0) {
-      return asr__config_fail(errbuf, errlen,
-                              "-n %d puts %d ranks on host '%s' but a host runs at most %d (one per LNC); "
-                              "add hosts with -H or --hostfile",
-                              cfg->np, slots[h], hs->v[h].name, ASR_CFG_MAX_SLOTS);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "-n %d puts %d ranks on host '%s' but a host runs at most %d (one per LNC); "
+                      "add hosts with -H or --hostfile",
+                      cfg->np, slots[h], hs->v[h].name, ASR_CFG_MAX_SLOTS);
     } else {
-      return asr__config_fail(errbuf, errlen,
-                              "host '%s' has %d slots but a host runs at most %d ranks (one per LNC); "
-                              "lower its slots or add hosts",
-                              hs->v[h].name, slots[h], ASR_CFG_MAX_SLOTS);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "host '%s' has %d slots but a host runs at most %d ranks (one per LNC); "
+                      "lower its slots or add hosts",
+                      hs->v[h].name, slots[h], ASR_CFG_MAX_SLOTS);
     }
   }
   return total;
@@ -83,10 +84,10 @@ static int count_slots(const asr_config_t *cfg, const host_set_t *hs, int per, i
 static const char *plural(int n) { return n == 1 ? "" : "s"; }
 
 static int too_many_ranks(int np, int total, int nhosts, char *errbuf, size_t errlen) {
-  return asr__config_fail(errbuf, errlen,
-                          "%d rank%s requested but only %d slot%s on %d host%s; add hosts or slots, use "
-                          "--lnc-per-host, or allow it with --oversubscribe",
-                          np, plural(np), total, plural(total), nhosts, plural(nhosts));
+  return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                  "%d rank%s requested but only %d slot%s on %d host%s; add hosts or slots, use "
+                  "--lnc-per-host, or allow it with --oversubscribe",
+                  np, plural(np), total, plural(total), nhosts, plural(nhosts));
 }
 
 /* Appends one line to m->warnings. */
@@ -150,19 +151,18 @@ static int check_policy(const asr_config_t *cfg, const asr_topo_t *topo, per_hos
   int ppr = cfg->map_by >= ASR_MAP_PPR_NODE;
   memset(ph, 0, sizeof *ph);
   if (cfg->npernode && ppr)
-    return asr__config_fail(errbuf, errlen,
-                            "--npernode and --map-by %s both set the ranks per host; give one", map_by);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "--npernode and --map-by %s both set the ranks per host; give one", map_by);
   if (cfg->nrf && (cfg->npernode || ppr))
-    return asr__config_fail(errbuf, errlen, "--rankfile places every rank; leave out %s",
-                            cfg->npernode ? "--npernode"
-                            : ppr         ? "--map-by ppr"
-                                          : "");
+    return asr_errf(errbuf, errlen, ASR_ECONFIG, "--rankfile places every rank; leave out %s",
+                    cfg->npernode ? "--npernode"
+                    : ppr         ? "--map-by ppr"
+                                  : "");
   if (cfg->cpus_per_rank > 1 && cfg->bind_to != ASR_BIND_CORE && cfg->bind_to != ASR_BIND_AUTO)
-    return asr__config_fail(
-        errbuf, errlen,
-        "--cpus-per-rank %d binds each rank to %d cores, which needs --bind-to core or auto "
-        "(not %s)",
-        cfg->cpus_per_rank, cfg->cpus_per_rank, asr__config_bind_to_name(cfg->bind_to));
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "--cpus-per-rank %d binds each rank to %d cores, which needs --bind-to core or auto "
+                    "(not %s)",
+                    cfg->cpus_per_rank, cfg->cpus_per_rank, asr__config_bind_to_name(cfg->bind_to));
   if (cfg->npernode) {
     ph->per = cfg->npernode;
     snprintf(ph->src, sizeof ph->src, "--npernode %d", cfg->npernode);
@@ -170,16 +170,16 @@ static int check_policy(const asr_config_t *cfg, const asr_topo_t *topo, per_hos
     int objs = 1;
     if (cfg->map_by != ASR_MAP_PPR_NODE) {
       if (!topo)
-        return asr__config_fail(errbuf, errlen,
-                                "--map-by %s needs this host's topology, which hwloc could not load", map_by);
+        return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                        "--map-by %s needs this host's topology, which hwloc could not load", map_by);
       objs = asr_topo_count(topo, cfg->map_by == ASR_MAP_PPR_NUMA ? ASR_BIND_NUMA : ASR_BIND_PACKAGE);
     }
     ph->per = cfg->ppr * objs;
     snprintf(ph->src, sizeof ph->src, "--map-by %s", map_by);
     if (ph->per > ASR_CFG_MAX_SLOTS)
-      return asr__config_fail(
-          errbuf, errlen, "%s puts %d ranks on a host (%d objects) but a host runs at most %d (one per LNC)",
-          ph->src, ph->per, objs, ASR_CFG_MAX_SLOTS);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "%s puts %d ranks on a host (%d objects) but a host runs at most %d (one per LNC)",
+                      ph->src, ph->per, objs, ASR_CFG_MAX_SLOTS);
   }
   return 0;
 }
@@ -195,18 +195,17 @@ static int place_all(const asr_config_t *cfg, const host_set_t *hs, const per_ho
     int max = ph->per * nh;
     if (np == 0) np = max;
     if (np > max)
-      return asr__config_fail(errbuf, errlen,
-                              "-n %d but %s runs at most %d ranks on %d host%s; raise it or add hosts", np,
-                              ph->src, max, nh, plural(nh));
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "-n %d but %s runs at most %d ranks on %d host%s; raise it or add hosts", np, ph->src,
+                      max, nh, plural(nh));
   } else {
     memcpy(cap, slots, (size_t)nh * sizeof *cap);
     if (np == 0) np = total;
     if (np > total && !cfg->oversubscribe) return too_many_ranks(np, total, nh, errbuf, errlen);
     if (np > (long)nh * ASR_CFG_MAX_SLOTS)
-      return asr__config_fail(
-          errbuf, errlen,
-          "%d ranks requested but %d host%s run at most %ld (%d each, one per LNC); add hosts", np, nh,
-          plural(nh), (long)nh * ASR_CFG_MAX_SLOTS, ASR_CFG_MAX_SLOTS);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "%d ranks requested but %d host%s run at most %ld (%d each, one per LNC); add hosts",
+                      np, nh, plural(nh), (long)nh * ASR_CFG_MAX_SLOTS, ASR_CFG_MAX_SLOTS);
   }
   if (!(*host_of = calloc((size_t)np, sizeof **host_of)) || !(*lnc_of = calloc((size_t)np, sizeof **lnc_of)))
     return ASR_ENOMEM;
@@ -218,11 +217,10 @@ static int place_all(const asr_config_t *cfg, const host_set_t *hs, const per_ho
   }
   for (int h = 0; h < nh; h++)
     if (used[h] > slots[h] && !cfg->oversubscribe)
-      return asr__config_fail(
-          errbuf, errlen,
-          "host '%s' has %d slot%s but %s puts %d ranks on it; give it more slots (HOST:N, "
-          "slots=N, --lnc-per-host), or --oversubscribe to share them",
-          hs->v[h].name, slots[h], plural(slots[h]), ph->src, used[h]);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "host '%s' has %d slot%s but %s puts %d ranks on it; give it more slots (HOST:N, "
+                      "slots=N, --lnc-per-host), or --oversubscribe to share them",
+                      hs->v[h].name, slots[h], plural(slots[h]), ph->src, used[h]);
   *np_io = np;
   return 0;
 }
@@ -253,10 +251,10 @@ static int check_bindings(const asr_config_t *cfg, const asr_topo_t *topo, asr_m
         snprintf(with, sizeof with, "(--cpus-per-rank %d)", c);
       else
         snprintf(with, sizeof with, "with --bind-to %s", word);
-      return asr__config_fail(errbuf, errlen,
-                              "host '%s' runs %s %s but has %d %s%s (this host's topology); use fewer ranks, "
-                              "--bind-to none, or --oversubscribe to share them",
-                              m->host_names[h], ranks, with, have, noun, plural(have));
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "host '%s' runs %s %s but has %d %s%s (this host's topology); use fewer ranks, "
+                      "--bind-to none, or --oversubscribe to share them",
+                      m->host_names[h], ranks, with, have, noun, plural(have));
     }
     if (warn(m, "host %s: %s share %d %s%s (--bind-to %s, --oversubscribe)", m->host_names[h], ranks, have,
              noun, plural(have), word))
@@ -291,7 +289,7 @@ static int build_policy(const asr_config_t *cfg, const char *local_hostname, con
     if (used[h] > slots[h] && warn(m, "host %s: %d ranks on %d slot%s (--oversubscribe)", hs.v[h].name,
                                    used[h], slots[h], plural(slots[h])))
       rc = ASR_ENOMEM;
-  if (rc == ASR_ENOMEM) asr__config_fail(errbuf, errlen, "out of memory while mapping %d ranks", np);
+  if (rc == ASR_ENOMEM) asr_errf(errbuf, errlen, ASR_ECONFIG, "out of memory while mapping %d ranks", np);
   free(slots);
   free(used);
   free(cap);
@@ -319,9 +317,9 @@ static int rankfile_hosts(const asr_config_t *cfg, asr__hostlist_t *hl, int *hid
     int h = 0;
     while (h < hl->n && strcmp(hl->v[h].name, e->host) != 0) h++;
     if (h == hl->n && cfg->nhosts > 0)
-      return asr__config_fail(errbuf, errlen,
-                              "%s:%d: host '%s' is not one of the job's hosts (-H, --hostfile or hosts)",
-                              cfg->rankfile, e->line, e->host);
+      return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "%s:%d: host '%s' is not one of the job's hosts (-H, --hostfile or hosts)",
+                      cfg->rankfile, e->line, e->host);
     if (h == hl->n &&
         (rc = asr__hostlist_add(hl, e->host, strlen(e->host), 0, cfg->rankfile, errbuf, errlen)) != 0)
       return rc;
@@ -351,11 +349,10 @@ static int rankfile_cores_shared(const asr_config_t *cfg, asr_map_t *m, const in
       if (shared++) continue; /* one line per rank */
       const asr_cfg_rank_t *o = &cfg->rf[owner[c]];
       if (!cfg->oversubscribe)
-        rc = asr__config_fail(
-            errbuf, errlen,
-            "%s:%d: rank %d shares core %d with rank %d (line %d) on host %s; give each rank "
-            "its own cores, or --oversubscribe to share them",
-            cfg->rankfile, e->line, e->rank, c, o->rank, o->line, e->host);
+        rc = asr_errf(errbuf, errlen, ASR_ECONFIG,
+                      "%s:%d: rank %d shares core %d with rank %d (line %d) on host %s; give each rank "
+                      "its own cores, or --oversubscribe to share them",
+                      cfg->rankfile, e->line, e->rank, c, o->rank, o->line, e->host);
       else if (warn(m, "host %s: rank %d shares core %d with rank %d (--oversubscribe)", e->host, e->rank, c,
                     o->rank))
         rc = ASR_ENOMEM;
@@ -374,9 +371,9 @@ static int rankfile_cores_shared(const asr_config_t *cfg, asr_map_t *m, const in
 static int build_rankfile(const asr_config_t *cfg, const asr_topo_t *topo, asr_map_t *m, char *errbuf,
                           size_t errlen) {
   if (cfg->np && cfg->np != cfg->nrf)
-    return asr__config_fail(errbuf, errlen,
-                            "%s: names %d ranks but -n is %d; leave out -n or make them agree", cfg->rankfile,
-                            cfg->nrf, cfg->np);
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: names %d ranks but -n is %d; leave out -n or make them agree", cfg->rankfile,
+                    cfg->nrf, cfg->np);
   asr__hostlist_t hl = {0};
   host_set_t hs = {0};
   int n = cfg->nrf, rc;
@@ -398,15 +395,14 @@ static int build_rankfile(const asr_config_t *cfg, const asr_topo_t *topo, asr_m
   for (int h = 0; rc == 0 && h < hs.n; h++) {
     int slots = hs.v[h].slots > 0 ? hs.v[h].slots : cfg->lnc_per_host > 0 ? cfg->lnc_per_host : 1;
     if (used[h] > ASR_CFG_MAX_SLOTS)
-      rc = asr__config_fail(errbuf, errlen,
-                            "%s: puts %d ranks on host '%s' but a host runs at most %d (one per LNC)",
-                            cfg->rankfile, used[h], hs.v[h].name, ASR_CFG_MAX_SLOTS);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: puts %d ranks on host '%s' but a host runs at most %d (one per LNC)", cfg->rankfile,
+                    used[h], hs.v[h].name, ASR_CFG_MAX_SLOTS);
     else if (used[h] > slots && !cfg->oversubscribe)
-      rc = asr__config_fail(
-          errbuf, errlen,
-          "%s: host '%s' has %d slot%s but the rankfile puts %d ranks on it; give it more slots "
-          "(HOST:N, slots=N, --lnc-per-host), or --oversubscribe to share them",
-          cfg->rankfile, hs.v[h].name, slots, plural(slots), used[h]);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: host '%s' has %d slot%s but the rankfile puts %d ranks on it; give it more slots "
+                    "(HOST:N, slots=N, --lnc-per-host), or --oversubscribe to share them",
+                    cfg->rankfile, hs.v[h].name, slots, plural(slots), used[h]);
     else if (used[h] > slots && warn(m, "host %s: %d ranks on %d slot%s (--oversubscribe)", hs.v[h].name,
                                      used[h], slots, plural(slots)))
       rc = ASR_ENOMEM;
@@ -435,9 +431,10 @@ static int build_rankfile(const asr_config_t *cfg, const asr_topo_t *topo, asr_m
     char inner[256];
     asr_bind_policy_of(cfg, &p);
     if (asr_bind_rank(topo, &p, lnc[r], 1, cfg->rf[r].cores, &b, NULL, inner, sizeof inner) != 0)
-      rc = asr__config_fail(errbuf, errlen, "%s:%d: rank %d: %s", cfg->rankfile, cfg->rf[r].line, r, inner);
+      rc = asr_errf(errbuf, errlen, ASR_ECONFIG, "%s:%d: rank %d: %s", cfg->rankfile, cfg->rf[r].line, r,
+                    inner);
   }
-  if (rc == ASR_ENOMEM) asr__config_fail(errbuf, errlen, "out of memory while mapping %d ranks", n);
+  if (rc == ASR_ENOMEM) asr_errf(errbuf, errlen, ASR_ECONFIG, "out of memory while mapping %d ranks", n);
   asr__hostlist_fini(&hl);
   free(hidx);
   free(lnc);
@@ -495,12 +492,12 @@ int asr_map_check_hosts(const asr_config_t *cfg, const char *local_hostname, asr
   }
   if (second < 0) return 0;
   int local = cfg->launcher == ASR_LAUNCHER_LOCAL;
-  return asr__config_fail(errbuf, errlen,
-                          "hosts '%s' and '%s' are both this machine (%s)%s, and asrrun starts one asrd per "
-                          "machine: list it once, with all %d of its slots",
-                          hs.v[first].name, hs.v[second].name,
-                          local_hostname && *local_hostname ? local_hostname : "localhost",
-                          local ? " under --launcher local, which starts every asrd here" : "", slots);
+  return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                  "hosts '%s' and '%s' are both this machine (%s)%s, and asrrun starts one asrd per "
+                  "machine: list it once, with all %d of its slots",
+                  hs.v[first].name, hs.v[second].name,
+                  local_hostname && *local_hostname ? local_hostname : "localhost",
+                  local ? " under --launcher local, which starts every asrd here" : "", slots);
 }
 
 void asr_map_free(asr_map_t *map) {

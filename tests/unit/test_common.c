@@ -40,6 +40,17 @@ TEST(err_strings) {
   ASSERT_EQ(asr_err_from_errno(ENOTTY), ASR_EIO); /* nothing close: a plain I/O error */
 }
 
+/* asr_errf returns its code, truncates like snprintf, and writes nothing
+ * where the caller gave no buffer. */
+TEST(errf) {
+  char buf[8];
+  ASSERT_EQ(asr_errf(buf, sizeof buf, ASR_ECONFIG, "bad %s", "value"), ASR_ECONFIG);
+  ASSERT_STREQ(buf, "bad val");
+  ASSERT_EQ(asr_errf(NULL, 0, ASR_EPROTO, "%d", 1), ASR_EPROTO);
+  ASSERT_EQ(asr_errf(buf, 0, 0, "x"), 0);
+  ASSERT_STREQ(buf, "bad val");
+}
+
 /* asr_le.h writes the least significant byte first on every host, reads
  * back what it wrote, and needs no alignment (odd offsets below). */
 TEST(le_bytes) {
