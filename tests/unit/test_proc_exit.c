@@ -36,18 +36,24 @@ static void wait_reapable(pid_t pid) {
   ASSERT_MSG(0, "pid %d did not end", (int)pid);
 }
 
-static void reap(pid_t pid) {
-  int st;
-  ASSERT_EQ(waitpid(pid, &st, 0), pid);
-}
-
-TEST(live_child_is_live) {
+/* A child that waits for a signal. */
+static pid_t paused_child(void) {
   pid_t pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
     pause();
     _exit(0);
   }
+  return pid;
+}
+
+static void reap(pid_t pid) {
+  int st;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+}
+
+TEST(live_child_is_live) {
+  pid_t pid = paused_child();
   int st = -1;
   ASSERT_EQ(asr_proc_exit_state(pid, &st), ASR_PROC_LIVE);
   ASSERT_EQ(st, -1); /* written only when ended */
@@ -72,12 +78,7 @@ TEST(zombie_gives_its_exit_status) {
 }
 
 TEST(zombie_gives_its_signal) {
-  pid_t pid = fork();
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    pause();
-    _exit(0);
-  }
+  pid_t pid = paused_child();
   kill(pid, SIGKILL);
   wait_reapable(pid);
   int st = -1;
