@@ -95,6 +95,18 @@ netns_wait_empty() {
   return 0
 }
 
+# netns_suite BUILD_DIR: what a suite script over these hosts sets first:
+# ASRRUN, APPS and EXAMPLES of that build, a work folder, and traps that
+# remove the work folder and every namespace on any exit.
+netns_suite() {
+  ASRRUN=$1/launcher/asrrun
+  APPS=$1/tests/apps
+  EXAMPLES=$1/examples
+  work=$(mktemp -d)
+  trap 'netns_teardown; rm -rf "$work"' EXIT
+  trap 'exit 130' INT TERM
+}
+
 netns_teardown() {
   local h p
   for h in "${NETNS_HOSTS[@]}"; do

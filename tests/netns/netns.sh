@@ -11,13 +11,7 @@ set -uo pipefail
 build=$(cd "${1:?usage: netns.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-
-ASRRUN=$build/launcher/asrrun
-APPS=$build/tests/apps
-EXAMPLES=$build/examples
-work=$(mktemp -d)
-trap 'netns_teardown; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+netns_suite "$build"
 
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
   link_down asrrun_killed if_include_subnet if_include_bad agent_fails agent_missing pbs_nodefile mpi_openmpi_hosts

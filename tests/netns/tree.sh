@@ -15,12 +15,7 @@ set -uo pipefail
 build=$(cd "${1:?usage: tree.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-
-ASRRUN=$build/launcher/asrrun
-APPS=$build/tests/apps
-work=$(mktemp -d)
-trap 'netns_teardown; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+netns_suite "$build"
 
 cases=(r4_fence_3 r4_fence_4 r4_fence_5 r4_parent_ends_last_5 r4_fence_17 r4_output_17 r4_abort_leaf_17 r4_state_report_17
   r4_interior_killed_17 r4_leaf_killed_17 r2_deep_interior_killed_8 r4_stdin_deep_17)

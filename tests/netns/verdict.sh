@@ -14,12 +14,7 @@ RUNS=${2:-1}
 shift $(($# > 1 ? 2 : 1))
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-
-ASRRUN=$build/launcher/asrrun
-APPS=$build/tests/apps
-work=$(mktemp -d)
-trap 'netns_teardown; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+netns_suite "$build"
 
 all=(killed_rank_remote_others_leave killed_remote_socket leaver_remote all_leave_remote)
 cases=("$@")
