@@ -219,11 +219,18 @@ asrrun_below() {
 # SIGQUIT: the state report asks every daemon (REPORT_REQ routed down each
 # subtree) and every rank's REPORT comes back up, the deepest two hops down
 case=r4_state_report_17 failed=0 out=$work/$case
-run_job "$out" --tree-radix 4 -H "$(netns_ehosts 17 1)" sleep 8 &
+# each rank says it runs (a file), then waits, asleep, until the case
+# ends it: it reads one line from a FIFO that the case holds open from the
+# start (so no open waits) and writes 17 lines into at the end. A fixed
+# sleep could end before all 17 ranks started on a loaded host.
+rm -f "$work"/up.* "$work/stop"
+mkfifo "$work/stop"
+exec 3<>"$work/stop"
+run_job "$out" --tree-radix 4 -H "$(netns_ehosts 17 1)" sh -c \
+  "touch $work/up.\$ASR_RANK; read line <$work/stop" &
 job=$!
 until=$((SECONDS + 60))
-while [ "$(for h in "${NETNS_HOSTS[@]}"; do netns_alive "$h"; done | grep -c '(sleep)')" -lt 17 ] &&
-  ((SECONDS < until)); do sleep 0.2; done
+while [ "$(ls "$work" | grep -c '^up\.')" -lt 17 ] && ((SECONDS < until)); do sleep 0.2; done
 pid=$(asrrun_below $job)
 if [ -z "$pid" ]; then
   fail "no asrrun"
@@ -247,7 +254,10 @@ else
   n=$(grep -c 'rank [0-9]* is not a libasr process (no report); it is S' "$out")
   [ "$n" = 17 ] || fail "$n of 17 ranks' state came back (the rest: $(grep -o 'rank [0-9]* gave no report[^;]*' "$out" | head -3 | tr '\n' ' '))"
 fi
+# a line for each rank (sh's read takes one line, byte by byte): each exits 0
+printf '\n%.0s' $(seq 17) >&3
 { wait $job; } 2>/dev/null
+exec 3>&-
 rc=$?
 [ $rc = 0 ] || fail "exit $rc, wanted 0"
 check_clean
