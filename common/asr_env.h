@@ -40,7 +40,7 @@
  *            says what happens)
  *   WHO      asr_env_who_t bits: who reads it, and flags
  *   DOC      one line of help (no '|': it becomes a Markdown table cell)
- * The ASRRUN_* rows mirror launcher/config.c's key table (asr__cfg_keys):
+ * The ASRRUN_* rows mirror launcher/config/config.c's key table (asr__cfg_keys):
  * tests/unit/test_launcher_config.c checks that every key's variable is a row
  * with the same type, range, words and default, so the two cannot drift.
  */
@@ -53,7 +53,7 @@
 /* A WORD row's words, in index order, as a NULL-ended compound literal. */
 #define ASR_ENV_WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-/* The largest asrrun job: 1024 hosts of 128 LNCs (launcher/job_config.h). */
+/* The largest asrrun job: 1024 hosts of 128 LNCs (launcher/config/job_config.h). */
 #define ASR_ENV_MAX_NP 131072L
 
 /* clang-format off */
@@ -350,7 +350,7 @@ void asr_env_print_man(FILE *f, unsigned who);
 
 /*
  * The value parsers, one per kind of value: the getters use them, and so do
- * asrrun's YAML and command-line layers (launcher/config.c), so a setting
+ * asrrun's YAML and command-line layers (launcher/config/config.c), so a setting
  * fails with the same words wherever it was written. what names where the
  * value came from ("ASRRUN_NP", "-n", "job.yaml:3: np") and starts the
  * message. Each returns 0 with *out, or ASR_ECONFIG with errbuf.

@@ -1,17 +1,21 @@
-# launcher/: asrrun (front end) and asrd (host daemon). The launcher never
-# links libasr's data path (doc/design.md, "Parts and layers").
+# launcher/: asrrun (the front end) and asrd (the host daemon), and the parts
+# both use, built once into the internal library libasrlaunch. Each folder
+# lists its own sources in its Makefile.mk, included below; the launcher
+# never links libasr's data path (doc/design.md, "Parts and layers").
 noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
-	launcher/config.c launcher/config_cli.c launcher/config_load.c launcher/job_config.h launcher/config_int.h launcher/config_yaml.c \
 	launcher/map.c launcher/map.h launcher/bind.c launcher/bind.h \
 	launcher/ctl.c launcher/ctl.h launcher/ctl_msg.c launcher/ctl_msg.h \
 	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h \
 	launcher/asrd_dir.c launcher/asrd_dir.h launcher/tree.h launcher/proc_exit.c launcher/proc_exit.h
-launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(YAML_CFLAGS) $(HWLOC_CFLAGS) -DASR_SYSCONFDIR='"$(sysconfdir)"'
+# The internal library's headers: what asrrun, asrd and the tests of its
+# modules may include from launcher/.
+LAUNCH_LIB_INCLUDES = -I$(top_srcdir)/launcher/config -I$(top_srcdir)/launcher
+launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS) $(HWLOC_CFLAGS) \
+	-DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_LIBS)
 
-sysconf_asrdir = $(sysconfdir)/asr
-dist_sysconf_asr_DATA = conf/asrrun.yaml
+include launcher/config/Makefile.mk
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
 launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \
@@ -19,7 +23,7 @@ launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_da
 	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c \
 	launcher/launch.h \
 	launcher/launch_local.c launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c launcher/launch_pick.c
-launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
+launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 
 launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_down.c launcher/asrd_job.c \
@@ -27,6 +31,6 @@ launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launc
 	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_ends.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
 	launcher/asrd_shm.c launcher/asrd_shm.h launcher/asrd_pmi.c launcher/pmi_wire.c launcher/pmi_wire.h \
 	launcher/pmi2_wire.c launcher/pmi2_wire.h
-launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \
+launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \
 	-DASR_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 launcher_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)

@@ -34,11 +34,11 @@ check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
 tests_unit_test_launcher_config_SOURCES = tests/unit/test_launcher_config.c
-tests_unit_test_launcher_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(YAML_CFLAGS) \
+tests_unit_test_launcher_config_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS) \
 	-DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_launcher_config_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS) $(HWLOC_LIBS)
 tests_unit_test_hostlist_SOURCES = tests/unit/test_hostlist.c
-tests_unit_test_hostlist_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher $(YAML_CFLAGS)
+tests_unit_test_hostlist_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS)
 tests_unit_test_hostlist_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 
 tests_unit_test_common_SOURCES = tests/unit/test_common.c
@@ -46,17 +46,17 @@ tests_unit_test_common_LDADD = $(TEST_LIBS)
 tests_unit_test_loop_SOURCES = tests/unit/test_loop.c
 tests_unit_test_loop_LDADD = $(TEST_LIBS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
-tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
+tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
 tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_proc_exit_SOURCES = tests/unit/test_proc_exit.c
-tests_unit_test_proc_exit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher
+tests_unit_test_proc_exit_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
 tests_unit_test_proc_exit_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(AM_CPPFLAGS) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_env_LDADD = $(TEST_LIBS)
 # The man pages against asrrun --help and the settings table (doc/).
 tests_unit_test_docs_SOURCES = tests/unit/test_docs.c
-tests_unit_test_docs_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_unit_test_docs_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_docs_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)

@@ -1,6 +1,6 @@
 /*
  * fuzz_hostfile.c -- libFuzzer target for every reader of host lists that
- * asrrun takes from outside: hostfiles (launcher/config.c,
+ * asrrun takes from outside: hostfiles (launcher/config/config.c,
  * asr_config_read_hostfile_buffer), -H lists (asr_config_parse_hostlist),
  * Slurm host lists and tasks-per-node strings (launcher/hostlist.c), PBS node
  * files (asr_pbs_nodefile_parse) and the allocation rules that combine them

@@ -1,6 +1,6 @@
 /*
  * fuzz_yaml.c -- libFuzzer target for asrrun's YAML settings loader
- * (launcher/config_yaml.c, through asr_config_load_yaml_buffer, the parser
+ * (launcher/config/config_yaml.c, through asr_config_load_yaml_buffer, the parser
  * that asr_config_load_yaml runs on a file's text).
  *
  * The input is one settings file. It is applied twice, as two layers (a

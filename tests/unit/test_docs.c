@@ -1,7 +1,7 @@
 /*
  * test_docs.c -- the man pages (doc/) against the programs they describe.
  *
- * asrrun's flags live in three places: `asrrun --help` (launcher/config_cli.c's
+ * asrrun's flags live in three places: `asrrun --help` (launcher/config/config_cli.c's
  * option table), asrrun(1)'s OPTIONS (doc/asrrun.1.in) and the settings table
  * (common/asr_env.h: each ASRRUN_* row's help names its flags, "..., as
  * --map-by"). These cases check each against the others both ways, so a flag
