@@ -1,7 +1,7 @@
 /*
  * asr_buf.h -- a growable byte buffer, and the wire primitives the control
  * messages are made of: little-endian u32s and u32-length-prefixed byte
- * strings (launcher/ctl_msg.h).
+ * strings (launcher/ctl/ctl_msg.h).
  */
 #ifndef ASR_BUF_H
 #define ASR_BUF_H

@@ -1,6 +1,6 @@
 /*
  * fuzz_ctl.c -- libFuzzer target for the control channel's decoders
- * (launcher/ctl.c asr_ctl_header_parse, launcher/ctl_msg.c
+ * (launcher/ctl/ctl.c asr_ctl_header_parse, launcher/ctl/ctl_msg.c
  * asr_ctl_msg_decode): the bytes asrrun gets from each asrd and every asrd
  * from asrrun, which a peer on the network (or a stray connection to the
  * control port) can send.
