@@ -4,11 +4,11 @@
 # never links libasr's data path (doc/design.md, "Parts and layers").
 noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
-	launcher/hostlist.c launcher/hostlist.h launcher/alloc.c launcher/alloc.h \
 	launcher/asrd_dir.c launcher/asrd_dir.h launcher/tree.h launcher/proc_exit.c launcher/proc_exit.h
 # The internal library's headers: what asrrun, asrd and the tests of its
 # modules may include from launcher/.
-LAUNCH_LIB_INCLUDES = -I$(top_srcdir)/launcher/config -I$(top_srcdir)/launcher/ctl -I$(top_srcdir)/launcher/place -I$(top_srcdir)/launcher
+LAUNCH_LIB_INCLUDES = -I$(top_srcdir)/launcher/config -I$(top_srcdir)/launcher/ctl -I$(top_srcdir)/launcher/place \
+	-I$(top_srcdir)/launcher/launch -I$(top_srcdir)/launcher
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS) $(HWLOC_CFLAGS) \
 	-DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_LIBS)
@@ -16,18 +16,16 @@ launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_L
 include launcher/config/Makefile.mk
 include launcher/ctl/Makefile.mk
 include launcher/place/Makefile.mk
+include launcher/launch/Makefile.mk
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
 launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \
 	launcher/asrrun_output.c launcher/asrrun_stdin.c launcher/asrrun_early.c launcher/asrrun_report.c \
-	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c \
-	launcher/launch.h \
-	launcher/launch_local.c launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c launcher/launch_pick.c
+	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c
 launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
 launcher_asrrun_LDADD = launcher/libasrlaunch.la
 
 launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_down.c launcher/asrd_job.c \
-	launcher/launch.h launcher/launch_rsh.c launcher/launch_slurm.c launcher/launch_agent.c \
 	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_ends.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
 	launcher/asrd_shm.c launcher/asrd_shm.h launcher/asrd_pmi.c launcher/pmi_wire.c launcher/pmi_wire.h \
 	launcher/pmi2_wire.c launcher/pmi2_wire.h

@@ -2,9 +2,9 @@
  * fuzz_hostfile.c -- libFuzzer target for every reader of host lists that
  * asrrun takes from outside: hostfiles (launcher/config/config.c,
  * asr_config_read_hostfile_buffer), -H lists (asr_config_parse_hostlist),
- * Slurm host lists and tasks-per-node strings (launcher/hostlist.c), PBS node
+ * Slurm host lists and tasks-per-node strings (launcher/launch/hostlist.c), PBS node
  * files (asr_pbs_nodefile_parse) and the allocation rules that combine them
- * (launcher/alloc.c, asr_alloc_detect_env with a made-up environment).
+ * (launcher/launch/alloc.c, asr_alloc_detect_env with a made-up environment).
  *
  * Every reader gets the same input: the file readers the bytes, the string
  * readers the text up to the first NUL (an environment variable or a command

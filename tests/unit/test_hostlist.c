@@ -1,5 +1,5 @@
 /* test_hostlist.c -- Slurm host lists and tasks-per-node strings, PBS node
- * files, and asrrun's allocation detection (launcher/hostlist.c, alloc.c). */
+ * files, and asrrun's allocation detection (launcher/launch/hostlist.c, alloc.c). */
 #include "config.h"
 
 #include <limits.h>
