@@ -4,11 +4,11 @@
 # never links libasr's data path (doc/design.md, "Parts and layers").
 noinst_LTLIBRARIES += launcher/libasrlaunch.la
 launcher_libasrlaunch_la_SOURCES = \
-	launcher/asrd_dir.c launcher/asrd_dir.h launcher/tree.h launcher/proc_exit.c launcher/proc_exit.h
+	launcher/proc_exit.c launcher/proc_exit.h
 # The internal library's headers: what asrrun, asrd and the tests of its
 # modules may include from launcher/.
 LAUNCH_LIB_INCLUDES = -I$(top_srcdir)/launcher/config -I$(top_srcdir)/launcher/ctl -I$(top_srcdir)/launcher/place \
-	-I$(top_srcdir)/launcher/launch -I$(top_srcdir)/launcher
+	-I$(top_srcdir)/launcher/launch -I$(top_srcdir)/launcher/tree -I$(top_srcdir)/launcher
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS) $(HWLOC_CFLAGS) \
 	-DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_LIBS)
@@ -17,6 +17,7 @@ include launcher/config/Makefile.mk
 include launcher/ctl/Makefile.mk
 include launcher/place/Makefile.mk
 include launcher/launch/Makefile.mk
+include launcher/tree/Makefile.mk
 
 bin_PROGRAMS += launcher/asrrun launcher/asrd
 launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/netns/tree.sh BUILD_DIR -- the tree of daemons (--tree-radix,
-# launcher/tree.h) on emulated hosts: many to a network namespace, each its
+# launcher/tree/tree.h) on emulated hosts: many to a network namespace, each its
 # own daemon with its own name and address (lib.sh's netns_setup_many, the
 # agent tests/netns/agent.sh), so that 130 hosts fit 2 cores.
 #

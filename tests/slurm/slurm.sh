@@ -226,7 +226,7 @@ for mpi in openmpi mpich; do
   result "salloc -N 2 -n 4 asrrun $mpi allreduce: one job of 4 on n1 and n2"
 done
 
-# The tree of daemons under Slurm (launcher/tree.h): at --tree-radix 1 the
+# The tree of daemons under Slurm (launcher/tree/tree.h): at --tree-radix 1 the
 # two nodes are a chain, asrrun -> n1 -> n2, and n2's asrd is an srun step
 # that n1's asrd starts (inside its own step, in the same allocation); the
 # fence data and output go n2 -> n1 -> asrrun.
