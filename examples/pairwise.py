@@ -4,7 +4,7 @@ measures latency and bandwidth to rank 1.
 
     asrrun -n 4 /usr/bin/python3 examples/pairwise.py [SIZE [ITERS]]
 
-(from a build tree: PYTHONPATH=build/python build/launcher/asrrun ...).
+(from a build tree: PYTHONPATH=build/python build/bin/asrrun ...).
 Exits non-zero, so asrrun names the rank, on any mismatch."""
 import sys
 import time

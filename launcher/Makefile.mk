@@ -19,17 +19,19 @@ include launcher/place/Makefile.mk
 include launcher/launch/Makefile.mk
 include launcher/tree/Makefile.mk
 
-bin_PROGRAMS += launcher/asrrun launcher/asrd
-launcher_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \
+# The programs are built in bin/ of the build tree (asrrun finds asrd beside
+# itself there, as it does where make install puts them).
+bin_PROGRAMS += bin/asrrun bin/asrd
+bin_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \
 	launcher/asrrun_output.c launcher/asrrun_stdin.c launcher/asrrun_early.c launcher/asrrun_report.c \
 	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c
-launcher_asrrun_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
-launcher_asrrun_LDADD = launcher/libasrlaunch.la
+bin_asrrun_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
+bin_asrrun_LDADD = launcher/libasrlaunch.la
 
-launcher_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_down.c launcher/asrd_job.c \
+bin_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_down.c launcher/asrd_job.c \
 	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_ends.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
 	launcher/asrd_shm.c launcher/asrd_shm.h launcher/asrd_pmi.c launcher/pmi_wire.c launcher/pmi_wire.h \
 	launcher/pmi2_wire.c launcher/pmi2_wire.h
-launcher_asrd_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \
+bin_asrd_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \
 	-DASR_PKGLIBEXECDIR='"$(pkglibexecdir)"'
-launcher_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)
+bin_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)

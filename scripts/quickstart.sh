@@ -10,4 +10,4 @@ echo "== building (build/)"
 "$top/scripts/build.sh" "$top/build" --enable-werror
 echo "== running: asrrun -n 4 examples/pairwise"
 cd "$top/build"
-exec ./launcher/asrrun -n 4 --timeout 120 ./examples/pairwise
+exec ./bin/asrrun -n 4 --timeout 120 ./examples/pairwise

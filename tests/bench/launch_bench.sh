@@ -4,7 +4,7 @@
 #
 #   tests/bench/launch_bench.sh BUILD_DIR [-r REPS] [-q]
 #
-# BUILD_DIR is a configured and built tree (launcher/asrrun, launcher/asrd,
+# BUILD_DIR is a configured and built tree (bin/asrrun, bin/asrd,
 # tests/apps/init_barrier; the script runs `make -C BUILD_DIR <targets>` if one
 # is missing).
 #
@@ -113,8 +113,8 @@ for mpi in $MPI_SOAK_MPIS; do
   case $mpi in ompi | mpich) ;; *) echo "launch_bench: MPI_SOAK_MPIS: '$mpi' is neither ompi nor mpich" >&2; exit 2 ;; esac
 done
 
-ASRRUN=$BUILD/launcher/asrrun
-ASRD=$BUILD/launcher/asrd
+ASRRUN=$BUILD/bin/asrrun
+ASRD=$BUILD/bin/asrd
 INIT_BARRIER=$BUILD/tests/apps/init_barrier
 missing=""
 for b in "$ASRRUN" "$ASRD" "$INIT_BARRIER"; do [ -x "$b" ] || missing="$missing ${b#"$BUILD"/}"; done

@@ -40,13 +40,13 @@ build=$(cd "${1:?usage: netns_bench.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../netns/lib.sh"
 REPS=${REPS:-5}
-ASRRUN=$build/launcher/asrrun
+ASRRUN=$build/bin/asrrun
 work=$(mktemp -d)
 trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "netns_bench: run as root (network namespaces)" >&2; exit 2; }
 command -v fi_pingpong >/dev/null || { echo "netns_bench: fi_pingpong not found (libfabric-bin)" >&2; exit 2; }
-for t in launcher/asrrun launcher/asrd examples/pairwise tests/apps/init_barrier; do
+for t in bin/asrrun bin/asrd examples/pairwise tests/apps/init_barrier; do
   [ -x "$build/$t" ] || make -C "$build" -s "$t" >/dev/null || exit 2
 done
 netns_setup 3 || { echo "netns_bench: cannot create network namespaces here" >&2; exit 2; }

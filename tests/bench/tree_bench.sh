@@ -28,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../netns/lib.sh"
 REPS=${REPS:-3}
 SIZES=${SIZES:-1 4 16 64 130}
-ASRRUN=$build/launcher/asrrun
+ASRRUN=$build/bin/asrrun
 work=$(mktemp -d)
 trap 'netns_teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM

@@ -127,7 +127,7 @@ void setup(void) {
   setenv("TMPDIR", tmp, 1);
   W.spy = fmt("%s/asrd-spy.sh", W.dir);
   W.spied = fmt("%s/asrd-started", W.dir);
-  write_file(W.spy, fmt("#!/bin/sh\ntouch '%s'\nexec '%s' \"$@\"\n", W.spied, bin("launcher/asrd")), 0755);
+  write_file(W.spy, fmt("#!/bin/sh\ntouch '%s'\nexec '%s' \"$@\"\n", W.spied, bin("bin/asrd")), 0755);
   setenv("ASR_ASRD", W.spy, 1);
   snprintf(W.envtag, sizeof W.envtag, "ASR_ASRD=%s", W.spy);
   /* Sanitizer builds: libpmix frees little of what it allocates (even inside
@@ -228,7 +228,7 @@ void job_start(job_t *j, int in_mode, const char *const *args) {
   int n = 0;
   while (args[n]) n++;
   char **argv = calloc((size_t)n + 2, sizeof *argv);
-  argv[0] = (char *)bin("launcher/asrrun");
+  argv[0] = (char *)bin("bin/asrrun");
   for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
   int ip[2] = {-1, -1}, op[2], ep[2];
   ASSERT(pipe2(op, O_CLOEXEC) == 0 && pipe2(ep, O_CLOEXEC) == 0);

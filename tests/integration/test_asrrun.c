@@ -1,7 +1,7 @@
 /*
  * test_asrrun.c -- integration tests that drive real asrrun jobs.
  *
- * Every case starts launcher/asrrun from the build tree (with --timeout as a
+ * Every case starts bin/asrrun from the build tree (with --timeout as a
  * safety net) and checks what the ranks saw, what asrrun printed, its exit
  * code, and that nothing of the job is left behind. Two tricks:
  *

@@ -524,7 +524,7 @@ static void pty_start(ptyjob_t *p, const char *const *args) {
   int n = 0;
   while (args[n]) n++;
   char **argv = calloc((size_t)n + 2, sizeof *argv);
-  argv[0] = (char *)bin("launcher/asrrun");
+  argv[0] = (char *)bin("bin/asrrun");
   for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
   fflush(NULL);
   struct termios tio;

@@ -272,7 +272,7 @@ static int status_as(uid_t uid, const char *jobarg, char **out) {
   if (c == 0) {
     dup2(p[1], 1);
     dup2(p[1], 2);
-    execlp("setpriv", "setpriv", reuid, regid, "--clear-groups", bin("launcher/asrrun"), "--status", jobarg,
+    execlp("setpriv", "setpriv", reuid, regid, "--clear-groups", bin("bin/asrrun"), "--status", jobarg,
            (char *)NULL);
     _exit(126);
   }

@@ -99,7 +99,7 @@ netns_wait_empty() {
 # ASRRUN, APPS and EXAMPLES of that build, a work folder, and traps that
 # remove the work folder and every namespace on any exit.
 netns_suite() {
-  ASRRUN=$1/launcher/asrrun
+  ASRRUN=$1/bin/asrrun
   APPS=$1/tests/apps
   EXAMPLES=$1/examples
   work=$(mktemp -d)

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not module_built(), reason="the module was not b
 
 def job(case, n=2, expect_rc=0, timeout=240, env=None, extra=()):
     e = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"), **(env or {}))
-    cmd = [os.path.join(BUILD, "launcher", "asrrun"), "--timeout", str(timeout - 10), "-n", str(n), *extra,
+    cmd = [os.path.join(BUILD, "bin", "asrrun"), "--timeout", str(timeout - 10), "-n", str(n), *extra,
            PYTHON, os.path.join(HERE, "job.py"), case]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
     out = r.stdout + r.stderr

@@ -16,7 +16,7 @@ build=$(cd "${1:?usage: slurm.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../netns/lib.sh" # netns_alive
 cluster=$here/cluster.sh
-ASRRUN=$build/launcher/asrrun
+ASRRUN=$build/bin/asrrun
 APPS=$build/tests/apps
 EXAMPLES=$build/examples
 base=$(mktemp -d /tmp/asrslurm.XXXXXX) # short: Slurm's socket paths must fit 107 bytes

@@ -105,7 +105,7 @@ static char *run(char *const argv[], int *status, char **err) {
 }
 
 static char *asrrun_out(const char *arg) {
-  char *argv[] = {path_in(asr_test_builddir(), "launcher/asrrun"), (char *)arg, NULL};
+  char *argv[] = {path_in(asr_test_builddir(), "bin/asrrun"), (char *)arg, NULL};
   int st;
   char *s = run(argv, &st, NULL);
   ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "asrrun %s: status %d", arg, st);
@@ -428,7 +428,7 @@ TEST(pages_render_without_warnings) {
 
 /* README: `asrrun -f conf/job-example.yaml --dry-run` prints the example's map. */
 TEST(job_example_dry_run_works) {
-  char *argv[] = {path_in(asr_test_builddir(), "launcher/asrrun"), "-f",
+  char *argv[] = {path_in(asr_test_builddir(), "bin/asrrun"), "-f",
                   path_in(ASR_TOP_SRCDIR, "conf/job-example.yaml"), "--dry-run", NULL};
   int st;
   char *err = NULL;
