@@ -2,7 +2,7 @@
  * asr_sig.h -- which signals this process handles.
  *
  * A child that runs on our memory until its execve (vfork, clone with
- * CLONE_VM: launcher/launch/launch_agent.c, launcher/asrd_spawn.c) must put back
+ * CLONE_VM: launcher/launch/launch_agent.c, launcher/asrd/asrd_spawn.c) must put back
  * the default action of every signal we have a handler for before it
  * unblocks signals, so that none of our handlers runs there, on borrowed
  * memory. The parent asks which once, with this, and the child resets just

@@ -3,8 +3,7 @@
 # lists its own sources in its Makefile.mk, included below; the launcher
 # never links libasr's data path (doc/design.md, "Parts and layers").
 noinst_LTLIBRARIES += launcher/libasrlaunch.la
-launcher_libasrlaunch_la_SOURCES = \
-	launcher/proc_exit.c launcher/proc_exit.h
+launcher_libasrlaunch_la_SOURCES =
 # The internal library's headers: what asrrun, asrd and the tests of its
 # modules may include from launcher/.
 LAUNCH_LIB_INCLUDES = -I$(top_srcdir)/launcher/config -I$(top_srcdir)/launcher/ctl -I$(top_srcdir)/launcher/place \
@@ -21,17 +20,11 @@ include launcher/tree/Makefile.mk
 
 # The programs are built in bin/ of the build tree (asrrun finds asrd beside
 # itself there, as it does where make install puts them).
-bin_PROGRAMS += bin/asrrun bin/asrd
+bin_PROGRAMS += bin/asrrun
 bin_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \
 	launcher/asrrun_output.c launcher/asrrun_stdin.c launcher/asrrun_early.c launcher/asrrun_report.c \
 	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c
 bin_asrrun_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
 bin_asrrun_LDADD = launcher/libasrlaunch.la
 
-bin_asrd_SOURCES = launcher/asrd.c launcher/asrd.h launcher/asrd_up.c launcher/asrd_down.c launcher/asrd_job.c \
-	launcher/asrd_pmix.c launcher/asrd_ranks.c launcher/asrd_ends.c launcher/asrd_spawn.c launcher/asrd_topo.c launcher/asrd_stdio.c launcher/asrd_report.c \
-	launcher/asrd_shm.c launcher/asrd_shm.h launcher/asrd_pmi.c launcher/pmi_wire.c launcher/pmi_wire.h \
-	launcher/pmi2_wire.c launcher/pmi2_wire.h
-bin_asrd_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \
-	-DASR_PKGLIBEXECDIR='"$(pkglibexecdir)"'
-bin_asrd_LDADD = launcher/libasrlaunch.la $(PMIX_LIBS) $(HWLOC_LIBS)
+include launcher/asrd/Makefile.mk

@@ -10,7 +10,7 @@
  * from asr_init to asr_close, and an exit handler unlinks those still
  * listed. Unlinking only removes the name: the process's own mapping, and
  * any peer's, stay valid until they are unmapped. A rank that is killed
- * runs no exit handler; asrd removes what it left (launcher/asrd_shm.c).
+ * runs no exit handler; asrd removes what it left (launcher/asrd/asrd_shm.c).
  */
 #include "config.h"
 

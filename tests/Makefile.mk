@@ -48,8 +48,8 @@ tests_unit_test_loop_LDADD = $(TEST_LIBS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
 tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
 tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
-tests_unit_test_proc_exit_SOURCES = tests/unit/test_proc_exit.c
-tests_unit_test_proc_exit_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
+tests_unit_test_proc_exit_SOURCES = tests/unit/test_proc_exit.c launcher/asrd/proc_exit.c launcher/asrd/proc_exit.h
+tests_unit_test_proc_exit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/launcher/asrd
 tests_unit_test_proc_exit_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(AM_CPPFLAGS) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'

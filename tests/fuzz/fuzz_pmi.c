@@ -1,6 +1,6 @@
 /*
  * fuzz_pmi.c -- libFuzzer target for the simple PMI-1 wire protocol
- * (launcher/pmi_wire.c): the bytes asrd reads from every rank's PMI_FD,
+ * (launcher/asrd/pmi/pmi_wire.c): the bytes asrd reads from every rank's PMI_FD,
  * which any program a user runs can send.
  *
  * The input is a byte stream as one connection carries it, fed to the line

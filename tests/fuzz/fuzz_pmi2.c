@@ -1,6 +1,6 @@
 /*
  * fuzz_pmi2.c -- libFuzzer target for the PMI-2 wire protocol
- * (launcher/pmi2_wire.c): the frames asrd reads from every rank's PMI_FD
+ * (launcher/asrd/pmi/pmi2_wire.c): the frames asrd reads from every rank's PMI_FD
  * once the rank asked for PMI-2, which any program a user runs can send.
  *
  * The input is a byte stream as one connection carries it, fed to the

@@ -29,14 +29,14 @@ TARGETS=(
   "kv_frame | tests/fuzz/fuzz_kv_frame.c bootstrap/kv_frame.c bootstrap/kv_keys.c common/asr_err.c
      | common bootstrap |"
   "yaml | tests/fuzz/fuzz_yaml.c launcher/config/config.c launcher/config/config_yaml.c common/asr_env.c common/asr_netif.c common/asr_err.c
-     common/asr_fs.c | common launcher/config launcher/ctl launcher/place launcher/launch launcher/tree launcher | yaml-0.1"
+     common/asr_fs.c | common launcher/config | yaml-0.1"
   "hostfile | tests/fuzz/fuzz_hostfile.c launcher/config/config.c launcher/config/config_yaml.c launcher/launch/hostlist.c
-     launcher/launch/alloc.c common/asr_env.c common/asr_netif.c common/asr_err.c common/asr_fs.c | common launcher/config launcher/ctl launcher/place launcher/launch launcher/tree launcher | yaml-0.1"
+     launcher/launch/alloc.c common/asr_env.c common/asr_netif.c common/asr_err.c common/asr_fs.c | common launcher/config launcher/launch | yaml-0.1"
   "ctl | tests/fuzz/fuzz_ctl.c launcher/ctl/ctl.c launcher/ctl/ctl_msg.c common/asr_buf.c common/asr_err.c
-     common/asr_loop.c common/asr_rand.c common/asr_sock.c common/asr_time.c | common launcher/config launcher/ctl launcher/place launcher/launch launcher/tree launcher |"
+     common/asr_loop.c common/asr_rand.c common/asr_sock.c common/asr_time.c | common launcher/config launcher/ctl |"
   "report | tests/fuzz/fuzz_report.c bootstrap/report_fmt.c common/asr_err.c | common bootstrap |"
-  "pmi | tests/fuzz/fuzz_pmi.c launcher/pmi_wire.c common/asr_buf.c common/asr_err.c | common launcher/config launcher/ctl launcher/place launcher/launch launcher/tree launcher |"
-  "pmi2 | tests/fuzz/fuzz_pmi2.c launcher/pmi2_wire.c common/asr_buf.c common/asr_err.c | common launcher/config launcher/ctl launcher/place launcher/launch launcher/tree launcher |"
+  "pmi | tests/fuzz/fuzz_pmi.c launcher/asrd/pmi/pmi_wire.c common/asr_buf.c common/asr_err.c | common launcher/asrd/pmi |"
+  "pmi2 | tests/fuzz/fuzz_pmi2.c launcher/asrd/pmi/pmi2_wire.c common/asr_buf.c common/asr_err.c | common launcher/asrd/pmi |"
 )
 
 # The compiler, and what every target is built with: the tree's warnings

@@ -920,7 +920,7 @@ TEST_TIMEOUT(example_sendrecv, 60) {
 
 /* A rank killed with SIGKILL after opening its LNC runs no exit handler and
  * leaves libfabric's 16 MiB shm region in /dev/shm; asrd removes it once it
- * has reaped the rank (launcher/asrd_shm.c). Rank 1 (pingpong, which opens
+ * has reaped the rank (launcher/asrd/asrd_shm.c). Rank 1 (pingpong, which opens
  * LNC 1 and then waits to connect to rank 0) has a background shell wait for
  * its region to appear, say so (the premise), and kill it: its pid is that
  * of the program the shell became. Rank 0 only sleeps, so the job's abort
@@ -1016,7 +1016,7 @@ TEST_TIMEOUT(no_launcher, 30) {
 /* kill -9 of asrd while a rank holds libfabric's shm region: the rank dies
  * with asrd (PDEATHSIG, SIGKILL: no handler of libfabric's or libasr's runs)
  * and asrd is not there to sweep after it, so asrd's watcher
- * (launcher/asrd_shm.c) must remove the region once both are gone. Rank 1
+ * (launcher/asrd/asrd_shm.c) must remove the region once both are gone. Rank 1
  * is pingpong waiting for rank 0 (which only sleeps), so its region stays
  * open until it is killed; a background shell says when it exists. */
 TEST_TIMEOUT(asrd_killed_leaves_no_shm_region, 60) {

@@ -82,7 +82,7 @@ TEST(rows_are_well_formed) {
       unsetenv(r->name);
     }
   }
-  /* the launcher's variables for its ranks are rows (launcher/asrd_ranks.c) */
+  /* the launcher's variables for its ranks are rows (launcher/asrd/asrd_ranks.c) */
   static const char *const set[] = {
       "ASR_RANK",           "ASR_SIZE",         "ASR_LNC",        "ASR_LOCAL_RANK", "ASR_LOCAL_SIZE",
       "ASR_BOOTSTRAP_PORT", "ASR_JOB_SECRET",   "ASR_HOSTNAME",   "ASR_KV_SERVER",  "ASR_PROVIDER",
