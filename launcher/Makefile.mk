@@ -7,7 +7,7 @@ launcher_libasrlaunch_la_SOURCES =
 # The internal library's headers: what asrrun, asrd and the tests of its
 # modules may include from launcher/.
 LAUNCH_LIB_INCLUDES = -I$(top_srcdir)/launcher/config -I$(top_srcdir)/launcher/ctl -I$(top_srcdir)/launcher/place \
-	-I$(top_srcdir)/launcher/launch -I$(top_srcdir)/launcher/tree -I$(top_srcdir)/launcher
+	-I$(top_srcdir)/launcher/launch -I$(top_srcdir)/launcher/tree
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS) $(HWLOC_CFLAGS) \
 	-DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_LIBS)
@@ -19,12 +19,7 @@ include launcher/launch/Makefile.mk
 include launcher/tree/Makefile.mk
 
 # The programs are built in bin/ of the build tree (asrrun finds asrd beside
-# itself there, as it does where make install puts them).
-bin_PROGRAMS += bin/asrrun
-bin_asrrun_SOURCES = launcher/asrrun.c launcher/asrrun.h launcher/asrrun_daemons.c launcher/asrrun_verdict.c \
-	launcher/asrrun_output.c launcher/asrrun_stdin.c launcher/asrrun_early.c launcher/asrrun_report.c \
-	launcher/asrrun_state.c launcher/asrrun_diag.c launcher/asrrun_status.c
-bin_asrrun_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
-bin_asrrun_LDADD = launcher/libasrlaunch.la
-
+# itself there, as it does where make install puts them). Each includes the
+# internal library's headers and its own folder's, never the other's.
+include launcher/asrrun/Makefile.mk
 include launcher/asrd/Makefile.mk

@@ -56,7 +56,7 @@ tests_unit_test_env_CPPFLAGS = $(AM_CPPFLAGS) -DASR_TOP_SRCDIR='"$(abs_top_srcdi
 tests_unit_test_env_LDADD = $(TEST_LIBS)
 # The man pages against asrrun --help and the settings table (doc/).
 tests_unit_test_docs_SOURCES = tests/unit/test_docs.c
-tests_unit_test_docs_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_unit_test_docs_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) -I$(top_srcdir)/launcher/asrrun -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_docs_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)

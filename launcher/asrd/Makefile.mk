@@ -2,7 +2,7 @@
 # (to asrrun or a parent daemon) and down (to the daemons it starts), the
 # job's ranks on this host (start, binding, output, ends, state reports,
 # shm regions), and in pmi/ the PMIx, PMI-1 and PMI-2 servers the ranks
-# talk to. Built into bin/asrd (see launcher/Makefile.mk).
+# talk to. Built into bin/asrd.
 bin_PROGRAMS += bin/asrd
 bin_asrd_SOURCES = launcher/asrd/asrd.c launcher/asrd/asrd.h launcher/asrd/asrd_up.c launcher/asrd/asrd_down.c \
 	launcher/asrd/asrd_job.c launcher/asrd/asrd_ranks.c launcher/asrd/asrd_ends.c launcher/asrd/proc_exit.c \
