@@ -156,6 +156,7 @@ fi
 section "checks"
 step format-check "$top/scripts/check-format.sh"
 step layering-check "$top/tests/check-layering.sh" "$top/build"
+step layering-check-planted "$top/tests/check-layering-planted.sh"
 # one error space (ASR_E*): no bare -1 returned in the C layers (issue 20)
 step error-space-check bash -c "cd '$top' && ! grep -rn 'return -1' common bootstrap runtime launcher"
 step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"

@@ -7,11 +7,12 @@
 #
 # It reads, with nm, every object file under BUILD_DIR's common/,
 # bootstrap/, runtime/ and launcher/ (libtool's PIC objects in .libs/
-# included) and maps each back to its module: the source file's stem, as
-# automake names the object "<target>-<stem>.o" (runtime/libasr_la-comm.o is
-# runtime/comm, launcher/asrd-asrd_pmix.o is launcher/asrd_pmix). A module
-# uses another when one of its undefined symbols (nm: U) is a function the
-# other defines (T). Three kinds of use are violations:
+# included) and maps each back to its module: the source file's folder and
+# stem, as automake names the object "<target>-<stem>.o"
+# (runtime/libasr_la-comm.o is runtime/comm, launcher/asrd/pmi/
+# bin_asrd-asrd_pmix.o is launcher/asrd/pmi/asrd_pmix). A module uses
+# another when one of its undefined symbols (nm: U) is a function the other
+# defines (T). Three kinds of use are violations:
 #
 #   circle  two modules use each other's functions (A calls B and B calls
 #           A), so neither can be read, tested or replaced without the other:
@@ -22,7 +23,20 @@
 #           and their uses of each other that are not in a pair;
 #   layer   a module uses one of a layer it must not see. The layers, one way
 #           only: common < bootstrap < runtime and common < bootstrap <
-#           launcher; runtime and launcher never use each other.
+#           launcher; runtime and launcher never use each other. Inside
+#           launcher/ each folder is a layer of its own, in three tiers
+#           (doc/design.md, "Parts and layers"):
+#             bottom  launcher/config, launcher/ctl
+#             middle  launcher/place, launcher/launch, launcher/tree
+#             top     launcher/asrrun, launcher/asrd (with launcher/asrd/pmi)
+#           a folder uses its own modules and those of a lower tier only:
+#           never a folder of its own tier (asrrun and asrd never use each
+#           other) nor of a higher one.
+#
+# Every launcher folder of the tiers above must yield at least one object,
+# and no object may sit at launcher/'s top level or in a folder that has no
+# tier: either means the layout changed under the check (it would pass by
+# reading nothing), so the check stops with status 2 and says which.
 #
 # Only functions count: a module that reads another's global variable is not
 # seen (asr__ctxs in runtime/context.c, for one). A function defined by more
@@ -40,7 +54,8 @@ prog=check-layering
 usage() {
   echo "usage: tests/check-layering.sh [--verbose] BUILD_DIR"
   echo "Checks the module graph of a built asr tree: no circles between modules, and"
-  echo "common < bootstrap < runtime, common < bootstrap < launcher (runtime and launcher apart)."
+  echo "common < bootstrap < runtime, common < bootstrap < launcher (runtime and launcher apart);"
+  echo "in launcher/: config, ctl < place, launch, tree < asrrun, asrd (a tier's folders apart)."
 }
 
 bad_usage() {
@@ -91,6 +106,39 @@ if [ ${#objs[@]} -eq 0 ]; then
   exit 2
 fi
 
+# The launcher's folders and their tiers (the header above); asrd/pmi is
+# part of asrd's layer.
+launcher_tiers="config:1 ctl:1 place:2 launch:2 tree:2 asrrun:3 asrd:3"
+if [ -d launcher ]; then
+  bad=0
+  for o in "${objs[@]}"; do
+    case $o in launcher/*) ;; *) continue ;; esac
+    d=${o#launcher/}
+    d=${d%/*}
+    d=${d%/.libs}
+    f=${d%%/*}
+    if [ "$d" = "${o#launcher/}" ] || [ "$d" = .libs ]; then
+      echo "$prog: $dir/$o: an object at launcher/'s top level (every source belongs in a folder of launcher/; make clean if it is left from an older layout)" >&2
+      bad=1
+    elif [[ " $launcher_tiers " != *" $f:"* ]]; then
+      echo "$prog: $dir/$o: launcher/$f is not a folder this check knows (give it a tier in tests/check-layering.sh)" >&2
+      bad=1
+    fi
+  done
+  for t in $launcher_tiers; do
+    f=${t%%:*}
+    n=0
+    for o in "${objs[@]}"; do
+      case $o in launcher/"$f"/*) n=$((n + 1)) ;; esac
+    done
+    if [ "$n" -eq 0 ]; then
+      echo "$prog: no object files under $dir/launcher/$f (a launcher folder moved or unbuilt: the check would read nothing of it)" >&2
+      bad=1
+    fi
+  done
+  [ "$bad" -eq 0 ] || exit 2
+fi
+
 # One line per use of a function another module defines, "USER DEFINER
 # FUNCTION", sorted, so that the report below lists everything in order.
 # nm -P -A prints "FILE: SYMBOL TYPE [VALUE SIZE]".
@@ -134,13 +182,19 @@ modules=$(for o in "${objs[@]}"; do
   echo "$d/${b##*-}"
 done | LC_ALL=C sort -u)
 
-printf '%s\n' "$uses" | LC_ALL=C awk -v prog="$prog" -v verbose="$verbose" -v modlist="$modules" '
-  function layer(m) { sub(/\/.*$/, "", m); return m }
+printf '%s\n' "$uses" | LC_ALL=C awk -v prog="$prog" -v verbose="$verbose" -v modlist="$modules" -v tiers="$launcher_tiers" '
+  # A module'"'"'s layer: its top folder, or for launcher/ the folder below it
+  # (launcher/asrd/pmi/x is in launcher/asrd).
+  function layer(m,   p) {
+    split(m, p, "/")
+    return p[1] == "launcher" ? p[1] "/" p[2] : p[1]
+  }
   # Whether a module of layer a may use one of layer b (doc/design.md,
-  # "Parts and layers").
+  # "Parts and layers"; the tiers of launcher/ are the header'"'"'s).
   function allowed(a, b) {
     if (a == b || b == "common") return 1
-    if (b == "bootstrap") return a == "runtime" || a == "launcher"
+    if (b == "bootstrap") return a == "runtime" || a ~ /^launcher\//
+    if (a ~ /^launcher\// && b ~ /^launcher\//) return tier[a] > tier[b]
     return 0
   }
   function add(list, f) { return list == "" ? f : list ", " f }
@@ -183,6 +237,10 @@ printf '%s\n' "$uses" | LC_ALL=C awk -v prog="$prog" -v verbose="$verbose" -v mo
     p = a
     for (v = prev[a]; v != ""; v = prev[v]) p = v " -> " p
     return p
+  }
+  BEGIN {
+    n = split(tiers, t, " ")
+    for (i = 1; i <= n; i++) { split(t[i], kv, ":"); tier["launcher/" kv[1]] = kv[2] }
   }
   NF == 3 {
     a = $1; b = $2
