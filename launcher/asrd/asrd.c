@@ -337,8 +337,8 @@ int main(int argc, char **argv) {
   d->port_hold = -1;
   d->connect_fd = -1;
   d->up.fd = -1;
-  d->down_lfd = -1;
-  d->parent = -1;
+  d->down.lfd = -1;
+  d->down.parent = -1;
   d->heartbeat_timeout_ms = 10000; /* until the JOB says */
   d->out_credit = ASR_CTL_OUTPUT_WINDOW;
   pthread_mutex_init(&d->ev_lock, NULL);

@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "kv_frame.h"
 #include "kv_server.h"
+#include "tree_node.h"
 
 /* The daemon's lifecycle (asrd.c: asrd_set_state makes every transition).
  *   CONNECTING   calling asrrun back
@@ -64,8 +65,6 @@ typedef enum {
 
 typedef struct asrd asrd_t;
 typedef struct asrd_rank asrd_rank_t;
-typedef struct asrd_child asrd_child_t;
-typedef struct asrd_gather asrd_gather_t;
 typedef struct asrd_pmi_conn asrd_pmi_conn_t;
 
 /* A fence sent up to asrrun (FENCE) and not answered yet (asrd_up.c keeps
@@ -124,19 +123,6 @@ struct asrd_rank {
   size_t rep_len;
 };
 
-/* A child of this daemon's in the tree (asrd_down.c, tree.h). */
-typedef enum { CHILD_LAUNCHING = 0, CHILD_UP, CHILD_OVER } asrd_child_state_t;
-struct asrd_child {
-  asrd_t *d;
-  int host;      /* its host index */
-  int has_ranks; /* its subtree has ranks: it takes part in every fence */
-  asrd_child_state_t state;
-  int done;               /* its DONE went up: its end is no loss */
-  struct asrd_link *link; /* its connection, from its HELLO until it ends */
-  pid_t agent;            /* the agent that runs it (0 once reaped) */
-  asr_loop_pid_t agent_watch;
-  uint32_t fences; /* fences it sent so far */
-};
 
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
 typedef enum {
@@ -237,17 +223,13 @@ struct asrd {
    * namespace): the connection up, the KV server and the bootstrap port's
    * hold are bound to it */
   char bind_addr[64];
-  /* the tree below this daemon (asrd_down.c) */
-  int radix, parent; /* the JOB's radix; this host's parent (-1: asrrun) */
-  asrd_child_t *children;
-  int nchildren;
-  struct asrd_link *down_links; /* every connection from below, until freed */
-  int down_lfd;                 /* the listener its children call back to, or -1 */
-  asr_loop_io_t down_lio;
-  asr_loop_timer_t down_tick, down_deadline;
-  asrd_gather_t *gathers; /* fences being gathered, oldest first */
-  uint32_t gather_local;  /* this host's fences so far */
-  int gather_need;        /* blobs per fence: this host's (with ranks) and each child's with ranks */
+  /* the tree below this daemon (asrd_down.c on tree_node.h) */
+  struct {
+    int radix, parent;   /* the JOB's radix; this host's parent (-1: asrrun) */
+    asr_tree_node_t node; /* this daemon's children, supervised */
+    uint8_t *host_ranks;  /* per host of the job: it has ranks (the node's) */
+    int lfd;              /* the listener its children call back to, or -1 */
+  } down;
   /* set by asrd_down.c for a daemon with children: this host's blob for
    * its next fence goes into its subtree's gather, not up */
   void (*fence_gather)(asrd_t *d, const uint8_t *blob, size_t len);

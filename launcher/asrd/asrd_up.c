@@ -28,7 +28,6 @@
 #include "asr_sock.h"
 #include "asrd.h"
 
-#define HEARTBEAT_MS 1000
 #define CONNECT_TIMEOUT_MS 10000
 
 static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
@@ -58,11 +57,11 @@ static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
   asrd_t *d = t->arg;
   (void)asr_ctl_send_empty(&d->up, ASR_CTL_HEARTBEAT);
   uint64_t now = asr_loop_update_now(loop);
-  if (d->have_job && d->parent >= 0 && d->state < ASRD_FINISHING &&
+  if (d->have_job && d->down.parent >= 0 && d->state < ASRD_FINISHING &&
       now - d->up.last_rx_ms > d->heartbeat_timeout_ms) {
     char why[300];
     snprintf(why, sizeof why, "lost contact with the parent asrd on host %s: nothing heard for %llu s",
-             d->job.host_names[d->parent], (unsigned long long)(d->heartbeat_timeout_ms / 1000));
+             d->job.host_names[d->down.parent], (unsigned long long)(d->heartbeat_timeout_ms / 1000));
     asr_ctl_close(&d->up);
     lost(d, why, 0);
     return;

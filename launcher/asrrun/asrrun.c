@@ -97,7 +97,10 @@ static void on_state_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
                ASRRUN_GRACE_MS / 1000);
       run_set_state(run, RUN_CLOSING);
       break;
-    case RUN_CLOSING: run_set_state(run, RUN_DONE); break; /* what is left is killed on the way out */
+    case RUN_CLOSING:
+      asrrun_daemons_say_unended(run, CLOSE_WAIT_MS);
+      run_set_state(run, RUN_DONE); /* what is left is killed on the way out */
+      break;
     default: break;
   }
 }
@@ -428,7 +431,6 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     run->daemons[h].nlocal = map->nlocal[h];
     run->daemons[h].local = is_local[h];
   }
-  if (run->early.index >= 0) run->daemons[run->early.index].pid = run->early.pid;
   free(is_local);
   uint16_t ctl_port = 0;
   if (!nremote && run->early.lfd >= 0) {

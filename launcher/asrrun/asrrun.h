@@ -26,6 +26,7 @@
 #include "job_config.h"
 #include "kv_secret.h"
 #include "map.h"
+#include "tree_node.h"
 
 /* Exit codes (asrrun --help and the README say the same). */
 #define ASRRUN_EXIT_USAGE 2
@@ -82,16 +83,11 @@ typedef struct daemon {
   int index;
   daemon_state_t state;
   asr_ctl_conn_t *conn; /* from its HELLO until its connection ends */
-  pid_t pid;            /* the local process that represents it (asrd, or its agent); 0 once reaped */
-  asr_loop_pid_t exit_watch;
-  int reaped_status; /* the wait status of pid, once reaped */
-  int reaped;
   int nlocal;
-  int local;                    /* forked on this host (else started through the rsh agent or srun) */
-  asr_loop_timer_t drain_timer; /* reaped before DONE: what it still sent is read first */
-  uint8_t *fence_blob;
-  size_t fence_len;
-  int fence_in;
+  int local; /* forked on this host (else started through the rsh agent or srun) */
+  /* a child of asrrun's: the node's record of it (its connection, its
+   * agent); NULL for a daemon below another */
+  asr_tree_child_t *child;
   pid_t *pgids; /* its ranks' process groups (from STARTED) */
   int npgids;
   int64_t stdin_credit; /* STDIN bytes it will still take (ctl_msg.h's window) */
@@ -161,7 +157,6 @@ struct asrrun {
     char line[3][1024];
     asr_loop_timer_t deadline; /* ASRRUN_ENDS_MS */
   } verdict;
-  uint64_t last_tick_ms; /* the heartbeat timer's last run: a gap is asrrun's own stop */
 
   struct asrrun_out *out; /* asrrun_output.c */
   /* set by asrrun_daemons.c: give a daemon output credit back; a reader of
@@ -171,10 +166,14 @@ struct asrrun {
   /* set by asrrun.c: rank 0's daemon took n more bytes of stdin (STDIN_CREDIT) */
   void (*stdin_taken)(asrrun_t *run, uint32_t n);
 
-  /* control listeners (asrrun_daemons.c) */
+  /* the root of the tree of daemons (asrrun_daemons.c on tree_node.h):
+   * its listener (the early daemon's, when it has one, is the node's too),
+   * and per host whether it has ranks and its name (the map's) */
   int lfd;
-  asr_loop_io_t lio, early_lio;
-  asr_loop_timer_t heartbeat, hello_deadline, progress;
+  asr_tree_node_t node;
+  uint8_t *host_ranks;
+  const char **host_ptrs;
+  asr_loop_timer_t progress;
   uint64_t launch_ms; /* when the daemons' launch began (the loop's clock) */
   int daemons_up;
 
@@ -186,8 +185,7 @@ struct asrrun {
   int tree_radix;
   /* what asrrun itself handled (-v at the end, the tree bench): control
    * connections, messages in on them, fences and their messages in and out */
-  int ctl_links;
-  uint64_t ctl_in, fences, fence_in, fence_out, fence_bytes;
+  uint64_t fences, fence_out, fence_bytes; /* (links and messages in: the node's) */
   char tree_asrd[4200];
   char tree_ip[64];
 
@@ -225,10 +223,15 @@ void asrrun_daemons_kill(asrrun_t *run, int sig);
 void asrrun_daemons_flush(asrrun_t *run);
 /* SHUTDOWN to every daemon still connected, and their connections closed. */
 void asrrun_daemons_shutdown(asrrun_t *run);
-/* Whether every daemon is done (DONE or beyond) or gone; whether every local
- * daemon process is reaped and every connection closed. */
+/* Whether every daemon is done (DONE or beyond) or gone; whether every
+ * daemon process of asrrun's is reaped and every connection closed, those
+ * of daemons given up on (LOST) excepted: they are not waited for (their
+ * agents were killed; asrrun_daemons_stop reaps them). */
 int asrrun_daemons_all_done(const asrrun_t *run);
 int asrrun_daemons_all_ended(const asrrun_t *run);
+/* Warns, for each daemon all_ended still waits for, that it did not end
+ * within waited_ms of the job's end (asrrun.c's CLOSING deadline). */
+void asrrun_daemons_say_unended(const asrrun_t *run, int waited_ms);
 /* Sends STDIN bytes (n == 0: EOF) to the daemons of the ranks that read it. */
 void asrrun_daemons_stdin(asrrun_t *run, const uint8_t *p, size_t n);
 /* How many bytes every one of those daemons will take now. */

@@ -2,13 +2,13 @@
  * asrrun_daemons.c -- the daemons as asrrun sees them (asrrun.h): their
  * launch, their call back, what they say, their heartbeats, their ends.
  *
- * A new control connection must open with a HELLO carrying the job's
- * secret (and a host index that has no connection yet) within HELLO_MS;
- * then it is that daemon's, the JOB goes to it, and everything it says
- * arrives in on_msg. Every daemon process (asrd forked here, or the agent
- * or srun that runs it elsewhere) is our child, watched through a pid
- * source; a daemon is over when its connection has ended: FINISHED after
- * its DONE, LOST before (daemon_set_state).
+ * asrrun is the root node of the tree of daemons: its children (every
+ * daemon in a flat job) are supervised by the node code every interior
+ * asrd runs too (tree_node.h: the listener, HELLO, heartbeats, agents,
+ * fence gathering). This file is what is asrrun's own: starting them
+ * through the launch backend, the JOB, what each daemon says, and each
+ * daemon's state: over when its connection has ended, FINISHED after its
+ * DONE, LOST before (daemon_set_state).
  *
  * In a tree of daemons (tree.h, --tree-radix) asrrun starts and connects
  * to its own children only; a daemon below one is "routed": its parent
@@ -36,24 +36,11 @@
 
 #include "asr_err.h"
 #include "asr_log.h"
-#include "asrd_dir.h"
 #include "asrrun.h"
 #include "launch.h"
 #include "tree.h"
 
-#define HEARTBEAT_MS 1000
-#define HELLO_MS 5000     /* a new connection's HELLO */
-#define CALLBACK_MS 30000 /* every daemon calls back within this */
-#define DRAIN_MS 1000     /* a daemon reaped before DONE: its last messages */
-#define CLOSE_MS 2000     /* SHUTDOWN: the connection closes within this */
-
-/* A control connection, before and after its HELLO. */
-typedef struct {
-  asr_ctl_conn_t c; /* first: a daemon's conn pointer is its link */
-  asr_loop_timer_t hello_timer;
-  asrrun_t *run;
-  int rejected; /* freed by its timer */
-} link_t;
+#define CLOSE_MS 2000 /* SHUTDOWN: the connection closes within this */
 
 static const char *const daemon_state_names[] = {"LAUNCHING", "JOINED",   "RUNNING", "DONE",
                                                  "CLOSING",   "FINISHED", "LOST"};
@@ -79,58 +66,25 @@ static int over(const daemon_t *d) { return d->state == DAEMON_FINISHED || d->st
 /* It said DONE: its ranks are done and their output delivered. */
 static int did_its_part(const daemon_t *d) { return d->state >= DAEMON_DONE && d->state != DAEMON_LOST; }
 
-/* A daemon process of ours ended (status st). One killed before its ranks
- * ended could not kill them; its ranks die with it (PDEATHSIG), but not
- * what they started. A daemon forked here runs on this host: kill their
- * process groups here. (A remote daemon's pids mean nothing on this host;
- * its ranks die with it.) A daemon killed here could not remove its PMIx
- * directory either; its pid is ours until now (just reaped), so asrd.PID.*
- * are its. */
-static void reaped(daemon_t *d, pid_t pid, int st) {
-  asrrun_t *run = d->run;
+/* The node reaped a daemon process of ours (status st). One killed before
+ * its ranks ended could not kill them; its ranks die with it (PDEATHSIG),
+ * but not what they started. A daemon forked here runs on this host: kill
+ * their process groups here. (A remote daemon's pids mean nothing on this
+ * host; its ranks die with it.) */
+static void on_reaped(asr_tree_node_t *n, asr_tree_child_t *ch, pid_t pid, int st) {
+  daemon_t *d = ch->data;
+  asrrun_t *run = n->owner;
   if (pid == run->early.pid) run->early.pid = 0;
-  d->pid = 0;
-  d->reaped = 1;
-  d->reaped_status = st;
   if (WIFSIGNALED(st) && !did_its_part(d) && d->local)
     for (int i = 0; i < d->npgids; i++) kill(-d->pgids[i], SIGKILL);
-  /* A daemon killed cannot remove its PMIx directory. Ours (local) left
-   * it here; so did one whose agent became the daemon (exec: "ip netns
-   * exec", tests/netns/agent.sh), which the end of a job whose daemon could
-   * not be told (frozen, cut off) kills. Under ssh or srun no directory
-   * here has the agent's pid. */
-  if (WIFSIGNALED(st)) asrd_dir_remove_of(pid);
-}
-
-static void link_free(asr_loop_t *loop, link_t *l) {
-  asr_loop_timer_stop(loop, &l->hello_timer);
-  asr_ctl_close(&l->c);
-  free(l);
+  if (run->state < RUN_DONE) run->daemon_changed(run, d);
 }
 
 /* Sends m to daemon d: on its own connection, or wrapped on that of the
  * child of asrrun's above it. */
 static int dsend(daemon_t *d, const asr_ctl_msg_t *m) {
   if (!d->conn) return ASR_ENOTCONN;
-  return d->routed ? asr_ctl_send_routed(d->conn, (uint32_t)d->index, m) : asr_ctl_send(d->conn, m);
-}
-
-/* Whether host h has daemons below it in the tree. */
-static int has_below(const asrrun_t *run, int h) {
-  return asr_tree_nchildren(run->tree_radix, run->map.nhosts, h) > 0;
-}
-
-/* m to every daemon that can still hear it: to each child of asrrun's, for
- * its whole subtree when it has one. */
-static void bcast(asrrun_t *run, const asr_ctl_msg_t *m) {
-  for (int h = 0; h < run->map.nhosts; h++) {
-    daemon_t *d = &run->daemons[h];
-    if (!d->conn || over(d) || d->routed) continue;
-    if (has_below(run, h))
-      (void)asr_ctl_send_routed(d->conn, ASR_CTL_ALL_HOSTS, m);
-    else
-      (void)asr_ctl_send(d->conn, m);
-  }
+  return asr_tree_node_send(&d->run->node, d->index, m);
 }
 
 /* run->ask_ends: the verdict's round (asrrun_verdict.c). */
@@ -142,22 +96,13 @@ static int ask_ends(asrrun_t *run, uint32_t id) {
     n += d->ends_owed;
   }
   asr_ctl_msg_t m = {.type = ASR_CTL_ENDS_ASK, .u.ends.id = id};
-  if (n) bcast(run, &m);
+  if (n) asr_tree_node_bcast(&run->node, &m);
   return n;
 }
 
-/* The daemon's connection is gone (closed here or by its end). A routed
- * daemon's is its top's: only let go. */
-static void drop_conn(daemon_t *d) {
-  if (!d->conn) return;
-  if (d->routed) {
-    d->conn = NULL;
-    return;
-  }
-  link_free(d->run->loop, (link_t *)d->conn);
-  d->conn = NULL;
-  asr_loop_timer_stop(d->run->loop, &d->drain_timer);
-}
+/* The daemon's connection is gone (the node lets go of its own children's;
+ * a routed daemon's is its top's). */
+static void drop_conn(daemon_t *d) { d->conn = NULL; }
 
 /* "; lost with it, the N hosts beneath it in the tree (A, B, ...)" for the
  * daemons below d that are not over yet, or "". */
@@ -202,8 +147,9 @@ static void below_over(daemon_t *d) {
   }
 }
 
-/* Its connection ended: the daemon is over. How it ended before its DONE
- * says what to tell the user; in the tree its subtree ends with it. */
+/* Its connection ended: the daemon is over. Before its DONE, why (the
+ * node's words, or its parent's LOST) is what the user is told; in the tree
+ * its subtree ends with it. */
 static void daemon_over(daemon_t *d, const char *why) {
   asrrun_t *run = d->run;
   drop_conn(d);
@@ -214,58 +160,54 @@ static void daemon_over(daemon_t *d, const char *why) {
   }
   if (over(d)) return;
   asrrun_output_daemon_lost(run, d->index);
-  int st = d->reaped_status;
   char more[1600];
   beneath(d, more, sizeof more);
-  if (why)
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
-  else if (d->reaped)
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s died (%s %d) before the job finished%s", host_of(d),
-              WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), more);
-  else
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "lost the connection to asrd on host %s before the job finished%s",
-              host_of(d), more);
+  run->fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
   daemon_set_state(d, DAEMON_LOST);
   below_over(d);
 }
 
 /* --- fences ----------------------------------------------------------------- */
 
-/* Whether a daemon of host h's subtree sent the fence's blob. */
-static int subtree_fenced(const asrrun_t *run, int h) {
-  for (int k = h; k < run->map.nhosts; k++)
-    if (run->daemons[k].fence_in && asr_tree_in_subtree(run->tree_radix, h, k)) return 1;
-  return 0;
-}
-
-/* Once every daemon with ranks has sent its blob, every blob goes to each of
- * them in host order (an allgather): in the tree once to each child of
- * asrrun's whose subtree took part (its parents pass it on). */
-static void fence_check(asrrun_t *run) {
-  for (int h = 0; h < run->map.nhosts; h++)
-    if (run->daemons[h].nlocal > 0 && !run->daemons[h].fence_in) return;
+/* A fence is whole at the root: one blob of every host with ranks
+ * (checked by the node: of the subtree that sent it, once). Every blob goes
+ * to each daemon that took part, in host order (an allgather): once to
+ * each child of asrrun's whose subtree took part (its parents pass it on). */
+static void on_fence(asr_tree_node_t *n, uint32_t seq, uint32_t cnt, const uint8_t *entries, size_t len) {
+  asrrun_t *run = n->owner;
+  int want = 0;
+  for (int h = 0; h < run->map.nhosts; h++) want += run->daemons[h].nlocal > 0;
+  const uint8_t **blob = calloc((size_t)run->map.nhosts, sizeof *blob);
+  size_t *blen = calloc((size_t)run->map.nhosts, sizeof *blen);
   asr_buf_t all = {0};
-  for (int h = 0; h < run->map.nhosts; h++)
-    if (run->daemons[h].fence_in &&
-        asr_buf_put(&all, run->daemons[h].fence_blob, run->daemons[h].fence_len)) {
+  if (!blob || !blen) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory gathering a fence");
+    goto out;
+  }
+  if (cnt != (uint32_t)want) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "fence %u came whole with %u blobs, not one of each of the %d hosts with ranks",
+              seq, cnt, want);
+    goto out;
+  }
+  const uint8_t *p = entries, *b;
+  size_t left = len, bl;
+  uint32_t h;
+  while (asr_ctl_fence_sub_next(&p, &left, &h, &b, &bl)) {
+    blob[h] = b;
+    blen[h] = bl;
+  }
+  for (int k = 0; k < run->map.nhosts; k++)
+    if (blob[k] && asr_buf_put(&all, blob[k], blen[k])) {
       run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory gathering a fence");
-      break;
+      goto out;
     }
   asr_ctl_msg_t m = {.type = ASR_CTL_FENCE_DONE, .u.fence = {.id = 0, .data = all.data, .len = all.len}};
-  for (int h = 0; h < run->map.nhosts; h++) {
-    daemon_t *d = &run->daemons[h];
-    if (!d->routed && d->conn && subtree_fenced(run, h) && asr_ctl_send(d->conn, &m) == 0) run->fence_out++;
-  }
+  run->fence_out += (uint64_t)asr_tree_node_fence_done(n, &m);
   run->fences++;
   run->fence_bytes += all.len;
-  for (int h = 0; h < run->map.nhosts; h++) {
-    daemon_t *d = &run->daemons[h];
-    if (!d->fence_in) continue;
-    free(d->fence_blob);
-    d->fence_blob = NULL;
-    d->fence_len = 0;
-    d->fence_in = 0;
-  }
+out:
+  free(blob);
+  free(blen);
   asr_buf_free(&all);
 }
 
@@ -373,14 +315,12 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t fl
 }
 
 static void on_routed(daemon_t *top, asr_ctl_msg_t *m);
-static void on_fence_sub(daemon_t *top, asr_ctl_msg_t *m);
 static void on_lost(daemon_t *top, asr_ctl_msg_t *m);
 
-static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
-  (void)c;
-  daemon_t *d = arg;
+/* What daemon d said: on its own connection (the node's msg), or wrapped
+ * in a ROUTED of the child of asrrun's above it (on_routed). */
+static void handle(daemon_t *d, asr_ctl_msg_t *m) {
   asrrun_t *run = d->run;
-  if (!d->routed) run->ctl_in++; /* (what a routed daemon said came in its top's ROUTED) */
   switch (m->type) {
     case ASR_CTL_HEARTBEAT: break;
     case ASR_CTL_STARTED:
@@ -413,31 +353,9 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
       break;
     }
     case ASR_CTL_ENDS: asrrun_verdict_answer(run, d, m->u.ends.id); break;
-    case ASR_CTL_FENCE:
-      if (d->routed || has_below(run, d->index)) {
-        /* a parent gathers its subtree's blobs: FENCE_SUB */
-        run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent a FENCE, not its subtree's FENCE_SUB",
-                  host_of(d));
-        break;
-      }
-      run->fence_in++;
-      if (d->fence_in) {
-        run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent a second fence before the first was done",
-                  host_of(d));
-        break;
-      }
-      d->fence_blob = malloc(m->u.fence.len ? m->u.fence.len : 1);
-      if (!d->fence_blob) {
-        run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for a fence of %zu bytes", m->u.fence.len);
-        break;
-      }
-      if (m->u.fence.len) memcpy(d->fence_blob, m->u.fence.data, m->u.fence.len);
-      d->fence_len = m->u.fence.len;
-      d->fence_in = 1;
-      fence_check(run);
-      break;
     case ASR_CTL_ERROR: run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", m->u.error.msg); break;
     case ASR_CTL_DONE:
+      if (d->child) d->child->done = 1; /* its end is no loss, nor its silence */
       if (d->state < DAEMON_DONE) daemon_set_state(d, DAEMON_DONE);
       break;
     case ASR_CTL_REPORT:
@@ -446,12 +364,6 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     case ASR_CTL_ROUTED:
       if (!d->routed) {
         on_routed(d, m);
-        break;
-      }
-      goto unexpected;
-    case ASR_CTL_FENCE_SUB:
-      if (!d->routed) {
-        on_fence_sub(d, m);
         break;
       }
       goto unexpected;
@@ -518,38 +430,11 @@ static void on_routed(daemon_t *top, asr_ctl_msg_t *m) {
     routed_join(top, d, &in);
   else if (d->conn && !over(d) && in.type != ASR_CTL_FENCE_SUB && in.type != ASR_CTL_LOST &&
            in.type != ASR_CTL_FENCE)
-    on_msg(d->conn, &in, d);
+    handle(d, &in);
   else if (!over(d))
     run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed an unexpected %s of host %s", host_of(top),
               asr_ctl_type_name(in.type), host_of(d));
   asr_ctl_msg_free(&in);
-}
-
-/* A subtree's blobs for the fence, gathered by its root (asrrun's child). */
-static void on_fence_sub(daemon_t *top, asr_ctl_msg_t *m) {
-  asrrun_t *run = top->run;
-  const uint8_t *p = m->u.fence_sub.entries, *blob;
-  size_t len = m->u.fence_sub.len, blen;
-  uint32_t h;
-  run->fence_in++;
-  while (asr_ctl_fence_sub_next(&p, &len, &h, &blob, &blen)) {
-    daemon_t *d = h < (uint32_t)run->map.nhosts ? &run->daemons[h] : NULL;
-    if (!d || (d != top && !below(top, h)) || d->fence_in || d->nlocal == 0) {
-      run->fail(run, ASRRUN_EXIT_LAUNCH,
-                "asrd on host %s sent a fence blob of host %u: not of its subtree, of no ranks, or twice",
-                host_of(top), h);
-      return;
-    }
-    d->fence_blob = malloc(blen ? blen : 1);
-    if (!d->fence_blob) {
-      run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for a fence of %zu bytes", blen);
-      return;
-    }
-    if (blen) memcpy(d->fence_blob, blob, blen);
-    d->fence_len = blen;
-    d->fence_in = 1;
-  }
-  fence_check(run);
 }
 
 /* A parent below lost a child: that daemon and its subtree are over. */
@@ -563,16 +448,15 @@ static void on_lost(daemon_t *top, asr_ctl_msg_t *m) {
   daemon_over(&run->daemons[m->u.lost.host], m->u.lost.why);
 }
 
-static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
-  (void)c;
-  daemon_t *d = arg;
-  char msg[400];
-  const char *say = NULL;
-  if (err == ASR_EPROTO) { /* garbage from a daemon is worth naming */
-    snprintf(msg, sizeof msg, "asrd on host %s: %s", host_of(d), why);
-    say = msg;
-  }
-  daemon_over(d, say);
+static void on_msg(asr_tree_node_t *n, asr_tree_child_t *ch, asr_ctl_msg_t *m) {
+  (void)n;
+  handle(ch->data, m);
+}
+
+/* The node is done with a child of asrrun's: why says how it ended. */
+static void on_over(asr_tree_node_t *n, asr_tree_child_t *ch, const char *why) {
+  (void)n;
+  daemon_over(ch->data, why);
 }
 
 /* --- the JOB ------------------------------------------------------------------ */
@@ -608,8 +492,7 @@ static void send_job(daemon_t *d) {
     env_n[nenv] = (char *)cfg->env[i].name;
     env_v[nenv++] = (char *)v;
   }
-  asr_ctl_msg_t m = {.type = ASR_CTL_JOB};
-  m.u.job = (asr_ctl_job_t){
+  asr_ctl_job_t job = {
       .nranks = (uint32_t)map->nranks,
       .nhosts = (uint32_t)map->nhosts,
       .index = (uint32_t)d->index,
@@ -648,14 +531,8 @@ static void send_job(daemon_t *d) {
       .tree_asrd = run->tree_asrd,
       .tree_ip = run->tree_ip,
   };
-  int rc = asr_ctl_send(d->conn, &m);
-  if (rc)
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot send the job to host %s: %s", host_of(d), asr_strerror(rc));
-  for (uint32_t s = 1; s <= 2; s++)
-    if (asrrun_output_gone(run, (int)s)) {
-      asr_ctl_msg_t g = {.type = ASR_CTL_OUTPUT_CLOSED, .u.closed.stream = s};
-      (void)asr_ctl_send(d->conn, &g);
-    }
+  /* (a failure loses the daemon: on_over says why) */
+  (void)asr_tree_node_send_job(&run->node, d->child, &job);
 out:
   free(host_of_rank);
   free(lnc_of_rank);
@@ -667,51 +544,12 @@ out:
 
 /* --- call back -------------------------------------------------------------------- */
 
-static void on_hello_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
-  link_t *l = t->arg;
-  if (!l->rejected)
-    asr_warn("asrrun", "a control connection sent no HELLO within %d s; closed", HELLO_MS / 1000);
-  link_free(loop, l);
-}
-
-/* Closed now, freed at the next iteration (we may be inside its callback). */
-static void link_discard(link_t *l) {
-  asr_ctl_close(&l->c);
-  l->rejected = 1;
-  asr_loop_timer_start(l->run->loop, &l->hello_timer, 0, on_hello_timeout, l);
-}
-
-static void on_hello_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
-  (void)c, (void)err, (void)why;
-  link_discard(arg);
-}
-
-static void reject(link_t *l) {
-  asr_warn("asrrun",
-           "refused a control connection that did not identify itself as one of this job's daemons");
-  link_discard(l);
-}
-
-static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
-  link_t *l = arg;
-  asrrun_t *run = l->run;
-  if (m->type != ASR_CTL_HELLO) {
-    reject(l);
-    return;
-  }
-  uint32_t in = m->u.hello.index;
-  /* the early local daemon learns its index from the JOB (asrrun_early.c) */
-  int index = in == ASR_CTL_INDEX_AHEAD ? run->early.index : in < (uint32_t)run->map.nhosts ? (int)in : -1;
-  if (index < 0 || strcmp(m->u.hello.secret_hex, run->secret_hex) != 0 || run->daemons[index].conn ||
-      run->daemons[index].state != DAEMON_LAUNCHING || run->daemons[index].routed) {
-    reject(l);
-    return;
-  }
-  daemon_t *d = &run->daemons[index];
-  asr_loop_timer_stop(run->loop, &l->hello_timer);
-  asr_ctl_set_owner(c, on_msg, on_close, d);
-  d->conn = &l->c;
-  run->ctl_links++;
+/* A child of asrrun's called back (the node checked its HELLO). */
+static void on_up(asr_tree_node_t *n, asr_tree_child_t *ch, const asr_ctl_msg_t *hello) {
+  (void)hello;
+  asrrun_t *run = n->owner;
+  daemon_t *d = ch->data;
+  d->conn = ch->conn;
   d->stdin_credit = ASR_CTL_STDIN_WINDOW;
   daemon_set_state(d, DAEMON_JOINED);
   asrrun_report_daemon_up(run, d, ++run->daemons_up, asr_loop_now(run->loop) - run->launch_ms);
@@ -741,96 +579,43 @@ static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   send_job(d);
 }
 
-static void on_listener(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
-  (void)events;
-  asrrun_t *run = io->arg;
-  for (int i = 0; i < 64; i++) {
-    int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    link_t *l = calloc(1, sizeof *l);
-    if (!l || asr_ctl_start(loop, &l->c, fd, on_hello, on_hello_close, l) != 0) {
-      close(fd);
-      free(l);
-      continue;
-    }
-    l->run = run;
-    asr_loop_timer_start(loop, &l->hello_timer, HELLO_MS, on_hello_timeout, l);
-  }
-}
-
 /* --- the processes ---------------------------------------------------------- */
 
-static void on_drain_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
-  (void)loop;
-  daemon_over(t->arg, NULL); /* it died: what it had sent came, DONE did not */
-}
-
-static void on_daemon_exit(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int st) {
-  daemon_t *d = p->arg;
-  asrrun_t *run = d->run;
-  if (!have_status) st = 0;
-  reaped(d, d->pid, st);
-  if (over(d) || d->state >= DAEMON_DONE) {
-    run->daemon_changed(run, d);
-    return;
-  }
-  if (d->conn) {
-    /* Its last messages (DONE among them) may still sit in its socket: the
-     * connection ends, or a bounded wait does. */
-    asr_loop_timer_start(loop, &d->drain_timer, DRAIN_MS, on_drain_timeout, d);
-    return;
-  }
-  char msg[3072];
+/* What the user is told when the process that was to start a daemon ended
+ * before the daemon called back: the launch backend's words. */
+static void agent_why(asr_tree_node_t *n, asr_tree_child_t *ch, int st, char *msg, size_t len) {
+  asrrun_t *run = n->owner;
+  daemon_t *d = ch->data;
   int sig = WIFSIGNALED(st), code = sig ? WTERMSIG(st) : WEXITSTATUS(st);
   if (!d->local && run->cfg.launcher == ASR_LAUNCHER_SLURM)
-    snprintf(
-        msg, sizeof msg,
-        "the srun step for node %s ended with %s %d before asrd called back; check that 'srun -N 1 -w %s "
-        "true' works in this allocation and that asrd is installed there (--prefix)",
-        host_of(d), sig ? "signal" : "status", code, host_of(d));
+    snprintf(msg, len,
+             "the srun step for node %s ended with %s %d before asrd called back; check that 'srun -N 1 -w %s "
+             "true' works in this allocation and that asrd is installed there (--prefix)",
+             host_of(d), sig ? "signal" : "status", code, host_of(d));
   else if (!d->local)
-    snprintf(msg, sizeof msg,
+    snprintf(msg, len,
              "the launch agent for host %s (%s) ended with %s %d before asrd called back; check that '%s %s "
              "true' works and that asrd is installed there (--prefix)",
              host_of(d), run->cfg.launch_agent, sig ? "signal" : "status", code, run->cfg.launch_agent,
              host_of(d));
   else
-    snprintf(msg, sizeof msg, "asrd on host %s died (%s %d) before the job finished", host_of(d),
+    snprintf(msg, len, "asrd on host %s died (%s %d) before the job finished", host_of(d),
              sig ? "signal" : "status", code);
-  daemon_over(d, msg);
 }
 
-/* The heartbeat rule counts only time in which asrrun itself ran: a tick
- * that comes late by more than a period means asrrun was stopped (Ctrl-Z,
- * SIGSTOP) or starved, and the daemons' silence meanwhile says nothing of
- * them (their heartbeats wait unread in the sockets); that gap is forgiven. */
-static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
-  asrrun_t *run = t->arg;
-  uint64_t now = asr_loop_update_now(loop), silence_ms = (uint64_t)run->cfg.heartbeat_timeout_s * 1000;
-  uint64_t gap = run->last_tick_ms && now - run->last_tick_ms > 2 * HEARTBEAT_MS
-                     ? now - run->last_tick_ms - HEARTBEAT_MS
-                     : 0;
-  run->last_tick_ms = now;
-  for (int h = 0; h < run->map.nhosts; h++) {
-    daemon_t *d = &run->daemons[h];
-    if (!d->conn || over(d) || d->routed) continue; /* a routed daemon's parent judges it */
-    if (gap) d->conn->last_rx_ms = d->conn->last_rx_ms + gap < now ? d->conn->last_rx_ms + gap : now;
-    /* a daemon that is done still hears from us: with several hosts it
-     * serves its KV store until SHUTDOWN, and takes silence for our end */
-    (void)asr_ctl_send_empty(d->conn, ASR_CTL_HEARTBEAT);
-    if (d->state < DAEMON_DONE && now - d->conn->last_rx_ms > silence_ms) {
-      /* A host cut off or frozen: TCP would not notice for many minutes. */
-      char msg[300];
-      snprintf(
-          msg, sizeof msg,
-          "lost contact with asrd on host %s: nothing heard for %d s (host down or network cut?); aborting "
-          "the job",
-          host_of(d), run->cfg.heartbeat_timeout_s);
-      daemon_over(d, msg);
-    }
-  }
-  asr_loop_timer_start(loop, t, HEARTBEAT_MS, on_heartbeat, run);
+static void on_error(asr_tree_node_t *n, const char *why) {
+  asrrun_t *run = n->owner;
+  run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", why);
 }
+
+static const asr_tree_node_ops_t node_ops = {.up = on_up,
+                                             .msg = on_msg,
+                                             .over = on_over,
+                                             .agent_why = agent_why,
+                                             .reaped = on_reaped,
+                                             .fence = on_fence,
+                                             .error = on_error,
+                                             .idle = NULL};
 
 /* -v: a launch that takes over a second says how far it got, each second. */
 static void on_progress(asr_loop_t *loop, asr_loop_timer_t *t) {
@@ -838,26 +623,6 @@ static void on_progress(asr_loop_t *loop, asr_loop_timer_t *t) {
   if (run->daemons_up >= run->map.nhosts || run->state >= RUN_ABORTING) return;
   asrrun_report_progress(run, run->daemons_up, asr_loop_now(loop) - run->launch_ms);
   asr_loop_timer_start(loop, t, 1000, on_progress, run);
-}
-
-/* Every daemon calls back within CALLBACK_MS of its parent's start: in the
- * tree, one d hops down within d times that of the launch (each level's
- * agents start once their parent has its JOB). */
-static void on_callback_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
-  asrrun_t *run = t->arg;
-  uint64_t elapsed = asr_loop_now(loop) - run->launch_ms;
-  int later = 0;
-  for (int h = 0; h < run->map.nhosts; h++) {
-    if (run->daemons[h].state != DAEMON_LAUNCHING) continue;
-    uint64_t bound = (uint64_t)CALLBACK_MS * (uint64_t)asr_tree_depth(run->tree_radix, h);
-    if (elapsed + 100 >= bound)
-      run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s did not call back within %llu s",
-                host_of(&run->daemons[h]), (unsigned long long)(bound / 1000));
-    else
-      later = 1;
-  }
-  if (later && run->state < RUN_ABORTING)
-    asr_loop_timer_start(loop, t, CALLBACK_MS, on_callback_deadline, run);
 }
 
 /* The output flow control (asrrun_output.c calls these through run). */
@@ -868,23 +633,38 @@ static void give_credit(asrrun_t *run, int h, uint32_t bytes) {
   (void)dsend(d, &m);
 }
 
-static void reader_gone(asrrun_t *run, int stream) {
-  asr_ctl_msg_t m = {.type = ASR_CTL_OUTPUT_CLOSED, .u.closed.stream = (uint32_t)stream};
-  bcast(run, &m);
-}
+static void reader_gone(asrrun_t *run, int stream) { asr_tree_node_output_closed(&run->node, stream); }
 
 int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asrd_remote,
                           const char *ctl_local, const char *ctl_remote) {
   run->ask_ends = ask_ends;
-  int rc = asr_loop_io_start(run->loop, &run->lio, run->lfd, ASR_LOOP_READ, on_listener, run);
-  if (rc == 0 && run->early.lfd >= 0)
-    rc = asr_loop_io_start(run->loop, &run->early_lio, run->early.lfd, ASR_LOOP_READ, on_listener, run);
+  char err[1024];
+  run->host_ranks = calloc((size_t)run->map.nhosts, 1);
+  run->host_ptrs = calloc((size_t)run->map.nhosts, sizeof *run->host_ptrs);
+  if (!run->host_ranks || !run->host_ptrs) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for %d hosts", run->map.nhosts);
+    return ASR_ENOMEM;
+  }
+  for (int h = 0; h < run->map.nhosts; h++) {
+    run->host_ranks[h] = run->daemons[h].nlocal > 0;
+    run->host_ptrs[h] = run->map.host_names[h];
+  }
+  asr_tree_node_t *n = &run->node;
+  int rc = asr_tree_node_init(n, run->loop, &node_ops, run, "asrrun", -1, run->tree_radix, run->map.nhosts,
+                              run->host_ptrs, run->host_ranks, run->secret_hex,
+                              (uint64_t)run->cfg.heartbeat_timeout_s * 1000, err, sizeof err);
+  if (rc) {
+    run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", err);
+    return rc;
+  }
+  n->ahead_index = run->early.index;
+  rc = asr_tree_node_listen(n, run->lfd);
+  if (rc == 0 && run->early.lfd >= 0) rc = asr_tree_node_listen(n, run->early.lfd);
   if (rc) {
     run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch the control port: %s", asr_strerror(rc));
     return rc;
   }
   int slurm = run->cfg.launcher == ASR_LAUNCHER_SLURM;
-  char err[1024];
   run->launch_ms = asr_loop_now(run->loop);
   if (run->cfg.verbose) asr_loop_timer_start(run->loop, &run->progress, 1000, on_progress, run);
   for (int h = 0; h < run->map.nhosts; h++) {
@@ -893,7 +673,14 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
     d->top = &run->daemons[run->tree_radix > 0 ? asr_tree_child_toward(run->tree_radix, -1, h) : h];
     d->routed = d->top != d;
     if (d->routed) continue;
-    if (d->pid <= 0) {
+    d->child = asr_tree_node_child(n, h);
+    d->child->data = d;
+  }
+  for (int h = 0; h < run->map.nhosts; h++) {
+    daemon_t *d = &run->daemons[h];
+    if (d->routed) continue;
+    pid_t pid = h == run->early.index ? run->early.pid : 0;
+    if (pid <= 0) {
       const asr_launch_ops_t *ops = d->local ? &asr_launch_local
                                     : slurm  ? &asr_launch_slurm
                                              : &asr_launch_rsh;
@@ -905,37 +692,39 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
                              .index = h,
                              .port = run->port,
                              .verbose = run->cfg.verbose};
-      d->pid = ops->start(&a, err, sizeof err);
-      if (d->pid < 0) {
-        d->pid = 0;
-        run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot start asrd for host %s: %s", host_of(d), err);
-        daemon_set_state(d, DAEMON_LOST);
+      pid = ops->start(&a, err, sizeof err);
+      if (pid < 0) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "cannot start asrd for host %s: %s", host_of(d), err);
+        asr_tree_node_lose(n, d->child, msg);
         continue;
       }
     }
-    rc = asr_loop_pid_start(run->loop, &d->exit_watch, d->pid, 1, on_daemon_exit, d);
-    if (rc)
-      run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch asrd for host %s: %s", host_of(d), asr_strerror(rc));
+    rc = asr_tree_node_watch(n, d->child, pid);
+    if (rc) {
+      char msg[300];
+      snprintf(msg, sizeof msg, "cannot watch asrd for host %s: %s", host_of(d), asr_strerror(rc));
+      asr_tree_node_lose(n, d->child, msg);
+    }
   }
   run->output_credit = give_credit;
   /* what a parent in the tree starts its children with (the JOB's tree fields) */
   snprintf(run->tree_asrd, sizeof run->tree_asrd, "%s", asrd_remote);
   snprintf(run->tree_ip, sizeof run->tree_ip, "%.*s", (int)strcspn(ctl_remote, ":"), ctl_remote);
   run->output_gone = reader_gone;
-  run->last_tick_ms = asr_loop_now(run->loop);
-  asr_loop_timer_start(run->loop, &run->heartbeat, HEARTBEAT_MS, on_heartbeat, run);
-  asr_loop_timer_start(run->loop, &run->hello_deadline, CALLBACK_MS, on_callback_deadline, run);
+  asr_tree_node_run(n);
   return 0;
 }
 
 void asrrun_daemons_kill(asrrun_t *run, int sig) {
   asr_ctl_msg_t m = {.type = ASR_CTL_KILL, .u.kill.sig = (uint32_t)sig};
-  bcast(run, &m);
+  asr_tree_node_bcast(&run->node, &m);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     /* a daemon that never called back cannot be told: after SIGKILL its
      * local process is killed directly */
-    if (sig == SIGKILL && d->state == DAEMON_LAUNCHING && d->pid > 0) kill(d->pid, SIGKILL);
+    if (sig == SIGKILL && d->state == DAEMON_LAUNCHING && d->child && d->child->agent > 0)
+      kill(d->child->agent, SIGKILL);
   }
 }
 
@@ -945,28 +734,16 @@ int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m) {
   return dsend(d, m);
 }
 
-void asrrun_daemons_flush(asrrun_t *run) {
-  for (int h = 0; h < run->map.nhosts; h++)
-    if (run->daemons[h].conn && !run->daemons[h].routed) asr_ctl_flush(run->daemons[h].conn);
-}
+void asrrun_daemons_flush(asrrun_t *run) { asr_tree_node_flush(&run->node); }
 
 void asrrun_daemons_shutdown(asrrun_t *run) {
-  asr_loop_timer_stop(run->loop, &run->heartbeat);
-  asr_loop_timer_stop(run->loop, &run->hello_deadline);
   asr_ctl_msg_t m = {.type = ASR_CTL_SHUTDOWN};
+  /* a parent closes once its children have: each level's close is bounded */
   int depth = asr_tree_depth(run->tree_radix, run->map.nhosts - 1);
+  asr_tree_node_shutdown(&run->node, &m, CLOSE_MS, CLOSE_MS * depth);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
-    if (!d->conn) continue;
-    if (!d->routed) {
-      if (has_below(run, h))
-        (void)asr_ctl_send_routed(d->conn, ASR_CTL_ALL_HOSTS, &m); /* its parents pass it on */
-      else
-        (void)asr_ctl_send(d->conn, &m);
-      /* a parent closes once its children have: each level's close is bounded */
-      asr_ctl_finish(d->conn, CLOSE_MS * (has_below(run, h) ? depth : 1));
-    }
-    if (d->state == DAEMON_DONE) daemon_set_state(d, DAEMON_CLOSING);
+    if (d->conn && d->state == DAEMON_DONE) daemon_set_state(d, DAEMON_CLOSING);
   }
 }
 
@@ -976,10 +753,23 @@ int asrrun_daemons_all_done(const asrrun_t *run) {
   return 1;
 }
 
+/* A daemon given up on (LOST) is not waited for: the node killed its agent,
+ * and asrrun_daemons_stop reaps it. */
 int asrrun_daemons_all_ended(const asrrun_t *run) {
-  for (int h = 0; h < run->map.nhosts; h++)
-    if (run->daemons[h].conn || run->daemons[h].pid > 0) return 0;
+  for (int h = 0; h < run->map.nhosts; h++) {
+    const daemon_t *d = &run->daemons[h];
+    if (d->conn || (d->child && d->child->agent > 0 && d->state != DAEMON_LOST)) return 0;
+  }
   return 1;
+}
+
+void asrrun_daemons_say_unended(const asrrun_t *run, int waited_ms) {
+  for (int h = 0; h < run->map.nhosts; h++) {
+    const daemon_t *d = &run->daemons[h];
+    if (d->conn || (d->child && d->child->agent > 0 && d->state != DAEMON_LOST))
+      asr_warn("asrrun", "asrd on host %s (%s) did not end within %d s of the job's end; killing it", host_of(d),
+               asrrun_daemon_state_name(d->state), waited_ms / 1000);
+  }
 }
 
 void asrrun_daemons_stdin(asrrun_t *run, const uint8_t *p, size_t n) {
@@ -1012,24 +802,15 @@ int asrrun_daemons_stdin_ready(const asrrun_t *run) {
 void asrrun_daemons_stop(asrrun_t *run) {
   asrrun_verdict_stop(run);
   asr_loop_timer_stop(run->loop, &run->progress);
-  asr_loop_timer_stop(run->loop, &run->heartbeat);
-  asr_loop_timer_stop(run->loop, &run->hello_deadline);
-  asr_loop_io_stop(run->loop, &run->lio);
-  asr_loop_io_stop(run->loop, &run->early_lio);
+  for (int h = 0; run->daemons && h < run->map.nhosts; h++) drop_conn(&run->daemons[h]);
+  /* bounded waits are over: what is left is killed and reaped */
+  asr_tree_node_fini(&run->node, 1);
   for (int h = 0; run->daemons && h < run->map.nhosts; h++) {
-    daemon_t *d = &run->daemons[h];
-    drop_conn(d);
-    asr_loop_pid_stop(run->loop, &d->exit_watch);
-    if (d->pid > 0) {
-      /* bounded waits are over: what is left is killed and reaped */
-      pid_t pid = d->pid;
-      kill(pid, SIGKILL);
-      int st = 0;
-      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      reaped(d, pid, st);
-    }
-    free(d->fence_blob);
-    free(d->pgids);
+    run->daemons[h].child = NULL;
+    free(run->daemons[h].pgids);
   }
+  free(run->host_ranks);
+  free(run->host_ptrs);
+  run->host_ranks = NULL;
+  run->host_ptrs = NULL;
 }

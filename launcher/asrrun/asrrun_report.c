@@ -82,8 +82,8 @@ void asrrun_report_ctl(const asrrun_t *run) {
           "asrrun: control: %d connection%s, %llu messages in; %llu fence%s: %llu fence messages in, %llu "
           "out, %llu "
           "bytes gathered\n",
-          run->ctl_links, run->ctl_links == 1 ? "" : "s", (unsigned long long)run->ctl_in,
-          (unsigned long long)run->fences, run->fences == 1 ? "" : "s", (unsigned long long)run->fence_in,
+          run->node.links_up, run->node.links_up == 1 ? "" : "s", (unsigned long long)run->node.msgs_in,
+          (unsigned long long)run->fences, run->fences == 1 ? "" : "s", (unsigned long long)run->node.fence_msgs_in,
           (unsigned long long)run->fence_out, (unsigned long long)run->fence_bytes);
 }
 

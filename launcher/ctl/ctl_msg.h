@@ -118,6 +118,15 @@ typedef enum {
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
+/* The protocol's clock, the same at every end of every link of the tree
+ * (asrrun, each asrd): HEARTBEAT goes each way every HEARTBEAT_MS (a peer
+ * silent for the JOB's heartbeat timeout is lost); a new connection's
+ * HELLO must come within HELLO_MS; a daemon started must call back within
+ * CALLBACK_MS of its start. */
+#define HEARTBEAT_MS 1000
+#define HELLO_MS 5000
+#define CALLBACK_MS 30000
+
 /* The host index in the HELLO of a daemon started ahead of the job, before
  * asrrun knew its host's index (asrrun's early local daemon); the JOB tells
  * it its index. */

@@ -153,6 +153,8 @@ rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ $rc = 125 ] || fail "exit $rc, wanted 125"
 grep -q "lost contact with asrd on host $H3" "$out" || fail "no summary naming host $H3"
+# a daemon given up on is not waited for at the job's end (asrrun kills its agent)
+! grep -q "did not end within" "$out" || fail "asrrun waited for the lost daemon: $(grep "did not end within" "$out")"
 ((ms < 20000)) || fail "the job took $ms ms to end"
 # the cut-off host cleans itself: its asrd hears nothing and kills its ranks
 check_clean 20
