@@ -157,6 +157,7 @@ section "checks"
 step format-check "$top/scripts/check-format.sh"
 step layering-check "$top/tests/check-layering.sh" "$top/build"
 step layering-check-planted "$top/tests/check-layering-planted.sh"
+step tour-check /usr/bin/python3 "$top/tests/check-tour.py" "$top"
 # one error space (ASR_E*): no bare -1 returned in the C layers (issue 20)
 step error-space-check bash -c "cd '$top' && ! grep -rn 'return -1' common bootstrap runtime launcher"
 step valgrind-close "$top/tests/valgrind-close.sh" "$top/build"

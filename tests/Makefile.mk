@@ -92,6 +92,8 @@ EXTRA_DIST += tests/run-suite.sh tests/sanitized-cases.txt
 # The module graph check (tests/check-layering.sh BUILD_DIR, a step of
 # scripts/test.sh) and its own test, which plants each kind of violation.
 EXTRA_DIST += tests/check-layering.sh tests/check-layering-planted.sh
+# README.md's tour of the source, checked against the tree (a step of scripts/test.sh).
+EXTRA_DIST += tests/check-tour.py
 
 # Example programs (the quick start runs kv_demo).
 noinst_PROGRAMS += tests/apps/kv_demo
