@@ -16,10 +16,9 @@
 #                   asr: tests/apps/pingpong -m lat -s SIZE -S SIZE (round
 #                   trip / 2; pingpong and ofi_raw warm up with up to 1000
 #                   untimed round trips first). All three tools time the
-#                   same number of round trips per size, fi_pingpong's (below):
-#                   pingpong and ofi_raw used to time a tenth of it, 5000 round
-#                   trips, 3 ms at 1 B on shm, where one preemption of the
-#                   2-CPU VM moved a figure by a third.
+#                   same number of round trips per size, fi_pingpong's (below),
+#                   enough that one preemption of a small VM cannot move a
+#                   small size's figure much.
 #                   raw: fi_pingpong -e rdm -m tagged -S SIZE -I N, one run per
 #                   size (-S all would also run the 1.5x sizes, with one -I for
 #                   all of them), N = 10*ITERS below 64 KiB, ITERS below 1 MiB,
@@ -77,7 +76,7 @@
 # their size column is the number of
 # processes ("16p"). The raw init part pays what libfabric
 # 1.17 costs every process at its first fi_getinfo here -- the verbs
-# provider reads /proc/kallsyms, about 100 ms of CPU -- which libasr avoids
+# provider reads /proc/kallsyms -- which libasr avoids
 # (runtime/platform/ofi_kallsyms.c); its part after init costs next to nothing for
 # the address exchange, where libasr's goes through the KV store.
 #
@@ -86,7 +85,7 @@
 # and their smallest and largest: a run's asr and raw figures were measured
 # next to each other, in one state of the machine, so a wide range says
 # that the machine's noise, not libasr, decides that ratio (loopback TCP
-# bandwidth here moves by 2x between identical runs). The payloads are verified by
+# bandwidth moves a lot between identical runs). The payloads are verified by
 # pingpong, ofi_raw and asr_bench: every message's stamp inside the timed
 # loop, every byte of the first and of the last message (latency) or window
 # (bandwidth) outside it (fi_pingpong runs without -c, which would put its
@@ -99,16 +98,11 @@
 # receiver's region lock, and the receiver's progress takes that lock as
 # soon as it is signalled, so a receiver polling while the window arrives
 # fights for the lock message by message, and one that is still posting
-# takes the window in one go. Measured (2026-12-01, ofi_raw, 256 B, window
-# 64, 3 runs each): 310-421 MB/s as it is; 245-281 MB/s with one
-# clock_gettime pair (about 40 ns) added before every send; 460-1010 MB/s
-# with 30 to 60 ns added before every receive post. libasr's sender spends
-# about 25 ns more per message than a bare fi_tinject (two takes of the
-# LNC's ep_lock: asr_isend's and asr_test's, libasr's locked request
-# freelist; a one-process loop: asr_isend 56 ns and asr_test 12 ns against
-# fi_tinject's 43), which on this side of the scale costs more than its
-# share: 256 B came out at 0.92 of raw over 11 runs while 64 B came out at
-# 1.14.
+# takes the window in one go: a few tens of nanoseconds added on either
+# side move such a window's bandwidth more than their share. libasr's
+# sender does a little more per message than a bare fi_tinject (two takes
+# of the LNC's ep_lock: asr_isend's and asr_test's, libasr's locked request
+# freelist), so these rows' ratios swing on both sides of 1.
 #
 # Knobs (environment): PIN (1: see below; 0: unpinned), PROVIDERS ("shm tcp;ofi_rxm"), REPS (5), MESH_REPS (3),
 # MESH_SIZES ("16 64 192"), MESH_LNCS (4), RATE (1; 0: no rate runs, and no rate line), ITERS (5000: round trips per latency
@@ -468,10 +462,9 @@ for prov in $PROVIDERS; do
     REP=$rep
     echo "ofi_bench: $prov: run $rep of $REPS ($(($(date +%s) - START)) s)" >&2
     # Each size's asr run sits next to its raw runs, in an order that
-    # alternates from run to run: this machine's small-message speed can
-    # change for minutes at a time (shm's 1 B latency between about 0.3 and
-    # 0.9 us, for raw libfabric as much as for libasr), and runs that are
-    # minutes apart would compare one state with the other.
+    # alternates from run to run: a VM's small-message speed can change for
+    # minutes at a time, for raw libfabric as much as for libasr, and runs
+    # that are minutes apart would compare one state with the other.
     if [ $((rep % 2)) -eq 1 ]; then
       for s in $LAT_SIZES; do
         run_fi_pingpong "$prov" "$tag" "$s"; run_ofi_raw "$prov" "$tag" lat "$s"; run_asr_pingpong "$prov" "$tag" lat "$s"
