@@ -269,9 +269,10 @@ static uint8_t *answer_slot(conn_t *c) {
   return f;
 }
 
-/* Queues an answer on c, with id when c is pipelined. */
-static void reply_id(conn_t *c, uint32_t id, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key,
-                     size_t klen, const uint8_t *val, size_t vlen) {
+/* Queues an answer on c: with the request's id when c is pipelined; a
+ * connection of the seed's kind answers in order, with no id to echo. */
+static void reply(conn_t *c, uint32_t id, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key,
+                  size_t klen, const uint8_t *val, size_t vlen) {
   asr_kv_msg_t m = {.opcode = opcode,
                     .vtype = vtype,
                     .flags = c->pipelined ? ASR_KV_FLAG_ID : 0,
@@ -285,41 +286,40 @@ static void reply_id(conn_t *c, uint32_t id, uint8_t opcode, uint8_t vtype, uint
   if (f) asr_kv_frame_encode(f, &m);
 }
 
-static void reply(conn_t *c, uint8_t opcode, uint8_t vtype, uint32_t aux, const uint8_t *key, size_t klen,
-                  const uint8_t *val, size_t vlen) {
-  reply_id(c, 0, opcode, vtype, aux, key, klen, val, vlen);
-}
-
-static void reply_error_v(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt,
-                          va_list ap) {
+/* Refuses request id on c with an opcode-6 answer saying why; with
+ * close_after, c is dropped once its answers are out. */
+static void refuse(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void refuse(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt, ...) {
   char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
   int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
   if (n < 0) n = 0;
   if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
   asr_debug("kvs", "refusing a request on fd %d: %s", c->fd, msg);
-  reply_id(c, id, ASR_KV_OP_ERROR, 0, 0, NULL, 0, (const uint8_t *)msg, (size_t)n);
+  reply(c, id, ASR_KV_OP_ERROR, 0, 0, NULL, 0, (const uint8_t *)msg, (size_t)n);
   if (close_after) c->close_after = 1;
   s->st.errors++;
 }
 
-static void reply_error(asr_kv_server_t *s, conn_t *c, int close_after, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void reply_error(asr_kv_server_t *s, conn_t *c, int close_after, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  reply_error_v(s, c, 0, close_after, fmt, ap);
-  va_end(ap);
+/* Answers request id on c with entry e's value (opcode: a GET's answer or
+ * LIST_ENTRY). A value longer than ASR_KV_VAL_MAX_ID does not fit a frame
+ * with an id (kv_frame.h), so a pipelined connection gets a refusal by id
+ * for it instead, and goes on. */
+static void reply_value(asr_kv_server_t *s, conn_t *c, uint32_t id, uint8_t opcode, uint8_t vtype,
+                        uint32_t aux, const uint8_t *key, size_t klen, const asr_kv_entry_t *e) {
+  if (c->pipelined && e->vlen > ASR_KV_VAL_MAX_ID)
+    refuse(s, c, id, 0, "the value of %u bytes does not fit a frame with an id (at most %d)", e->vlen,
+           ASR_KV_VAL_MAX_ID);
+  else
+    reply(c, id, opcode, vtype, aux, key, klen, e->val, e->vlen);
 }
 
-/* A pipelined refusal, by the request's id. */
-static void reply_error_id(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void reply_error_id(asr_kv_server_t *s, conn_t *c, uint32_t id, int close_after, const char *fmt,
-                           ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  reply_error_v(s, c, id, close_after, fmt, ap);
-  va_end(ap);
+/* The answer opcode of a GET of value type vtype (kv_frame.h). */
+static uint8_t get_answer_op(uint8_t vtype) {
+  return vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY;
 }
 
 /* Holds a GET (m, already checked) of c until its key is set or `wait_ms`
@@ -372,14 +372,10 @@ static void want_pipe_events(asr_kv_server_t *s, conn_t *c);
  * is over), and frees h. The response goes out when the socket is writable. */
 static void answer_held(asr_kv_server_t *s, held_t *h, const asr_kv_entry_t *e, uint64_t now) {
   conn_t *c = h->c;
-  if (e && c->pipelined && e->vlen > ASR_KV_VAL_MAX_ID)
-    reply_error_id(s, c, h->id, 0, "the value of %u bytes does not fit a frame with an id (at most %d)",
-                   e->vlen, ASR_KV_VAL_MAX_ID);
-  else if (e)
-    reply_id(c, h->id, h->vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, h->vtype, 0,
-             h->key, h->klen, e->val, e->vlen);
+  if (e)
+    reply_value(s, c, h->id, get_answer_op(h->vtype), h->vtype, 0, h->key, h->klen, e);
   else
-    reply_id(c, h->id, ASR_KV_OP_NOT_FOUND, h->vtype, 0, h->key, h->klen, NULL, 0);
+    reply(c, h->id, ASR_KV_OP_NOT_FOUND, h->vtype, 0, h->key, h->klen, NULL, 0);
   held_free(s, h);
   if (c->pipelined) {
     want_pipe_events(s, c);
@@ -426,85 +422,126 @@ static int held_input(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   }
   while (c->held) held_free(s, c->held);
   c->list = LIST_NONE;
-  reply_error(s, c, 1, "a request arrived before the answer to the waiting GET");
+  refuse(s, c, 0, 1, "a request arrived before the answer to the waiting GET");
   touch(s, c, now);
   want_events(s, c, ASR_LOOP_WRITE);
   return 0;
 }
 
-/* Handles the complete request in c->rbuf and prepares the response.
- * Returns 0, 1 when the connection should simply be closed (END), or 2
- * when the request is a GET held for its key (nothing to write yet). */
-static int handle_frame(asr_kv_server_t *s, conn_t *c, uint64_t now) {
+/* What a request frame leaves its connection to do (handle_request). */
+typedef enum {
+  REQ_ANSWERED = 0, /* its answer, or its refusal, is queued */
+  REQ_HELD,         /* a GET held for its key: answered when it is set or the wait ends */
+  REQ_END,          /* END: no answer; the connection closes */
+} req_outcome_t;
+
+/* The one request dispatcher, for both framings (kv_frame.h): conn_io calls
+ * it for each frame of a connection of the seed's kind, one answered at a
+ * time, and pipe_input for each frame of a pipelined one. It decodes f,
+ * checks it, applies it to the table and queues its answer (reply: by id
+ * on a pipelined connection). The two framings differ only where their
+ * wires do:
+ *
+ *  - A refused request gets an opcode-6 answer on both. A connection of the
+ *    seed's kind is then closed, for a frame that is not a valid request of
+ *    this job (kv_server.h): its answers carry no id, and a client that sent
+ *    such a frame may have lost its framing. A pipelined one goes on, since
+ *    each answer names its request; only a frame without the ID flag there
+ *    (the stream is not a pipelined client's, or lost its framing) closes
+ *    it, after the answers before it (kv_frame.h: the first frame decides).
+ *  - A value longer than ASR_KV_VAL_MAX_ID does not fit a frame with an id
+ *    (reply_value).
+ *  - A held GET holds a connection of the seed's kind whole (hold); a
+ *    pipelined one goes on being read.
+ *
+ * Called with s->lock held, from the loop's thread. */
+static req_outcome_t handle_request(asr_kv_server_t *s, conn_t *c, const uint8_t *f, uint64_t now) {
   asr_kv_msg_t m;
   const char *why = NULL;
+  int has_id = 0;
+  uint32_t id = 0;
   s->st.frames++;
-  if (asr_kv_frame_decode(c->rbuf, &m, &why) != 0) {
-    reply_error(s, c, 1, "malformed frame: %s", why);
-    return 0;
+  c->nframes++;
+  int rc = asr_kv_frame_decode_id(f, &m, &why, &has_id, &id);
+  if (c->pipelined && !has_id) {
+    refuse(s, c, 0, 1, "malformed frame on a pipelined connection (no id): %s",
+           rc ? why : "every frame of a pipelined connection has the ID flag");
+    return REQ_ANSWERED;
+  }
+  if (!c->pipelined && has_id) {
+    refuse(s, c, 0, 1, "a frame with an id on a connection without ids (kv_frame.h)");
+    return REQ_ANSWERED;
+  }
+  /* A refusal of what no valid request of this job sends: it ends a
+   * connection of the seed's kind, not a pipelined one (above). */
+  int fatal = !c->pipelined;
+  if (rc) {
+    refuse(s, c, id, fatal, "malformed frame: %s", why);
+    return REQ_ANSWERED;
   }
   if (!asr_kv_op_is_request(m.opcode)) {
-    reply_error(s, c, 1, "opcode %u (%s) is not a request", m.opcode, asr_kv_op_name(m.opcode));
-    return 0;
+    refuse(s, c, id, fatal, "opcode %u (%s) is not a request", m.opcode, asr_kv_op_name(m.opcode));
+    return REQ_ANSWERED;
   }
   if (!asr_kv_secret_equal(m.secret, s->secret)) {
-    reply_error(s, c, 1,
-                "wrong job secret: this KV server belongs to another job "
-                "(check ASR_JOB_SECRET and the bootstrap port)");
-    return 0;
+    refuse(s, c, id, fatal,
+           "wrong job secret: this KV server belongs to another job "
+           "(check ASR_JOB_SECRET and the bootstrap port)");
+    return REQ_ANSWERED;
   }
   switch (m.opcode) {
-    case ASR_KV_OP_END: return 1;
+    case ASR_KV_OP_END: return REQ_END;
     case ASR_KV_OP_SET: {
       if (m.key_len == 0) {
-        reply_error(s, c, 1, "SET with an empty key");
-        return 0;
+        refuse(s, c, id, fatal, "SET with an empty key");
+        return REQ_ANSWERED;
       }
-      int rc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
-      if (rc == ASR_ENOSPACE) {
-        reply_error(s, c, 0,
-                    "KV table full: %zu keys and %zu bytes held (limits %zu keys, %zu bytes); "
-                    "raise the server's key/byte limits",
-                    s->table.count, s->table.bytes, s->table.max_keys, s->table.max_bytes);
-        return 0;
+      int trc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
+      if (trc == ASR_ENOSPACE) {
+        refuse(s, c, id, 0,
+               "KV table full: %zu keys and %zu bytes held (limits %zu keys, %zu bytes); "
+               "raise the server's key/byte limits",
+               s->table.count, s->table.bytes, s->table.max_keys, s->table.max_bytes);
+        return REQ_ANSWERED;
       }
-      if (rc) {
-        reply_error(s, c, 0, "SET failed: %s", asr_strerror(rc));
-        return 0;
+      if (trc) {
+        refuse(s, c, id, 0, "SET failed: %s", asr_strerror(trc));
+        return REQ_ANSWERED;
       }
       if (asr_log_enabled(ASR_LOG_DEBUG, "kvs")) {
         char k[200];
         asr_debug("kvs", "SET %s (%u bytes)", asr_kv_key_render(m.key, m.key_len, k, sizeof k), m.val_len);
       }
       if (s->st.held) wake_waiters(s, m.key, m.key_len, now);
-      reply(c, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
-      return 0;
+      reply(c, id, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
+      return REQ_ANSWERED;
     }
     case ASR_KV_OP_GET: {
       const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
-      if (!e) {
-        if (m.aux > 0) { /* it asked to wait for the key */
-          if (hold(s, c, &m, m.aux, now) == 0) return 2;
-          reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
-          return 0;
-        }
-        reply(c, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
-        return 0;
+      if (e) {
+        reply_value(s, c, id, get_answer_op(m.vtype), m.vtype, 0, m.key, m.key_len, e);
+        return REQ_ANSWERED;
       }
-      reply(c, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0, m.key,
-            m.key_len, e->val, e->vlen);
-      return 0;
+      /* It asked to wait for the key (aux); without memory to hold it, it
+       * is answered at once, as a client that asks again expects. */
+      if (m.aux > 0 && hold(s, c, &m, m.aux, now) == 0) return REQ_HELD;
+      reply(c, id, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+      return REQ_ANSWERED;
     }
     case ASR_KV_OP_LIST: {
       const asr_kv_entry_t *e = asr_kv_table_at(&s->table, m.aux);
       uint32_t total = (uint32_t)s->table.count;
-      if (!e)
-        reply(c, ASR_KV_OP_NOT_FOUND, 0, total, NULL, 0, NULL, 0);
+      if (e)
+        reply_value(s, c, id, ASR_KV_OP_LIST_ENTRY, e->vtype, total, e->key, e->klen, e);
       else
-        reply(c, ASR_KV_OP_LIST_ENTRY, e->vtype, total, e->key, e->klen, e->val, e->vlen);
-      return 0;
+        reply(c, id, ASR_KV_OP_NOT_FOUND, 0, total, NULL, 0, NULL, 0);
+      return REQ_ANSWERED;
     }
-    default: reply_error(s, c, 1, "unsupported opcode %u", m.opcode); return 0;
+    default:
+      /* asr_kv_op_is_request admits only the opcodes above. */
+      assert(0 && "a request opcode without a case");
+      refuse(s, c, id, fatal, "unsupported opcode %u", m.opcode);
+      return REQ_ANSWERED;
   }
 }
 
@@ -564,27 +601,20 @@ static int conn_io(asr_kv_server_t *s, conn_t *c, uint64_t now) {
       c->rpos += (size_t)n;
       moved = 1;
       if (c->rpos < ASR_KV_FRAME_LEN) continue;
-      if (frame_has_id(c->rbuf)) {
-        if (c->nframes == 0 && become_pipelined(s, c) == 0) return pipe_io(s, c, now);
-        c->nframes++;
-        s->st.frames++;
-        reply_error(s, c, 1, "a frame with an id on a connection without ids (kv_frame.h)");
-        continue;
+      /* kv_frame.h: the first frame decides the connection's kind */
+      if (c->nframes == 0 && frame_has_id(c->rbuf) && become_pipelined(s, c) == 0) return pipe_io(s, c, now);
+      switch (handle_request(s, c, c->rbuf, now)) {
+        case REQ_ANSWERED: continue; /* go write the answer */
+        case REQ_HELD: return 0;     /* on the held list until its key or its time comes */
+        case REQ_END: drop(s, c); return CONN_DROPPED;
+        default: assert(0 && "a request outcome without a case"); continue;
       }
-      c->nframes++;
-      int hf = handle_frame(s, c, now);
-      if (hf == 1) { /* END */
-        drop(s, c);
-        return CONN_DROPPED;
-      }
-      if (hf == 2) return 0; /* held: on the held list until its key or its time comes */
-      continue;              /* go write the response */
     }
     if (n == 0) {
       if (c->rpos > 0) {
         /* Truncated frame and EOF: say so (the peer may still read), then close. */
-        reply_error(s, c, 1, "truncated frame: %zu of %d bytes before end of stream", c->rpos,
-                    ASR_KV_FRAME_LEN);
+        refuse(s, c, 0, 1, "truncated frame: %zu of %d bytes before end of stream", c->rpos,
+               ASR_KV_FRAME_LEN);
         (void)send(c->fd, c->wbuf, ASR_KV_FRAME_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
       }
       drop(s, c);
@@ -617,100 +647,14 @@ static void want_pipe_events(asr_kv_server_t *s, conn_t *c) {
   want_events(s, c, ev);
 }
 
-/* One request of a pipelined connection. Every answer carries its id;
- * a refused request is answered by id and the connection goes on, except
- * for a frame without the ID flag or the magic (the stream is not ours, or
- * lost its framing), after which the answers before it go out and the
- * connection is closed. */
-static void pipe_frame(asr_kv_server_t *s, conn_t *c, const uint8_t *f, uint64_t now) {
-  asr_kv_msg_t m;
-  const char *why = NULL;
-  int has_id = 0;
-  uint32_t id = 0;
-  s->st.frames++;
-  c->nframes++;
-  int rc = asr_kv_frame_decode_id(f, &m, &why, &has_id, &id);
-  if (!has_id) {
-    reply_error_id(s, c, 0, 1, "malformed frame on a pipelined connection (no id): %s",
-                   rc ? why : "every frame of a pipelined connection has the ID flag");
-    return;
-  }
-  if (rc) {
-    reply_error_id(s, c, id, 0, "malformed frame: %s", why);
-    return;
-  }
-  if (!asr_kv_op_is_request(m.opcode)) {
-    reply_error_id(s, c, id, 0, "opcode %u (%s) is not a request", m.opcode, asr_kv_op_name(m.opcode));
-    return;
-  }
-  if (!asr_kv_secret_equal(m.secret, s->secret)) {
-    reply_error_id(s, c, id, 0,
-                   "wrong job secret: this KV server belongs to another job "
-                   "(check ASR_JOB_SECRET and the bootstrap port)");
-    return;
-  }
-  switch (m.opcode) {
-    case ASR_KV_OP_END: c->close_after = 1; return;
-    case ASR_KV_OP_SET: {
-      if (m.key_len == 0) {
-        reply_error_id(s, c, id, 0, "SET with an empty key");
-        return;
-      }
-      int trc = asr_kv_table_set(&s->table, m.key, m.key_len, m.val, m.val_len, m.vtype);
-      if (trc == ASR_ENOSPACE) {
-        reply_error_id(s, c, id, 0,
-                       "KV table full: %zu keys and %zu bytes held (limits %zu keys, %zu bytes); "
-                       "raise the server's key/byte limits",
-                       s->table.count, s->table.bytes, s->table.max_keys, s->table.max_bytes);
-        return;
-      }
-      if (trc) {
-        reply_error_id(s, c, id, 0, "SET failed: %s", asr_strerror(trc));
-        return;
-      }
-      if (s->st.held) wake_waiters(s, m.key, m.key_len, now);
-      reply_id(c, id, ASR_KV_OP_SET_ACK, m.vtype, 0, NULL, 0, NULL, 0);
-      return;
-    }
-    case ASR_KV_OP_GET: {
-      const asr_kv_entry_t *e = asr_kv_table_get(&s->table, m.key, m.key_len);
-      if (!e) {
-        if (m.aux > 0 && hold(s, c, &m, m.aux, now) == 0) return; /* answered by id when it comes */
-        reply_id(c, id, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
-        return;
-      }
-      if (e->vlen > ASR_KV_VAL_MAX_ID) {
-        reply_error_id(s, c, id, 0, "the value of %u bytes does not fit a frame with an id (at most %d)",
-                       e->vlen, ASR_KV_VAL_MAX_ID);
-        return;
-      }
-      reply_id(c, id, m.vtype == ASR_KV_VTYPE_TEXT ? ASR_KV_OP_GET_TEXT : ASR_KV_OP_GET_BINARY, m.vtype, 0,
-               m.key, m.key_len, e->val, e->vlen);
-      return;
-    }
-    case ASR_KV_OP_LIST: {
-      const asr_kv_entry_t *e = asr_kv_table_at(&s->table, m.aux);
-      uint32_t total = (uint32_t)s->table.count;
-      if (!e)
-        reply_id(c, id, ASR_KV_OP_NOT_FOUND, 0, total, NULL, 0, NULL, 0);
-      else if (e->vlen > ASR_KV_VAL_MAX_ID)
-        reply_error_id(s, c, id, 0, "the value of %u bytes does not fit a frame with an id (at most %d)",
-                       e->vlen, ASR_KV_VAL_MAX_ID);
-      else
-        reply_id(c, id, ASR_KV_OP_LIST_ENTRY, e->vtype, total, e->key, e->klen, e->val, e->vlen);
-      return;
-    }
-    default: reply_error_id(s, c, id, 0, "unsupported opcode %u", m.opcode); return;
-  }
-}
-
 /* Handles the whole frames read so far, while the bounds allow. Returns
  * how many it handled. */
 static int pipe_input(asr_kv_server_t *s, conn_t *c, uint64_t now) {
   size_t off = 0;
   int n = 0;
   while (c->in_len - off >= ASR_KV_FRAME_LEN && pipe_can_read(s, c) && !c->broken) {
-    pipe_frame(s, c, c->in + off, now);
+    if (handle_request(s, c, c->in + off, now) == REQ_END)
+      c->close_after = 1; /* the answers before it go out */
     off += ASR_KV_FRAME_LEN;
     n++;
   }

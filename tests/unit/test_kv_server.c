@@ -65,6 +65,13 @@ static void wait_clients(asr_kv_server_t *s, unsigned n) {
   ASSERT_MSG(have == n, "server holds %u connections, expected %u", have, n);
 }
 
+/* Waits (up to 3 s) until the server holds exactly n GETs for their keys. */
+static void wait_held(asr_kv_server_t *s, unsigned n) {
+  uint64_t deadline = kv_raw_now_ms() + 3000;
+  while (stats(s).held != n && kv_raw_now_ms() < deadline) kv_raw_sleep_ms(1);
+  ASSERT_MSG(stats(s).held == n, "server holds %u GETs, expected %u", stats(s).held, n);
+}
+
 static asr_kv_opts_t copts(const uint8_t *secret) {
   return (asr_kv_opts_t){.secret = secret ? secret : zero_secret, .timeout_ms = 5000};
 }
@@ -773,6 +780,87 @@ TEST(pipelined_frames_answered_in_order) {
   asr_kv_server_free(s);
 }
 
+/* One dispatcher answers both framings (kv_frame.h), which differ where a
+ * value is longer than a frame with an id holds (ASR_KV_VAL_MAX_ID): a
+ * connection of the seed's kind gets all 964 bytes, a pipelined one a
+ * refusal by id for the GET, the held GET and the LIST of it, and goes on
+ * being answered. */
+TEST_TIMEOUT(long_value_whole_in_seed_form_refused_by_id, 20) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  uint8_t longv[ASR_KV_VAL_MAX];
+  for (size_t i = 0; i < sizeof longv; i++) longv[i] = (uint8_t)(i * 7 + 1);
+  ASSERT_OK(asr_kv_server_put(s, "long", 4, longv, sizeof longv, ASR_KV_VTYPE_BINARY));
+  ASSERT_OK(asr_kv_server_put(s, "short", 5, "s", 1, ASR_KV_VTYPE_BINARY));
+
+  /* the seed's kind: the whole value, by GET and by LIST */
+  uint8_t req[ASR_KV_FRAME_LEN], resp[ASR_KV_FRAME_LEN];
+  int fd = raw_open(port);
+  kv_raw_build(req, ASR_KV_OP_GET, ASR_KV_VTYPE_BINARY, 0, "long", 4, NULL, 0, NULL);
+  raw_rt(fd, req, resp, ASR_KV_OP_GET_BINARY);
+  ASSERT_EQ(kv_raw_vlen(resp), sizeof longv);
+  ASSERT_MEMEQ(resp + ASR_KV_OFF_VAL, longv, sizeof longv);
+  kv_raw_build(req, ASR_KV_OP_LIST, 0, 0, NULL, 0, NULL, 0, NULL);
+  raw_rt(fd, req, resp, ASR_KV_OP_LIST_ENTRY);
+  ASSERT_EQ(kv_raw_vlen(resp), sizeof longv);
+  ASSERT_MEMEQ(resp + ASR_KV_OFF_VAL, longv, sizeof longv);
+  close(fd);
+  ASSERT_EQ(stats(s).errors, 0);
+
+  /* pipelined: ids 1 (GET), 2 (GET held for a key set later), 3 (LIST of
+   * entry 0) and 4 (GET of a short value) in one write */
+  enum { NF = 4 };
+  uint8_t batch[NF * ASR_KV_FRAME_LEN];
+  asr_kv_msg_t m = {.opcode = ASR_KV_OP_GET,
+                    .vtype = ASR_KV_VTYPE_BINARY,
+                    .flags = ASR_KV_FLAG_ID,
+                    .id = 1,
+                    .key_len = 4,
+                    .key = (const uint8_t *)"long"};
+  ASSERT_OK(asr_kv_frame_encode(batch, &m));
+  m.id = 2, m.aux = 1500, m.key = (const uint8_t *)"late", m.key_len = 4;
+  ASSERT_OK(asr_kv_frame_encode(batch + ASR_KV_FRAME_LEN, &m));
+  asr_kv_msg_t l = {.opcode = ASR_KV_OP_LIST, .flags = ASR_KV_FLAG_ID, .id = 3};
+  ASSERT_OK(asr_kv_frame_encode(batch + 2 * ASR_KV_FRAME_LEN, &l));
+  m.id = 4, m.aux = 0, m.key = (const uint8_t *)"short", m.key_len = 5;
+  ASSERT_OK(asr_kv_frame_encode(batch + 3 * ASR_KV_FRAME_LEN, &m));
+  fd = raw_open(port);
+  ASSERT_EQ(kv_raw_send(fd, batch, sizeof batch), KV_RAW_OK);
+  static const struct {
+    uint32_t id;
+    int op;
+  } want[] = {{1, ASR_KV_OP_ERROR}, {3, ASR_KV_OP_ERROR}, {4, ASR_KV_OP_GET_BINARY}};
+  asr_kv_msg_t a;
+  char msg[ASR_KV_VAL_MAX + 1];
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    ASSERT_EQ(kv_raw_read_frame(fd, resp, RAW_TMO), KV_RAW_OK);
+    ASSERT_OK(asr_kv_frame_decode(resp, &a, NULL));
+    ASSERT_MSG(a.id == want[i].id && a.opcode == want[i].op, "answer %zu: id %u %s, expected id %u %s", i,
+               a.id, asr_kv_op_name(a.opcode), want[i].id, asr_kv_op_name(want[i].op));
+    if (a.opcode == ASR_KV_OP_ERROR) ASSERT_CONTAINS(kv_raw_val_str(resp, msg, sizeof msg), "does not fit");
+  }
+  ASSERT_EQ(a.val_len, 1);
+  ASSERT_MEMEQ(a.val, "s", 1);
+  wait_held(s, 1);
+  ASSERT_OK(asr_kv_server_put(s, "late", 4, longv, sizeof longv, ASR_KV_VTYPE_BINARY));
+  ASSERT_EQ(kv_raw_read_frame(fd, resp, RAW_TMO), KV_RAW_OK);
+  ASSERT_OK(asr_kv_frame_decode(resp, &a, NULL));
+  ASSERT_EQ(a.id, 2);
+  ASSERT_EQ(a.opcode, ASR_KV_OP_ERROR);
+  ASSERT_CONTAINS(kv_raw_val_str(resp, msg, sizeof msg), "does not fit");
+  /* none of the refusals ended the connection */
+  m.id = 5;
+  ASSERT_OK(asr_kv_frame_encode(req, &m));
+  ASSERT_EQ(kv_raw_send(fd, req, sizeof req), KV_RAW_OK);
+  ASSERT_EQ(kv_raw_read_frame(fd, resp, RAW_TMO), KV_RAW_OK);
+  ASSERT_OK(asr_kv_frame_decode(resp, &a, NULL));
+  ASSERT(a.id == 5 && a.opcode == ASR_KV_OP_GET_BINARY);
+  close(fd);
+  ASSERT_EQ(stats(s).errors, 3);
+  ASSERT_EQ(stats(s).woken, 1);
+  asr_kv_server_free(s);
+}
+
 /* --- 7. LIST --------------------------------------------------------------------------- */
 
 typedef struct {
@@ -997,12 +1085,6 @@ static int held_get(uint16_t port, const char *key, uint32_t wait_ms) {
   kv_raw_build(req, ASR_KV_OP_GET, ASR_KV_VTYPE_BINARY, wait_ms, key, strlen(key), NULL, 0, NULL);
   ASSERT_EQ(kv_raw_send(fd, req, sizeof req), KV_RAW_OK);
   return fd;
-}
-
-static void wait_held(asr_kv_server_t *s, unsigned n) {
-  uint64_t deadline = kv_raw_now_ms() + 3000;
-  while (stats(s).held != n && kv_raw_now_ms() < deadline) kv_raw_sleep_ms(1);
-  ASSERT_MSG(stats(s).held == n, "server holds %u GETs, expected %u", stats(s).held, n);
 }
 
 /* Reads the answer to a held GET: opcode want_op, and for a hit the value. */
