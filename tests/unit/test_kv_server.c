@@ -424,6 +424,16 @@ TEST(wrong_secret_refused) {
 
 /* --- 4. stalled, idle and slow clients --------------------------------------------- */
 
+/* A client that stops mid-frame delays no one (kv_server.h) and is dropped
+ * by the stall timeout. Every bound below is one the server guarantees,
+ * whatever the load: the stall clock starts when the server reads the
+ * staller's bytes, which is after the test began to send them and before
+ * it answered anyone else (epoll reports the staller's bytes, there since
+ * before the others connected, no later than their connections), so the
+ * drop comes no earlier than stall_ms after the send began and, but for
+ * the timer's lateness, no later than stall_ms after the first other
+ * answer; and the others are all served while the staller is still
+ * connected, which a server that waited for it could not do. */
 TEST_TIMEOUT(stalled_client_does_not_delay_others, 20) {
   const int stall_ms = 3000;
   asr_kv_server_t *s =
@@ -433,38 +443,34 @@ TEST_TIMEOUT(stalled_client_does_not_delay_others, 20) {
   uint8_t half[ASR_KV_FRAME_LEN];
   kv_raw_build(half, ASR_KV_OP_SET, ASR_KV_VTYPE_TEXT, 0, "stall", 5, "x", 1, NULL);
   int staller = raw_open(port);
+  uint64_t t_send = kv_raw_now_ms(); /* read before the send: the server reads the bytes after it */
   ASSERT_EQ(kv_raw_send(staller, half, ASR_KV_FRAME_LEN / 2), KV_RAW_OK);
-  uint64_t t_stall = kv_raw_now_ms();
   wait_clients(s, 1);
 
   /* 200 sequential SET+GET pairs from other clients while it stalls */
-  uint64_t t0 = kv_raw_now_ms(), worst = 0;
+  uint64_t t_first = 0;
   for (int i = 0; i < 200; i++) {
     char k[32], v[32];
     int kl = snprintf(k, sizeof k, "key-%d", i), vl = snprintf(v, sizeof v, "value-%d", i * 7);
-    uint64_t a = kv_raw_now_ms();
     set_ok(port, k, (size_t)kl, v, (size_t)vl, ASR_KV_VTYPE_TEXT);
-    uint64_t b = kv_raw_now_ms();
+    if (i == 0) t_first = kv_raw_now_ms();
     get_eq(port, k, (size_t)kl, v, (size_t)vl);
-    uint64_t c = kv_raw_now_ms();
-    if (b - a > worst) worst = b - a;
-    if (c - b > worst) worst = c - b;
   }
-  uint64_t batch = kv_raw_now_ms() - t0;
-  ASSERT_MSG(batch < 2000, "200 SET+GET took %llu ms while a client stalled", (unsigned long long)batch);
-  ASSERT_MSG(worst < 500, "slowest op took %llu ms", (unsigned long long)worst);
+  /* none of them waited for the staller: it is still there, mid-frame */
+  ASSERT_MSG(stats(s).stalled == 0 && kv_raw_wait_closed(staller, 0) == KV_RAW_TIMEOUT,
+             "the staller was dropped (%llu ms after it stalled) before the others were served",
+             (unsigned long long)(kv_raw_now_ms() - t_send));
 
-  /* the staller is still connected until its stall timeout ... */
-  uint64_t now = kv_raw_now_ms();
-  uint64_t early = t_stall + (uint64_t)stall_ms - 300;
-  if (now < early) ASSERT_EQ(kv_raw_wait_closed(staller, (int)(early - now)), KV_RAW_TIMEOUT);
-  /* ... and dropped soon after it, without a reply */
-  int rc = kv_raw_wait_closed(staller, 2000);
-  uint64_t dropped_after = kv_raw_now_ms() - t_stall;
+  /* dropped by its stall timeout, without a reply */
+  int rc = kv_raw_wait_closed(staller, stall_ms + 3000);
+  uint64_t closed = kv_raw_now_ms();
   ASSERT_MSG(rc == KV_RAW_CLOSED, "staller not dropped: %s", kv_raw_rc_name(rc));
-  ASSERT_MSG(dropped_after >= (uint64_t)stall_ms - 100 && dropped_after <= (uint64_t)stall_ms + 1000,
-             "staller dropped after %llu ms (stall timeout %d ms)", (unsigned long long)dropped_after,
-             stall_ms);
+  ASSERT_MSG(closed - t_send >= (uint64_t)stall_ms,
+             "staller dropped %llu ms after its bytes were sent (stall %d ms)",
+             (unsigned long long)(closed - t_send), stall_ms);
+  ASSERT_MSG(closed - t_first <= (uint64_t)stall_ms + 1000,
+             "staller dropped %llu ms after the first other answer (stall %d ms)",
+             (unsigned long long)(closed - t_first), stall_ms);
   close(staller);
 
   asr_kv_server_stats_t st = stats(s);
