@@ -16,6 +16,10 @@
  * answer the old connection still had on its way (there is none: it is
  * gone) or a request's earlier incarnation can never complete it.
  *
+ * A pool of the seed's form (kv_conn.h: seed_form) frames at most one
+ * request at a time on a connection: the in-flight table then holds one,
+ * seed_id names it, and the answer, which carries no id, is its.
+ *
  * The pool has one timer, armed for the earliest moment anything needs the
  * loop without a socket event: a deadline, a backoff's end, a reconnect, an
  * idle close. Its callback looks at every pending request and connection
@@ -63,12 +67,13 @@ struct asr_kv_call {
   uint8_t opcode, vtype;
   int retry;
   int result;
-  uint32_t id;   /* OP_SENT: the id its frame carries */
-  uint32_t wait; /* GET: how long it asks the server to hold it */
+  uint32_t id;  /* OP_SENT: the id its frame carries (the seed's form: ours only, not on the wire) */
+  uint32_t aux; /* the frame's aux: a GET's wait for its key, a LIST's index (kv_frame.h) */
   uint64_t deadline_ms, not_before_ms, sent_ms;
   unsigned backoff_ms, retries;
   int last_reason;
-  asr_kv_get_cb cb;
+  asr_kv_get_cb cb;    /* a GET's value callback */
+  asr_kv_entry_cb ecb; /* a LIST's entry callback */
   void *cb_arg;
   asr_kv_call_done_cb done;
   void *done_arg;
@@ -96,7 +101,8 @@ struct pconn {
   asr_kv_call_t *qhead, *qtail;
   asr_kv_call_t *sent[ID_BUCKETS];
   unsigned nsent, nqueued;
-  uint8_t *out; /* framed requests, out_pos of out_len sent */
+  uint32_t seed_id; /* the seed's form: the id of the one request in flight */
+  uint8_t *out;     /* framed requests, out_pos of out_len sent */
   size_t out_len, out_pos;
   uint8_t in[IN_CAP];
   size_t in_len;
@@ -106,6 +112,7 @@ struct asr_kv_pool {
   asr_loop_t *loop;
   uint8_t secret[ASR_KV_SECRET_LEN];
   int timeout_ms, idle_ms;
+  int seed_form; /* kv_conn.h: one request at a time on a connection, frames without ids */
   uint32_t next_id;
   pconn_t *conns;
   asr_kv_call_t *pending; /* every op not DONE */
@@ -189,14 +196,17 @@ static asr_kv_call_t *sent_take(pconn_t *c, uint32_t id) {
 
 static void conn_kick(pconn_t *c);
 static void conn_check_idle(pconn_t *c);
+static void conn_abandon(pconn_t *c);
 
 /* Takes op out of whatever place it is in (kv_conn.c's header). */
 static void op_unplace(asr_kv_call_t *op) {
   pconn_t *c = op->conn;
-  if (op->state == OP_QUEUED)
+  if (op->state == OP_QUEUED) {
     queue_remove(c, op);
-  else if (op->state == OP_SENT)
+  } else if (op->state == OP_SENT) {
     (void)sent_take(c, op->id);
+    if (op->pool->seed_form) conn_abandon(c);
+  }
 }
 
 /* Ends op with rc: off every list, its value callback already run (GET hit)
@@ -238,8 +248,12 @@ static void op_fail(asr_kv_call_t *op, int code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  asr_kv_key_render(op->key, op->klen, key, sizeof key);
-  set_err(op, "KV %s of key '%s' on server %s: %s", asr_kv_op_name(op->opcode), key, op->conn->name, what);
+  if (op->opcode == ASR_KV_OP_LIST) {
+    set_err(op, "KV LIST of entry %u on server %s: %s", op->aux, op->conn->name, what);
+  } else {
+    asr_kv_key_render(op->key, op->klen, key, sizeof key);
+    set_err(op, "KV %s of key '%s' on server %s: %s", asr_kv_op_name(op->opcode), key, op->conn->name, what);
+  }
   op_finish(op, code);
 }
 
@@ -297,11 +311,17 @@ static void conn_close_fd(pconn_t *c) {
   c->pool->st.open--;
 }
 
+/* Whether c may frame its queue's head now: it is up, and a connection of
+ * the seed's form has nothing in flight (its answer would have no id to
+ * tell it from the next one's). */
+static int conn_can_frame(const pconn_t *c) {
+  return c->qhead && c->state == CONN_UP && !(c->pool->seed_form && c->nsent);
+}
+
 static void conn_want(pconn_t *c) {
   if (c->fd < 0) return;
   unsigned ev = ASR_LOOP_READ;
-  if (c->state == CONN_CONNECTING || c->out_pos < c->out_len || (c->qhead && c->state == CONN_UP))
-    ev |= ASR_LOOP_WRITE;
+  if (c->state == CONN_CONNECTING || c->out_pos < c->out_len || conn_can_frame(c)) ev |= ASR_LOOP_WRITE;
   if (c->state == CONN_CONNECTING) ev = ASR_LOOP_WRITE;
   (void)asr_loop_io_set(c->pool->loop, &c->io, ev);
 }
@@ -371,6 +391,20 @@ static void conn_broken(pconn_t *c, int reason) {
   }
 }
 
+/* The seed's form: the request in flight on c ended unanswered (its
+ * deadline passed, or it was freed). Its answer may still come, and would
+ * carry no id to tell it from the next request's, so c is not used again
+ * (the seed's client, too, closes a request's connection with it): it is
+ * closed at once, and what is queued goes out on a new one. */
+static void conn_abandon(pconn_t *c) {
+  conn_close_fd(c);
+  conn_set_state(c, CONN_CLOSED);
+  c->out_len = c->out_pos = 0;
+  c->in_len = 0;
+  c->idle_since_ms = 0;
+  if (c->qhead) conn_kick(c);
+}
+
 /* Opens the connection when it is closed, has work, and its backoff is over;
  * asks for writability when it is up and has frames to send. */
 static void conn_kick(pconn_t *c) {
@@ -423,15 +457,17 @@ static void conn_frame_queued(pconn_t *c) {
     c->out_pos = 0;
   }
   uint64_t now = asr_loop_now(p->loop);
-  while (c->qhead && c->out_len + ASR_KV_FRAME_LEN <= (size_t)ASR_KV_CONN_MAX_UNSENT * ASR_KV_FRAME_LEN) {
+  while (conn_can_frame(c) &&
+         c->out_len + ASR_KV_FRAME_LEN <= (size_t)ASR_KV_CONN_MAX_UNSENT * ASR_KV_FRAME_LEN) {
     asr_kv_call_t *op = c->qhead;
     queue_remove(c, op);
     op->id = p->next_id++;
+    if (p->seed_form) c->seed_id = op->id;
     asr_kv_msg_t m = {.opcode = op->opcode,
                       .vtype = op->vtype,
-                      .flags = ASR_KV_FLAG_ID,
-                      .id = op->id,
-                      .aux = op->opcode == ASR_KV_OP_GET ? op->wait : 0,
+                      .flags = p->seed_form ? 0 : ASR_KV_FLAG_ID,
+                      .id = p->seed_form ? 0 : op->id,
+                      .aux = op->aux,
                       .key_len = op->klen,
                       .val_len = op->vlen,
                       .secret = p->secret,
@@ -482,7 +518,15 @@ static int conn_answer(pconn_t *c, const uint8_t *f) {
     asr_warn("kvs", "dropping the connection to %s: bad answer frame: %s", c->name, why);
     return ASR_EPROTO;
   }
-  if (!(m.flags & ASR_KV_FLAG_ID)) {
+  asr_kv_call_t *op;
+  if (p->seed_form) {
+    if (m.flags & ASR_KV_FLAG_ID) {
+      asr_warn("kvs", "dropping the connection to %s: an answer with an id to a request without one",
+               c->name);
+      return ASR_EPROTO;
+    }
+    op = c->nsent ? sent_take(c, c->seed_id) : NULL; /* the one request in flight */
+  } else if (!(m.flags & ASR_KV_FLAG_ID)) {
     /* The server refused the stream as a whole (an answer without an id):
      * no request of it can succeed there, so each fails with the reason. */
     char msg[ASR_KV_VAL_MAX + 1];
@@ -497,8 +541,9 @@ static int conn_answer(pconn_t *c, const uint8_t *f) {
         }
     }
     return code;
+  } else {
+    op = sent_take(c, m.id);
   }
-  asr_kv_call_t *op = sent_take(c, m.id);
   if (!op) { /* its request ended already (deadline, freed): not answered twice */
     p->st.stale++;
     return 0;
@@ -519,12 +564,22 @@ static int conn_answer(pconn_t *c, const uint8_t *f) {
       if (op->cb) op->cb(op->cb_arg, m.val, m.val_len);
       op_finish(op, 0);
       return 0;
+    case ASR_KV_OP_LIST_ENTRY:
+      if (op->opcode != ASR_KV_OP_LIST) break;
+      if (op->ecb) op->ecb(op->cb_arg, m.aux, m.key, m.key_len, m.val, m.val_len, m.vtype);
+      op_finish(op, 0);
+      return 0;
     case ASR_KV_OP_NOT_FOUND:
+      if (op->opcode == ASR_KV_OP_LIST) { /* past the last entry (kv_frame.h) */
+        set_err(op, "no entry %u: the server holds %u keys", op->aux, m.aux);
+        op_finish(op, ASR_ENOTFOUND);
+        return 0;
+      }
       if (op->opcode != ASR_KV_OP_GET) break;
       if (op->retry) {
         uint64_t now = asr_loop_now(p->loop);
         /* held for most of its wait: ask again at once; else back off */
-        op_requeue(op, !(op->wait && now - op->sent_ms >= op->wait / 2), ASR_ENOTFOUND);
+        op_requeue(op, !(op->aux && now - op->sent_ms >= op->aux / 2), ASR_ENOTFOUND);
         return 0;
       }
       set_err(op, "key not found");
@@ -630,7 +685,8 @@ static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
       if (now >= due) {
         /* The END frame is a courtesy (the server would time us out): one
          * try, never a wait. */
-        asr_kv_msg_t m = {.opcode = ASR_KV_OP_END, .flags = ASR_KV_FLAG_ID, .secret = p->secret};
+        asr_kv_msg_t m = {
+            .opcode = ASR_KV_OP_END, .flags = p->seed_form ? 0 : ASR_KV_FLAG_ID, .secret = p->secret};
         uint8_t f[ASR_KV_FRAME_LEN];
         asr_kv_frame_encode(f, &m);
         (void)send(c->fd, f, sizeof f, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -672,6 +728,7 @@ int asr_kv_pool_new(asr_loop_t *loop, const asr_kv_pool_opts_t *opts, asr_kv_poo
   memcpy(p->secret, secret, ASR_KV_SECRET_LEN);
   p->timeout_ms = tmo;
   p->idle_ms = idle;
+  p->seed_form = o.seed_form != 0;
   p->next_id = (uint32_t)asr_rand_u64(); /* a restarted pool's ids differ from its predecessor's */
   *out = p;
   return 0;
@@ -684,7 +741,8 @@ void asr_kv_pool_free(asr_kv_pool_t *p) {
   for (pconn_t *c = p->conns, *n; c; c = n) {
     n = c->next;
     if (c->fd >= 0 && c->state == CONN_UP) {
-      asr_kv_msg_t m = {.opcode = ASR_KV_OP_END, .flags = ASR_KV_FLAG_ID, .secret = p->secret};
+      asr_kv_msg_t m = {
+          .opcode = ASR_KV_OP_END, .flags = p->seed_form ? 0 : ASR_KV_FLAG_ID, .secret = p->secret};
       uint8_t f[ASR_KV_FRAME_LEN];
       asr_kv_frame_encode(f, &m);
       (void)send(c->fd, f, sizeof f, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -698,7 +756,8 @@ void asr_kv_pool_free(asr_kv_pool_t *p) {
 
 static int op_start(asr_kv_pool_t *p, const char *ip, uint16_t port, uint8_t opcode, const void *key,
                     size_t klen, size_t vlen, asr_kv_call_t **out) {
-  if (!p || !ip || !out || port == 0 || (klen && !key) || klen == 0) return ASR_EINVAL;
+  if (!p || !ip || !out || port == 0 || (klen && !key) || (klen == 0 && opcode != ASR_KV_OP_LIST))
+    return ASR_EINVAL;
   if (klen > ASR_KV_KEY_MAX) return ASR_ETOOBIG;
   pconn_t *c = conn_get(p, ip, port);
   if (!c) return ASR_EINVAL; /* not an IPv4 address (or no memory) */
@@ -710,7 +769,7 @@ static int op_start(asr_kv_pool_t *p, const char *ip, uint16_t port, uint8_t opc
   op->pool = p;
   op->conn = c;
   op->opcode = opcode;
-  memcpy(op->key, key, klen);
+  if (klen) memcpy(op->key, key, klen);
   op->klen = (uint16_t)klen;
   uint64_t now = asr_loop_update_now(p->loop);
   op->deadline_ms = p->timeout_ms > 0 ? now + (uint64_t)p->timeout_ms : 0;
@@ -738,9 +797,9 @@ int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
   op->done_arg = done_arg;
   /* as kv_client.c: at most half the request's own time, so a NOT_FOUND
    * still comes back before the deadline */
-  op->wait = retry ? GET_WAIT_MS : 0;
-  if (retry && p->timeout_ms > 0 && (uint32_t)p->timeout_ms / 2 < op->wait)
-    op->wait = (uint32_t)p->timeout_ms / 2;
+  op->aux = retry ? GET_WAIT_MS : 0;
+  if (retry && p->timeout_ms > 0 && (uint32_t)p->timeout_ms / 2 < op->aux)
+    op->aux = (uint32_t)p->timeout_ms / 2;
   op->state = OP_QUEUED;
   queue_push_tail(op->conn, op);
   conn_kick(op->conn);
@@ -752,13 +811,30 @@ int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
                     const void *val, size_t vlen, int vtype, asr_kv_call_done_cb done, void *done_arg,
                     asr_kv_call_t **out) {
   if ((vtype != ASR_KV_VTYPE_TEXT && vtype != ASR_KV_VTYPE_BINARY) || (vlen && !val)) return ASR_EINVAL;
-  if (vlen > ASR_KV_VAL_MAX_ID) return ASR_ETOOBIG;
+  if (vlen > (p && p->seed_form ? ASR_KV_VAL_MAX : ASR_KV_VAL_MAX_ID)) return ASR_ETOOBIG;
   asr_kv_call_t *op;
   int rc = op_start(p, ip, port, ASR_KV_OP_SET, key, klen, vlen, &op);
   if (rc) return rc;
   op->vtype = (uint8_t)vtype;
   if (vlen) memcpy(op->val, val, vlen);
   op->vlen = (uint16_t)vlen;
+  op->done = done;
+  op->done_arg = done_arg;
+  op->state = OP_QUEUED;
+  queue_push_tail(op->conn, op);
+  conn_kick(op->conn);
+  *out = op;
+  return 0;
+}
+
+int asr_kv_pool_list(asr_kv_pool_t *p, const char *ip, uint16_t port, uint32_t index, asr_kv_entry_cb cb,
+                     void *cb_arg, asr_kv_call_done_cb done, void *done_arg, asr_kv_call_t **out) {
+  asr_kv_call_t *op;
+  int rc = op_start(p, ip, port, ASR_KV_OP_LIST, NULL, 0, 0, &op);
+  if (rc) return rc;
+  op->aux = index;
+  op->ecb = cb;
+  op->cb_arg = cb_arg;
   op->done = done;
   op->done_arg = done_arg;
   op->state = OP_QUEUED;
@@ -782,6 +858,7 @@ void asr_kv_call_free(asr_kv_call_t *op) {
   if (op->state != OP_DONE) {
     op->done = NULL; /* cancelled: no callback runs */
     op->cb = NULL;
+    op->ecb = NULL;
     op_finish(op, ASR_ECANCELED);
   }
   free(op->err);

@@ -37,6 +37,17 @@
  * itself). A connection with nothing in flight or queued is closed
  * (with an END frame) after idle_ms, so LNCs x hosts sockets do not pile up.
  *
+ * The seed's form (opts.seed_form). A pool may instead speak the form of
+ * the seed's client (kv_frame.h): frames without the ID flag, and one
+ * request on the wire per connection at a time, answered before the next
+ * goes out (the others wait in the queue; a held GET holds the connection).
+ * Its frames then have room for a value of ASR_KV_VAL_MAX (964) bytes, where
+ * a frame with an id has ASR_KV_VAL_MAX_ID (960): for a client whose values
+ * may take the whole field. Everything above holds as well, except that a
+ * request in flight that ends unanswered (its deadline, or freed) closes its
+ * connection, since its answer, if it came, would carry no id to tell it
+ * from the next request's.
+ *
  * Ownership: the caller owns each asr_kv_call_t it starts and frees it with
  * asr_kv_call_free, done or not (a pending one is cancelled: no callback
  * runs after). asr_kv_pool_free requires every op to be freed first.
@@ -63,6 +74,7 @@ typedef struct {
   const uint8_t *secret; /* 32 bytes; NULL = this process's default (ASR_JOB_SECRET) */
   int timeout_ms;        /* each request's deadline; 0 = ASR_KV_TIMEOUT_MS; <0 = none */
   int idle_ms;           /* close an idle connection after this; 0 = ASR_KV_IDLE_MS */
+  int seed_form;         /* 1: speak the seed's form (above), one request at a time without ids */
 } asr_kv_pool_opts_t;
 
 typedef struct {
@@ -91,13 +103,27 @@ int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
                     int retry, asr_kv_get_cb cb, void *cb_arg, asr_kv_call_done_cb done, void *done_arg,
                     asr_kv_call_t **out);
 
-/* Starts a SET of key -> val (vlen <= ASR_KV_VAL_MAX_ID). */
+/* Starts a SET of key -> val (vlen <= ASR_KV_VAL_MAX_ID; ASR_KV_VAL_MAX in
+ * the seed's form). */
 int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen,
                     const void *val, size_t vlen, int vtype, asr_kv_call_done_cb done, void *done_arg,
                     asr_kv_call_t **out);
 
+/* Called once with the entry a LIST found: the server's key count, and
+ * the entry's key, value and value type; the pointers are valid during the
+ * call. */
+typedef void (*asr_kv_entry_cb)(void *arg, uint32_t total, const uint8_t *key, size_t klen,
+                                const uint8_t *val, size_t vlen, int vtype);
+
+/* Starts a LIST of entry `index` (insertion order) on ip:port (kv_frame.h:
+ * beyond the seed, for `asrkv dump`). It ends with ASR_ENOTFOUND when
+ * index is past the last entry. */
+int asr_kv_pool_list(asr_kv_pool_t *p, const char *ip, uint16_t port, uint32_t index, asr_kv_entry_cb cb,
+                     void *cb_arg, asr_kv_call_done_cb done, void *done_arg, asr_kv_call_t **out);
+
 /* Whether op ended; *rc gets its result (0, ASR_ENOTFOUND for a GET
- * without retry, or the failure's code) once it has. */
+ * without retry or a LIST past the end, or the failure's code) once it
+ * has. */
 int asr_kv_call_done(const asr_kv_call_t *op, int *rc);
 
 /* One line saying why op failed ("" while it has not). */

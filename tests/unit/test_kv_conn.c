@@ -264,6 +264,197 @@ TEST_TIMEOUT(answers_out_of_order_reach_the_right_request, 30) {
   asr_kv_server_free(srv);
 }
 
+/* --- the seed's form and LIST ------------------------------------------------ */
+
+static asr_kv_pool_t *seed_pool_new(asr_loop_t *loop, int timeout_ms) {
+  asr_kv_pool_opts_t o = {.secret = zero_secret, .timeout_ms = timeout_ms, .idle_ms = 60000, .seed_form = 1};
+  asr_kv_pool_t *p = NULL;
+  char err[256] = "";
+  int rc = asr_kv_pool_new(loop, &o, &p, err, sizeof err);
+  ASSERT_MSG(rc == 0, "asr_kv_pool_new: %s (%s)", asr_test_errname(rc), err);
+  return p;
+}
+
+/* Runs the loop until the server holds n GETs for their keys (3 s at most). */
+static void run_until_held(asr_loop_t *loop, asr_kv_server_t *srv, unsigned n) {
+  uint64_t deadline = kv_raw_now_ms() + 3000;
+  while (stats(srv).held != n && kv_raw_now_ms() < deadline) ASSERT(asr_loop_run_once(loop, 2) >= 0);
+  ASSERT_MSG(stats(srv).held == n, "the server holds %u GETs, expected %u", stats(srv).held, n);
+}
+
+/* A pool of the seed's form (kv_conn.h) sends one request at a time on one
+ * connection, without ids, and carries values of the whole field (964
+ * bytes) where a pipelined pool's frames hold 960; a GET held for its key
+ * holds the connection, and what is queued behind it goes out after. */
+TEST_TIMEOUT(seed_form_one_request_at_a_time, 30) {
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = seed_pool_new(loop, 10000), *pp = pool_new(loop, 10000, 60000);
+  uint8_t big[ASR_KV_VAL_MAX + 1];
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 13 + 5);
+  asr_kv_call_t *call = NULL;
+  ASSERT_EQ(
+      asr_kv_pool_set(p, IP, port, "k", 1, big, ASR_KV_VAL_MAX + 1, ASR_KV_VTYPE_BINARY, NULL, NULL, &call),
+      ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_pool_set(pp, IP, port, "k", 1, big, ASR_KV_VAL_MAX_ID + 1, ASR_KV_VTYPE_BINARY, NULL, NULL,
+                            &call),
+            ASR_ETOOBIG);
+  ASSERT(call == NULL);
+  enum { N = 20 };
+  static seen_t sets[N], gets[N];
+  seen_t *all[2 * N];
+  char key[32];
+  for (int i = 0; i < N; i++) {
+    snprintf(key, sizeof key, "seed-%02d", i);
+    start_set(p, port, key, big, i == 0 ? ASR_KV_VAL_MAX : (size_t)i, &sets[i]);
+    start_get(p, port, key, 0, &gets[i]);
+    all[2 * i] = &sets[i], all[2 * i + 1] = &gets[i];
+  }
+  run_until_done(loop, all, 2 * N, 5000);
+  for (int i = 0; i < N; i++) {
+    ASSERT_EQ(result(&sets[i]), 0);
+    ASSERT_MSG(result(&gets[i]) == 0, "GET %d: %s", i, asr_kv_call_error(gets[i].call));
+    ASSERT_EQ(gets[i].value_calls, 1);
+    ASSERT(gets[i].value_before_done);
+    ASSERT_EQ(gets[i].len, i == 0 ? (size_t)ASR_KV_VAL_MAX : (size_t)i);
+    ASSERT_MEMEQ(gets[i].val, big, gets[i].len);
+    asr_kv_call_free(sets[i].call);
+    asr_kv_call_free(gets[i].call);
+  }
+  asr_kv_pool_stats_t ps;
+  asr_kv_pool_stats(p, &ps);
+  ASSERT_EQ(ps.connects, 1);
+  ASSERT_EQ(ps.frames_out, 2 * N);
+  ASSERT_EQ(ps.sends, 2 * N); /* one request on the wire at a time */
+  asr_kv_server_stats_t st = stats(srv);
+  ASSERT_EQ(st.accepted, 1);
+  ASSERT_EQ(st.pipelined, 0);
+  ASSERT_EQ(st.errors, 0);
+
+  /* the 964-byte value reaches a pipelined GET as a refusal, not cut short */
+  seen_t pg;
+  start_get(pp, port, "seed-00", 0, &pg);
+  seen_t *one = &pg;
+  run_until_done(loop, &one, 1, 5000);
+  ASSERT_EQ(result(&pg), ASR_ESERVER);
+  ASSERT_CONTAINS(asr_kv_call_error(pg.call), "does not fit");
+  ASSERT_EQ(pg.value_calls, 0);
+  asr_kv_call_free(pg.call);
+
+  /* a held GET holds the connection: the SET behind it waits its turn */
+  seen_t held, behind;
+  start_get(p, port, "later", 1, &held);
+  start_set(p, port, "behind", "b", 1, &behind);
+  run_until_held(loop, srv, 1);
+  run_for(loop, 50);
+  ASSERT_EQ(behind.done_calls, 0);
+  ASSERT_OK(asr_kv_server_put(srv, "later", 5, "L", 1, ASR_KV_VTYPE_BINARY));
+  seen_t *two[2] = {&held, &behind};
+  run_until_done(loop, two, 2, 5000);
+  ASSERT_EQ(result(&held), 0);
+  ASSERT_EQ(asr_kv_call_retries(held.call), 0);
+  ASSERT_MEMEQ(held.val, "L", 1);
+  ASSERT_EQ(result(&behind), 0);
+  ASSERT(held.done_ms <= behind.done_ms);
+  asr_kv_call_free(held.call);
+  asr_kv_call_free(behind.call);
+
+  /* a request in flight that ends unanswered (freed here; its deadline does
+   * the same) leaves its connection: the answer would carry no id */
+  start_get(p, port, "never", 1, &held);
+  start_set(p, port, "after", "a", 1, &behind);
+  run_until_held(loop, srv, 1);
+  asr_kv_call_free(held.call);
+  one = &behind;
+  run_until_done(loop, &one, 1, 5000);
+  ASSERT_EQ(result(&behind), 0);
+  asr_kv_call_free(behind.call);
+  asr_kv_pool_stats(p, &ps);
+  ASSERT_EQ(ps.connects, 2);
+  ASSERT_EQ(stats(srv).accepted, 3); /* the two of p and the pipelined pool's */
+  uint64_t until = kv_raw_now_ms() + 3000;
+  while (stats(srv).held != 0 && kv_raw_now_ms() < until) kv_raw_sleep_ms(2);
+  ASSERT_EQ(stats(srv).held, 0);   /* the server saw the first one close */
+  ASSERT_EQ(stats(srv).errors, 1); /* the pipelined GET's refusal */
+  asr_kv_pool_free(p);
+  asr_kv_pool_free(pp);
+  asr_loop_free(loop);
+  asr_kv_server_free(srv);
+}
+
+typedef struct {
+  int calls;
+  uint32_t total;
+  size_t klen, vlen;
+  int vtype;
+  uint8_t key[ASR_KV_KEY_MAX], val[ASR_KV_VAL_MAX];
+} entry_t;
+
+static void on_entry(void *arg, uint32_t total, const uint8_t *key, size_t klen, const uint8_t *val,
+                     size_t vlen, int vtype) {
+  entry_t *e = arg;
+  e->calls++;
+  e->total = total;
+  e->klen = klen;
+  memcpy(e->key, key, klen);
+  e->vlen = vlen;
+  memcpy(e->val, val, vlen);
+  e->vtype = vtype;
+}
+
+/* LIST (asrkv dump) on both forms: the entries in insertion order with
+ * the key count, NOT_FOUND past the end; an entry longer than a frame with
+ * an id comes whole in the seed's form and as a refusal pipelined. */
+TEST_TIMEOUT(list_entries_both_forms, 30) {
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  uint8_t big[ASR_KV_VAL_MAX];
+  memset(big, 'x', sizeof big);
+  ASSERT_OK(asr_kv_server_put(srv, "zeta", 4, "Z", 1, ASR_KV_VTYPE_TEXT));
+  ASSERT_OK(asr_kv_server_put(srv, "a\0b", 3, "\x00\x01", 2, ASR_KV_VTYPE_BINARY));
+  ASSERT_OK(asr_kv_server_put(srv, "big", 3, big, sizeof big, ASR_KV_VTYPE_BINARY));
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  for (int form = 0; form < 2; form++) {
+    asr_kv_pool_t *p = form ? seed_pool_new(loop, 5000) : pool_new(loop, 5000, 60000);
+    entry_t e[4] = {{0}};
+    seen_t s[4];
+    seen_t *all[4];
+    for (uint32_t i = 0; i < 4; i++) {
+      memset(&s[i], 0, sizeof s[i]);
+      ASSERT_OK(asr_kv_pool_list(p, IP, port, i, on_entry, &e[i], on_done, &s[i], &s[i].call));
+      all[i] = &s[i];
+    }
+    run_until_done(loop, all, 4, 5000);
+    ASSERT_EQ(result(&s[0]), 0);
+    ASSERT_EQ(e[0].calls, 1);
+    ASSERT_EQ(e[0].total, 3);
+    ASSERT(e[0].klen == 4 && memcmp(e[0].key, "zeta", 4) == 0 && e[0].vtype == ASR_KV_VTYPE_TEXT);
+    ASSERT(e[0].vlen == 1 && e[0].val[0] == 'Z');
+    ASSERT_EQ(result(&s[1]), 0);
+    ASSERT(e[1].klen == 3 && memcmp(e[1].key, "a\0b", 3) == 0 && e[1].vtype == ASR_KV_VTYPE_BINARY);
+    ASSERT(e[1].vlen == 2 && memcmp(e[1].val, "\x00\x01", 2) == 0);
+    if (form) {
+      ASSERT_EQ(result(&s[2]), 0);
+      ASSERT_EQ(e[2].vlen, sizeof big);
+      ASSERT_MEMEQ(e[2].val, big, sizeof big);
+    } else {
+      ASSERT_EQ(result(&s[2]), ASR_ESERVER);
+      ASSERT_CONTAINS(asr_kv_call_error(s[2].call), "does not fit");
+      ASSERT_CONTAINS(asr_kv_call_error(s[2].call), "LIST of entry 2");
+      ASSERT_EQ(e[2].calls, 0);
+    }
+    ASSERT_EQ(result(&s[3]), ASR_ENOTFOUND); /* past the end */
+    ASSERT_EQ(e[3].calls, 0);
+    for (int i = 0; i < 4; i++) asr_kv_call_free(s[i].call);
+    asr_kv_pool_free(p);
+  }
+  asr_loop_free(loop);
+  asr_kv_server_free(srv);
+}
+
 /* --- bounds ---------------------------------------------------------------- */
 
 /* What a pending request costs the client: a GET holds its key, a SET its
