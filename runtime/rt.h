@@ -20,7 +20,6 @@
 
 #include "asr.h"
 #include "asr_loop.h"
-#include "kv_client.h"
 #include "kv_conn.h"
 #include "kv_keys.h"
 #include "ofi.h"
