@@ -2,7 +2,6 @@
 noinst_LTLIBRARIES += bootstrap/libasrboot.la
 bootstrap_libasrboot_la_SOURCES = \
 	bootstrap/kv_frame.c bootstrap/kv_frame.h \
-	bootstrap/kv_client.c bootstrap/kv_client.h \
 	bootstrap/kv_conn.c bootstrap/kv_conn.h \
 	bootstrap/kv_table.c bootstrap/kv_table.h \
 	bootstrap/kv_server.c bootstrap/kv_server.h \

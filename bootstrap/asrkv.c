@@ -28,7 +28,7 @@
 #include "asr_log.h"
 #include "asr_loop.h"
 #include "asr_time.h"
-#include "kv_client.h"
+#include "kv_conn.h"
 #include "kv_elect.h"
 #include "kv_frame.h"
 #include "kv_keys.h"
@@ -257,14 +257,17 @@ static int cmd_serve(int argc, char **argv) {
 }
 
 /* Common parsing for set/get/dump: HOST:PORT first, then positional args and
- * --timeout / --hex / --wait. */
+ * --timeout / --hex / --wait. The requests speak the seed's form (kv_conn.h:
+ * seed_form), one at a time on a connection of their own: a value may take
+ * all 964 bytes of the frame's field, as asrkv(1) promises, where a frame
+ * with a request id holds 960 (kv_frame.h). */
 typedef struct {
   char ip[64];
   uint16_t port;
   const char *pos[2];
   int npos;
   int hex, wait;
-  asr_kv_opts_t opts;
+  asr_kv_pool_opts_t opts;
   uint8_t secret[ASR_KV_SECRET_LEN];
 } client_args_t;
 
@@ -294,6 +297,7 @@ static int parse_client(int argc, char **argv, int want_pos, client_args_t *a, c
   if (a->npos != want_pos) return die_usage("'%s' is missing arguments", cmd);
   if (load_secret(a->secret)) return EXIT_FAILURE;
   a->opts.secret = a->secret;
+  a->opts.seed_form = 1;
   if (!a->opts.timeout_ms) a->opts.timeout_ms = a->wait ? 0 : 5000;
   return 0;
 }

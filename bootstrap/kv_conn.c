@@ -1,5 +1,6 @@
 /*
- * kv_conn.c -- persistent, pipelined KV connections (see kv_conn.h).
+ * kv_conn.c -- the KV client: persistent, pipelined connections, and the
+ * blocking calls built on them (see kv_conn.h).
  *
  * A connection is a small machine, one switch per event, every transition
  * through conn_set_state:
@@ -29,6 +30,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +51,11 @@
 
 #define BACKOFF_MIN_MS 1
 #define BACKOFF_MAX_MS 64
-#define GET_WAIT_MS 500 /* as kv_client.c: how long a GET with retry asks to be held */
+/* A GET with retry asks the server to hold it this long for a missing key
+ * (kv_frame.h: aux) before answering NOT_FOUND: the answer comes the moment
+ * the key is set, and the request asks again about twice a second, not
+ * every 1-64 ms as the seed's client would. */
+#define GET_WAIT_MS 500
 #define IN_CAP (56 * ASR_KV_FRAME_LEN)
 #define ID_BUCKETS 256 /* power of two */
 
@@ -102,10 +108,10 @@ struct pconn {
   asr_kv_call_t *sent[ID_BUCKETS];
   unsigned nsent, nqueued;
   uint32_t seed_id; /* the seed's form: the id of the one request in flight */
-  uint8_t *out;     /* framed requests, out_pos of out_len sent */
-  size_t out_len, out_pos;
-  uint8_t in[IN_CAP];
-  size_t in_len;
+  uint8_t *out;     /* framed requests (out_cap bytes), out_pos of out_len sent */
+  size_t out_cap, out_len, out_pos;
+  uint8_t *in; /* answers read (in_cap bytes, after out in one allocation), in_len not yet handled */
+  size_t in_cap, in_len;
 };
 
 struct asr_kv_pool {
@@ -249,7 +255,7 @@ static void op_fail(asr_kv_call_t *op, int code, const char *fmt, ...) {
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   if (op->opcode == ASR_KV_OP_LIST) {
-    set_err(op, "KV LIST of entry %u on server %s: %s", op->aux, op->conn->name, what);
+    set_err(op, "LIST on %s: %s", op->conn->name, what); /* the words asrkv dump has always printed */
   } else {
     asr_kv_key_render(op->key, op->klen, key, sizeof key);
     set_err(op, "KV %s of key '%s' on server %s: %s", asr_kv_op_name(op->opcode), key, op->conn->name, what);
@@ -293,11 +299,18 @@ static pconn_t *conn_get(asr_kv_pool_t *p, const char *ip, uint16_t port) {
   memcpy(c->name, name, sizeof name);
   c->pool = p;
   c->fd = -1;
-  c->out = malloc((size_t)ASR_KV_CONN_MAX_UNSENT * ASR_KV_FRAME_LEN);
+  /* A pipelined connection sends up to ASR_KV_CONN_MAX_UNSENT frames a
+   * send() and reads IN_CAP bytes a recv(); one of the seed's form has one
+   * request on the wire at a time, so one frame each way is all it uses
+   * (and a blocking call, which makes one per call, pays for no more). */
+  c->out_cap = p->seed_form ? ASR_KV_FRAME_LEN : (size_t)ASR_KV_CONN_MAX_UNSENT * ASR_KV_FRAME_LEN;
+  c->in_cap = p->seed_form ? ASR_KV_FRAME_LEN : IN_CAP;
+  c->out = malloc(c->out_cap + c->in_cap);
   if (!c->out) {
     free(c);
     return NULL;
   }
+  c->in = c->out + c->out_cap;
   c->next = p->conns;
   p->conns = c;
   return c;
@@ -457,8 +470,7 @@ static void conn_frame_queued(pconn_t *c) {
     c->out_pos = 0;
   }
   uint64_t now = asr_loop_now(p->loop);
-  while (conn_can_frame(c) &&
-         c->out_len + ASR_KV_FRAME_LEN <= (size_t)ASR_KV_CONN_MAX_UNSENT * ASR_KV_FRAME_LEN) {
+  while (conn_can_frame(c) && c->out_len + ASR_KV_FRAME_LEN <= c->out_cap) {
     asr_kv_call_t *op = c->qhead;
     queue_remove(c, op);
     op->id = p->next_id++;
@@ -502,7 +514,7 @@ static int conn_flush(pconn_t *c) {
   }
 }
 
-/* The code of an opcode-6 answer, from its reason (as kv_client.c). */
+/* The code of an opcode-6 answer, from its reason (kv_server.c words them). */
 static int error_code(const char *msg) {
   return strstr(msg, "secret") ? ASR_EAUTH : strstr(msg, "full") ? ASR_ENOSPACE : ASR_ESERVER;
 }
@@ -602,7 +614,7 @@ static int conn_answer(pconn_t *c, const uint8_t *f) {
  * Returns 0, or the failure (the connection is broken). */
 static int conn_read(pconn_t *c) {
   for (int i = 0; i < 4; i++) {
-    ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
+    ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
     if (n == 0) return ASR_ECONNRESET; /* the server closed: restarted, or dropped us */
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -619,7 +631,9 @@ static int conn_read(pconn_t *c) {
     }
     memmove(c->in, c->in + off, c->in_len - off);
     c->in_len -= off;
-    if ((size_t)n < IN_CAP) return 0; /* drained */
+    /* drained, or nothing more is owed (what may follow, a stale answer or
+     * the end of the stream, the next event reads) */
+    if ((size_t)n < c->in_cap || !c->nsent) return 0;
   }
   return 0;
 }
@@ -641,8 +655,10 @@ static void on_io(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
     case CONN_UP: break;
     default: assert(0 && "an event on a closed KV connection"); return;
   }
-  (void)events;
-  int rc = conn_read(c);
+  /* Only a readable socket (or a hang-up or error, which a recv reports)
+   * is read: the writable one of a connect that just completed has
+   * nothing to read yet. */
+  int rc = events & (ASR_LOOP_READ | ASR_LOOP_HUP | ASR_LOOP_ERR) ? conn_read(c) : 0;
   if (rc == 0 && c->state == CONN_UP) rc = conn_flush(c);
   if (rc) {
     conn_broken(c, rc);
@@ -653,6 +669,18 @@ static void on_io(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
   conn_check_idle(c);
 }
 
+/* What a retry's last failure (an ASR_E* code, 0 for none yet) means to
+ * the user, for a timed-out request's message. */
+static const char *reason_text(int code) {
+  switch (code) {
+    case ASR_ECONNREFUSED: return "connection refused: is the KV server running on that host and port?";
+    case ASR_ENOTFOUND: return "key not found: nobody has published it yet";
+    case ASR_ECONNRESET: return "the server closed the connection";
+    case 0: return "no answer yet";
+    default: return asr_strerror(code);
+  }
+}
+
 static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
   asr_kv_pool_t *p = t->arg;
   uint64_t now = asr_loop_now(loop);
@@ -661,7 +689,7 @@ static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
     n = op->lnext; /* op_fail takes op off the list (and its done callback may free it) */
     if (op->deadline_ms && now >= op->deadline_ms) {
       op_fail(op, ASR_ETIMEDOUT, "timed out after %u retries; last: %s", op->retries,
-              asr_kv_reason_text(op->last_reason ? op->last_reason : op->conn->last_err));
+              reason_text(op->last_reason ? op->last_reason : op->conn->last_err));
       n = p->pending; /* a done callback may have freed others: start over (rare: deadlines) */
       continue;
     }
@@ -704,16 +732,58 @@ static void on_timer(asr_loop_t *loop, asr_loop_timer_t *t) {
   if (next != UINT64_MAX) arm_at(p, next);
 }
 
+/* --- the environment's defaults -------------------------------------------- */
+
+/* Loaded once per process. Not a lazy flag: a thread that saw the flag set
+ * could still read the bytes before another thread's writes land (a data
+ * race, and in practice a wrong secret), so pthread_once orders them. A bad
+ * ASR_JOB_SECRET is kept as its error: every pool that would send the
+ * default secret fails with it (the server would only refuse its requests). */
+static uint8_t default_secret_bytes[ASR_KV_SECRET_LEN];
+static int default_secret_rc;
+static char default_secret_err[200];
+static pthread_once_t default_secret_once = PTHREAD_ONCE_INIT;
+
+static void default_secret_load(void) {
+  default_secret_rc =
+      asr_kv_secret_from_env(default_secret_bytes, default_secret_err, sizeof default_secret_err);
+}
+
+/* What a pool takes from the environment where opts do not say: the secret
+ * (ASR_JOB_SECRET; *secret stays valid) and each request's deadline in ms
+ * (ASR_KV_TIMEOUT_MS; <0 = none). Returns 0, or ASR_ECONFIG with errbuf
+ * naming the variable. */
+static int env_defaults(const asr_kv_pool_opts_t *o, const uint8_t **secret, int *timeout_ms, char *errbuf,
+                        size_t errlen) {
+  if (o->secret) {
+    *secret = o->secret;
+  } else {
+    pthread_once(&default_secret_once, default_secret_load);
+    if (default_secret_rc) {
+      if (errbuf) snprintf(errbuf, errlen, "%s", default_secret_err);
+      return default_secret_rc;
+    }
+    *secret = default_secret_bytes;
+  }
+  if (o->timeout_ms) {
+    *timeout_ms = o->timeout_ms;
+    return 0;
+  }
+  long ms;
+  int rc = asr_env_int(ASR_ENV_KV_TIMEOUT_MS, &ms, errbuf, errlen);
+  if (rc == 0) *timeout_ms = (int)ms; /* at most 86399999: the row's range */
+  return rc;
+}
+
 /* --- the API ---------------------------------------------------------------- */
 
 int asr_kv_pool_new(asr_loop_t *loop, const asr_kv_pool_opts_t *opts, asr_kv_pool_t **out, char *errbuf,
                     size_t errlen) {
   if (!loop || !out) return ASR_EINVAL;
   asr_kv_pool_opts_t o = opts ? *opts : (asr_kv_pool_opts_t){0};
-  asr_kv_opts_t ko = {.secret = o.secret, .timeout_ms = o.timeout_ms};
   const uint8_t *secret = NULL;
   int tmo = 0;
-  int rc = asr_kv_defaults(&ko, &secret, &tmo, errbuf, errlen);
+  int rc = env_defaults(&o, &secret, &tmo, errbuf, errlen);
   if (rc) return rc;
   int idle = o.idle_ms;
   if (idle <= 0) {
@@ -795,8 +865,8 @@ int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
   op->cb_arg = cb_arg;
   op->done = done;
   op->done_arg = done_arg;
-  /* as kv_client.c: at most half the request's own time, so a NOT_FOUND
-   * still comes back before the deadline */
+  /* at most half the request's own time, so that the server's NOT_FOUND,
+   * and the reason a deadline names, come before the deadline */
   op->aux = retry ? GET_WAIT_MS : 0;
   if (retry && p->timeout_ms > 0 && (uint32_t)p->timeout_ms / 2 < op->aux)
     op->aux = (uint32_t)p->timeout_ms / 2;
@@ -868,3 +938,165 @@ void asr_kv_call_free(asr_kv_call_t *op) {
 void asr_kv_pool_stats(const asr_kv_pool_t *p, asr_kv_pool_stats_t *st) { *st = p->st; }
 
 unsigned asr_kv_pool_pending(const asr_kv_pool_t *p) { return p->npending; }
+
+/* --- blocking calls ------------------------------------------------------------ */
+
+/* One blocking call's loop and pool, made from the caller's opts. */
+typedef struct {
+  asr_loop_t *loop;
+  asr_kv_pool_t *pool;
+} solo_t;
+
+/* Makes b's loop and pool. A pool lives for one call here, so it never
+ * idles: ASR_KV_IDLE_MS is neither read nor needed. Returns 0, or the
+ * failure with errbuf saying why. */
+static int solo_open(solo_t *b, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen) {
+  asr_kv_pool_opts_t o = opts ? *opts : (asr_kv_pool_opts_t){0};
+  o.idle_ms = 86400000;
+  int rc = asr_loop_new(&b->loop);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "cannot make an event loop: %s", asr_strerror(rc));
+    return rc;
+  }
+  rc = asr_kv_pool_new(b->loop, &o, &b->pool, errbuf, errlen);
+  if (rc) asr_loop_free(b->loop);
+  return rc;
+}
+
+/* Runs b's loop until op ends; returns its result, with errbuf holding
+ * its reason when it failed. */
+static int solo_run(solo_t *b, asr_kv_call_t *op, char *errbuf, size_t errlen) {
+  int rc = 0;
+  while (!asr_kv_call_done(op, &rc)) {
+    int n = asr_loop_run_once(b->loop, ASR_LOOP_FOREVER); /* the pool's timer bounds the wait */
+    if (n < 0) {
+      if (errbuf) snprintf(errbuf, errlen, "the client's event loop failed: %s", asr_strerror(n));
+      return n;
+    }
+  }
+  if (rc && errbuf) snprintf(errbuf, errlen, "%s", asr_kv_call_error(op));
+  return rc;
+}
+
+/* Frees b's pool (which sends END on its connection and closes it) and loop. */
+static void solo_close(solo_t *b) {
+  asr_kv_pool_free(b->pool);
+  asr_loop_free(b->loop);
+}
+
+int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
+               int vtype, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen) {
+  char why[256];
+  solo_t b;
+  int rc = solo_open(&b, opts, why, sizeof why);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "bad SET request: %s", why);
+    return rc;
+  }
+  asr_kv_call_t *op;
+  rc = asr_kv_pool_set(b.pool, ip ? ip : "", port, key, klen, val, vlen, vtype, NULL, NULL, &op);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "bad SET request: %s", asr_strerror(rc));
+  } else {
+    rc = solo_run(&b, op, errbuf, errlen);
+    asr_kv_call_free(op);
+  }
+  solo_close(&b);
+  return rc;
+}
+
+/* Where a blocking GET's value goes. */
+typedef struct {
+  uint8_t *buf;
+  size_t cap, len;
+  int too_big;
+} get_sink_t;
+
+static void get_copy(void *arg, const uint8_t *val, size_t len) {
+  get_sink_t *s = arg;
+  s->len = len;
+  s->too_big = len > s->cap;
+  if (!s->too_big) memcpy(s->buf, val, len);
+}
+
+int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val, size_t cap,
+               size_t *vlen, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen) {
+  char why[256];
+  solo_t b;
+  int rc = solo_open(&b, opts, why, sizeof why);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "bad GET request: %s", why);
+    return rc;
+  }
+  get_sink_t sink = {.buf = val, .cap = val ? cap : 0};
+  asr_kv_call_t *op;
+  rc = asr_kv_pool_get(b.pool, ip ? ip : "", port, key, klen, ASR_KV_VTYPE_BINARY, retry, get_copy, &sink,
+                       NULL, NULL, &op);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "bad GET request: %s", asr_strerror(rc));
+  } else {
+    rc = solo_run(&b, op, errbuf, errlen);
+    asr_kv_call_free(op);
+  }
+  solo_close(&b);
+  if (rc == 0 && sink.too_big) {
+    if (errbuf)
+      snprintf(errbuf, errlen, "value of %zu bytes does not fit the %zu-byte buffer", sink.len, sink.cap);
+    return ASR_ETOOBIG;
+  }
+  if (rc == 0 && vlen) *vlen = sink.len;
+  return rc;
+}
+
+/* One blocking LIST's caller callback and the index it asked for. */
+typedef struct {
+  asr_kv_list_cb cb;
+  void *arg;
+  uint32_t index;
+} list_sink_t;
+
+static void list_entry(void *arg, uint32_t total, const uint8_t *key, size_t klen, const uint8_t *val,
+                       size_t vlen, int vtype) {
+  list_sink_t *s = arg;
+  if (s->cb) s->cb(s->arg, s->index, total, key, klen, val, vlen, vtype);
+}
+
+int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg, const asr_kv_pool_opts_t *opts,
+                char *errbuf, size_t errlen) {
+  solo_t b;
+  int rc = solo_open(&b, opts, errbuf, errlen);
+  if (rc) return rc;
+  /* one entry a request, on the one connection, until NOT_FOUND says the
+   * index is past the last (kv_frame.h: LIST) */
+  list_sink_t sink = {.cb = cb, .arg = arg};
+  for (;; sink.index++) {
+    asr_kv_call_t *op;
+    rc = asr_kv_pool_list(b.pool, ip ? ip : "", port, sink.index, list_entry, &sink, NULL, NULL, &op);
+    if (rc) {
+      if (errbuf && rc == ASR_EINVAL)
+        snprintf(errbuf, errlen, "'%s:%u' is not an IPv4 address and port", ip ? ip : "", port);
+      else if (errbuf)
+        snprintf(errbuf, errlen, "bad LIST request: %s", asr_strerror(rc));
+      break;
+    }
+    rc = solo_run(&b, op, errbuf, errlen);
+    asr_kv_call_free(op);
+    if (rc) break;
+  }
+  solo_close(&b);
+  return rc == ASR_ENOTFOUND ? 0 : rc;
+}
+
+int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_pool_opts_t *opts,
+                         char *errbuf, size_t errlen) {
+  uint8_t val[ASR_KV_HOSTNAME_LEN];
+  size_t hl = hostname ? strlen(hostname) : 0;
+  if (hl == 0 || hl >= ASR_KV_HOSTNAME_LEN) {
+    if (errbuf) snprintf(errbuf, errlen, "host name must be 1..127 bytes");
+    return ASR_EINVAL;
+  }
+  memset(val, 0, sizeof val);
+  memcpy(val, hostname, hl);
+  return asr_kv_set(ip, port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val,
+                    ASR_KV_VTYPE_TEXT, opts, errbuf, errlen);
+}

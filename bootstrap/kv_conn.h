@@ -1,15 +1,19 @@
 /*
- * kv_conn.h -- persistent, pipelined KV connections (beyond the seed, for
- * scale: doc/design.md, "The KV store"; the seed's
- * one-request-per-connection client is kv_client.h, and the server speaks
- * both, kv_frame.h).
+ * kv_conn.h -- the KV client (doc/design.md, "The KV store"): the requests
+ * of the seed's client (seed §4, kv_store_make_progress: a GET with or
+ * without retry, a SET; beyond the seed, a LIST) over persistent,
+ * pipelined connections, on the caller's loop; and blocking calls built on
+ * them, for tools and a process's one-off requests (below). The server,
+ * kv_server.h, answers these and the seed's own one-request-at-a-time
+ * connections alike (kv_frame.h).
  *
  * A pool belongs to one thread and runs on its asr_loop (the runtime's
  * service thread: one pool per LNC). It keeps at most one connection per KV
  * server (ip:port) and multiplexes every request started on it over that
  * connection: each frame carries the ID flag and a request id, many go out
  * per send() and come in per recv(), and the server answers them in any
- * order. A request is a GET, or a SET; what it promises is kv_client.h's:
+ * order. What a request promises is what the seed's client does, with a
+ * deadline beyond it:
  *
  *  - a GET's value callback runs exactly once, when its answer is parsed
  *    and before the request is reported done; a request that fails never
@@ -59,12 +63,15 @@
 #include <stdint.h>
 
 #include "asr_loop.h"
-#include "kv_client.h"
 
 #define ASR_KV_CONN_MAX_UNSENT 256 /* frames in a connection's send buffer */
 
 typedef struct asr_kv_pool asr_kv_pool_t;
 typedef struct asr_kv_call asr_kv_call_t;
+
+/* Called once with the value of a successful GET; val is valid during the
+ * call. */
+typedef void (*asr_kv_get_cb)(void *arg, const uint8_t *val, size_t len);
 
 /* Called once when op ends (done or failed), after a GET's value callback.
  * It may free op. */
@@ -97,8 +104,11 @@ int asr_kv_pool_new(asr_loop_t *loop, const asr_kv_pool_opts_t *opts, asr_kv_poo
 /* Closes every connection and frees p. Every op must have been freed. */
 void asr_kv_pool_free(asr_kv_pool_t *p);
 
-/* Starts a GET of key from ip:port (asr_kv_get_start's arguments). The frame
- * goes out from the loop (with the others of this tick, in one send). */
+/* Starts a GET of key (klen bytes, binary) from ip:port; vtype picks the
+ * answer's kind (ASR_KV_VTYPE_TEXT/BINARY). With retry, NOT_FOUND is asked
+ * again until the deadline; without it the request ends with ASR_ENOTFOUND.
+ * The frame goes out from the loop (with the others of this tick, in one
+ * send). */
 int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen, int vtype,
                     int retry, asr_kv_get_cb cb, void *cb_arg, asr_kv_call_done_cb done, void *done_arg,
                     asr_kv_call_t **out);
@@ -139,5 +149,40 @@ void asr_kv_pool_stats(const asr_kv_pool_t *p, asr_kv_pool_stats_t *st);
 
 /* How many of p's requests are pending (started, not ended, not freed). */
 unsigned asr_kv_pool_pending(const asr_kv_pool_t *p);
+
+/* --- Blocking calls -----------------------------------------------------------
+ *
+ * For tools, tests and a process's one-off requests (asrkv; seeding
+ * "hostname", runtime/kv_host.c). Each call makes a loop and a pool of its
+ * own from opts (NULL: every default; idle_ms is not used), runs its
+ * request to its end and frees both: it opens one connection, and closes
+ * it with END. With opts->seed_form it speaks the seed's form on it, as
+ * asrkv does. Each returns 0 or the request's ASR_E* code, errbuf (when
+ * given) holding a one-line reason: the request's own (asr_kv_call_error),
+ * or what was wrong with the arguments or the environment. Any thread. */
+
+/* SETs key -> val and waits for the server's acknowledgement. */
+int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
+               int vtype, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen);
+
+/* GETs key (binary) and copies its value into val (cap bytes), its length
+ * into *vlen. Without retry a missing key is ASR_ENOTFOUND; a value longer
+ * than cap is ASR_ETOOBIG. *vlen is written only on success. */
+int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val, size_t cap,
+               size_t *vlen, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen);
+
+/* LISTs every key on ip:port in insertion order, one request per entry on
+ * the one connection, calling cb with each entry's index, the key count
+ * and the entry (beyond the seed, for `asrkv dump`). */
+typedef void (*asr_kv_list_cb)(void *arg, uint32_t index, uint32_t total, const uint8_t *key, size_t klen,
+                               const uint8_t *val, size_t vlen, int vtype);
+int asr_kv_list(const char *ip, uint16_t port, asr_kv_list_cb cb, void *arg, const asr_kv_pool_opts_t *opts,
+                char *errbuf, size_t errlen);
+
+/* Seeds "hostname" -> hostname (zero-padded to 128 bytes) on the KV server
+ * at ip:port (seed §3: the RECV side learns the peer's host name from it)
+ * and waits for the acknowledgement. */
+int asr_kv_seed_hostname(const char *ip, uint16_t port, const char *hostname, const asr_kv_pool_opts_t *opts,
+                         char *errbuf, size_t errlen);
 
 #endif /* ASR_KV_CONN_H */

@@ -22,7 +22,6 @@ TIMED_UNIT_TESTS = \
 	tests/unit/test_ctl \
 	tests/unit/test_proc_exit \
 	tests/unit/test_loop \
-	tests/unit/test_kv_client \
 	tests/unit/test_kv_conn \
 	tests/unit/test_kv_server \
 	tests/unit/test_kv_elect \
@@ -60,8 +59,6 @@ tests_unit_test_docs_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) -I$(top_sr
 tests_unit_test_docs_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)
-tests_unit_test_kv_client_SOURCES = tests/unit/test_kv_client.c
-tests_unit_test_kv_client_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_conn_SOURCES = tests/unit/test_kv_conn.c tests/unit/kv_raw.h
 tests_unit_test_kv_conn_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_server_SOURCES = tests/unit/test_kv_server.c tests/unit/kv_raw.h

@@ -24,7 +24,7 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
-#include "kv_client.h"
+#include "kv_conn.h"
 #include "kv_elect.h"
 #include "kv_keys.h"
 #include "kv_server.h"

@@ -28,7 +28,8 @@
  * rendezvous rows unless -r is given; asr, raw and TCPStore interleaved):
  *   1. ops/s with 1, 8 and 32 clients, each doing a fixed number of operations
  *      over one TCP connection per operation: asr = blocking
- *      asr_kv_set/asr_kv_get alternating SET and GET of its own keys (every
+ *      asr_kv_set/asr_kv_get (kv_conn.h) in the seed's form, as asrkv
+ *      speaks it, alternating SET and GET of its own keys (every
  *      GET verified byte for byte); raw = connect + send 1156 + recv 1156 +
  *      close (the echo verified). For reference also a persistent connection
  *      per client: asr = SET/GET frames written straight to the KV server on
@@ -39,10 +40,11 @@
  *      of echo request/responses on one connection.
  *   2. a 64-client rendezvous: every process SETs its rank's 128-byte address,
  *      then GETs all 64 keys with retry=1 and verifies them. Once with blocking
- *      GETs one after the other, once with the 64 GETs in flight together
- *      through asr_kv_get_start + asr_kv_progress (the seed's client, one
- *      connection each), once pipelined (kv_conn: the SET and the 64 GETs on
- *      one connection, each GET held by the server until its key is set).
+ *      GETs one after the other, once with the 64 GETs in flight together,
+ *      each on a connection of its own in the seed's form (a pool per GET on
+ *      one loop: the seed's client's pattern), once pipelined (the SET and
+ *      the 64 GETs on one connection, each GET held by the server until its
+ *      key is set).
  *      The raw baseline does the same 1 + 64 request/responses per process
  *      (sequential, resp. all 64 at once under one poll(), resp. all 65 on
  *      one connection).
@@ -85,7 +87,6 @@
 #include <unistd.h>
 
 #include "asr_loop.h"
-#include "kv_client.h"
 #include "kv_conn.h"
 #include "kv_frame.h"
 #include "kv_secret.h"
@@ -490,8 +491,10 @@ typedef struct {
   const uint8_t *secret;
 } wctx_t;
 
-static asr_kv_opts_t kv_opts(const wctx_t *c) {
-  asr_kv_opts_t o = {.secret = c->secret, .timeout_ms = CLIENT_TIMEOUT_MS};
+/* The blocking calls' options: the seed's form, one request at a time on a
+ * connection of its own, as asrkv (and the seed's client) speak it. */
+static asr_kv_pool_opts_t kv_opts(const wctx_t *c) {
+  asr_kv_pool_opts_t o = {.secret = c->secret, .timeout_ms = CLIENT_TIMEOUT_MS, .seed_form = 1};
   return o;
 }
 
@@ -505,7 +508,7 @@ static size_t ops_key(char *key, size_t cap, int id, int slot) {
  * pattern); every GET is checked against the value just SET. */
 static int w_kv_ops(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
-  asr_kv_opts_t o = kv_opts(c);
+  asr_kv_pool_opts_t o = kv_opts(c);
   uint8_t val[ADDR_LEN], got[ASR_KV_VAL_MAX];
   char key[96], err[700];
   for (int i = 0; i + 1 < c->ops; i += 2) {
@@ -711,7 +714,7 @@ static void rdv_addr(uint8_t *addr, int rep, int rank) {
  * starting after its own, one blocking GET after the other. */
 static int w_kv_rdv_seq(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
-  asr_kv_opts_t o = kv_opts(c);
+  asr_kv_pool_opts_t o = kv_opts(c);
   uint8_t addr[ADDR_LEN], want[ADDR_LEN], got[ASR_KV_VAL_MAX];
   char key[96], err[700];
   rdv_addr(addr, c->rep, id);
@@ -749,19 +752,24 @@ static void get_slot_cb(void *arg, const uint8_t *val, size_t len) {
   memcpy(s->buf, val, len < ADDR_LEN ? len : ADDR_LEN);
 }
 
-/* The same, with all GETs in flight at once: one asr_kv_progress() step per
- * pending request per pass, and after a pass in which nothing moved, one
- * poll() over every pending request (asr_kv_req_pollfd gives each one's fd,
- * events and timer). */
+/* A concurrent GET ends: count it (its slot keeps the value). */
+static void conc_done(void *arg, asr_kv_call_t *call) {
+  (void)call;
+  (*(int *)arg)--;
+}
+
+/* The same, with all GETs in flight at once, each on a connection of its
+ * own in the seed's form: a pool per GET, all on one loop (the seed's
+ * client's one-request-per-connection pattern, driven by one thread). */
 static int w_kv_rdv_conc(int id, const void *vctx, uint64_t *ops) {
   const wctx_t *c = vctx;
-  asr_kv_opts_t o = kv_opts(c);
+  asr_kv_pool_opts_t o = kv_opts(c);
   uint8_t addr[ADDR_LEN], want[ADDR_LEN];
   char key[96], err[700];
-  asr_kv_req_t *reqs[RDV_RANKS] = {0};
+  asr_kv_pool_t *pools[RDV_RANKS] = {0};
+  asr_kv_call_t *calls[RDV_RANKS] = {0};
   get_slot_t slots[RDV_RANKS];
-  int done[RDV_RANKS] = {0};
-  int n = c->nranks, rc = 0;
+  int n = c->nranks, rc = 0, pending = 0;
   memset(slots, 0, sizeof slots);
 
   rdv_addr(addr, c->rep, id);
@@ -770,64 +778,56 @@ static int w_kv_rdv_conc(int id, const void *vctx, uint64_t *ops) {
                   sizeof err);
   if (rc) return cfail(id, "rendezvous SET %s failed: %s", key, err);
   (*ops)++;
+  asr_loop_t *loop;
+  if (asr_loop_new(&loop) != 0) return cfail(id, "asr_loop_new failed");
+  o.idle_ms = CLIENT_TIMEOUT_MS;
   for (int k = 0; k < n; k++) {
     int peer = (id + 1 + k) % n;
     klen = rdv_key(key, sizeof key, "conc", c->rep, peer);
-    rc = asr_kv_get_start("127.0.0.1", c->port, key, klen, ASR_KV_VTYPE_BINARY, 1, get_slot_cb, &slots[peer],
-                          &o, &reqs[peer]);
-    if (rc) {
-      rc = cfail(id, "asr_kv_get_start(%s) failed: %d", key, rc);
+    if (asr_kv_pool_new(loop, &o, &pools[peer], err, sizeof err) != 0) {
+      rc = cfail(id, "asr_kv_pool_new: %s", err);
       goto out;
     }
+    rc = asr_kv_pool_get(pools[peer], "127.0.0.1", c->port, key, klen, ASR_KV_VTYPE_BINARY, 1, get_slot_cb,
+                         &slots[peer], conc_done, &pending, &calls[peer]);
+    if (rc) {
+      rc = cfail(id, "asr_kv_pool_get(%s) failed: %d", key, rc);
+      goto out;
+    }
+    pending++;
   }
-  for (int pending = n; pending > 0;) {
-    int any = 0;
-    asr_kv_req_t *first = NULL;
-    for (int p = 0; p < n; p++) {
-      if (done[p]) continue;
-      int d = 0, made = 0;
-      int prc = asr_kv_progress(reqs[p], &d, &made);
-      any |= made;
-      if (!d) {
-        if (!first) first = reqs[p];
-        continue;
-      }
-      done[p] = 1;
-      pending--;
-      g_child_retries += asr_kv_req_retries(reqs[p]);
-      if (prc) {
-        rc = cfail(id, "concurrent GET of rank %d failed: %s", p, asr_kv_req_error(reqs[p]));
-        goto out;
-      }
-      rdv_addr(want, c->rep, p);
-      klen = rdv_key(key, sizeof key, "conc", c->rep, p);
-      if (slots[p].calls != 1) {
-        rc = cfail(id, "GET %s: callback ran %d times", key, slots[p].calls);
-        goto out;
-      }
-      if (slots[p].len != ADDR_LEN || memcmp(slots[p].buf, want, ADDR_LEN) != 0) {
-        report_mismatch(id, key, want, ADDR_LEN, slots[p].buf, slots[p].len);
-        rc = 1;
-        goto out;
-      }
-      (*ops)++;
+  while (pending > 0)
+    if (asr_loop_run_once(loop, ASR_LOOP_FOREVER) < 0) {
+      rc = cfail(id, "the client's loop failed");
+      goto out;
     }
-    if (!any && first) {
-      /* Wait on every pending request at once (asr_kv_req_pollfd). */
-      struct pollfd pf[RDV_RANKS];
-      int np = 0, tmo = 100;
-      for (int p = 0; p < n; p++) {
-        if (done[p]) continue;
-        struct pollfd q;
-        int t = asr_kv_req_pollfd(reqs[p], &q);
-        if (t >= 0 && t < tmo) tmo = t;
-        if (q.fd >= 0) pf[np++] = q;
-      }
-      if (tmo > 0) poll(pf, (nfds_t)np, tmo);
+  for (int p = 0; p < n; p++) {
+    int prc = 0;
+    asr_kv_call_done(calls[p], &prc);
+    g_child_retries += asr_kv_call_retries(calls[p]);
+    if (prc) {
+      rc = cfail(id, "concurrent GET of rank %d failed: %s", p, asr_kv_call_error(calls[p]));
+      goto out;
     }
+    rdv_addr(want, c->rep, p);
+    klen = rdv_key(key, sizeof key, "conc", c->rep, p);
+    if (slots[p].calls != 1) {
+      rc = cfail(id, "GET %s: callback ran %d times", key, slots[p].calls);
+      goto out;
+    }
+    if (slots[p].len != ADDR_LEN || memcmp(slots[p].buf, want, ADDR_LEN) != 0) {
+      report_mismatch(id, key, want, ADDR_LEN, slots[p].buf, slots[p].len);
+      rc = 1;
+      goto out;
+    }
+    (*ops)++;
   }
 out:
-  for (int p = 0; p < n; p++) asr_kv_req_free(reqs[p]);
+  for (int p = 0; p < n; p++) {
+    asr_kv_call_free(calls[p]);
+    asr_kv_pool_free(pools[p]);
+  }
+  asr_loop_free(loop);
   return rc;
 }
 

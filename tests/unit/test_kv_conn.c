@@ -1,12 +1,14 @@
 /*
- * test_kv_conn.c -- persistent, pipelined KV connections (kv_conn.h) against
+ * test_kv_conn.c -- the KV client (kv_conn.h): pools of persistent,
+ * pipelined connections, the seed's form, and the blocking calls, against
  * the real server (kv_server.h) over real sockets: a pool on the test's own
  * loop, the server on a thread of its own (or in a child process, where a
- * case kills it), and raw frames (kv_raw.h) where a case needs bytes the
- * pool would never send or a client that stops reading.
+ * case kills it, or `asrkv serve`), and raw frames (kv_raw.h) where a case
+ * needs bytes the pool would never send or a client that stops reading.
  *
  * Clients pass the all-zero secret, so an ASR_JOB_SECRET in the
- * environment cannot matter.
+ * environment cannot matter, except in the cases about the environment,
+ * which start from a clean one (clean_env).
  */
 #include "config.h"
 
@@ -18,16 +20,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "asr_err.h"
 #include "asr_loop.h"
 #include "asr_test.h"
+#include "asr_time.h"
 #include "kv_conn.h"
 #include "kv_frame.h"
+#include "kv_keys.h"
 #include "kv_raw.h"
+#include "kv_secret.h"
 #include "kv_server.h"
 
 #define IP "127.0.0.1"
@@ -354,8 +362,8 @@ TEST_TIMEOUT(seed_form_one_request_at_a_time, 30) {
   seen_t *two[2] = {&held, &behind};
   run_until_done(loop, two, 2, 5000);
   ASSERT_EQ(result(&held), 0);
-  ASSERT_EQ(asr_kv_call_retries(held.call), 0);
   ASSERT_MEMEQ(held.val, "L", 1);
+  ASSERT_EQ(stats(srv).woken, 1); /* the put answered the held GET */
   ASSERT_EQ(result(&behind), 0);
   ASSERT(held.done_ms <= behind.done_ms);
   asr_kv_call_free(held.call);
@@ -443,7 +451,7 @@ TEST_TIMEOUT(list_entries_both_forms, 30) {
     } else {
       ASSERT_EQ(result(&s[2]), ASR_ESERVER);
       ASSERT_CONTAINS(asr_kv_call_error(s[2].call), "does not fit");
-      ASSERT_CONTAINS(asr_kv_call_error(s[2].call), "LIST of entry 2");
+      ASSERT_CONTAINS(asr_kv_call_error(s[2].call), "LIST on 127.0.0.1:");
       ASSERT_EQ(e[2].calls, 0);
     }
     ASSERT_EQ(result(&s[3]), ASR_ENOTFOUND); /* past the end */
@@ -1031,4 +1039,800 @@ TEST_TIMEOUT(idle_connection_closes_after_idle_ms, 30) {
   asr_kv_pool_free(p);
   asr_loop_free(loop);
   asr_kv_server_free(srv);
+}
+
+/* --- the client's promises, through pools and the blocking calls ----------- */
+
+/* Every case below starts from the same environment: no job secret, no
+ * deadline or idle time from the environment. */
+static void clean_env(void) {
+  unsetenv("ASR_JOB_SECRET");
+  unsetenv("ASR_KV_TIMEOUT_MS");
+  unsetenv("ASR_KV_IDLE_MS");
+}
+
+static void fill_pattern(uint8_t *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)((i * 131u + seed * 7u + (i >> 3)) ^ (seed >> 8));
+}
+
+/* A GET's value callback runs exactly once, before done and never after
+ * (seed §4: the connect machine reads a handle only once it is copied), for
+ * a text and a binary answer alike; a deadline that passes after the
+ * answer does not turn it into a failure; and a blocking call opens one
+ * connection of its own. */
+TEST_TIMEOUT(value_once_before_done_and_after_deadline, 20) {
+  clean_env();
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  const char *val = "value-1 for alpha";
+  ASSERT_OK(asr_kv_set(IP, port, "alpha", 5, val, strlen(val), ASR_KV_VTYPE_TEXT, NULL, NULL, 0));
+  ASSERT_EQ(stats(srv).accepted, 1);
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = pool_new(loop, 500, 60000);
+  for (int vt = ASR_KV_VTYPE_TEXT; vt <= ASR_KV_VTYPE_BINARY; vt++) {
+    seen_t g;
+    memset(&g, 0, sizeof g);
+    ASSERT_OK(asr_kv_pool_get(p, IP, port, "alpha", 5, vt, 0, on_value, &g, on_done, &g, &g.call));
+    seen_t *one = &g;
+    run_until_done(loop, &one, 1, 3000);
+    ASSERT_EQ(result(&g), 0);
+    ASSERT_EQ(g.value_calls, 1);
+    ASSERT(g.value_before_done);
+    ASSERT_EQ(g.len, strlen(val));
+    ASSERT_MEMEQ(g.val, val, strlen(val));
+    ASSERT_STREQ(asr_kv_call_error(g.call), "");
+    run_for(loop, 600); /* past the 500 ms deadline: it stays done, once */
+    ASSERT_EQ(result(&g), 0);
+    ASSERT_EQ(g.value_calls, 1);
+    ASSERT_EQ(g.done_calls, 1);
+    asr_kv_call_free(g.call);
+  }
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+  uint8_t buf[64];
+  size_t n = 0;
+  ASSERT_OK(asr_kv_get(IP, port, "alpha", 5, 0, buf, sizeof buf, &n, NULL, NULL, 0));
+  ASSERT_EQ(n, strlen(val));
+  asr_kv_server_stats_t st = stats(srv);
+  ASSERT_EQ(st.accepted, 3); /* the blocking SET's, the pool's, the blocking GET's */
+  ASSERT_EQ(st.keys, 1);
+  ASSERT_EQ(st.errors, 0);
+  asr_kv_server_free(srv);
+}
+
+/* Spawns `asrkv serve --port P --bind 127.0.0.1` and waits for its READY line. */
+static pid_t spawn_asrkv(uint16_t port, int *out_fd) {
+  char path[4096], portbuf[16];
+  snprintf(path, sizeof path, "%s/bootstrap/asrkv", asr_test_builddir());
+  snprintf(portbuf, sizeof portbuf, "%u", port);
+  char *argv[] = {path, "serve", "--port", portbuf, "--bind", IP, NULL};
+  pid_t pid = asr_test_spawn(argv, out_fd, NULL);
+  ASSERT_MSG(pid > 0, "cannot spawn %s", path);
+  char line[256];
+  int n = asr_test_read_line(*out_fd, line, sizeof line, 10000);
+  ASSERT_MSG(n > 0, "no READY line from %s", path);
+  char want[64];
+  snprintf(want, sizeof want, "READY port=%u ", port);
+  ASSERT_MSG(strncmp(line, want, strlen(want)) == 0, "unexpected first line '%s'", line);
+  return pid;
+}
+
+/* Requests started before their server exists keep trying (the server is
+ * not up yet: refused), finish nothing and call nothing, and complete once
+ * it comes up, in a thread or as an `asrkv serve` process. */
+static void client_before_server(int use_process, int seed_form) {
+  clean_env();
+  uint16_t port = asr_test_free_port();
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = seed_form ? seed_pool_new(loop, 10000) : pool_new(loop, 10000, 60000);
+  const char *val = "published late";
+  seen_t set, get;
+  start_set(p, port, "early", val, strlen(val), &set);
+  start_get(p, port, "early", 1, &get);
+  run_for(loop, 200); /* nobody listens: neither may finish */
+  asr_kv_pool_stats_t ps;
+  asr_kv_pool_stats(p, &ps);
+  ASSERT_MSG(ps.breaks > 1, "the connection was tried %lu times", ps.breaks);
+  ASSERT_EQ(ps.connects, 0);
+  ASSERT(set.done_calls == 0 && get.done_calls == 0 && get.value_calls == 0);
+  ASSERT_STREQ(asr_kv_call_error(set.call), "");
+  ASSERT_STREQ(asr_kv_call_error(get.call), "");
+
+  asr_kv_server_t *srv = NULL;
+  pid_t pid = -1;
+  int out_fd = -1;
+  if (use_process)
+    pid = spawn_asrkv(port, &out_fd);
+  else
+    srv = srv_start_port((asr_kv_server_opts_t){0}, port);
+  seen_t *both[2] = {&set, &get};
+  run_until_done(loop, both, 2, 5000);
+  ASSERT_MSG(result(&set) == 0, "SET: %s", asr_kv_call_error(set.call));
+  ASSERT_MSG(result(&get) == 0, "GET: %s", asr_kv_call_error(get.call));
+  ASSERT_EQ(get.value_calls, 1);
+  ASSERT_EQ(get.len, strlen(val));
+  ASSERT_MEMEQ(get.val, val, strlen(val));
+  asr_kv_call_free(set.call);
+  asr_kv_call_free(get.call);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+  if (use_process) {
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    int st = asr_test_wait(pid, 10000);
+    ASSERT_MSG(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "asrkv serve status %d", st);
+    char line[256];
+    ASSERT(asr_test_read_line(out_fd, line, sizeof line, 2000) > 0);
+    ASSERT_CONTAINS(line, "keys=1 ");
+    close(out_fd);
+  } else {
+    ASSERT_EQ(stats(srv).keys, 1);
+    asr_kv_server_free(srv);
+  }
+}
+
+TEST_TIMEOUT(client_before_server_thread, 20) { client_before_server(0, 0); }
+TEST_TIMEOUT(client_before_server_process_seed_form, 20) { client_before_server(1, 1); }
+
+/* A GET with retry is held by the server until a SET from another process
+ * stores its key, and answered by it, never polling: it asks again only
+ * when a wait of its own ran out (kv_frame.h: aux), which only a loaded
+ * machine's slow setter lets happen. Without retry a missing key ends the
+ * GET with ASR_ENOTFOUND and no value. */
+TEST_TIMEOUT(get_retry_meets_set_from_other_process, 20) {
+  clean_env();
+  asr_kv_server_opts_t so = {.bind_ip = IP};
+  asr_kv_server_t *srv = NULL;
+  char err[640] = "";
+  ASSERT_OK(asr_kv_server_new(&so, &srv, err, sizeof err));
+  uint16_t port = asr_kv_server_port(srv);
+  uint8_t val[300];
+  fill_pattern(val, sizeof val, 42);
+  val[0] = 0;
+  val[150] = 0; /* zero bytes inside the value */
+  int go[2];
+  ASSERT_OK(pipe(go));
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) { /* single-threaded child: the server thread starts after the fork */
+    char c;
+    close(go[1]);
+    if (read(go[0], &c, 1) != 1) _exit(2); /* the parent's GET is held */
+    asr_kv_pool_opts_t o = {.timeout_ms = 10000};
+    int rc = asr_kv_set(IP, port, "late-key", 8, val, sizeof val, ASR_KV_VTYPE_BINARY, &o, err, sizeof err);
+    if (rc) fprintf(stderr, "child SET: %s\n", err);
+    _exit(rc ? 1 : 0);
+  }
+  ASSERT_OK(asr_kv_server_start_thread(srv));
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = pool_new(loop, 10000, 60000);
+  seen_t g;
+  close(go[0]);
+  uint64_t t0 = kv_raw_now_ms();
+  start_get(p, port, "late-key", 1, &g);
+  run_until_held(loop, srv, 1);
+  ASSERT_EQ(g.done_calls, 0);
+  ASSERT_EQ(write(go[1], "S", 1), 1); /* now the child sets the key */
+  close(go[1]);
+  seen_t *one = &g;
+  run_until_done(loop, &one, 1, 10000);
+  uint64_t took = kv_raw_now_ms() - t0;
+  ASSERT_MSG(result(&g) == 0, "%s", asr_kv_call_error(g.call));
+  /* held for its key: an ask again only after a wait of 500 ms had half passed */
+  ASSERT_MSG(asr_kv_call_retries(g.call) * 250 <= took, "%u asks again in %llu ms",
+             asr_kv_call_retries(g.call), (unsigned long long)took);
+  ASSERT_EQ(g.value_calls, 1);
+  ASSERT_EQ(g.len, sizeof val);
+  ASSERT_MEMEQ(g.val, val, sizeof val);
+  asr_kv_call_free(g.call);
+  int st = asr_test_wait(pid, 10000);
+  ASSERT_MSG(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "setter child status %d", st);
+  asr_kv_server_stats_t sst = stats(srv);
+  ASSERT_EQ(sst.accepted, 2);
+  ASSERT_EQ(sst.woken, 1); /* the SET answered the held GET */
+  ASSERT_EQ(sst.held, 0);
+
+  /* without retry: ASR_ENOTFOUND, no value, no retry, and it stays so */
+  start_get(p, port, "nobody-sets-this", 0, &g);
+  run_until_done(loop, &one, 1, 5000);
+  ASSERT_EQ(result(&g), ASR_ENOTFOUND);
+  ASSERT_EQ(g.value_calls, 0);
+  ASSERT_EQ(asr_kv_call_retries(g.call), 0);
+  run_for(loop, 50);
+  ASSERT_EQ(result(&g), ASR_ENOTFOUND);
+  ASSERT_EQ(g.done_calls, 1);
+  asr_kv_call_free(g.call);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+  uint8_t buf[16];
+  size_t vlen = 12345;
+  ASSERT_EQ(asr_kv_get(IP, port, "nobody-sets-this", 16, 0, buf, sizeof buf, &vlen, NULL, NULL, 0),
+            ASR_ENOTFOUND);
+  ASSERT_EQ(vlen, 12345); /* written only on success */
+  asr_kv_server_free(srv);
+}
+
+/* A request past its deadline fails with ASR_ETIMEDOUT and one line naming
+ * its kind, its key (rendered as asrkv dump renders it), the server and the
+ * last reason; its value callback never runs. */
+static void expect_timeout(uint16_t port, const uint8_t *key, size_t klen, int is_set, const char *rendered,
+                           const char *reason) {
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = pool_new(loop, 300, 60000);
+  seen_t s;
+  memset(&s, 0, sizeof s);
+  uint64_t t0 = kv_raw_now_ms();
+  if (is_set)
+    ASSERT_OK(asr_kv_pool_set(p, IP, port, key, klen, "x", 1, ASR_KV_VTYPE_TEXT, on_done, &s, &s.call));
+  else
+    ASSERT_OK(
+        asr_kv_pool_get(p, IP, port, key, klen, ASR_KV_VTYPE_BINARY, 1, on_value, &s, on_done, &s, &s.call));
+  seen_t *one = &s;
+  run_until_done(loop, &one, 1, 5000);
+  uint64_t took = kv_raw_now_ms() - t0;
+  ASSERT_EQ(result(&s), ASR_ETIMEDOUT);
+  ASSERT_MSG(took >= 290 && took <= 1500, "timed out after %llu ms", (unsigned long long)took);
+  const char *e = asr_kv_call_error(s.call);
+  char server[32];
+  snprintf(server, sizeof server, "%s:%u", IP, port);
+  ASSERT_CONTAINS(e, rendered);
+  ASSERT_CONTAINS(e, server);
+  ASSERT_CONTAINS(e, "timed out");
+  ASSERT_CONTAINS(e, reason);
+  ASSERT_CONTAINS(e, is_set ? "SET" : "GET");
+  if (!strcmp(reason, "key not found")) ASSERT(asr_kv_call_retries(s.call) > 0);
+  ASSERT_EQ(s.value_calls, 0);
+  run_for(loop, 20);
+  ASSERT_EQ(result(&s), ASR_ETIMEDOUT);
+  ASSERT_EQ(s.done_calls, 1);
+  asr_kv_call_free(s.call);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+}
+
+TEST_TIMEOUT(deadline_expiry_names_key_server_and_reason, 20) {
+  clean_env();
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  uint8_t hk[ASR_KV_HANDLE_KEY_LEN];
+  ASSERT_EQ(asr_kv_handle_key(hk, 3, 5, "node2"), ASR_KV_HANDLE_KEY_LEN);
+  expect_timeout(port, hk, sizeof hk, 0, "'handle-<send 3><recv 5><host node2>'", "key not found");
+  expect_timeout(port, (const uint8_t *)"k\0z", 3, 0, "'k\\x00z'", "key not found");
+  asr_kv_server_free(srv);
+
+  uint16_t closed = asr_test_free_port(); /* nobody listens there */
+  expect_timeout(closed, (const uint8_t *)"nokey", 5, 0, "'nokey'", "connection refused");
+  expect_timeout(closed, (const uint8_t *)"noset", 5, 1, "'noset'", "connection refused");
+
+  /* the blocking calls report the same line */
+  char err[640] = "";
+  asr_kv_pool_opts_t o = {.timeout_ms = 200};
+  uint8_t buf[8];
+  ASSERT_EQ(asr_kv_get(IP, closed, "blk", 3, 1, buf, sizeof buf, NULL, &o, err, sizeof err), ASR_ETIMEDOUT);
+  ASSERT_CONTAINS(err, "'blk'");
+  ASSERT_CONTAINS(err, "timed out");
+  ASSERT_CONTAINS(err, "connection refused");
+
+  /* ASR_KV_TIMEOUT_MS is the deadline when the options do not say */
+  setenv("ASR_KV_TIMEOUT_MS", "250", 1);
+  uint64_t t0 = kv_raw_now_ms();
+  ASSERT_EQ(asr_kv_get(IP, closed, "env", 3, 1, buf, sizeof buf, NULL, NULL, err, sizeof err), ASR_ETIMEDOUT);
+  uint64_t took = kv_raw_now_ms() - t0;
+  ASSERT_MSG(took >= 240 && took <= 1500, "env deadline hit after %llu ms", (unsigned long long)took);
+  unsetenv("ASR_KV_TIMEOUT_MS");
+}
+
+/* A bad ASR_KV_TIMEOUT_MS, ASR_KV_IDLE_MS or ASR_JOB_SECRET fails what would
+ * use it, with a message naming it, rather than a silent default. */
+TEST(bad_env_fails_the_request) {
+  clean_env();
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = (asr_kv_pool_t *)1;
+  char err[640] = "";
+  uint8_t buf[8];
+  setenv("ASR_KV_TIMEOUT_MS", "soon", 1);
+  asr_kv_pool_opts_t po = {.idle_ms = 1000};
+  ASSERT_EQ(asr_kv_pool_new(loop, &po, &p, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "ASR_KV_TIMEOUT_MS: 'soon' is not a positive number");
+  ASSERT(p == (asr_kv_pool_t *)1); /* *out untouched */
+  ASSERT_EQ(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "bad SET request: ASR_KV_TIMEOUT_MS: 'soon' is not a positive number");
+  ASSERT_EQ(asr_kv_get(IP, port, "k", 1, 0, buf, sizeof buf, NULL, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "bad GET request: ASR_KV_TIMEOUT_MS: 'soon' is not a positive number");
+  ASSERT_EQ(asr_kv_list(IP, port, NULL, NULL, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_STREQ(err, "ASR_KV_TIMEOUT_MS: 'soon' is not a positive number");
+  /* a deadline in the options does not read the variable */
+  asr_kv_pool_opts_t o = {.timeout_ms = 1000};
+  ASSERT_OK(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, &o, err, sizeof err));
+  unsetenv("ASR_KV_TIMEOUT_MS");
+  ASSERT_OK(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err));
+  /* a pool reads ASR_KV_IDLE_MS; a blocking call, whose pool never idles, does not */
+  setenv("ASR_KV_IDLE_MS", "later", 1);
+  ASSERT_EQ(asr_kv_pool_new(loop, NULL, &p, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_KV_IDLE_MS");
+  ASSERT_OK(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err));
+  unsetenv("ASR_KV_IDLE_MS");
+  asr_loop_free(loop);
+  asr_kv_server_free(srv);
+}
+
+/* The default secret is read once per process: a bad one fails every pool
+ * and call that would send it (the server would only refuse them). */
+TEST(bad_secret_fails_the_request) {
+  clean_env();
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  setenv("ASR_JOB_SECRET", "0123", 1);
+  char err[640] = "";
+  ASSERT_EQ(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_JOB_SECRET: the value (4 characters) is not 64 hex digits");
+  ASSERT_EQ(asr_kv_list(IP, port, NULL, NULL, NULL, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_JOB_SECRET: the value (4 characters) is not 64 hex digits");
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = NULL;
+  asr_kv_pool_opts_t po = {.idle_ms = 1000};
+  ASSERT_EQ(asr_kv_pool_new(loop, &po, &p, err, sizeof err), ASR_ECONFIG);
+  ASSERT_CONTAINS(err, "ASR_JOB_SECRET");
+  asr_loop_free(loop);
+  asr_kv_pool_opts_t o = {.secret = zero_secret}; /* a secret in the options does not read the variable */
+  ASSERT_OK(asr_kv_set(IP, port, "k", 1, "v", 1, ASR_KV_VTYPE_TEXT, &o, err, sizeof err));
+  asr_kv_server_free(srv);
+}
+
+static void get_exact(uint16_t port, const void *key, size_t klen, const void *want, size_t wlen,
+                      const asr_kv_pool_opts_t *o) {
+  uint8_t buf[ASR_KV_VAL_MAX];
+  size_t vlen = 0;
+  char err[640] = "";
+  int rc = asr_kv_get(IP, port, key, klen, 0, buf, sizeof buf, &vlen, o, err, sizeof err);
+  ASSERT_MSG(rc == 0, "GET: %s: %s", asr_test_errname(rc), err);
+  ASSERT_EQ(vlen, wlen);
+  ASSERT_MEMEQ(buf, want, wlen);
+}
+
+/* Keys are binary (zero bytes, a prefix is another key, the last byte of a
+ * 143-byte handle key matters); a 144-byte key and a value past the frame's
+ * room (960 bytes with an id, 964 in the seed's form) are refused before
+ * any request exists; bad arguments too. */
+TEST_TIMEOUT(binary_keys_and_limits, 20) {
+  clean_env();
+  asr_kv_server_t *srv = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(srv);
+  const asr_kv_pool_opts_t seed = {.seed_form = 1};
+  static const struct {
+    const char *key;
+    size_t klen;
+    const char *val;
+  } kv[] = {{"a\0b", 3, "value of a-zero-b"}, {"a\0c", 3, "value of a-zero-c, longer"}, {"a", 1, "A"}};
+  for (int i = 0; i < 3; i++)
+    ASSERT_OK(asr_kv_set(IP, port, kv[i].key, kv[i].klen, kv[i].val, strlen(kv[i].val), ASR_KV_VTYPE_BINARY,
+                         NULL, NULL, 0));
+  for (int i = 0; i < 3; i++) get_exact(port, kv[i].key, kv[i].klen, kv[i].val, strlen(kv[i].val), NULL);
+  uint8_t buf[ASR_KV_VAL_MAX + 8];
+  ASSERT_EQ(asr_kv_get(IP, port, "a\0", 2, 0, buf, sizeof buf, NULL, NULL, NULL, 0), ASR_ENOTFOUND);
+  ASSERT_EQ(stats(srv).keys, 3);
+
+  /* the 143-byte handle key with a 128-byte net handle */
+  uint8_t hk[ASR_KV_HANDLE_KEY_LEN], handle[ASR_KV_NET_HANDLE_LEN];
+  ASSERT_EQ(asr_kv_handle_key(hk, 127, 0, "a-rather-long-host-name.example"), ASR_KV_HANDLE_KEY_LEN);
+  fill_pattern(handle, sizeof handle, 7);
+  ASSERT_OK(asr_kv_set(IP, port, hk, sizeof hk, handle, sizeof handle, ASR_KV_VTYPE_BINARY, NULL, NULL, 0));
+  get_exact(port, hk, sizeof hk, handle, sizeof handle, NULL);
+  hk[ASR_KV_HANDLE_KEY_LEN - 1] ^= 1; /* the last byte matters */
+  ASSERT_EQ(asr_kv_get(IP, port, hk, sizeof hk, 0, buf, sizeof buf, NULL, NULL, NULL, 0), ASR_ENOTFOUND);
+
+  /* 144-byte keys are refused before any request exists */
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = pool_new(loop, 5000, 60000);
+  uint8_t big[ASR_KV_KEY_MAX + 1];
+  fill_pattern(big, sizeof big, 3);
+  asr_kv_call_t *r = NULL;
+  ASSERT_EQ(asr_kv_pool_get(p, IP, port, big, sizeof big, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, NULL, &r),
+            ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_pool_set(p, IP, port, big, sizeof big, "v", 1, ASR_KV_VTYPE_BINARY, NULL, NULL, &r),
+            ASR_ETOOBIG);
+  ASSERT(r == NULL);
+  ASSERT_EQ(asr_kv_set(IP, port, big, sizeof big, "v", 1, ASR_KV_VTYPE_BINARY, NULL, NULL, 0), ASR_ETOOBIG);
+  /* ... while 143 bytes of anything is fine */
+  ASSERT_OK(asr_kv_set(IP, port, big, ASR_KV_KEY_MAX, "max-key", 7, ASR_KV_VTYPE_BINARY, NULL, NULL, 0));
+  get_exact(port, big, ASR_KV_KEY_MAX, "max-key", 7, NULL);
+
+  /* the value's room: 960 bytes with an id, 964 in the seed's form */
+  uint8_t v[ASR_KV_VAL_MAX + 1];
+  fill_pattern(v, sizeof v, 99);
+  v[0] = v[500] = v[ASR_KV_VAL_MAX - 1] = 0;
+  ASSERT_OK(asr_kv_set(IP, port, "id-value", 8, v, ASR_KV_VAL_MAX_ID, ASR_KV_VTYPE_BINARY, NULL, NULL, 0));
+  get_exact(port, "id-value", 8, v, ASR_KV_VAL_MAX_ID, NULL);
+  ASSERT_EQ(asr_kv_set(IP, port, "too-big", 7, v, ASR_KV_VAL_MAX_ID + 1, ASR_KV_VTYPE_BINARY, NULL, NULL, 0),
+            ASR_ETOOBIG);
+  ASSERT_OK(asr_kv_set(IP, port, "big-value", 9, v, ASR_KV_VAL_MAX, ASR_KV_VTYPE_BINARY, &seed, NULL, 0));
+  get_exact(port, "big-value", 9, v, ASR_KV_VAL_MAX, &seed);
+  ASSERT_EQ(asr_kv_set(IP, port, "too-big", 7, v, ASR_KV_VAL_MAX + 1, ASR_KV_VTYPE_BINARY, &seed, NULL, 0),
+            ASR_ETOOBIG);
+  ASSERT_EQ(asr_kv_pool_set(p, IP, port, "too-big", 7, v, ASR_KV_VAL_MAX_ID + 1, ASR_KV_VTYPE_BINARY, NULL,
+                            NULL, &r),
+            ASR_ETOOBIG);
+  /* a value that does not fit the caller's buffer */
+  char err[640] = "";
+  ASSERT_EQ(asr_kv_get(IP, port, "big-value", 9, 0, buf, 100, NULL, &seed, err, sizeof err), ASR_ETOOBIG);
+  ASSERT_CONTAINS(err, "964");
+  /* empty keys and bad arguments */
+  ASSERT_EQ(asr_kv_pool_set(p, IP, port, "", 0, "v", 1, ASR_KV_VTYPE_BINARY, NULL, NULL, &r), ASR_EINVAL);
+  ASSERT_EQ(asr_kv_pool_get(p, IP, port, "k", 1, 7, 0, NULL, NULL, NULL, NULL, &r), ASR_EINVAL);
+  ASSERT_EQ(asr_kv_pool_get(p, "not-an-ip", port, "k", 1, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, NULL, &r),
+            ASR_EINVAL);
+  ASSERT_EQ(asr_kv_pool_get(p, IP, 0, "k", 1, ASR_KV_VTYPE_BINARY, 0, NULL, NULL, NULL, NULL, &r),
+            ASR_EINVAL);
+  ASSERT_EQ(asr_kv_set("not-an-ip", port, "k", 1, "v", 1, ASR_KV_VTYPE_BINARY, NULL, err, sizeof err),
+            ASR_EINVAL);
+  ASSERT_CONTAINS(err, "bad SET request");
+  ASSERT(r == NULL);
+  ASSERT_EQ(asr_kv_pool_pending(p), 0);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+  asr_kv_server_stats_t st = stats(srv);
+  ASSERT_EQ(st.keys, 7);
+  ASSERT_EQ(st.errors, 0);
+  asr_kv_server_free(srv);
+}
+
+/* The job secret: from ASR_JOB_SECRET (read once per process, by threads
+ * racing for it too) or the options; the wrong one is refused with a
+ * reason that names the key, and a GET with retry does not retry it. */
+static int child_env_secret(uint16_t port, const char *hex, int expect) {
+  if (hex)
+    setenv("ASR_JOB_SECRET", hex, 1);
+  else
+    unsetenv("ASR_JOB_SECRET");
+  char err[640] = "";
+  char key[32];
+  snprintf(key, sizeof key, "env-%d", (int)getpid());
+  int rc = asr_kv_set(IP, port, key, strlen(key), "by-env", 6, ASR_KV_VTYPE_TEXT, NULL, err, sizeof err);
+  if (rc != expect) {
+    fprintf(stderr, "child SET: %s, want %s: %s\n", asr_err_name(rc), asr_err_name(expect), err);
+    return 1;
+  }
+  if (expect == 0) {
+    uint8_t buf[16];
+    size_t n = 0;
+    rc = asr_kv_get(IP, port, key, strlen(key), 0, buf, sizeof buf, &n, NULL, err, sizeof err);
+    if (rc || n != 6 || memcmp(buf, "by-env", 6) != 0) {
+      fprintf(stderr, "child GET: %s: %s\n", asr_err_name(rc), err);
+      return 2;
+    }
+  } else if (!strstr(err, "secret")) {
+    fprintf(stderr, "child: error does not mention the secret: %s\n", err);
+    return 3;
+  }
+  return 0;
+}
+
+static uint16_t mt_port;
+static pthread_barrier_t mt_barrier;
+static void *mt_setter(void *arg) {
+  char key[32];
+  snprintf(key, sizeof key, "mt-%d", (int)(intptr_t)arg);
+  pthread_barrier_wait(&mt_barrier);
+  int rc = asr_kv_set(IP, mt_port, key, strlen(key), "t", 1, ASR_KV_VTYPE_TEXT, NULL, NULL, 0);
+  return (void *)(intptr_t)rc;
+}
+
+static int child_env_secret_threads(uint16_t port, const char *hex) {
+  setenv("ASR_JOB_SECRET", hex, 1);
+  mt_port = port;
+  enum { NT = 4 };
+  pthread_t t[NT];
+  pthread_barrier_init(&mt_barrier, NULL, NT);
+  for (int i = 0; i < NT; i++) pthread_create(&t[i], NULL, mt_setter, (void *)(intptr_t)i);
+  int bad = 0;
+  for (int i = 0; i < NT; i++) {
+    void *ret;
+    pthread_join(t[i], &ret);
+    if ((intptr_t)ret != 0) {
+      fprintf(stderr, "thread %d: %s\n", i, asr_err_name((int)(intptr_t)ret));
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+TEST_TIMEOUT(job_secret, 20) {
+  clean_env();
+  uint8_t secret[ASR_KV_SECRET_LEN], other[ASR_KV_SECRET_LEN];
+  ASSERT_OK(asr_kv_secret_generate(secret));
+  ASSERT_OK(asr_kv_secret_generate(other));
+  ASSERT(memcmp(secret, other, sizeof secret) != 0);
+  char hex[ASR_KV_SECRET_HEX_LEN + 1], ohex[ASR_KV_SECRET_HEX_LEN + 1];
+  asr_kv_secret_to_hex(secret, hex);
+  asr_kv_secret_to_hex(other, ohex);
+  asr_kv_server_opts_t so = {.bind_ip = IP, .secret = secret};
+  asr_kv_server_t *srv = NULL;
+  char err[640] = "";
+  ASSERT_OK(asr_kv_server_new(&so, &srv, err, sizeof err));
+  uint16_t port = asr_kv_server_port(srv);
+
+  /* Children fork before this process uses the client (the default secret
+   * is loaded once per process) and before the server thread exists. */
+  struct {
+    const char *hex;
+    int expect;
+    int threads;
+  } kids[] = {{hex, 0, 0}, {NULL, ASR_EAUTH, 0}, {ohex, ASR_EAUTH, 0}, {hex, 0, 1}};
+  enum { NK = sizeof kids / sizeof kids[0] };
+  pid_t pids[NK];
+  for (int i = 0; i < NK; i++) {
+    pids[i] = fork();
+    ASSERT(pids[i] >= 0);
+    if (pids[i] == 0)
+      _exit(kids[i].threads ? child_env_secret_threads(port, kids[i].hex)
+                            : child_env_secret(port, kids[i].hex, kids[i].expect));
+  }
+  ASSERT_OK(asr_kv_server_start_thread(srv));
+
+  asr_kv_pool_opts_t good = {.secret = secret}, bad = {.secret = other};
+  ASSERT_OK(asr_kv_set(IP, port, "sec", 3, "ok", 2, ASR_KV_VTYPE_TEXT, &good, err, sizeof err));
+  uint8_t buf[16];
+  size_t n = 0;
+  ASSERT_OK(asr_kv_get(IP, port, "sec", 3, 0, buf, sizeof buf, &n, &good, err, sizeof err));
+  ASSERT_EQ(n, 2);
+  ASSERT_MEMEQ(buf, "ok", 2);
+  /* the wrong secret: refused with a reason, and nothing changes */
+  ASSERT_EQ(asr_kv_set(IP, port, "sec", 3, "evil", 4, ASR_KV_VTYPE_TEXT, &bad, err, sizeof err), ASR_EAUTH);
+  ASSERT_CONTAINS(err, "secret");
+  ASSERT_CONTAINS(err, "'sec'");
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  bad.idle_ms = 60000;
+  asr_kv_pool_t *p = NULL;
+  ASSERT_OK(asr_kv_pool_new(loop, &bad, &p, err, sizeof err));
+  seen_t g;
+  start_get(p, port, "sec", 1, &g);
+  seen_t *one = &g;
+  run_until_done(loop, &one, 1, 5000);
+  ASSERT_EQ(result(&g), ASR_EAUTH); /* even with retry: an auth error is final */
+  ASSERT_EQ(asr_kv_call_retries(g.call), 0);
+  ASSERT_EQ(g.value_calls, 0);
+  asr_kv_call_free(g.call);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+  ASSERT_OK(asr_kv_get(IP, port, "sec", 3, 0, buf, sizeof buf, &n, &good, err, sizeof err));
+  ASSERT_EQ(n, 2);
+  ASSERT_MEMEQ(buf, "ok", 2);
+
+  for (int i = 0; i < NK; i++) {
+    int st = asr_test_wait(pids[i], 10000);
+    ASSERT_MSG(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "secret child %d status %d", i, st);
+  }
+  ASSERT_EQ(stats(srv).keys, 1 + 1 + 4); /* "sec", the good env child, the 4 threads */
+  asr_kv_server_free(srv);
+}
+
+/* 1,000 clients at once: 8 processes of 125 pools each (125 connections a
+ * process; half the processes speak the seed's form), every pool SETs its
+ * key, then every pool GETs it back, every byte checked. */
+enum { LOAD_PROCS = 8, LOAD_PER_PROC = 125 };
+
+static size_t load_vlen(int proc, int i) { return 64 + (size_t)((proc * LOAD_PER_PROC + i) * 37 % 897); }
+static void load_val(uint8_t *v, size_t len, int proc, int i) {
+  fill_pattern(v, len, (unsigned)(proc * 1000 + i));
+  v[0] = (uint8_t)proc;
+  v[1] = (uint8_t)i;
+  v[2] = 0;
+}
+
+static int load_child(uint16_t port, int proc) {
+  enum { N = LOAD_PER_PROC };
+  static asr_kv_pool_t *pools[N];
+  static seen_t sets[N], gets[N];
+  static seen_t *all[N];
+  static uint8_t vals[N][ASR_KV_VAL_MAX];
+  char key[32], err[256];
+  asr_loop_t *loop;
+  if (asr_loop_new(&loop)) return 9;
+  asr_kv_pool_opts_t o = {
+      .secret = zero_secret, .timeout_ms = 20000, .idle_ms = 60000, .seed_form = proc % 2};
+  for (int i = 0; i < N; i++) {
+    if (asr_kv_pool_new(loop, &o, &pools[i], err, sizeof err)) return 10;
+    snprintf(key, sizeof key, "load-%d-%d", proc, i);
+    load_val(vals[i], load_vlen(proc, i), proc, i);
+    if (asr_kv_pool_set(pools[i], IP, port, key, strlen(key), vals[i], load_vlen(proc, i),
+                        ASR_KV_VTYPE_BINARY, on_done, &sets[i], &sets[i].call))
+      return 11;
+    all[i] = &sets[i];
+  }
+  run_until_done(loop, all, N, 25000);
+  for (int i = 0; i < N; i++) {
+    if (result(&sets[i])) {
+      fprintf(stderr, "proc %d SET %d: %s\n", proc, i, asr_kv_call_error(sets[i].call));
+      return 12;
+    }
+    snprintf(key, sizeof key, "load-%d-%d", proc, i);
+    if (asr_kv_pool_get(pools[i], IP, port, key, strlen(key), ASR_KV_VTYPE_BINARY, 0, on_value, &gets[i],
+                        on_done, &gets[i], &gets[i].call))
+      return 13;
+    all[i] = &gets[i];
+  }
+  run_until_done(loop, all, N, 25000);
+  for (int i = 0; i < N; i++) {
+    if (result(&gets[i])) {
+      fprintf(stderr, "proc %d GET %d: %s\n", proc, i, asr_kv_call_error(gets[i].call));
+      return 15;
+    }
+    size_t want = load_vlen(proc, i);
+    if (gets[i].value_calls != 1 || gets[i].len != want || memcmp(gets[i].val, vals[i], want) != 0) {
+      fprintf(stderr, "proc %d GET %d: %d calls, %zu bytes (want %zu), content %s\n", proc, i,
+              gets[i].value_calls, gets[i].len, want,
+              memcmp(gets[i].val, vals[i], want) ? "differs" : "same");
+      return 16;
+    }
+    asr_kv_call_free(sets[i].call);
+    asr_kv_call_free(gets[i].call);
+    asr_kv_pool_free(pools[i]);
+  }
+  asr_loop_free(loop);
+  return 0;
+}
+
+TEST_TIMEOUT(thousand_concurrent_clients, 40) {
+  clean_env();
+  /* the server holds every client's connection at once: room for them */
+  struct rlimit rl;
+  ASSERT_OK(getrlimit(RLIMIT_NOFILE, &rl));
+  if (rl.rlim_cur < 4096 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+    ASSERT_OK(setrlimit(RLIMIT_NOFILE, &rl));
+  }
+  asr_kv_server_opts_t so = {.bind_ip = IP}; /* default limits */
+  asr_kv_server_t *srv = NULL;
+  char err[256] = "";
+  ASSERT_OK(asr_kv_server_new(&so, &srv, err, sizeof err));
+  uint16_t port = asr_kv_server_port(srv);
+  pid_t pids[LOAD_PROCS];
+  for (int p = 0; p < LOAD_PROCS; p++) {
+    pids[p] = fork();
+    ASSERT(pids[p] >= 0);
+    if (pids[p] == 0) _exit(load_child(port, p));
+  }
+  /* clients connect into the backlog until the loop runs */
+  ASSERT_OK(asr_kv_server_start_thread(srv));
+  for (int p = 0; p < LOAD_PROCS; p++) {
+    int st = asr_test_wait(pids[p], 30000);
+    ASSERT_MSG(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "load process %d: status %d (exit %d)", p,
+               st, st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  }
+  asr_kv_server_stats_t st = stats(srv);
+  ASSERT_EQ(st.keys, LOAD_PROCS * LOAD_PER_PROC);
+  ASSERT(st.accepted >= LOAD_PROCS * LOAD_PER_PROC);
+  ASSERT_EQ(st.errors, 0);
+  size_t bytes = 0;
+  for (int p = 0; p < LOAD_PROCS; p++)
+    for (int i = 0; i < LOAD_PER_PROC; i++) bytes += load_vlen(p, i);
+  ASSERT_MSG(st.bytes >= bytes, "server holds %zu bytes, values alone are %zu", st.bytes, bytes);
+  uint8_t want[ASR_KV_VAL_MAX];
+  load_val(want, load_vlen(5, 77), 5, 77);
+  get_exact(port, "load-5-77", 9, want, load_vlen(5, 77), NULL);
+  asr_kv_server_free(srv);
+}
+
+/* A client that cannot connect retries after a jittered, doubling backoff
+ * (1 ms to 64 ms), not in a busy loop and not in step with the others that
+ * started with it: 20 pools, one connection each, to a port where nobody
+ * listens. */
+TEST_TIMEOUT(backoff_jitter_not_busy, 20) {
+  clean_env();
+  enum { N = 20, K = 7 };
+  uint16_t port = asr_test_free_port();
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *pools[N];
+  seen_t gets[N];
+  for (int i = 0; i < N; i++) {
+    pools[i] = pool_new(loop, 60000, 60000);
+    start_get(pools[i], port, "never", 1, &gets[i]);
+  }
+  unsigned long at_300ms[N] = {0};
+  uint64_t at_k[N] = {0};
+  uint64_t t0 = asr_time_ns(), mark = t0 + 300ull * 1000000, give_up = t0 + 5000ull * 1000000;
+  long turns = 0;
+  int reached = 0, marked = 0;
+  /* run for 300 ms, and on (a loaded machine) until every pool has tried K times */
+  while (!marked || reached < N) {
+    uint64_t now = asr_time_ns();
+    ASSERT_MSG(now < give_up, "only %d of %d pools tried %d times in 5 s", reached, N, K);
+    asr_kv_pool_stats_t ps;
+    for (int i = 0; i < N; i++) {
+      asr_kv_pool_stats(pools[i], &ps);
+      if (!marked && now >= mark) at_300ms[i] = ps.breaks;
+      if (!at_k[i] && ps.breaks >= K) {
+        at_k[i] = now - t0;
+        reached++;
+      }
+      ASSERT_EQ(gets[i].done_calls, 0);
+    }
+    if (now >= mark) marked = 1;
+    ASSERT(asr_loop_run_once(loop, 0) >= 0);
+    turns++;
+    struct timespec ts = {0,
+                          200000}; /* 200 us: the loop turns far more often than the backoff allows a try */
+    nanosleep(&ts, NULL);
+  }
+  uint64_t kmin = UINT64_MAX, kmax = 0;
+  for (int i = 0; i < N; i++) {
+    ASSERT_MSG(at_300ms[i] >= 3 && at_300ms[i] < 100, "pool %d tried %lu times in 300 ms", i, at_300ms[i]);
+    if (at_k[i] < kmin) kmin = at_k[i];
+    if (at_k[i] > kmax) kmax = at_k[i];
+    asr_kv_call_free(gets[i].call);
+    asr_kv_pool_free(pools[i]);
+  }
+  ASSERT(turns > 20); /* every pool had many turns: the low counts are the backoff's */
+  /* without jitter every pool would try its K-th time in the same turn */
+  ASSERT_MSG(kmax - kmin >= 3000000, "try %d of all %d pools within %llu us", K, N,
+             (unsigned long long)((kmax - kmin) / 1000));
+  asr_loop_free(loop);
+}
+
+/* How many descriptors this process has open. */
+static int open_fds(void) {
+  int n = 0;
+  for (int fd = 0; fd < 4096; fd++) n += fcntl(fd, F_GETFD) >= 0;
+  return n;
+}
+
+/* The server goes away while a GET waits on it, then another starts on its
+ * port: the GET keeps asking on its one connection while the first
+ * answers NOT_FOUND, keeps trying while no one listens, finishes on the
+ * second with its value, and no socket outlives the pool. */
+TEST_TIMEOUT(server_restart_mid_request, 20) {
+  clean_env();
+  int fds0 = open_fds();
+  asr_kv_server_t *a = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(a);
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = pool_new(loop, 10000, 60000);
+  seen_t g;
+  start_get(p, port, "moved", 1, &g);
+  /* until NOT_FOUND has been asked again on A at least twice */
+  uint64_t end = kv_raw_now_ms() + 5000;
+  while (asr_kv_call_retries(g.call) < 2 && kv_raw_now_ms() < end) ASSERT(asr_loop_run_once(loop, 10) >= 0);
+  ASSERT(asr_kv_call_retries(g.call) >= 2);
+  ASSERT_EQ(g.done_calls, 0);
+  ASSERT_EQ(stats(a).accepted, 1);
+  asr_kv_server_free(a);
+
+  /* A is gone: the pool notices and keeps trying (refused), unfinished */
+  asr_kv_pool_stats_t ps;
+  end = kv_raw_now_ms() + 5000;
+  do {
+    ASSERT(asr_loop_run_once(loop, 10) >= 0);
+    asr_kv_pool_stats(p, &ps);
+  } while (ps.breaks < 3 && kv_raw_now_ms() < end);
+  ASSERT_MSG(ps.breaks >= 3, "%lu breaks", ps.breaks);
+  ASSERT_EQ(g.done_calls, 0);
+  ASSERT_EQ(g.value_calls, 0);
+
+  asr_kv_server_t *b = srv_start_port((asr_kv_server_opts_t){0}, port);
+  ASSERT_EQ(asr_kv_server_port(b), port);
+  const char *val = "value from B";
+  ASSERT_OK(asr_kv_set(IP, port, "moved", 5, val, strlen(val), ASR_KV_VTYPE_BINARY, NULL, NULL, 0));
+  seen_t *one = &g;
+  run_until_done(loop, &one, 1, 5000);
+  ASSERT_MSG(result(&g) == 0, "%s", asr_kv_call_error(g.call));
+  ASSERT_EQ(g.value_calls, 1);
+  ASSERT_EQ(g.len, strlen(val));
+  ASSERT_MEMEQ(g.val, val, strlen(val));
+  ASSERT_EQ(stats(b).accepted, 2); /* the SET's and the GET's new connection */
+  asr_kv_call_free(g.call);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
+  asr_kv_server_free(b);
+  ASSERT_EQ(open_fds(), fds0);
 }

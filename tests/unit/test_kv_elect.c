@@ -13,7 +13,7 @@
 
 #include "asr_err.h"
 #include "asr_test.h"
-#include "kv_client.h"
+#include "kv_conn.h"
 #include "kv_elect.h"
 #include "kv_frame.h"
 
@@ -329,7 +329,7 @@ static int next_leader(serv_t *s, int n, uint16_t port, int timeout_ms, int sett
 }
 
 static void client_roundtrip(uint16_t port, const char *key, const char *val) {
-  asr_kv_opts_t o = {.timeout_ms = 5000};
+  asr_kv_pool_opts_t o = {.timeout_ms = 5000};
   char err[400] = "";
   int rc = asr_kv_set("127.0.0.1", port, key, strlen(key), val, strlen(val), ASR_KV_VTYPE_TEXT, &o, err,
                       sizeof err);
@@ -392,7 +392,7 @@ TEST_TIMEOUT(elect_eight_racing_servers, 40) {
     snprintf(key, sizeof key, "round%d", round);
     snprintf(val, sizeof val, "leader %d of round %d", leader, round);
     client_roundtrip(port, key, val);
-    asr_kv_opts_t o = {.timeout_ms = 3000};
+    asr_kv_pool_opts_t o = {.timeout_ms = 3000};
     char got[64], err[400];
     size_t glen;
     ASSERT_EQ(asr_kv_get("127.0.0.1", port, "round0", 6, 0, got, sizeof got, &glen, &o, err, sizeof err),
@@ -418,7 +418,7 @@ TEST_TIMEOUT(elect_two_jobs_two_leaders, 30) {
   client_roundtrip(p1, "job", "one");
   client_roundtrip(p2, "job", "two");
   /* Each job sees only its own value. */
-  asr_kv_opts_t o = {.timeout_ms = 3000};
+  asr_kv_pool_opts_t o = {.timeout_ms = 3000};
   char got[64], err[400];
   size_t glen;
   ASSERT_OK(asr_kv_get("127.0.0.1", p1, "job", 3, 0, got, sizeof got, &glen, &o, err, sizeof err));

@@ -1,6 +1,10 @@
 /*
  * test_kv_server.c -- the epoll KV server (kv_server.h), driven through the
- * real client (kv_client.h) and through raw frames (kv_raw.h).
+ * real client (kv_conn.h) and through raw frames (kv_raw.h). The seed's
+ * one-request-per-connection form is proved here with raw frames, and with
+ * the client's blocking calls in the seed's form (kv_conn.h: seed_form),
+ * which carry values of all 964 bytes; the pipelined form is
+ * test_kv_conn's, beside the raw-frame cases here that need a server only.
  *
  * Every server here binds 127.0.0.1 on port 0 and runs either on its own
  * thread (asr_kv_server_start_thread) or, for the embedded case, on the
@@ -19,7 +23,7 @@
 
 #include "asr_err.h"
 #include "asr_test.h"
-#include "kv_client.h"
+#include "kv_conn.h"
 #include "kv_frame.h"
 #include "kv_raw.h"
 #include "kv_secret.h"
@@ -72,13 +76,25 @@ static void wait_held(asr_kv_server_t *s, unsigned n) {
   ASSERT_MSG(stats(s).held == n, "server holds %u GETs, expected %u", stats(s).held, n);
 }
 
-static asr_kv_opts_t copts(const uint8_t *secret) {
-  return (asr_kv_opts_t){.secret = secret ? secret : zero_secret, .timeout_ms = 5000};
+/* The blocking calls' options: the seed's form, as asrkv speaks it. */
+static asr_kv_pool_opts_t copts(const uint8_t *secret) {
+  return (asr_kv_pool_opts_t){.secret = secret ? secret : zero_secret, .timeout_ms = 5000, .seed_form = 1};
+}
+
+/* A pool on loop, pipelined, for the cases that need requests in flight
+ * while the test looks at the server. */
+static asr_kv_pool_t *pool_on(asr_loop_t *loop) {
+  asr_kv_pool_opts_t o = {.secret = zero_secret, .timeout_ms = 5000, .idle_ms = 60000};
+  asr_kv_pool_t *p = NULL;
+  char err[256] = "";
+  int rc = asr_kv_pool_new(loop, &o, &p, err, sizeof err);
+  ASSERT_MSG(rc == 0, "asr_kv_pool_new: %s (%s)", asr_test_errname(rc), err);
+  return p;
 }
 
 static void set_ok(uint16_t port, const void *key, size_t klen, const void *val, size_t vlen, int vtype) {
   char err[700] = "";
-  asr_kv_opts_t o = copts(NULL);
+  asr_kv_pool_opts_t o = copts(NULL);
   int rc = asr_kv_set(IP, port, key, klen, val, vlen, vtype, &o, err, sizeof err);
   ASSERT_MSG(rc == 0, "asr_kv_set: %s: %s", asr_test_errname(rc), err);
 }
@@ -88,7 +104,7 @@ static void get_eq(uint16_t port, const void *key, size_t klen, const void *want
   char err[700] = "";
   uint8_t buf[ASR_KV_VAL_MAX + 16];
   size_t n = 99999;
-  asr_kv_opts_t o = copts(NULL);
+  asr_kv_pool_opts_t o = copts(NULL);
   int rc = asr_kv_get(IP, port, key, klen, 0, buf, sizeof buf, &n, &o, err, sizeof err);
   ASSERT_MSG(rc == 0, "asr_kv_get: %s: %s", asr_test_errname(rc), err);
   ASSERT_EQ(n, wlen);
@@ -99,7 +115,7 @@ static void get_missing(uint16_t port, const void *key, size_t klen) {
   char err[700] = "";
   uint8_t buf[ASR_KV_VAL_MAX];
   size_t n = 0;
-  asr_kv_opts_t o = copts(NULL);
+  asr_kv_pool_opts_t o = copts(NULL);
   int rc = asr_kv_get(IP, port, key, klen, 0, buf, sizeof buf, &n, &o, err, sizeof err);
   ASSERT_MSG(rc == ASR_ENOTFOUND, "GET of a key that must be absent returned %s (%s)", asr_test_errname(rc),
              err);
@@ -156,7 +172,7 @@ TEST(set_get_roundtrip_text_and_binary) {
   char err[700] = "";
   uint8_t small[10];
   size_t n = 0;
-  asr_kv_opts_t o = copts(NULL);
+  asr_kv_pool_opts_t o = copts(NULL);
   ASSERT_EQ(asr_kv_get(IP, port, key, sizeof key, 0, small, sizeof small, &n, &o, err, sizeof err),
             ASR_ETOOBIG);
   ASSERT_CONTAINS(err, "964");
@@ -394,7 +410,7 @@ TEST(wrong_secret_refused) {
 
   /* ... and through the client */
   char err[700] = "";
-  asr_kv_opts_t good_o = copts(secret), bad_o = copts(wrong);
+  asr_kv_pool_opts_t good_o = copts(secret), bad_o = copts(wrong);
   ASSERT_OK(asr_kv_set(IP, port, "c", 1, "cv", 2, ASR_KV_VTYPE_TEXT, &good_o, err, sizeof err));
   uint8_t buf[64];
   size_t n = 0;
@@ -416,7 +432,7 @@ TEST(wrong_secret_refused) {
   asr_kv_server_stats_t st = stats(s);
   ASSERT_EQ(st.keys, 3); /* seeded, k, c -- never d */
   ASSERT_EQ(st.errors, 8);
-  asr_kv_opts_t zero_o = copts(NULL);
+  asr_kv_pool_opts_t zero_o = copts(NULL);
   ASSERT_EQ(asr_kv_get(IP, port, "d", 1, 0, buf, sizeof buf, &n, &good_o, err, sizeof err), ASR_ENOTFOUND);
   ASSERT_EQ(asr_kv_get(IP, port, "c", 1, 0, buf, sizeof buf, &n, &zero_o, err, sizeof err), ASR_EAUTH);
   asr_kv_server_free(s);
@@ -586,7 +602,7 @@ TEST(limit_max_keys) {
     set_ok(port, k, 2, "v", 1, ASR_KV_VTYPE_TEXT);
   }
   char err[700] = "";
-  asr_kv_opts_t o = copts(NULL);
+  asr_kv_pool_opts_t o = copts(NULL);
   ASSERT_EQ(asr_kv_set(IP, port, "k10", 3, "v", 1, ASR_KV_VTYPE_TEXT, &o, err, sizeof err), ASR_ENOSPACE);
   ASSERT_CONTAINS(err, "full");
   get_missing(port, "k10", 3);
@@ -621,7 +637,7 @@ TEST(limit_max_bytes) {
   set_ok(port, "a", 1, v, 964, ASR_KV_VTYPE_BINARY); /* 965 bytes */
   set_ok(port, "b", 1, v, 964, ASR_KV_VTYPE_BINARY); /* 1930 */
   char err[700] = "";
-  asr_kv_opts_t o = copts(NULL);
+  asr_kv_pool_opts_t o = copts(NULL);
   ASSERT_EQ(asr_kv_set(IP, port, "c", 1, v, 100, ASR_KV_VTYPE_BINARY, &o, err, sizeof err), ASR_ENOSPACE);
   ASSERT_CONTAINS(err, "full");
   get_missing(port, "c", 1);
@@ -647,18 +663,20 @@ TEST(limit_max_clients_pauses_accept) {
   wait_clients(s, 4);
 
   /* a fifth client connects (the kernel backlog holds it) but is not served */
-  asr_kv_opts_t o = copts(NULL);
-  asr_kv_req_t *r = NULL;
-  ASSERT_OK(asr_kv_set_start(IP, port, "fifth", 5, "5", 1, ASR_KV_VTYPE_TEXT, &o, &r));
-  int done = 0, made = 0, rc = 0;
+  asr_loop_t *loop;
+  ASSERT_OK(asr_loop_new(&loop));
+  asr_kv_pool_t *p = pool_on(loop);
+  asr_kv_call_t *r = NULL;
+  ASSERT_OK(asr_kv_pool_set(p, IP, port, "fifth", 5, "5", 1, ASR_KV_VTYPE_TEXT, NULL, NULL, &r));
+  int rc = 0;
   uint64_t until = kv_raw_now_ms() + 400;
-  while (!done && kv_raw_now_ms() < until) {
-    rc = asr_kv_progress(r, &done, &made);
-    if (!made) asr_kv_req_wait(r, 20);
-  }
-  ASSERT_MSG(!done, "the 5th client finished (rc %s: %s) while 4 were open", asr_test_errname(rc),
-             asr_kv_req_error(r));
-  ASSERT_EQ(asr_kv_req_state(r), ASR_KV_REQ_RECEIVING); /* it sent its SET and waits */
+  while (!asr_kv_call_done(r, &rc) && kv_raw_now_ms() < until) ASSERT(asr_loop_run_once(loop, 20) >= 0);
+  ASSERT_MSG(!asr_kv_call_done(r, &rc), "the 5th client finished (rc %s: %s) while 4 were open",
+             asr_test_errname(rc), asr_kv_call_error(r));
+  asr_kv_pool_stats_t ps;
+  asr_kv_pool_stats(p, &ps);
+  ASSERT_EQ(ps.connects, 1);   /* it connected ... */
+  ASSERT_EQ(ps.frames_out, 1); /* ... and sent its SET, and waits */
   asr_kv_server_stats_t st = stats(s);
   ASSERT_EQ(st.clients, 4);
   ASSERT_EQ(st.accepted, 4);
@@ -668,14 +686,16 @@ TEST(limit_max_clients_pauses_accept) {
   /* one leaves: the fifth is accepted and completes, on its first connection */
   close(idle[0]);
   uint64_t t0 = kv_raw_now_ms();
-  while (!done && kv_raw_now_ms() - t0 < 3000) {
-    rc = asr_kv_progress(r, &done, &made);
-    if (!made) asr_kv_req_wait(r, 20);
-  }
-  ASSERT_MSG(done && rc == 0, "5th client: done=%d rc=%s: %s", done, asr_test_errname(rc),
-             asr_kv_req_error(r));
-  ASSERT_EQ(asr_kv_req_retries(r), 0); /* paused, not dropped */
-  asr_kv_req_free(r);
+  while (!asr_kv_call_done(r, &rc) && kv_raw_now_ms() - t0 < 3000) ASSERT(asr_loop_run_once(loop, 20) >= 0);
+  ASSERT_MSG(asr_kv_call_done(r, &rc) && rc == 0, "5th client: rc=%s: %s", asr_test_errname(rc),
+             asr_kv_call_error(r));
+  ASSERT_EQ(asr_kv_call_retries(r), 0); /* paused, not dropped */
+  asr_kv_pool_stats(p, &ps);
+  ASSERT_EQ(ps.connects, 1);
+  ASSERT_EQ(ps.breaks, 0);
+  asr_kv_call_free(r);
+  asr_kv_pool_free(p);
+  asr_loop_free(loop);
   st = stats(s);
   ASSERT_EQ(st.accepted, 5);
   ASSERT_EQ(st.stalled, 0);
@@ -905,7 +925,7 @@ TEST(list_insertion_order) {
   ASSERT_EQ(kv_raw_aux(resp), 0);
   list_sink_t ls = {0};
   char err[700] = "";
-  asr_kv_opts_t o = copts(NULL);
+  asr_kv_pool_opts_t o = copts(NULL);
   ASSERT_OK(asr_kv_list(IP, port, list_cb, &ls, &o, err, sizeof err));
   ASSERT_EQ(ls.n, 0);
 
@@ -1007,21 +1027,19 @@ TEST(embedded_in_callers_loop) {
   ASSERT_EQ(kv_raw_wait_closed(fd, 1000), KV_RAW_CLOSED);
   close(fd);
 
-  /* the non-blocking client, pumped beside the server on the same thread */
-  asr_kv_opts_t o = copts(NULL);
-  asr_kv_req_t *r = NULL;
+  /* the client's pool on the same loop, beside the server, on one thread */
+  asr_kv_pool_t *p = pool_on(loop);
+  asr_kv_call_t *r = NULL;
   char got[64] = "";
-  ASSERT_OK(asr_kv_get_start(IP, port, "hostname", 8, ASR_KV_VTYPE_TEXT, 0, get_into, got, &o, &r));
-  int done = 0, made = 0, rc = 0;
+  ASSERT_OK(asr_kv_pool_get(p, IP, port, "hostname", 8, ASR_KV_VTYPE_TEXT, 0, get_into, got, NULL, NULL, &r));
+  int rc = 0;
   t0 = kv_raw_now_ms();
-  while (!done && kv_raw_now_ms() - t0 < 3000) {
-    rc = asr_kv_progress(r, &done, &made);
-    ASSERT(asr_loop_run_once(loop, made ? 0 : 5) >= 0);
-  }
-  ASSERT_MSG(done && rc == 0, "embedded GET: done=%d rc=%s: %s", done, asr_test_errname(rc),
-             asr_kv_req_error(r));
+  while (!asr_kv_call_done(r, &rc) && kv_raw_now_ms() - t0 < 3000) ASSERT(asr_loop_run_once(loop, 5) >= 0);
+  ASSERT_MSG(asr_kv_call_done(r, &rc) && rc == 0, "embedded GET: rc=%s: %s", asr_test_errname(rc),
+             asr_kv_call_error(r));
   ASSERT_STREQ(got, "embedded");
-  asr_kv_req_free(r);
+  asr_kv_call_free(r);
+  asr_kv_pool_free(p);
   asr_kv_server_free(s);
   asr_loop_free(loop); /* the server took all of its sources off it */
 }
