@@ -1,6 +1,7 @@
 /*
- * alloc.c -- hosts from a Slurm or PBS/Torque allocation. See alloc.h for
- * the rules.
+ * alloc.c -- hosts from a batch system's allocation: a launch backend's
+ * resource manager (asked through its ops, launch.h) or a PBS/Torque node
+ * file. See alloc.h for the rules.
  */
 #include "config.h"
 
@@ -12,17 +13,7 @@
 #include "asr_err.h"
 #include "config_int.h"
 #include "hostlist.h"
-
-/* An environment variable's value, or NULL when unset or empty. */
-typedef struct {
-  asr_alloc_getenv_fn fn;
-  void *arg;
-} env_t;
-
-static const char *env_get(const env_t *env, const char *name) {
-  const char *v = env->fn(name, env->arg);
-  return v && *v ? v : NULL;
-}
+#include "launch.h"
 
 static const char *process_getenv(const char *name, void *arg) {
   (void)arg;
@@ -30,11 +21,10 @@ static const char *process_getenv(const char *name, void *arg) {
 }
 
 const char *asr_alloc_name(int kind) {
-  switch (kind) {
-    case ASR_ALLOC_NONE: return "none";
-    case ASR_ALLOC_SLURM: return "slurm";
-    case ASR_ALLOC_PBS: return "pbs";
-  }
+  if (kind == ASR_ALLOC_NONE) return "none";
+  if (kind == ASR_ALLOC_PBS) return "pbs";
+  for (const asr_launch_ops_t *const *b = asr_launch_backends; *b; b++)
+    if ((*b)->detect && (*b)->alloc_kind == kind) return (*b)->name;
   return "?";
 }
 
@@ -59,61 +49,20 @@ static int commit_hosts(asr_config_t *cfg, const asr_nodelist_t *nl, const char 
 }
 
 /* ------------------------------------------------------------------------ */
-/* Slurm                                                                    */
+/* A backend's resource manager                                             */
 /* ------------------------------------------------------------------------ */
 
-/* The variable holding the node list, or NULL when this is no Slurm job. */
-static const char *slurm_nodelist_var(const env_t *env) {
-  if (!env_get(env, "SLURM_JOB_ID")) return NULL;
-  if (env_get(env, "SLURM_JOB_NODELIST")) return "SLURM_JOB_NODELIST";
-  if (env_get(env, "SLURM_NODELIST")) return "SLURM_NODELIST";
-  return NULL;
-}
-
-/* Sets the slots of nodes from SLURM_TASKS_PER_NODE. */
-static int slurm_tasks_per_node(asr_nodelist_t *nodes, const char *nodes_var, const char *spec, char *errbuf,
-                                size_t errlen) {
-  int *counts, ncounts;
-  int rc = asr_slurm_tasks_expand(spec, "SLURM_TASKS_PER_NODE", &counts, &ncounts, errbuf, errlen);
-  if (rc == 0) {
-    char tasks_what[200];
-    snprintf(tasks_what, sizeof tasks_what, "SLURM_TASKS_PER_NODE '%.100s'", spec);
-    rc = asr_slurm_tasks_check(tasks_what, ncounts, nodes_var, nodes->n, errbuf, errlen);
-  }
-  for (int i = 0; rc == 0 && i < nodes->n; i++) nodes->slots[i] = counts[i];
-  free(counts);
-  return rc;
-}
-
-/* Sets every node's slots from SLURM_NTASKS_PER_NODE (a plain number). */
-static int slurm_ntasks_per_node(asr_nodelist_t *nodes, const char *spec, char *errbuf, size_t errlen) {
-  int *counts, ncounts;
-  int rc = asr_slurm_tasks_expand(spec, "SLURM_NTASKS_PER_NODE", &counts, &ncounts, errbuf, errlen);
-  if (rc == 0 && (ncounts != 1 || strchr(spec, '('))) {
-    if (errbuf && errlen) snprintf(errbuf, errlen, "SLURM_NTASKS_PER_NODE '%.100s': not one number", spec);
-    rc = ASR_EINVAL;
-  }
-  for (int i = 0; rc == 0 && i < nodes->n; i++) nodes->slots[i] = counts[0];
-  free(counts);
-  return rc;
-}
-
-static int use_slurm(asr_config_t *cfg, const env_t *env, const char *nodes_var, char *errbuf,
-                     size_t errlen) {
-  asr_nodelist_t nodes;
-  const char *tasks = env_get(env, "SLURM_TASKS_PER_NODE"), *ntasks = env_get(env, "SLURM_NTASKS_PER_NODE");
-  int rc = asr_slurm_hostlist_expand(env_get(env, nodes_var), nodes_var, &nodes, errbuf, errlen);
+static int use_manager(asr_config_t *cfg, const asr_launch_ops_t *rm, const asr_launch_env_t *env,
+                       char *errbuf, size_t errlen) {
+  asr_nodelist_t nodes = {0};
+  const char *what = NULL;
+  int rc = rm->nodes(env, &nodes, &what, errbuf, errlen);
   if (rc != 0) return config_error(rc);
-  if (tasks)
-    rc = slurm_tasks_per_node(&nodes, nodes_var, tasks, errbuf, errlen);
-  else if (ntasks)
-    rc = slurm_ntasks_per_node(&nodes, ntasks, errbuf, errlen);
-  /* else: the slots stay 0 (not given) */
-  if (rc == 0) rc = commit_hosts(cfg, &nodes, nodes_var, errbuf, errlen);
+  rc = commit_hosts(cfg, &nodes, what, errbuf, errlen);
   asr_nodelist_free(&nodes);
   if (rc != 0) return config_error(rc);
-  cfg->launcher = ASR_LAUNCHER_SLURM;
-  return ASR_ALLOC_SLURM;
+  cfg->launcher = rm->launcher;
+  return rm->alloc_kind;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -137,22 +86,33 @@ static int use_pbs(asr_config_t *cfg, const char *path, char *errbuf, size_t err
 
 int asr_alloc_detect_env(asr_config_t *cfg, asr_alloc_getenv_fn getenv_fn, void *arg, char *errbuf,
                          size_t errlen) {
-  const env_t env = {getenv_fn, arg};
+  const asr_launch_env_t env = {getenv_fn, arg};
   if (cfg->launcher == ASR_LAUNCHER_LOCAL) return ASR_ALLOC_NONE;
-  const char *nodes_var = slurm_nodelist_var(&env);
-  if (cfg->launcher == ASR_LAUNCHER_SLURM && !nodes_var)
-    return asr_errf(errbuf, errlen, ASR_ECONFIG,
-                    "launcher slurm needs a Slurm allocation, but SLURM_JOB_ID and "
-                    "SLURM_JOB_NODELIST are not both set: run asrrun inside salloc or sbatch, "
-                    "or choose another launcher");
+  /* the backend whose allocation gives the hosts: the one the launcher
+   * names, or for auto the first whose allocation is here */
+  const asr_launch_ops_t *rm = NULL;
+  for (const asr_launch_ops_t *const *b = asr_launch_backends; *b; b++) {
+    if (!(*b)->detect) continue;
+    int here = (*b)->detect(&env) == ASR_LAUNCH_HERE;
+    if (cfg->launcher == (*b)->launcher && !here)
+      return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s", (*b)->needs);
+    if (here && !rm && (cfg->launcher == ASR_LAUNCHER_AUTO || cfg->launcher == (*b)->launcher)) rm = *b;
+  }
   if (cfg->nhosts > 0) return ASR_ALLOC_NONE; /* the user's hosts win */
-  if (nodes_var && (cfg->launcher == ASR_LAUNCHER_AUTO || cfg->launcher == ASR_LAUNCHER_SLURM))
-    return use_slurm(cfg, &env, nodes_var, errbuf, errlen);
-  const char *pbs = env_get(&env, "PBS_NODEFILE");
+  if (rm) return use_manager(cfg, rm, &env, errbuf, errlen);
+  const char *pbs = asr_launch_env_get(&env, "PBS_NODEFILE");
   if (pbs) return use_pbs(cfg, pbs, errbuf, errlen);
   return ASR_ALLOC_NONE;
 }
 
 int asr_alloc_detect(asr_config_t *cfg, char *errbuf, size_t errlen) {
   return asr_alloc_detect_env(cfg, process_getenv, NULL, errbuf, errlen);
+}
+
+int asr_alloc_hinted(void) {
+  const asr_launch_env_t env = {process_getenv, NULL};
+  if (getenv("PBS_NODEFILE")) return 1;
+  for (const asr_launch_ops_t *const *b = asr_launch_backends; *b; b++)
+    if ((*b)->detect && (*b)->detect(&env) != ASR_LAUNCH_ABSENT) return 1;
+  return 0;
 }

@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "asr_err.h"
@@ -66,4 +67,18 @@ static pid_t local_start(const asr_launch_args_t *a, char *errbuf, size_t errlen
   return pid;
 }
 
-const asr_launch_ops_t asr_launch_local = {"local", local_start};
+/* The process start returned is asrd itself: it died. */
+static void local_ended(const char *host, const char *agent, int st, char *msg, size_t len) {
+  (void)agent;
+  int sig = WIFSIGNALED(st), code = sig ? WTERMSIG(st) : WEXITSTATUS(st);
+  snprintf(msg, len, "asrd on host %s died (%s %d) before the job finished", host, sig ? "signal" : "status",
+           code);
+}
+
+const asr_launch_ops_t asr_launch_local = {
+    .name = "local",
+    .id = ASR_LAUNCH_LOCAL,
+    .launcher = ASR_LAUNCHER_LOCAL,
+    .start = local_start,
+    .ended = local_ended,
+};

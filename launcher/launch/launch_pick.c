@@ -1,7 +1,8 @@
 /*
- * launch_pick.c -- where a daemon runs relative to asrrun (launch.h): is a
- * host this one (fork it) or remote (an agent), and which address remote
- * daemons call back on.
+ * launch_pick.c -- which backend starts a job's daemons and where a daemon
+ * runs relative to asrrun (launch.h): the backend a launcher setting picks,
+ * the one an id names, whether a host's daemon is forked here or started by
+ * the backend, and which address remote daemons call back on.
  */
 #include "config.h"
 
@@ -15,6 +16,37 @@
 #include "asr_err.h"
 #include "asr_netif.h"
 #include "launch.h"
+
+/* Those with a resource manager first, in the order asr_alloc_detect asks
+ * them (the first whose allocation is here gives an auto job its hosts). */
+const asr_launch_ops_t *const asr_launch_backends[] = {&asr_launch_slurm, &asr_launch_rsh, &asr_launch_local,
+                                                       NULL};
+
+const char *asr_launch_env_get(const asr_launch_env_t *env, const char *name) {
+  const char *v = env->fn(name, env->arg);
+  return v && *v ? v : NULL;
+}
+
+const asr_launch_ops_t *asr_launch_pick(asr_launcher_t launcher) {
+  for (const asr_launch_ops_t *const *b = asr_launch_backends; *b; b++)
+    if ((*b)->launcher == launcher) return *b;
+  return &asr_launch_rsh; /* auto: no manager's allocation gave the hosts */
+}
+
+const asr_launch_ops_t *asr_launch_by_id(uint32_t id) {
+  for (const asr_launch_ops_t *const *b = asr_launch_backends; *b; b++)
+    if ((uint32_t)(*b)->id == id) return *b;
+  return NULL;
+}
+
+const asr_launch_ops_t *asr_launch_for_children(const asr_launch_ops_t *ops) {
+  return ops == &asr_launch_local ? &asr_launch_rsh : ops;
+}
+
+int asr_launch_forks_here(const asr_launch_ops_t *ops, const char *host, const char *local_hostname) {
+  if (ops == &asr_launch_local) return 1;
+  return !ops->starts_every_daemon && asr_launch_host_is_local(host, local_hostname);
+}
 
 /* Is a an address of one of this host's interfaces (or loopback)? */
 static int addr_is_mine(struct in_addr a) {

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "asr_err.h"
@@ -111,4 +112,20 @@ out:
   return pid;
 }
 
-const asr_launch_ops_t asr_launch_rsh = {"rsh", rsh_start};
+static void rsh_ended(const char *host, const char *agent, int st, char *msg, size_t len) {
+  int sig = WIFSIGNALED(st), code = sig ? WTERMSIG(st) : WEXITSTATUS(st);
+  snprintf(msg, len,
+           "the launch agent for host %s (%s) ended with %s %d before asrd called back; check that '%s %s "
+           "true' works and that asrd is installed there (--prefix)",
+           host, agent, sig ? "signal" : "status", code, agent, host);
+}
+
+/* No resource manager: the hosts are the user's (or a PBS node file's:
+ * alloc.h), and it is the backend of an auto job no manager claimed. */
+const asr_launch_ops_t asr_launch_rsh = {
+    .name = "rsh",
+    .id = ASR_LAUNCH_RSH,
+    .launcher = ASR_LAUNCHER_RSH,
+    .start = rsh_start,
+    .ended = rsh_ended,
+};

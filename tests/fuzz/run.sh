@@ -31,7 +31,9 @@ TARGETS=(
   "yaml | tests/fuzz/fuzz_yaml.c launcher/config/config.c launcher/config/config_yaml.c common/asr_env.c common/asr_netif.c common/asr_err.c
      common/asr_fs.c | common launcher/config | yaml-0.1"
   "hostfile | tests/fuzz/fuzz_hostfile.c launcher/config/config.c launcher/config/config_yaml.c launcher/launch/hostlist.c
-     launcher/launch/alloc.c common/asr_env.c common/asr_netif.c common/asr_err.c common/asr_fs.c | common launcher/config launcher/launch | yaml-0.1"
+     launcher/launch/alloc.c launcher/launch/launch_pick.c launcher/launch/launch_slurm.c launcher/launch/launch_slurm_nodes.c
+     launcher/launch/launch_rsh.c launcher/launch/launch_local.c launcher/launch/launch_agent.c common/asr_env.c
+     common/asr_netif.c common/asr_err.c common/asr_fs.c common/asr_sig.c | common launcher/config launcher/launch | yaml-0.1"
   "ctl | tests/fuzz/fuzz_ctl.c launcher/ctl/ctl.c launcher/ctl/ctl_msg.c common/asr_buf.c common/asr_err.c
      common/asr_loop.c common/asr_rand.c common/asr_sock.c common/asr_time.c | common launcher/config launcher/ctl |"
   "report | tests/fuzz/fuzz_report.c bootstrap/report_fmt.c common/asr_err.c | common bootstrap |"

@@ -1,5 +1,7 @@
 /* test_hostlist.c -- Slurm host lists and tasks-per-node strings, PBS node
- * files, and asrrun's allocation detection (launcher/launch/hostlist.c, alloc.c). */
+ * files, asrrun's allocation detection, and what the launch backends answer
+ * about their resource managers (launcher/launch/hostlist.c, alloc.c,
+ * launch.h). */
 #include "config.h"
 
 #include <limits.h>
@@ -11,6 +13,7 @@
 #include "asr_test.h"
 #include "config_int.h" /* launcher/: found by -I; it brings job_config.h (asr_config_t) */
 #include "hostlist.h"
+#include "launch.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -736,4 +739,128 @@ TEST(alloc_names) {
   ASSERT_STREQ(asr_alloc_name(ASR_ALLOC_PBS), "pbs");
   ASSERT_STREQ(asr_alloc_name(ASR_ECONFIG), "?");
   ASSERT_STREQ(asr_alloc_name(3), "?");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The launch backends' answers                                             */
+/* ------------------------------------------------------------------------ */
+
+static asr_launch_found_t found(const asr_launch_ops_t *ops, const char *const *env) {
+  const asr_launch_env_t e = {fake_getenv, (void *)env};
+  return ops->detect(&e);
+}
+#define FOUND(ops, ...) found((ops), (const char *const[]){__VA_ARGS__, NULL})
+
+TEST(launch_pick_and_ids) {
+  ASSERT(asr_launch_pick(ASR_LAUNCHER_LOCAL) == &asr_launch_local);
+  ASSERT(asr_launch_pick(ASR_LAUNCHER_RSH) == &asr_launch_rsh);
+  ASSERT(asr_launch_pick(ASR_LAUNCHER_SLURM) == &asr_launch_slurm);
+  /* auto after asr_alloc_detect: no manager's allocation gave the hosts */
+  ASSERT(asr_launch_pick(ASR_LAUNCHER_AUTO) == &asr_launch_rsh);
+  /* the JOB's tree_launch: these values are on the wire */
+  ASSERT_EQ(asr_launch_rsh.id, 0);
+  ASSERT_EQ(asr_launch_slurm.id, 1);
+  ASSERT(asr_launch_by_id(0) == &asr_launch_rsh);
+  ASSERT(asr_launch_by_id(1) == &asr_launch_slurm);
+  ASSERT(asr_launch_by_id(ASR_LAUNCH_LOCAL) == &asr_launch_local);
+  ASSERT(asr_launch_by_id(3) == NULL);
+  ASSERT(asr_launch_by_id(0xffffffffu) == NULL);
+  /* a parent's children are on other hosts: never forked by it */
+  ASSERT(asr_launch_for_children(&asr_launch_local) == &asr_launch_rsh);
+  ASSERT(asr_launch_for_children(&asr_launch_rsh) == &asr_launch_rsh);
+  ASSERT(asr_launch_for_children(&asr_launch_slurm) == &asr_launch_slurm);
+  for (const asr_launch_ops_t *const *b = asr_launch_backends; *b; b++) {
+    ASSERT((*b)->name && (*b)->start && (*b)->ended);
+    ASSERT(asr_launch_by_id((*b)->id) == *b);
+    ASSERT(asr_launch_pick((*b)->launcher) == *b);
+    /* a resource manager comes with its node list and its error */
+    ASSERT_EQ(!(*b)->detect, !(*b)->nodes);
+    ASSERT_EQ(!(*b)->detect, !(*b)->needs);
+    ASSERT_EQ(!(*b)->detect, !(*b)->alloc_kind);
+  }
+}
+
+TEST(launch_forks_here) {
+  char me[256] = "";
+  ASSERT_OK(gethostname(me, sizeof me - 1));
+  /* local: every host is this one */
+  ASSERT(asr_launch_forks_here(&asr_launch_local, "elsewhere.invalid", me));
+  /* rsh: this host's names only */
+  ASSERT(asr_launch_forks_here(&asr_launch_rsh, "localhost", me));
+  ASSERT(asr_launch_forks_here(&asr_launch_rsh, me, me));
+  ASSERT(!asr_launch_forks_here(&asr_launch_rsh, "elsewhere.invalid", me));
+  /* Slurm starts every daemon, this host's too */
+  ASSERT(asr_launch_slurm.starts_every_daemon);
+  ASSERT(!asr_launch_rsh.starts_every_daemon && !asr_launch_local.starts_every_daemon);
+  ASSERT(!asr_launch_forks_here(&asr_launch_slurm, "localhost", me));
+  ASSERT(!asr_launch_forks_here(&asr_launch_slurm, me, me));
+}
+
+TEST(launch_slurm_detect) {
+  ASSERT_EQ(FOUND(&asr_launch_slurm, "SLURM_JOB_ID=1", "SLURM_JOB_NODELIST=n1"), ASR_LAUNCH_HERE);
+  ASSERT_EQ(FOUND(&asr_launch_slurm, "SLURM_JOB_ID=1", "SLURM_NODELIST=n1"), ASR_LAUNCH_HERE);
+  /* part of one, or empty: no allocation, but Slurm's all the same */
+  ASSERT_EQ(FOUND(&asr_launch_slurm, "SLURM_JOB_ID=1"), ASR_LAUNCH_HINTED);
+  ASSERT_EQ(FOUND(&asr_launch_slurm, "SLURM_NODELIST=n1"), ASR_LAUNCH_HINTED);
+  ASSERT_EQ(FOUND(&asr_launch_slurm, "SLURM_JOB_ID=", "SLURM_JOB_NODELIST=n1"), ASR_LAUNCH_HINTED);
+  ASSERT_EQ(FOUND(&asr_launch_slurm, "SLURM_JOB_NODELIST="), ASR_LAUNCH_HINTED);
+  ASSERT_EQ(FOUND(&asr_launch_slurm, "PBS_NODEFILE=/x", "HOME=/"), ASR_LAUNCH_ABSENT);
+}
+
+TEST(launch_slurm_nodes) {
+  const char *const env[] = {"SLURM_JOB_ID=1", "SLURM_JOB_NODELIST=n[1-2]", "SLURM_TASKS_PER_NODE=3,1", NULL};
+  const asr_launch_env_t e = {fake_getenv, (void *)env};
+  asr_nodelist_t nl = {0};
+  const char *what = NULL;
+  char err[256] = "";
+  ASSERT_OK(asr_launch_slurm.nodes(&e, &nl, &what, err, sizeof err));
+  ASSERT_STREQ(what, "SLURM_JOB_NODELIST");
+  ASSERT_EQ(nl.n, 2);
+  ASSERT_STREQ(nl.name[0], "n1");
+  ASSERT_EQ(nl.slots[0], 3);
+  ASSERT_STREQ(nl.name[1], "n2");
+  ASSERT_EQ(nl.slots[1], 1);
+  asr_nodelist_free(&nl);
+  /* an error leaves the list empty and names the variable */
+  const char *const bad[] = {"SLURM_JOB_ID=1", "SLURM_NODELIST=n[2-1]", NULL};
+  const asr_launch_env_t b = {fake_getenv, (void *)bad};
+  ASSERT_EQ(asr_launch_slurm.nodes(&b, &nl, &what, err, sizeof err), ASR_EINVAL);
+  ASSERT_CONTAINS(err, "SLURM_NODELIST 'n[2-1]'");
+  ASSERT(nl.n == 0 && nl.name == NULL);
+  check_no_leaks();
+}
+
+/* The words each backend has for a start that ended before asrd called
+ * back (the integration and Slurm suites grep for them). */
+TEST(launch_ended_messages) {
+  char msg[512];
+  asr_launch_rsh.ended("h2", "ssh -p 22", 3 << 8, msg, sizeof msg);
+  ASSERT_STREQ(
+      msg,
+      "the launch agent for host h2 (ssh -p 22) ended with status 3 before asrd called back; check that "
+      "'ssh -p 22 h2 true' works and that asrd is installed there (--prefix)");
+  asr_launch_slurm.ended("n2", "srun", 9, msg, sizeof msg);
+  ASSERT_STREQ(
+      msg,
+      "the srun step for node n2 ended with signal 9 before asrd called back; check that 'srun -N 1 -w "
+      "n2 true' works in this allocation and that asrd is installed there (--prefix)");
+  asr_launch_local.ended("h1", "ssh", 15, msg, sizeof msg);
+  ASSERT_STREQ(msg, "asrd on host h1 died (signal 15) before the job finished");
+  asr_launch_local.ended("h1", "ssh", 1 << 8, msg, sizeof msg);
+  ASSERT_STREQ(msg, "asrd on host h1 died (status 1) before the job finished");
+  ASSERT_STREQ(asr_launch_slurm.agent, "srun");
+  ASSERT(asr_launch_rsh.agent == NULL); /* the configured --launch-agent */
+}
+
+/* The early daemon's question (the harness forks each case, so setenv is private). */
+TEST(alloc_hinted) {
+  static const char *const vars[] = {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "PBS_NODEFILE"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+  ASSERT_EQ(asr_alloc_hinted(), 0);
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    setenv(vars[i], "", 1); /* set even empty */
+    ASSERT_MSG(asr_alloc_hinted() == 1, "%s set", vars[i]);
+    unsetenv(vars[i]);
+  }
+  ASSERT_EQ(asr_alloc_hinted(), 0);
 }
