@@ -181,9 +181,13 @@ int asrd_down_start(asrd_t *d, char *err, size_t errlen) {
                            .index = ch->host,
                            .port = d->port};
     char why[1024], msg[1300];
-    /* under Slurm, an srun step on the child's node (its srun runs here,
-     * inside this daemon's step, in the same allocation) */
-    pid_t pid = (d->job.tree_srun ? &asr_launch_slurm : &asr_launch_rsh)->start(&a, why, sizeof why);
+    /* the backend asrrun named: the JOB's decoder accepts only those that
+     * start a daemon on another host (the agent, or an srun step on the
+     * child's node whose srun runs here, inside this daemon's step) */
+    const asr_launch_ops_t *ops = asr_launch_by_id(d->job.tree_launch);
+    pid_t pid =
+        ops ? ops->start(&a, why, sizeof why)
+            : asr_errf(why, sizeof why, ASR_EPROTO, "no launch backend has id %u", d->job.tree_launch);
     if (pid < 0) {
       snprintf(msg, sizeof msg, "asrd on host %s cannot start asrd for host %s: %s", d->hostname,
                host_name(d, ch->host), why);

@@ -268,13 +268,12 @@ static void print_tree(const asr_map_t *map, int radix, int local, FILE *out) {
   }
 }
 
-/* Whether host's daemon is forked on this machine (the rest go through the
- * agent or srun): --launcher local forks every one, under Slurm every one
- * is an srun step, else a name of this host (launch_pick.c). arg is this
- * host's name. The one rule for the host check and for the launch. */
+/* Whether host's daemon is forked on this machine (the rest the job's
+ * launch backend starts): the backend's answer (asr_launch_forks_here).
+ * arg is this host's name. The one rule for the host check and for the
+ * launch. */
 static int runs_here(const asr_config_t *cfg, const char *host, void *arg) {
-  if (cfg->launcher == ASR_LAUNCHER_LOCAL) return 1;
-  return cfg->launcher != ASR_LAUNCHER_SLURM && asr_launch_host_is_local(host, arg);
+  return asr_launch_forks_here(asr_launch_pick(cfg->launcher), host, arg);
 }
 
 /* Everything before the daemons start: configuration, map, program, the
@@ -383,10 +382,10 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     fprintf(stderr, "asrrun: %s; nothing was started\n", err);
     return ASRRUN_EXIT_USAGE;
   }
-  /* Which daemons are forked here and which go through the agent (or srun:
-   * under Slurm every daemon is a step, so Slurm tracks all of them); the
-   * address the remote ones call back on. */
-  int slurm = cfg->launcher == ASR_LAUNCHER_SLURM;
+  /* Which daemons are forked here and which the launch backend starts (a
+   * manager that starts every daemon, as srun does, starts this host's
+   * too); the address the remote ones call back on. */
+  const asr_launch_ops_t *backend = asr_launch_pick(cfg->launcher);
   int nremote = 0;
   const asr_map_t *map = &run->map;
   run->daemons = calloc((size_t)map->nhosts, sizeof *run->daemons);
@@ -473,7 +472,8 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
             "resolve here: MASTER_ADDR is each host's own address (put it among the first --tree-radix "
             "hosts)\n",
             map->host_names[h0]);
-  if (slurm) snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "srun"); /* for messages */
+  if (backend->agent) /* for messages */
+    snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "%s", backend->agent);
   if (cfg->verbose && nremote)
     fprintf(stderr, "asrrun: %d remote host%s call back on %s through '%s'\n", nremote,
             nremote > 1 ? "s" : "", ctl_remote, cfg->launch_agent);

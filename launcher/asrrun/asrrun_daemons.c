@@ -526,7 +526,7 @@ static void send_job(daemon_t *d) {
       .master_addr = run->master_addr,
       .master_port = (uint32_t)run->master_port,
       .tree_radix = (uint32_t)run->tree_radix,
-      .tree_srun = run->cfg.launcher == ASR_LAUNCHER_SLURM,
+      .tree_launch = asr_launch_for_children(asr_launch_pick(run->cfg.launcher))->id,
       .tree_agent = run->cfg.launch_agent,
       .tree_asrd = run->tree_asrd,
       .tree_ip = run->tree_ip,
@@ -581,26 +581,18 @@ static void on_up(asr_tree_node_t *n, asr_tree_child_t *ch, const asr_ctl_msg_t 
 
 /* --- the processes ---------------------------------------------------------- */
 
+/* The backend that starts d: fork for a daemon of this host (d->local),
+ * else the job's. */
+static const asr_launch_ops_t *backend_of(const asrrun_t *run, const daemon_t *d) {
+  return d->local ? &asr_launch_local : asr_launch_pick(run->cfg.launcher);
+}
+
 /* What the user is told when the process that was to start a daemon ended
  * before the daemon called back: the launch backend's words. */
 static void agent_why(asr_tree_node_t *n, asr_tree_child_t *ch, int st, char *msg, size_t len) {
   asrrun_t *run = n->owner;
   daemon_t *d = ch->data;
-  int sig = WIFSIGNALED(st), code = sig ? WTERMSIG(st) : WEXITSTATUS(st);
-  if (!d->local && run->cfg.launcher == ASR_LAUNCHER_SLURM)
-    snprintf(msg, len,
-             "the srun step for node %s ended with %s %d before asrd called back; check that 'srun -N 1 -w %s "
-             "true' works in this allocation and that asrd is installed there (--prefix)",
-             host_of(d), sig ? "signal" : "status", code, host_of(d));
-  else if (!d->local)
-    snprintf(msg, len,
-             "the launch agent for host %s (%s) ended with %s %d before asrd called back; check that '%s %s "
-             "true' works and that asrd is installed there (--prefix)",
-             host_of(d), run->cfg.launch_agent, sig ? "signal" : "status", code, run->cfg.launch_agent,
-             host_of(d));
-  else
-    snprintf(msg, len, "asrd on host %s died (%s %d) before the job finished", host_of(d),
-             sig ? "signal" : "status", code);
+  backend_of(run, d)->ended(host_of(d), run->cfg.launch_agent, st, msg, len);
 }
 
 static void on_error(asr_tree_node_t *n, const char *why) {
@@ -664,7 +656,6 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
     run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch the control port: %s", asr_strerror(rc));
     return rc;
   }
-  int slurm = run->cfg.launcher == ASR_LAUNCHER_SLURM;
   run->launch_ms = asr_loop_now(run->loop);
   if (run->cfg.verbose) asr_loop_timer_start(run->loop, &run->progress, 1000, on_progress, run);
   for (int h = 0; h < run->map.nhosts; h++) {
@@ -681,9 +672,7 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
     if (d->routed) continue;
     pid_t pid = h == run->early.index ? run->early.pid : 0;
     if (pid <= 0) {
-      const asr_launch_ops_t *ops = d->local ? &asr_launch_local
-                                    : slurm  ? &asr_launch_slurm
-                                             : &asr_launch_rsh;
+      const asr_launch_ops_t *ops = backend_of(run, d);
       asr_launch_args_t a = {.asrd_path = d->local ? asrd_local : asrd_remote,
                              .ctl_addr = d->local ? ctl_local : ctl_remote,
                              .secret_hex = run->secret_hex,

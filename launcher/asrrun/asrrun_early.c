@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "asr_env.h"
 #include "asr_sock.h"
 #include "asrd_dir.h"
@@ -56,7 +57,8 @@ int asrrun_pick_port(void) {
 void asrrun_early_start(asrrun_t *run, int argc, char **argv) {
   asrrun_early_t *e = &run->early;
   /* Not when the command line asks for no job or names hosts (this host may
-   * not be one of them), nor inside an allocation (daemons start with srun). */
+   * not be one of them), nor inside an allocation (its hosts, and perhaps
+   * its manager's launcher: alloc.h). */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--version") || !strcmp(a, "--dry-run") ||
@@ -66,9 +68,7 @@ void asrrun_early_start(asrrun_t *run, int argc, char **argv) {
   /* Nor when the environment holds a bad setting: the job will not run
    * (asr_config_load reports why). */
   if (asr_config_check_env(NULL, 0) != 0) return;
-  if (asr_env_is_set(ASR_ENV_ASRRUN_HOSTFILE) || getenv("PBS_NODEFILE") || getenv("SLURM_JOB_ID") ||
-      getenv("SLURM_JOB_NODELIST") || getenv("SLURM_NODELIST"))
-    return;
+  if (asr_env_is_set(ASR_ENV_ASRRUN_HOSTFILE) || asr_alloc_hinted()) return;
   if (gethostname(e->host, sizeof e->host - 1) != 0 || !e->host[0]) return;
   e->bport = asrrun_pick_port();
   if (e->bport <= 0) return;
@@ -99,7 +99,10 @@ void asrrun_early_dismiss(asrrun_t *run) {
 void asrrun_early_adopt(asrrun_t *run, const int *is_local) {
   asrrun_early_t *e = &run->early;
   if (e->pid <= 0) return;
-  for (int h = 0; h < run->map.nhosts && run->cfg.launcher != ASR_LAUNCHER_SLURM; h++)
+  /* the early daemon is one forked here: where the manager starts every
+   * daemon, this host's is its step, never that one */
+  int managed = asr_launch_pick(run->cfg.launcher)->starts_every_daemon;
+  for (int h = 0; h < run->map.nhosts && !managed; h++)
     if (is_local[h] && !strcmp(run->map.host_names[h], e->host)) {
       e->index = h;
       return;

@@ -66,7 +66,7 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
       (j->stdin_rank >= j->nranks && j->stdin_rank != ASR_CTL_STDIN_ALL &&
        j->stdin_rank != ASR_CTL_STDIN_NONE) ||
       !str_ok(j->master_addr, ASR_CTL_MAX_HOSTNAME) || j->master_port == 0 || j->master_port > 65535 ||
-      j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_srun > 1 || !str_ok(j->tree_agent, ASR_CTL_MAX_TEXT) ||
+      j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_launch > 1 || !str_ok(j->tree_agent, ASR_CTL_MAX_TEXT) ||
       !str_ok(j->tree_asrd, ASR_CTL_MAX_TEXT) || !str_ok(j->tree_ip, ASR_CTL_MAX_HOSTNAME))
     return ASR_EINVAL;
   int rc = asr_buf_put_u32(b, j->nranks) || asr_buf_put_u32(b, j->nhosts) || asr_buf_put_u32(b, j->index);
@@ -101,7 +101,7 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
     rc = rc || asr_buf_put_str(b, j->cores[i]);
   }
   rc = rc || asr_buf_put_str(b, j->master_addr) || asr_buf_put_u32(b, j->master_port);
-  rc = rc || asr_buf_put_u32(b, j->tree_radix) || asr_buf_put_u32(b, j->tree_srun) ||
+  rc = rc || asr_buf_put_u32(b, j->tree_radix) || asr_buf_put_u32(b, j->tree_launch) ||
        asr_buf_put_str(b, j->tree_agent) || asr_buf_put_str(b, j->tree_asrd) ||
        asr_buf_put_str(b, j->tree_ip);
   return rc ? ASR_ENOMEM : 0;
@@ -199,14 +199,14 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->master_port = asr_rd_u32(r);
   if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's MASTER_ADDR is truncated or too long");
   j->tree_radix = asr_rd_u32(r);
-  j->tree_srun = asr_rd_u32(r);
+  j->tree_launch = asr_rd_u32(r);
   j->tree_agent = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->tree_asrd = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->tree_ip = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
   if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's tree is truncated or a string in it is too long");
-  if (j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_srun > 1)
+  if (j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_launch > 1)
     return asr_errf(why, wl, ASR_EPROTO, "JOB's tree radix is %u (0..%u), srun %u", j->tree_radix,
-                    ASR_CTL_MAX_RADIX, j->tree_srun);
+                    ASR_CTL_MAX_RADIX, j->tree_launch);
   if (j->tree_radix && (!j->tree_agent[0] || !j->tree_asrd[0]))
     return asr_errf(why, wl, ASR_EPROTO, "JOB's tree of radix %u names no agent or asrd", j->tree_radix);
   if (j->map_by > 7 || j->ppr > ASR_CTL_MAX_LNC || j->cpus_per_rank < 1 ||

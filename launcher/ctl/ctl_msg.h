@@ -226,10 +226,13 @@ typedef struct {
   /* the tree of daemons (tree.h): its radix (0: every daemon is asrrun's
    * child), and how a daemon starts its children: the agent, asrd's path
    * there, and the address its children call back on when it reached its
-   * parent over loopback (asrrun's own address on the job's network); under
-   * Slurm each parent starts its children as srun steps */
+   * parent over loopback (asrrun's own address on the job's network); and
+   * the launch backend that starts them, by its id (launch.h's
+   * asr_launch_id_t, wire values): 0 the agent (rsh), 1 srun steps (Slurm;
+   * the agent is not used). A child is on another host, so the local
+   * backend's id never comes: the decoder refuses anything above 1. */
   uint32_t tree_radix;
-  uint32_t tree_srun; /* 1: children are srun steps (Slurm), the agent is not used; else 0 */
+  uint32_t tree_launch;
   char *tree_agent, *tree_asrd, *tree_ip;
 } asr_ctl_job_t;
 

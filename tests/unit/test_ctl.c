@@ -80,7 +80,7 @@ static asr_ctl_msg_t example(int type) {
                                 .master_addr = "10.1.0.7",
                                 .master_port = 29500,
                                 .tree_radix = 4,
-                                .tree_srun = 1,
+                                .tree_launch = 1,
                                 .tree_agent = "ssh -p 2222",
                                 .tree_asrd = "/opt/asr/bin/asrd",
                                 .tree_ip = "10.1.0.1"};
@@ -212,7 +212,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_STREQ(x->master_addr, y->master_addr);
       ASSERT_EQ(x->master_port, y->master_port);
       ASSERT_EQ(x->tree_radix, y->tree_radix);
-      ASSERT_EQ(x->tree_srun, y->tree_srun);
+      ASSERT_EQ(x->tree_launch, y->tree_launch);
       ASSERT_STREQ(x->tree_agent, y->tree_agent);
       ASSERT_STREQ(x->tree_asrd, y->tree_asrd);
       ASSERT_STREQ(x->tree_ip, y->tree_ip);
@@ -436,9 +436,9 @@ TEST(tree_messages_checked) {
   j.u.job.tree_radix = ASR_CTL_MAX_RADIX + 1;
   ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
   j.u.job.tree_radix = 2;
-  j.u.job.tree_srun = 2;
+  j.u.job.tree_launch = 2;
   ASSERT_EQ(asr_ctl_msg_encode(&j, &b), ASR_EINVAL);
-  j.u.job.tree_srun = 0;
+  j.u.job.tree_launch = 0;
   j.u.job.tree_radix = 2;
   j.u.job.tree_agent = "";
   ASSERT_OK(asr_ctl_msg_encode(&j, &b));
