@@ -123,7 +123,6 @@ struct asrd_rank {
   size_t rep_len;
 };
 
-
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
 typedef enum {
   ASRD_EV_FENCE = 1,
@@ -225,7 +224,7 @@ struct asrd {
   char bind_addr[64];
   /* the tree below this daemon (asrd_down.c on tree_node.h) */
   struct {
-    int radix, parent;   /* the JOB's radix; this host's parent (-1: asrrun) */
+    int radix, parent;    /* the JOB's radix; this host's parent (-1: asrrun) */
     asr_tree_node_t node; /* this daemon's children, supervised */
     uint8_t *host_ranks;  /* per host of the job: it has ranks (the node's) */
     int lfd;              /* the listener its children call back to, or -1 */

@@ -89,14 +89,17 @@ static void on_over(asr_tree_node_t *n, asr_tree_child_t *ch, const char *why) {
   asrd_up_send(d, &m);
 }
 
+/* The launch backend's words for a child whose agent ended before it
+ * called back, and which daemon started it. */
 static void agent_why(asr_tree_node_t *n, asr_tree_child_t *ch, int st, char *why, size_t len) {
   asrd_t *d = owner(n);
-  int sig = WIFSIGNALED(st), code = sig ? WTERMSIG(st) : WEXITSTATUS(st);
-  snprintf(why, len,
-           "the launch agent for host %s (%s, started by asrd on host %s) ended with %s %d before asrd called "
-           "back; check that '%s %s true' works there and that asrd is installed there (--prefix)",
-           host_name(d, ch->host), d->job.tree_agent, d->hostname, sig ? "signal" : "status", code,
-           d->job.tree_agent, host_name(d, ch->host));
+  const asr_launch_ops_t *ops = asr_launch_by_id(d->job.tree_launch);
+  char said[1400];
+  if (ops)
+    ops->ended(host_name(d, ch->host), d->job.tree_agent, st, said, sizeof said);
+  else
+    snprintf(said, sizeof said, "the daemon of host %s ended before it called back", host_name(d, ch->host));
+  snprintf(why, len, "%s (started by asrd on host %s)", said, d->hostname);
 }
 
 static void on_reaped(asr_tree_node_t *n, asr_tree_child_t *ch, pid_t pid, int st) {
@@ -104,7 +107,8 @@ static void on_reaped(asr_tree_node_t *n, asr_tree_child_t *ch, pid_t pid, int s
 }
 
 static void on_fence(asr_tree_node_t *n, uint32_t seq, uint32_t cnt, const uint8_t *entries, size_t len) {
-  asr_ctl_msg_t m = {.type = ASR_CTL_FENCE_SUB, .u.fence_sub = {.id = seq, .n = cnt, .entries = entries, .len = len}};
+  asr_ctl_msg_t m = {.type = ASR_CTL_FENCE_SUB,
+                     .u.fence_sub = {.id = seq, .n = cnt, .entries = entries, .len = len}};
   asrd_up_send(owner(n), &m);
 }
 
@@ -167,10 +171,12 @@ int asrd_down_start(asrd_t *d, char *err, size_t errlen) {
   d->down.lfd = asr_sock_listen(ip, 0, 1024, &port, err, errlen);
   if (d->down.lfd < 0) return d->down.lfd;
   rc = asr_tree_node_listen(n, d->down.lfd);
-  if (rc) return asr_errf(err, errlen, rc, "cannot watch the listener for this daemon's children: %s", asr_strerror(rc));
+  if (rc)
+    return asr_errf(err, errlen, rc, "cannot watch the listener for this daemon's children: %s",
+                    asr_strerror(rc));
   snprintf(ctl, sizeof ctl, "%s:%u", ip, port);
-  asr_debug("asrd", "starting %d children (hosts %d..%d) calling back on %s", n->nchildren, n->children[0].host,
-            n->children[n->nchildren - 1].host, ctl);
+  asr_debug("asrd", "starting %d children (hosts %d..%d) calling back on %s", n->nchildren,
+            n->children[0].host, n->children[n->nchildren - 1].host, ctl);
   for (int i = 0; i < n->nchildren; i++) {
     asr_tree_child_t *ch = &n->children[i];
     asr_launch_args_t a = {.asrd_path = d->job.tree_asrd,
@@ -227,7 +233,9 @@ void asrd_down_route(asrd_t *d, asr_ctl_msg_t *m) {
   asr_ctl_msg_free(&in);
 }
 
-void asrd_down_fence_done(asrd_t *d, const asr_ctl_msg_t *m) { (void)asr_tree_node_fence_done(&d->down.node, m); }
+void asrd_down_fence_done(asrd_t *d, const asr_ctl_msg_t *m) {
+  (void)asr_tree_node_fence_done(&d->down.node, m);
+}
 
 int asrd_down_active(const asrd_t *d) { return asr_tree_node_active(&d->down.node); }
 

@@ -185,8 +185,9 @@ static void on_fence(asr_tree_node_t *n, uint32_t seq, uint32_t cnt, const uint8
     goto out;
   }
   if (cnt != (uint32_t)want) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "fence %u came whole with %u blobs, not one of each of the %d hosts with ranks",
-              seq, cnt, want);
+    run->fail(run, ASRRUN_EXIT_LAUNCH,
+              "fence %u came whole with %u blobs, not one of each of the %d hosts with ranks", seq, cnt,
+              want);
     goto out;
   }
   const uint8_t *p = entries, *b;
@@ -756,8 +757,8 @@ void asrrun_daemons_say_unended(const asrrun_t *run, int waited_ms) {
   for (int h = 0; h < run->map.nhosts; h++) {
     const daemon_t *d = &run->daemons[h];
     if (d->conn || (d->child && d->child->agent > 0 && d->state != DAEMON_LOST))
-      asr_warn("asrrun", "asrd on host %s (%s) did not end within %d s of the job's end; killing it", host_of(d),
-               asrrun_daemon_state_name(d->state), waited_ms / 1000);
+      asr_warn("asrrun", "asrd on host %s (%s) did not end within %d s of the job's end; killing it",
+               host_of(d), asrrun_daemon_state_name(d->state), waited_ms / 1000);
   }
 }
 

@@ -83,8 +83,9 @@ void asrrun_report_ctl(const asrrun_t *run) {
           "out, %llu "
           "bytes gathered\n",
           run->node.links_up, run->node.links_up == 1 ? "" : "s", (unsigned long long)run->node.msgs_in,
-          (unsigned long long)run->fences, run->fences == 1 ? "" : "s", (unsigned long long)run->node.fence_msgs_in,
-          (unsigned long long)run->fence_out, (unsigned long long)run->fence_bytes);
+          (unsigned long long)run->fences, run->fences == 1 ? "" : "s",
+          (unsigned long long)run->node.fence_msgs_in, (unsigned long long)run->fence_out,
+          (unsigned long long)run->fence_bytes);
 }
 
 void asrrun_report_started(const asrrun_t *run, const daemon_t *d) {

@@ -176,7 +176,8 @@ static void child_fence(asr_tree_child_t *ch, const asr_ctl_msg_t *m) {
   char why[300];
   n->fence_msgs_in++;
   if (!ch->has_ranks || (m->type == ASR_CTL_FENCE && ch->has_below)) {
-    snprintf(why, sizeof why, "asrd on host %s sent a %s: %s", host_name(n, ch->host), asr_ctl_type_name(m->type),
+    snprintf(why, sizeof why, "asrd on host %s sent a %s: %s", host_name(n, ch->host),
+             asr_ctl_type_name(m->type),
              !ch->has_ranks ? "no host of its subtree has ranks"
                             : "a parent gathers its subtree's blobs (FENCE_SUB)");
     child_over(ch, why);
@@ -233,7 +234,8 @@ static void on_child_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     case ASR_CTL_LOST: {
       /* its subtree's, already wrapped */
       uint32_t h = m->type == ASR_CTL_ROUTED ? m->u.routed.host : m->u.lost.host;
-      if (h >= (uint32_t)n->nhosts || (int)h == ch->host || !asr_tree_in_subtree(n->radix, ch->host, (int)h)) {
+      if (h >= (uint32_t)n->nhosts || (int)h == ch->host ||
+          !asr_tree_in_subtree(n->radix, ch->host, (int)h)) {
         char why[300];
         snprintf(why, sizeof why, "asrd on host %s relayed a %s of host %u, not one beneath it",
                  host_name(n, ch->host), asr_ctl_type_name(m->type), h);
@@ -260,15 +262,16 @@ static void on_child_close(asr_ctl_conn_t *c, int err, const char *how, void *ar
   if (err == ASR_EPROTO)
     snprintf(why, sizeof why, "asrd on host %s: %s", host_name(n, ch->host), how);
   else if (ch->reaped && WIFSIGNALED(ch->reaped_status))
-    snprintf(why, sizeof why, "asrd on host %s died (signal %d) before the job finished", host_name(n, ch->host),
-             WTERMSIG(ch->reaped_status));
+    snprintf(why, sizeof why, "asrd on host %s died (signal %d) before the job finished",
+             host_name(n, ch->host), WTERMSIG(ch->reaped_status));
   else if (ch->reaped)
-    snprintf(why, sizeof why, "asrd on host %s died (status %d) before the job finished", host_name(n, ch->host),
-             WEXITSTATUS(ch->reaped_status));
+    snprintf(why, sizeof why, "asrd on host %s died (status %d) before the job finished",
+             host_name(n, ch->host), WEXITSTATUS(ch->reaped_status));
   else if (me(n))
-    snprintf(why, sizeof why,
-             "lost the connection to asrd on host %s before the job finished (its parent, host %s, saw it end)",
-             host_name(n, ch->host), me(n));
+    snprintf(
+        why, sizeof why,
+        "lost the connection to asrd on host %s before the job finished (its parent, host %s, saw it end)",
+        host_name(n, ch->host), me(n));
   else
     snprintf(why, sizeof why, "lost the connection to asrd on host %s before the job finished",
              host_name(n, ch->host));
@@ -303,7 +306,8 @@ static void on_hello(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
     if (ch && ch->state != ASR_TREE_CHILD_LAUNCHING) ch = NULL;
   }
   if (!ch) {
-    asr_warn(n->role, "refused a control connection that did not identify itself as one of this job's daemons");
+    asr_warn(n->role,
+             "refused a control connection that did not identify itself as one of this job's daemons");
     link_discard(l);
     return;
   }
@@ -376,8 +380,9 @@ static void on_drain_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
   asr_tree_child_t *ch = t->arg;
   char why[300];
   int st = ch->reaped_status;
-  snprintf(why, sizeof why, "asrd on host %s died (%s %d) before the job finished", host_name(ch->node, ch->host),
-           WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  snprintf(why, sizeof why, "asrd on host %s died (%s %d) before the job finished",
+           host_name(ch->node, ch->host), WIFSIGNALED(st) ? "signal" : "status",
+           WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
   child_over(ch, why); /* what it had sent came; its connection did not end */
 }
 
@@ -423,7 +428,8 @@ int asr_tree_node_watch(asr_tree_node_t *n, asr_tree_child_t *ch, pid_t pid) {
 static void on_tick(asr_loop_t *loop, asr_loop_timer_t *t) {
   asr_tree_node_t *n = t->arg;
   uint64_t now = asr_loop_update_now(loop);
-  uint64_t gap = n->last_tick_ms && now - n->last_tick_ms > 2 * HEARTBEAT_MS ? now - n->last_tick_ms - HEARTBEAT_MS : 0;
+  uint64_t gap =
+      n->last_tick_ms && now - n->last_tick_ms > 2 * HEARTBEAT_MS ? now - n->last_tick_ms - HEARTBEAT_MS : 0;
   n->last_tick_ms = now;
   for (int i = 0; i < n->nchildren; i++) {
     asr_tree_child_t *ch = &n->children[i];
@@ -436,10 +442,11 @@ static void on_tick(asr_loop_t *loop, asr_loop_timer_t *t) {
       /* A host cut off or frozen: TCP would not notice for many minutes. */
       char why[500];
       if (me(n))
-        snprintf(why, sizeof why,
-                 "lost contact with asrd on host %s: nothing heard for %llu s (host down or network cut?); its "
-                 "parent, host %s, gave up on it; aborting the job",
-                 host_name(n, ch->host), (unsigned long long)(n->heartbeat_timeout_ms / 1000), me(n));
+        snprintf(
+            why, sizeof why,
+            "lost contact with asrd on host %s: nothing heard for %llu s (host down or network cut?); its "
+            "parent, host %s, gave up on it; aborting the job",
+            host_name(n, ch->host), (unsigned long long)(n->heartbeat_timeout_ms / 1000), me(n));
       else
         snprintf(why, sizeof why,
                  "lost contact with asrd on host %s: nothing heard for %llu s (host down or network cut?); "
@@ -514,7 +521,8 @@ void asr_tree_node_shutdown(asr_tree_node_t *n, const asr_ctl_msg_t *m, int leaf
   asr_loop_timer_stop(n->loop, &n->deadline);
   asr_tree_node_bcast(n, m);
   for (int i = 0; i < n->nchildren; i++)
-    if (n->children[i].conn) asr_ctl_finish(n->children[i].conn, n->children[i].has_below ? parent_ms : leaf_ms);
+    if (n->children[i].conn)
+      asr_ctl_finish(n->children[i].conn, n->children[i].has_below ? parent_ms : leaf_ms);
 }
 
 void asr_tree_node_flush(asr_tree_node_t *n) {

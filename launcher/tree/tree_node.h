@@ -50,9 +50,9 @@ struct asr_tree_child {
   int has_ranks; /* its subtree has ranks: it takes part in every fence */
   int has_below; /* it has children of its own: it relays for its subtree */
   asr_tree_child_state_t state;
-  int done;              /* the owner's: it said DONE, so its end is no loss */
-  asr_ctl_conn_t *conn;  /* from its HELLO until its connection ends */
-  pid_t agent;           /* the local process that represents it; 0 once reaped */
+  int done;             /* the owner's: it said DONE, so its end is no loss */
+  asr_ctl_conn_t *conn; /* from its HELLO until its connection ends */
+  pid_t agent;          /* the local process that represents it; 0 once reaped */
   int reaped, reaped_status;
   asr_loop_pid_t agent_watch;
   asr_loop_timer_t drain_timer; /* its agent was reaped while it was up: its last words */
