@@ -326,10 +326,10 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   /* --launcher local forks every daemon here: its tree is flat. (Under
    * Slurm srun still starts every daemon, a step each: asrrun its children's,
    * each parent daemon its own children's.) */
-  run->tree_radix = cfg->launcher == ASR_LAUNCHER_LOCAL ? 0 : cfg->tree_radix;
+  run->tree.radix = cfg->launcher == ASR_LAUNCHER_LOCAL ? 0 : cfg->tree_radix;
   if (cfg->dry_run) {
     asr_map_print(&run->map, cfg, stdout);
-    print_tree(&run->map, run->tree_radix, cfg->launcher == ASR_LAUNCHER_LOCAL, stdout);
+    print_tree(&run->map, run->tree.radix, cfg->launcher == ASR_LAUNCHER_LOCAL, stdout);
     asr_map_print_bindings(&run->map, cfg, topo, stdout);
     asr_topo_free(topo);
     return 0;
@@ -340,11 +340,11 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   char *end = NULL;
   long sr = *si ? strtol(si, &end, 10) : 0;
   if (!strcmp(si, "all"))
-    run->stdin_rank = ASR_CTL_STDIN_ALL;
+    run->input.rank = ASR_CTL_STDIN_ALL;
   else if (!strcmp(si, "none"))
-    run->stdin_rank = ASR_CTL_STDIN_NONE;
+    run->input.rank = ASR_CTL_STDIN_NONE;
   else if ((!*si || (end && !*end && isdigit((unsigned char)si[0]))) && sr >= 0 && sr < run->map.nranks)
-    run->stdin_rank = (uint32_t)sr;
+    run->input.rank = (uint32_t)sr;
   else {
     fprintf(stderr, "asrrun: --stdin '%s': give a rank (0..%d), all or none\n", si, run->map.nranks - 1);
     return ASRRUN_EXIT_USAGE;
@@ -359,16 +359,16 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
               errno && !realpath(cfg->wdir, abs) ? strerror(errno) : "not a directory");
       return ASRRUN_EXIT_USAGE;
     }
-    snprintf(run->wdir, sizeof run->wdir, "%s", abs);
-  } else if (!getcwd(run->wdir, sizeof run->wdir)) {
-    run->wdir[0] = '\0'; /* gone from under us: the ranks start in asrd's */
+    snprintf(run->job.wdir, sizeof run->job.wdir, "%s", abs);
+  } else if (!getcwd(run->job.wdir, sizeof run->job.wdir)) {
+    run->job.wdir[0] = '\0'; /* gone from under us: the ranks start in asrd's */
   }
   char resolved[2 * PATH_MAX + 2], rel[PATH_MAX];
   /* a relative path names a program in the ranks' directory */
   const char *prog = cfg->program;
   if (cfg->wdir[0] && strchr(prog, '/') && prog[0] != '/') {
-    if (snprintf(rel, sizeof rel, "%s/%s", run->wdir, prog) >= (int)sizeof rel) {
-      fprintf(stderr, "asrrun: --wdir %s: the program's path there is too long\n", run->wdir);
+    if (snprintf(rel, sizeof rel, "%s/%s", run->job.wdir, prog) >= (int)sizeof rel) {
+      fprintf(stderr, "asrrun: --wdir %s: the program's path there is too long\n", run->job.wdir);
       return ASRRUN_EXIT_USAGE;
     }
     prog = rel;
@@ -399,7 +399,7 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   for (int h = 0; h < map->nhosts; h++) {
     /* a daemon below another in the tree is started by that one, through
      * the agent, even on this host */
-    is_local[h] = runs_here(cfg, map->host_names[h], host) && asr_tree_parent(run->tree_radix, h) < 0;
+    is_local[h] = runs_here(cfg, map->host_names[h], host) && asr_tree_parent(run->tree.radix, h) < 0;
     if (!is_local[h]) nremote++;
   }
   char ctl_ip[16] = "127.0.0.1";
@@ -412,14 +412,14 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
       }
       break;
     }
-  snprintf(run->nspace, sizeof run->nspace, "asr.%ld.%08x", (long)getpid(), (unsigned)asr_rand_u64());
+  snprintf(run->job.nspace, sizeof run->job.nspace, "asr.%ld.%08x", (long)getpid(), (unsigned)asr_rand_u64());
   asrrun_early_adopt(run, is_local);
   /* the early daemon holds the port it was given: the job's, unless one is
    * configured (then it lets that one go and binds the job's) */
-  run->port = cfg->bootstrap_port > 0 ? cfg->bootstrap_port
-              : run->early.index >= 0 ? run->early.bport
-                                      : asrrun_pick_port();
-  if (run->port <= 0) {
+  run->job.port = cfg->bootstrap_port > 0 ? cfg->bootstrap_port
+                  : run->early.index >= 0 ? run->early.bport
+                                          : asrrun_pick_port();
+  if (run->job.port <= 0) {
     free(is_local);
     fprintf(stderr, "asrrun: cannot find a free bootstrap port; give one with --bootstrap-port\n");
     return ASRRUN_EXIT_LAUNCH;
@@ -434,12 +434,12 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
   uint16_t ctl_port = 0;
   if (!nremote && run->early.lfd >= 0) {
     /* the early daemon's listener serves every daemon of a job on this host */
-    run->lfd = run->early.lfd;
+    run->tree.lfd = run->early.lfd;
     ctl_port = run->early.port;
     run->early.lfd = -1;
   } else {
-    run->lfd = asr_sock_listen(nremote ? "0.0.0.0" : "127.0.0.1", 0, 1024, &ctl_port, err, sizeof err);
-    if (run->lfd < 0) {
+    run->tree.lfd = asr_sock_listen(nremote ? "0.0.0.0" : "127.0.0.1", 0, 1024, &ctl_port, err, sizeof err);
+    if (run->tree.lfd < 0) {
       fprintf(stderr, "asrrun: cannot open the control port: %s\n", err);
       return ASRRUN_EXIT_LAUNCH;
     }
@@ -454,18 +454,18 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
    * from (asrrun_daemons.c: the JOBs wait for that HELLO). The port is one free here,
    * as the bootstrap port is (rank 0's host is this one unless the host
    * list leaves it out). */
-  run->master_port = asrrun_pick_port();
-  if (run->master_port <= 0) {
+  run->job.master_port = asrrun_pick_port();
+  if (run->job.master_port <= 0) {
     fprintf(stderr, "asrrun: cannot find a free port for MASTER_PORT\n");
     return ASRRUN_EXIT_LAUNCH;
   }
   int h0 = map->ranks[0].host;
   if (map->nhosts > 1 && run->daemons[h0].local)
-    snprintf(run->master_addr, sizeof run->master_addr, "%s", ctl_ip);
+    snprintf(run->job.master_addr, sizeof run->job.master_addr, "%s", ctl_ip);
   else if (map->nhosts > 1 && asr_launch_host_resolves(map->host_names[h0]))
-    snprintf(run->master_addr, sizeof run->master_addr, "%s", map->host_names[h0]);
-  else if (map->nhosts > 1 && asr_tree_parent(run->tree_radix, h0) < 0)
-    run->master_later = 1; /* a name only its launch agent knows (emulated hosts) */
+    snprintf(run->job.master_addr, sizeof run->job.master_addr, "%s", map->host_names[h0]);
+  else if (map->nhosts > 1 && asr_tree_parent(run->tree.radix, h0) < 0)
+    run->job.master_later = 1; /* a name only its launch agent knows (emulated hosts) */
   else if (map->nhosts > 1)
     fprintf(stderr,
             "asrrun: warning: host %s of rank 0 is below another in the daemon tree and its name does not "
@@ -507,7 +507,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
     return ASRRUN_EXIT_LAUNCH;
   }
   /* asrrun_stdin.c: forwarded once the daemons of the ranks that read it run them */
-  run->stdin_state = run->stdin_rank == ASR_CTL_STDIN_NONE ? 0 : 1;
+  run->input.state = run->input.rank == ASR_CTL_STDIN_NONE ? 0 : 1;
 
   char asrd[PATH_MAX], remote_asrd[PATH_MAX + 16];
   asrrun_asrd_path(asrd, sizeof asrd);
@@ -558,16 +558,16 @@ int main(int argc, char **argv) {
   }
   r->exit_code = -1;
   asrrun_verdict_init(r);
-  r->lfd = -1;
-  r->daemons_up = 0;
+  r->tree.lfd = -1;
+  r->tree.daemons_up = 0;
   r->early = (asrrun_early_t){.lfd = -1, .index = -1};
-  r->fail = fail;
-  r->daemon_changed = daemon_changed;
-  r->on_report = asrrun_state_on_report;
-  r->stdin_taken = asrrun_stdin_credit;
+  r->cb.fail = fail;
+  r->cb.daemon_changed = daemon_changed;
+  r->cb.on_report = asrrun_state_on_report;
+  r->cb.stdin_taken = asrrun_stdin_credit;
   uint8_t secret[ASR_KV_SECRET_LEN];
   asr_kv_secret_generate(secret);
-  asr_kv_secret_to_hex(secret, r->secret_hex);
+  asr_kv_secret_to_hex(secret, r->job.secret_hex);
   int lrc = asr_loop_new(&r->loop);
   if (lrc) {
     fprintf(stderr, "asrrun: cannot make an event loop: %s\n", asr_strerror(lrc));
@@ -576,7 +576,7 @@ int main(int argc, char **argv) {
   asrrun_early_start(r, argc, argv);
   int rc = run_job(r, argc, argv);
   asrrun_early_finish(r);
-  if (r->lfd >= 0) close(r->lfd);
+  if (r->tree.lfd >= 0) close(r->tree.lfd);
   asr_loop_free(r->loop);
   return rc;
 }

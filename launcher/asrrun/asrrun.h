@@ -130,23 +130,29 @@ typedef struct {
 
 struct asrrun {
   asr_loop_t *loop;
-  asr_config_t cfg;
-  asr_map_t map;
+  asr_config_t cfg; /* asrrun.c: read once, then read only */
+  asr_map_t map;    /* asrrun.c: built once, then read only */
   daemon_t *daemons;
   rank_t *ranks;
-  char secret_hex[ASR_KV_SECRET_HEX_LEN + 1];
-  char nspace[64];
-  int port;
-  int master_port;       /* MASTER_PORT: free here when the job was prepared */
-  char master_addr[128]; /* MASTER_ADDR: rank 0's host on the job's network ("" on one host) */
-  int master_later;      /* rank 0's host has no address here: it is the one its asrd calls from,
-                          * and JOBs wait for that asrd's HELLO (asrrun_daemons.c) */
-  char wdir[4096];       /* the ranks' working directory: --wdir made absolute, else asrrun's */
-  run_state_t state;
-  int exit_code; /* decided by the first failure; -1 until then */
+  run_state_t state; /* asrrun.c: run_set_state */
+  int exit_code;     /* decided by the first failure; -1 until then */
   int interrupts;
   int ranks_exited;
   int any_joined; /* a rank joined the job (JOINED): the early-exit rule applies */
+
+  /* the job as asrrun.c prepared it before the launch; read by the JOB
+   * (asrrun_daemons.c) and --status */
+  struct {
+    char secret_hex[ASR_KV_SECRET_HEX_LEN + 1];
+    char nspace[64];
+    int port;
+    int master_port;       /* MASTER_PORT: free here when the job was prepared */
+    char master_addr[128]; /* MASTER_ADDR: rank 0's host on the job's network ("" on one host) */
+    int master_later;      /* rank 0's host has no address here: it is the one its asrd calls from,
+                            * and JOBs wait for that asrd's HELLO (asrrun_daemons.c) */
+    char wdir[4096];       /* the ranks' working directory: --wdir made absolute, else asrrun's */
+  } job;
+
   /* the job's cause, being decided (asrrun_verdict.c) */
   struct {
     int open;    /* ENDS_ASK went out; answers awaited */
@@ -158,56 +164,61 @@ struct asrrun {
     asr_loop_timer_t deadline; /* ASRRUN_ENDS_MS */
   } verdict;
 
+  /* the root of the tree of daemons (asrrun_daemons.c on tree_node.h; the
+   * radix and the listener are asrrun.c's, set before the launch) */
+  struct {
+    int radix; /* 0: flat */
+    int lfd;   /* the listener (the early daemon's, when it has one, is the node's too) */
+    asr_tree_node_t node;
+    uint8_t *host_ranks;    /* per host: it has ranks */
+    const char **host_ptrs; /* per host: its name (the map's) */
+    asr_loop_timer_t progress;
+    uint64_t launch_ms; /* when the daemons' launch began (the loop's clock) */
+    int daemons_up;
+    /* what the root handled (-v at the end, the tree bench): fences and
+     * their messages out (links and messages in: the node's) */
+    uint64_t fences, fence_out, fence_bytes;
+    /* what a parent starts its children with (the JOB's tree fields):
+     * asrd's path on the other hosts, the address they call back on */
+    char asrd[4200];
+    char ip[64];
+  } tree;
+
+  asrrun_early_t early; /* asrrun_early.c */
+
   struct asrrun_out *out; /* asrrun_output.c */
-  /* set by asrrun_daemons.c: give a daemon output credit back; a reader of
-   * asrrun's stream (1, 2) went away */
-  void (*output_credit)(asrrun_t *run, int daemon, uint32_t bytes);
-  void (*output_gone)(asrrun_t *run, int stream);
-  /* set by asrrun.c: rank 0's daemon took n more bytes of stdin (STDIN_CREDIT) */
-  void (*stdin_taken)(asrrun_t *run, uint32_t n);
-
-  /* the root of the tree of daemons (asrrun_daemons.c on tree_node.h):
-   * its listener (the early daemon's, when it has one, is the node's too),
-   * and per host whether it has ranks and its name (the map's) */
-  int lfd;
-  asr_tree_node_t node;
-  uint8_t *host_ranks;
-  const char **host_ptrs;
-  asr_loop_timer_t progress;
-  uint64_t launch_ms; /* when the daemons' launch began (the loop's clock) */
-  int daemons_up;
-
-  asrrun_early_t early;
-
-  /* the tree of daemons (tree.h): its radix (0: flat; Slurm's srun starts
-   * every daemon, so flat there), asrd's path on the other hosts and the
-   * address they call back on (for the JOB's tree fields) */
-  int tree_radix;
-  /* what asrrun itself handled (-v at the end, the tree bench): control
-   * connections, messages in on them, fences and their messages in and out */
-  uint64_t fences, fence_out, fence_bytes; /* (links and messages in: the node's) */
-  char tree_asrd[4200];
-  char tree_ip[64];
 
   /* stdin (asrrun_stdin.c) */
-  int stdin_state; /* 0 closed, 1 waiting for rank 0's daemon, 2 a file, 3 watched */
-  asr_loop_io_t stdin_io;
-  int stdin_reading;   /* stdin_io waits for input (there is credit) */
-  uint32_t stdin_rank; /* --stdin: a rank, ASR_CTL_STDIN_ALL or ASR_CTL_STDIN_NONE */
+  struct {
+    int state; /* 0 closed, 1 waiting for rank 0's daemon, 2 a file, 3 watched */
+    asr_loop_io_t io;
+    int reading;   /* io waits for input (there is credit) */
+    uint32_t rank; /* --stdin: a rank, ASR_CTL_STDIN_ALL or ASR_CTL_STDIN_NONE */
+  } input;
 
-  /* set by asrrun.c: the job must end (the first caller decides the exit
-   * code and prints why); a daemon changed state */
-  void (*fail)(asrrun_t *run, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-  void (*daemon_changed)(asrrun_t *run, daemon_t *d);
-  /* set by asrrun_daemons.c: ENDS_ASK id to every daemon that runs the job
-   * and may still tell of its ranks' ends (each is marked ends_owed until
-   * it answers, says DONE or is gone); how many were asked */
-  int (*ask_ends)(asrrun_t *run, uint32_t id);
+  /* How the files below asrrun.c reach each other and it, each set by the
+   * file named (asrrun.h's header: nothing calls up into asrrun.c) */
+  struct {
+    /* asrrun.c: the job must end (the first caller decides the exit
+     * code and prints why); a daemon changed state */
+    void (*fail)(asrrun_t *run, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+    void (*daemon_changed)(asrrun_t *run, daemon_t *d);
+    /* asrrun_daemons.c: give a daemon output credit back; a reader of
+     * asrrun's stream (1, 2) went away */
+    void (*output_credit)(asrrun_t *run, int daemon, uint32_t bytes);
+    void (*output_gone)(asrrun_t *run, int stream);
+    /* asrrun.c: rank 0's daemon took n more bytes of stdin (STDIN_CREDIT) */
+    void (*stdin_taken)(asrrun_t *run, uint32_t n);
+    /* asrrun_daemons.c: ENDS_ASK id to every daemon that runs the job
+     * and may still tell of its ranks' ends (each is marked ends_owed until
+     * it answers, says DONE or is gone); how many were asked */
+    int (*ask_ends)(asrrun_t *run, uint32_t id);
+    /* asrrun.c: a daemon's REPORT (asrrun_state_on_report) */
+    void (*on_report)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+  } cb;
 
   struct asrrun_state *rep_state; /* asrrun_state.c: the state report being gathered */
-  /* set by asrrun.c: a daemon's REPORT (asrrun_state_on_report) */
-  void (*on_report)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
-  struct asrrun_status *status; /* asrrun_status.c: this job's --status socket */
+  struct asrrun_status *status;   /* asrrun_status.c: this job's --status socket */
 };
 
 const char *asrrun_daemon_state_name(daemon_state_t s);

@@ -58,7 +58,7 @@ static void daemon_set_state(daemon_t *d, daemon_state_t s) {
             asrrun_daemon_state_name(s));
   d->state = s;
   if (s >= DAEMON_DONE) d->ends_owed = 0; /* it has told all it will */
-  d->run->daemon_changed(d->run, d);
+  d->run->cb.daemon_changed(d->run, d);
 }
 
 static int over(const daemon_t *d) { return d->state == DAEMON_FINISHED || d->state == DAEMON_LOST; }
@@ -77,17 +77,17 @@ static void on_reaped(asr_tree_node_t *n, asr_tree_child_t *ch, pid_t pid, int s
   if (pid == run->early.pid) run->early.pid = 0;
   if (WIFSIGNALED(st) && !did_its_part(d) && d->local)
     for (int i = 0; i < d->npgids; i++) kill(-d->pgids[i], SIGKILL);
-  if (run->state < RUN_DONE) run->daemon_changed(run, d);
+  if (run->state < RUN_DONE) run->cb.daemon_changed(run, d);
 }
 
 /* Sends m to daemon d: on its own connection, or wrapped on that of the
  * child of asrrun's above it. */
 static int dsend(daemon_t *d, const asr_ctl_msg_t *m) {
   if (!d->conn) return ASR_ENOTCONN;
-  return asr_tree_node_send(&d->run->node, d->index, m);
+  return asr_tree_node_send(&d->run->tree.node, d->index, m);
 }
 
-/* run->ask_ends: the verdict's round (asrrun_verdict.c). */
+/* run->cb.ask_ends: the verdict's round (asrrun_verdict.c). */
 static int ask_ends(asrrun_t *run, uint32_t id) {
   int n = 0;
   for (int h = 0; h < run->map.nhosts; h++) {
@@ -96,7 +96,7 @@ static int ask_ends(asrrun_t *run, uint32_t id) {
     n += d->ends_owed;
   }
   asr_ctl_msg_t m = {.type = ASR_CTL_ENDS_ASK, .u.ends.id = id};
-  if (n) asr_tree_node_bcast(&run->node, &m);
+  if (n) asr_tree_node_bcast(&run->tree.node, &m);
   return n;
 }
 
@@ -111,13 +111,13 @@ static void beneath(const daemon_t *d, char *out, size_t len) {
   out[0] = '\0';
   int n = 0;
   for (int h = d->index + 1; h < run->map.nhosts; h++)
-    if (asr_tree_in_subtree(run->tree_radix, d->index, h) && !over(&run->daemons[h])) n++;
+    if (asr_tree_in_subtree(run->tree.radix, d->index, h) && !over(&run->daemons[h])) n++;
   if (!n) return;
   size_t k = (size_t)snprintf(out, len, "; lost with it, the %d host%s beneath it in the tree (", n,
                               n > 1 ? "s" : "");
   int said = 0;
   for (int h = d->index + 1; h < run->map.nhosts && k < len; h++) {
-    if (!asr_tree_in_subtree(run->tree_radix, d->index, h) || over(&run->daemons[h])) continue;
+    if (!asr_tree_in_subtree(run->tree.radix, d->index, h) || over(&run->daemons[h])) continue;
     if (k + strlen(run->map.host_names[h]) + 16 >= len) {
       k += (size_t)snprintf(out + k, len - k, ", ...");
       break;
@@ -132,15 +132,15 @@ static void below_over(daemon_t *d) {
   asrrun_t *run = d->run;
   for (int h = d->index + 1; h < run->map.nhosts; h++) {
     daemon_t *b = &run->daemons[h];
-    if (!asr_tree_in_subtree(run->tree_radix, d->index, h)) continue;
+    if (!asr_tree_in_subtree(run->tree.radix, d->index, h)) continue;
     drop_conn(b);
     if (b->state >= DAEMON_DONE && b->state <= DAEMON_CLOSING) {
       daemon_set_state(b, DAEMON_FINISHED);
     } else if (!over(b)) {
       /* (when d's own end was a failure, that one was told first) */
-      run->fail(run, ASRRUN_EXIT_LAUNCH,
-                "asrd on host %s ended before host %s beneath it in the tree finished", host_of(d),
-                host_of(b));
+      run->cb.fail(run, ASRRUN_EXIT_LAUNCH,
+                   "asrd on host %s ended before host %s beneath it in the tree finished", host_of(d),
+                   host_of(b));
       asrrun_output_daemon_lost(run, h);
       daemon_set_state(b, DAEMON_LOST);
     }
@@ -162,7 +162,7 @@ static void daemon_over(daemon_t *d, const char *why) {
   asrrun_output_daemon_lost(run, d->index);
   char more[1600];
   beneath(d, more, sizeof more);
-  run->fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
+  run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
   daemon_set_state(d, DAEMON_LOST);
   below_over(d);
 }
@@ -181,13 +181,13 @@ static void on_fence(asr_tree_node_t *n, uint32_t seq, uint32_t cnt, const uint8
   size_t *blen = calloc((size_t)run->map.nhosts, sizeof *blen);
   asr_buf_t all = {0};
   if (!blob || !blen) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory gathering a fence");
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "out of memory gathering a fence");
     goto out;
   }
   if (cnt != (uint32_t)want) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH,
-              "fence %u came whole with %u blobs, not one of each of the %d hosts with ranks", seq, cnt,
-              want);
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH,
+                 "fence %u came whole with %u blobs, not one of each of the %d hosts with ranks", seq, cnt,
+                 want);
     goto out;
   }
   const uint8_t *p = entries, *b;
@@ -199,13 +199,13 @@ static void on_fence(asr_tree_node_t *n, uint32_t seq, uint32_t cnt, const uint8
   }
   for (int k = 0; k < run->map.nhosts; k++)
     if (blob[k] && asr_buf_put(&all, blob[k], blen[k])) {
-      run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory gathering a fence");
+      run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "out of memory gathering a fence");
       goto out;
     }
   asr_ctl_msg_t m = {.type = ASR_CTL_FENCE_DONE, .u.fence = {.id = 0, .data = all.data, .len = all.len}};
-  run->fence_out += (uint64_t)asr_tree_node_fence_done(n, &m);
-  run->fences++;
-  run->fence_bytes += all.len;
+  run->tree.fence_out += (uint64_t)asr_tree_node_fence_done(n, &m);
+  run->tree.fences++;
+  run->tree.fence_bytes += all.len;
 out:
   free(blob);
   free(blen);
@@ -214,9 +214,9 @@ out:
 
 /* Whether daemon h has a rank that reads stdin. */
 static int reads_stdin(const asrrun_t *run, int h) {
-  if (run->stdin_rank == ASR_CTL_STDIN_NONE) return 0;
-  if (run->stdin_rank == ASR_CTL_STDIN_ALL) return run->daemons[h].nlocal > 0;
-  return run->map.ranks[run->stdin_rank].host == h;
+  if (run->input.rank == ASR_CTL_STDIN_NONE) return 0;
+  if (run->input.rank == ASR_CTL_STDIN_ALL) return run->daemons[h].nlocal > 0;
+  return run->map.ranks[run->input.rank].host == h;
 }
 
 /* --- what a daemon says ------------------------------------------------------------ */
@@ -253,8 +253,8 @@ static void early_exit_check(asrrun_t *run, int rank) {
 static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what, uint32_t via) {
   asrrun_t *run = d->run;
   if (rank >= (uint32_t)run->map.nranks || run->map.ranks[rank].host != d->index) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent JOINED for rank %u, not one of its ranks",
-              host_of(d), rank);
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent JOINED for rank %u, not one of its ranks",
+                 host_of(d), rank);
     return;
   }
   rank_t *r = &run->ranks[rank];
@@ -342,7 +342,7 @@ static void handle(daemon_t *d, asr_ctl_msg_t *m) {
       d->stdin_credit += m->u.credit.bytes;
       if (d->stdin_credit > ASR_CTL_STDIN_WINDOW)
         d->stdin_credit = ASR_CTL_STDIN_WINDOW; /* no more than lent */
-      if (run->stdin_taken) run->stdin_taken(run, m->u.credit.bytes);
+      if (run->cb.stdin_taken) run->cb.stdin_taken(run, m->u.credit.bytes);
       break;
     case ASR_CTL_EXIT: on_exit_msg(d, m->u.exit.rank, m->u.exit.status, m->u.exit.flags); break;
     case ASR_CTL_ABORT: {
@@ -354,13 +354,13 @@ static void handle(daemon_t *d, asr_ctl_msg_t *m) {
       break;
     }
     case ASR_CTL_ENDS: asrrun_verdict_answer(run, d, m->u.ends.id); break;
-    case ASR_CTL_ERROR: run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", m->u.error.msg); break;
+    case ASR_CTL_ERROR: run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s", m->u.error.msg); break;
     case ASR_CTL_DONE:
       if (d->child) d->child->done = 1; /* its end is no loss, nor its silence */
       if (d->state < DAEMON_DONE) daemon_set_state(d, DAEMON_DONE);
       break;
     case ASR_CTL_REPORT:
-      if (run->on_report) run->on_report(run, d, m);
+      if (run->cb.on_report) run->cb.on_report(run, d, m);
       break;
     case ASR_CTL_ROUTED:
       if (!d->routed) {
@@ -376,8 +376,8 @@ static void handle(daemon_t *d, asr_ctl_msg_t *m) {
       goto unexpected;
     default:
     unexpected:
-      run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", host_of(d),
-                asr_ctl_type_name(m->type));
+      run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s sent an unexpected %s message", host_of(d),
+                   asr_ctl_type_name(m->type));
   }
 }
 
@@ -386,7 +386,7 @@ static void handle(daemon_t *d, asr_ctl_msg_t *m) {
 /* Whether host h is below top (a child of asrrun's) in the tree. */
 static int below(const daemon_t *top, uint32_t h) {
   return h < (uint32_t)top->run->map.nhosts && (int)h != top->index &&
-         asr_tree_in_subtree(top->run->tree_radix, top->index, (int)h);
+         asr_tree_in_subtree(top->run->tree.radix, top->index, (int)h);
 }
 
 /* A routed daemon called its parent back (its parent checked the HELLO's
@@ -394,17 +394,17 @@ static int below(const daemon_t *top, uint32_t h) {
 static void routed_join(daemon_t *top, daemon_t *d, const asr_ctl_msg_t *hello) {
   asrrun_t *run = d->run;
   if (d->state != DAEMON_LAUNCHING || d->conn || hello->u.hello.index != (uint32_t)d->index ||
-      strcmp(hello->u.hello.secret_hex, run->secret_hex) != 0) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed a HELLO of host %s that is not right",
-              host_of(top), host_of(d));
+      strcmp(hello->u.hello.secret_hex, run->job.secret_hex) != 0) {
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed a HELLO of host %s that is not right",
+                 host_of(top), host_of(d));
     return;
   }
   d->conn = top->conn;
   d->top = top;
   d->stdin_credit = ASR_CTL_STDIN_WINDOW;
   daemon_set_state(d, DAEMON_JOINED);
-  asrrun_report_daemon_up(run, d, ++run->daemons_up, asr_loop_now(run->loop) - run->launch_ms);
-  if (run->daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->progress);
+  asrrun_report_daemon_up(run, d, ++run->tree.daemons_up, asr_loop_now(run->loop) - run->tree.launch_ms);
+  if (run->tree.daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->tree.progress);
   if (run->state >= RUN_ABORTING) {
     asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
     (void)dsend(d, &k);
@@ -415,16 +415,16 @@ static void on_routed(daemon_t *top, asr_ctl_msg_t *m) {
   asrrun_t *run = top->run;
   uint32_t h = m->u.routed.host;
   if (!below(top, h)) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed a message of host %u, not one beneath it",
-              host_of(top), h);
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed a message of host %u, not one beneath it",
+                 host_of(top), h);
     return;
   }
   daemon_t *d = &run->daemons[h];
   asr_ctl_msg_t in;
   char why[256];
   if (asr_ctl_msg_decode((int)m->u.routed.type, m->u.routed.data, m->u.routed.len, &in, why, sizeof why)) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed for host %s: %s", host_of(top), host_of(d),
-              why);
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed for host %s: %s", host_of(top), host_of(d),
+                 why);
     return;
   }
   if (in.type == ASR_CTL_HELLO)
@@ -433,8 +433,8 @@ static void on_routed(daemon_t *top, asr_ctl_msg_t *m) {
            in.type != ASR_CTL_FENCE)
     handle(d, &in);
   else if (!over(d))
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed an unexpected %s of host %s", host_of(top),
-              asr_ctl_type_name(in.type), host_of(d));
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s relayed an unexpected %s of host %s", host_of(top),
+                 asr_ctl_type_name(in.type), host_of(d));
   asr_ctl_msg_free(&in);
 }
 
@@ -442,8 +442,8 @@ static void on_routed(daemon_t *top, asr_ctl_msg_t *m) {
 static void on_lost(daemon_t *top, asr_ctl_msg_t *m) {
   asrrun_t *run = top->run;
   if (!below(top, m->u.lost.host)) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s says host %u is lost, not one beneath it",
-              host_of(top), m->u.lost.host);
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "asrd on host %s says host %u is lost, not one beneath it",
+                 host_of(top), m->u.lost.host);
     return;
   }
   daemon_over(&run->daemons[m->u.lost.host], m->u.lost.why);
@@ -464,7 +464,7 @@ static void on_over(asr_tree_node_t *n, asr_tree_child_t *ch, const char *why) {
 
 static void send_job(daemon_t *d) {
   asrrun_t *run = d->run;
-  if (run->master_later) { /* MASTER_ADDR is what rank 0's asrd calls from: it first */
+  if (run->job.master_later) { /* MASTER_ADDR is what rank 0's asrd calls from: it first */
     d->job_waits = 1;
     return;
   }
@@ -477,7 +477,7 @@ static void send_job(daemon_t *d) {
        **env_v = calloc((size_t)cfg->nenv + 1, sizeof *env_v);
   char **cores = cfg->nrf ? calloc((size_t)map->nranks, sizeof *cores) : NULL;
   if (!host_of_rank || !lnc_of_rank || !hosts || !env_n || !env_v || (cfg->nrf && !cores)) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory describing the job");
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "out of memory describing the job");
     goto out;
   }
   for (int h = 0; h < map->nhosts; h++) hosts[h] = (char *)map->host_names[h];
@@ -508,32 +508,32 @@ static void send_job(daemon_t *d) {
       .env_values = env_v,
       .bind_to = (uint32_t)cfg->bind_to,
       .report_bindings = (uint32_t)cfg->report_bindings,
-      .port = (uint32_t)run->port,
+      .port = (uint32_t)run->job.port,
       .provider = (char *)(cfg->provider[0]  ? cfg->provider
                            : map->nhosts > 1 ? "tcp;ofi_rxm"
                                              : "shm"),
-      .nspace = run->nspace,
+      .nspace = run->job.nspace,
       /* the spec each asrd resolves on its host ("" = the address it reached us from) */
       .if_spec = (char *)(map->nhosts == 1 && !cfg->if_include[0] ? "127.0.0.1" : cfg->if_include),
       .heartbeat_s = (uint32_t)cfg->heartbeat_timeout_s,
-      .wdir = run->wdir,
+      .wdir = run->job.wdir,
       .wdir_given = cfg->wdir[0] != '\0',
-      .stdin_rank = run->stdin_rank,
+      .stdin_rank = run->input.rank,
       .provider_given = cfg->provider[0] != '\0',
       .map_by = (uint32_t)cfg->map_by,
       .ppr = (uint32_t)cfg->ppr,
       .cpus_per_rank = (uint32_t)cfg->cpus_per_rank,
       .cores = cores,
-      .master_addr = run->master_addr,
-      .master_port = (uint32_t)run->master_port,
-      .tree_radix = (uint32_t)run->tree_radix,
+      .master_addr = run->job.master_addr,
+      .master_port = (uint32_t)run->job.master_port,
+      .tree_radix = (uint32_t)run->tree.radix,
       .tree_launch = asr_launch_for_children(asr_launch_pick(run->cfg.launcher))->id,
       .tree_agent = run->cfg.launch_agent,
-      .tree_asrd = run->tree_asrd,
-      .tree_ip = run->tree_ip,
+      .tree_asrd = run->tree.asrd,
+      .tree_ip = run->tree.ip,
   };
   /* (a failure loses the daemon: on_over says why) */
-  (void)asr_tree_node_send_job(&run->node, d->child, &job);
+  (void)asr_tree_node_send_job(&run->tree.node, d->child, &job);
 out:
   free(host_of_rank);
   free(lnc_of_rank);
@@ -553,25 +553,25 @@ static void on_up(asr_tree_node_t *n, asr_tree_child_t *ch, const asr_ctl_msg_t 
   d->conn = ch->conn;
   d->stdin_credit = ASR_CTL_STDIN_WINDOW;
   daemon_set_state(d, DAEMON_JOINED);
-  asrrun_report_daemon_up(run, d, ++run->daemons_up, asr_loop_now(run->loop) - run->launch_ms);
-  if (run->daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->progress);
+  asrrun_report_daemon_up(run, d, ++run->tree.daemons_up, asr_loop_now(run->loop) - run->tree.launch_ms);
+  if (run->tree.daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->tree.progress);
   if (run->state >= RUN_ABORTING) {
     /* it called back while the job is ending: it ends too */
     asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
     (void)asr_ctl_send(d->conn, &k);
     return;
   }
-  if (run->master_later && d->index == run->map.ranks[0].host) {
+  if (run->job.master_later && d->index == run->map.ranks[0].host) {
     /* rank 0's host as the others reach it: the address its asrd called us
      * from (the job's network, as asrd's own default --if-include) */
     struct sockaddr_in a;
     socklen_t al = sizeof a;
     if (getpeername(d->conn->fd, (struct sockaddr *)&a, &al) == 0 &&
-        inet_ntop(AF_INET, &a.sin_addr, run->master_addr, sizeof run->master_addr))
-      run->master_later = 0;
+        inet_ntop(AF_INET, &a.sin_addr, run->job.master_addr, sizeof run->job.master_addr))
+      run->job.master_later = 0;
     else
-      run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot tell the address of host %s for MASTER_ADDR", host_of(d));
-    for (int h = 0; !run->master_later && h < run->map.nhosts; h++)
+      run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "cannot tell the address of host %s for MASTER_ADDR", host_of(d));
+    for (int h = 0; !run->job.master_later && h < run->map.nhosts; h++)
       if (run->daemons[h].job_waits && &run->daemons[h] != d) {
         run->daemons[h].job_waits = 0;
         send_job(&run->daemons[h]);
@@ -598,7 +598,7 @@ static void agent_why(asr_tree_node_t *n, asr_tree_child_t *ch, int st, char *ms
 
 static void on_error(asr_tree_node_t *n, const char *why) {
   asrrun_t *run = n->owner;
-  run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", why);
+  run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s", why);
 }
 
 static const asr_tree_node_ops_t node_ops = {.up = on_up,
@@ -613,8 +613,8 @@ static const asr_tree_node_ops_t node_ops = {.up = on_up,
 /* -v: a launch that takes over a second says how far it got, each second. */
 static void on_progress(asr_loop_t *loop, asr_loop_timer_t *t) {
   asrrun_t *run = t->arg;
-  if (run->daemons_up >= run->map.nhosts || run->state >= RUN_ABORTING) return;
-  asrrun_report_progress(run, run->daemons_up, asr_loop_now(loop) - run->launch_ms);
+  if (run->tree.daemons_up >= run->map.nhosts || run->state >= RUN_ABORTING) return;
+  asrrun_report_progress(run, run->tree.daemons_up, asr_loop_now(loop) - run->tree.launch_ms);
   asr_loop_timer_start(loop, t, 1000, on_progress, run);
 }
 
@@ -626,43 +626,43 @@ static void give_credit(asrrun_t *run, int h, uint32_t bytes) {
   (void)dsend(d, &m);
 }
 
-static void reader_gone(asrrun_t *run, int stream) { asr_tree_node_output_closed(&run->node, stream); }
+static void reader_gone(asrrun_t *run, int stream) { asr_tree_node_output_closed(&run->tree.node, stream); }
 
 int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asrd_remote,
                           const char *ctl_local, const char *ctl_remote) {
-  run->ask_ends = ask_ends;
+  run->cb.ask_ends = ask_ends;
   char err[1024];
-  run->host_ranks = calloc((size_t)run->map.nhosts, 1);
-  run->host_ptrs = calloc((size_t)run->map.nhosts, sizeof *run->host_ptrs);
-  if (!run->host_ranks || !run->host_ptrs) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for %d hosts", run->map.nhosts);
+  run->tree.host_ranks = calloc((size_t)run->map.nhosts, 1);
+  run->tree.host_ptrs = calloc((size_t)run->map.nhosts, sizeof *run->tree.host_ptrs);
+  if (!run->tree.host_ranks || !run->tree.host_ptrs) {
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for %d hosts", run->map.nhosts);
     return ASR_ENOMEM;
   }
   for (int h = 0; h < run->map.nhosts; h++) {
-    run->host_ranks[h] = run->daemons[h].nlocal > 0;
-    run->host_ptrs[h] = run->map.host_names[h];
+    run->tree.host_ranks[h] = run->daemons[h].nlocal > 0;
+    run->tree.host_ptrs[h] = run->map.host_names[h];
   }
-  asr_tree_node_t *n = &run->node;
-  int rc = asr_tree_node_init(n, run->loop, &node_ops, run, "asrrun", -1, run->tree_radix, run->map.nhosts,
-                              run->host_ptrs, run->host_ranks, run->secret_hex,
+  asr_tree_node_t *n = &run->tree.node;
+  int rc = asr_tree_node_init(n, run->loop, &node_ops, run, "asrrun", -1, run->tree.radix, run->map.nhosts,
+                              run->tree.host_ptrs, run->tree.host_ranks, run->job.secret_hex,
                               (uint64_t)run->cfg.heartbeat_timeout_s * 1000, err, sizeof err);
   if (rc) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "%s", err);
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s", err);
     return rc;
   }
   n->ahead_index = run->early.index;
-  rc = asr_tree_node_listen(n, run->lfd);
+  rc = asr_tree_node_listen(n, run->tree.lfd);
   if (rc == 0 && run->early.lfd >= 0) rc = asr_tree_node_listen(n, run->early.lfd);
   if (rc) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch the control port: %s", asr_strerror(rc));
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "cannot watch the control port: %s", asr_strerror(rc));
     return rc;
   }
-  run->launch_ms = asr_loop_now(run->loop);
-  if (run->cfg.verbose) asr_loop_timer_start(run->loop, &run->progress, 1000, on_progress, run);
+  run->tree.launch_ms = asr_loop_now(run->loop);
+  if (run->cfg.verbose) asr_loop_timer_start(run->loop, &run->tree.progress, 1000, on_progress, run);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     /* in the tree, a daemon below another is that one's to start */
-    d->top = &run->daemons[run->tree_radix > 0 ? asr_tree_child_toward(run->tree_radix, -1, h) : h];
+    d->top = &run->daemons[run->tree.radix > 0 ? asr_tree_child_toward(run->tree.radix, -1, h) : h];
     d->routed = d->top != d;
     if (d->routed) continue;
     d->child = asr_tree_node_child(n, h);
@@ -676,11 +676,11 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
       const asr_launch_ops_t *ops = backend_of(run, d);
       asr_launch_args_t a = {.asrd_path = d->local ? asrd_local : asrd_remote,
                              .ctl_addr = d->local ? ctl_local : ctl_remote,
-                             .secret_hex = run->secret_hex,
+                             .secret_hex = run->job.secret_hex,
                              .host = run->map.host_names[h],
                              .agent = run->cfg.launch_agent,
                              .index = h,
-                             .port = run->port,
+                             .port = run->job.port,
                              .verbose = run->cfg.verbose};
       pid = ops->start(&a, err, sizeof err);
       if (pid < 0) {
@@ -697,18 +697,18 @@ int asrrun_daemons_launch(asrrun_t *run, const char *asrd_local, const char *asr
       asr_tree_node_lose(n, d->child, msg);
     }
   }
-  run->output_credit = give_credit;
+  run->cb.output_credit = give_credit;
   /* what a parent in the tree starts its children with (the JOB's tree fields) */
-  snprintf(run->tree_asrd, sizeof run->tree_asrd, "%s", asrd_remote);
-  snprintf(run->tree_ip, sizeof run->tree_ip, "%.*s", (int)strcspn(ctl_remote, ":"), ctl_remote);
-  run->output_gone = reader_gone;
+  snprintf(run->tree.asrd, sizeof run->tree.asrd, "%s", asrd_remote);
+  snprintf(run->tree.ip, sizeof run->tree.ip, "%.*s", (int)strcspn(ctl_remote, ":"), ctl_remote);
+  run->cb.output_gone = reader_gone;
   asr_tree_node_run(n);
   return 0;
 }
 
 void asrrun_daemons_kill(asrrun_t *run, int sig) {
   asr_ctl_msg_t m = {.type = ASR_CTL_KILL, .u.kill.sig = (uint32_t)sig};
-  asr_tree_node_bcast(&run->node, &m);
+  asr_tree_node_bcast(&run->tree.node, &m);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     /* a daemon that never called back cannot be told: after SIGKILL its
@@ -724,13 +724,13 @@ int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m) {
   return dsend(d, m);
 }
 
-void asrrun_daemons_flush(asrrun_t *run) { asr_tree_node_flush(&run->node); }
+void asrrun_daemons_flush(asrrun_t *run) { asr_tree_node_flush(&run->tree.node); }
 
 void asrrun_daemons_shutdown(asrrun_t *run) {
   asr_ctl_msg_t m = {.type = ASR_CTL_SHUTDOWN};
   /* a parent closes once its children have: each level's close is bounded */
-  int depth = asr_tree_depth(run->tree_radix, run->map.nhosts - 1);
-  asr_tree_node_shutdown(&run->node, &m, CLOSE_MS, CLOSE_MS * depth);
+  int depth = asr_tree_depth(run->tree.radix, run->map.nhosts - 1);
+  asr_tree_node_shutdown(&run->tree.node, &m, CLOSE_MS, CLOSE_MS * depth);
   for (int h = 0; h < run->map.nhosts; h++) {
     daemon_t *d = &run->daemons[h];
     if (d->conn && d->state == DAEMON_DONE) daemon_set_state(d, DAEMON_CLOSING);
@@ -791,16 +791,16 @@ int asrrun_daemons_stdin_ready(const asrrun_t *run) {
 
 void asrrun_daemons_stop(asrrun_t *run) {
   asrrun_verdict_stop(run);
-  asr_loop_timer_stop(run->loop, &run->progress);
+  asr_loop_timer_stop(run->loop, &run->tree.progress);
   for (int h = 0; run->daemons && h < run->map.nhosts; h++) drop_conn(&run->daemons[h]);
   /* bounded waits are over: what is left is killed and reaped */
-  asr_tree_node_fini(&run->node, 1);
+  asr_tree_node_fini(&run->tree.node, 1);
   for (int h = 0; run->daemons && h < run->map.nhosts; h++) {
     run->daemons[h].child = NULL;
     free(run->daemons[h].pgids);
   }
-  free(run->host_ranks);
-  free(run->host_ptrs);
-  run->host_ranks = NULL;
-  run->host_ptrs = NULL;
+  free(run->tree.host_ranks);
+  free(run->tree.host_ptrs);
+  run->tree.host_ranks = NULL;
+  run->tree.host_ptrs = NULL;
 }

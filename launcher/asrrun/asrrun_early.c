@@ -79,7 +79,7 @@ void asrrun_early_start(asrrun_t *run, int argc, char **argv) {
   snprintf(ctl, sizeof ctl, "127.0.0.1:%u", e->port);
   asr_launch_args_t a = {.asrd_path = asrd,
                          .ctl_addr = ctl,
-                         .secret_hex = run->secret_hex,
+                         .secret_hex = run->job.secret_hex,
                          .host = e->host,
                          .index = -1,
                          .port = e->bport};

@@ -208,14 +208,14 @@ static void on_progress(asr_loop_t *loop, asr_loop_async_t *a) {
   }
   pthread_mutex_unlock(&o->lock);
   for (int h = 0; h < nd; h++)
-    while (back[h] > 0 && run->output_credit) {
+    while (back[h] > 0 && run->cb.output_credit) {
       uint32_t n = back[h] > UINT32_MAX ? UINT32_MAX : (uint32_t)back[h];
-      run->output_credit(run, h, n);
+      run->cb.output_credit(run, h, n);
       back[h] -= n;
     }
   for (int s = 1; s <= 2; s++)
-    if (gone[s] && run->output_gone) run->output_gone(run, s);
-  if (err[0]) run->fail(run, ASRRUN_EXIT_LAUNCH, "%s (--output-dir); ending the job", err);
+    if (gone[s] && run->cb.output_gone) run->cb.output_gone(run, s);
+  if (err[0]) run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s (--output-dir); ending the job", err);
 }
 
 static void to_writer(struct asrrun_out *o, item_t *it) {
@@ -310,7 +310,7 @@ void asrrun_output_msg(asrrun_t *run, int daemon, int rank, int stream, uint32_t
   assert(stream == 1 || stream == 2);
   item_t *it = make_item(run, daemon, rank, stream, flags, line, len);
   if (!it) {
-    run->fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for a line of %zu bytes of rank %d", len, rank);
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "out of memory for a line of %zu bytes of rank %d", len, rank);
     return;
   }
   q_put(&o->held[stream], it); /* behind what already waits */

@@ -4,7 +4,7 @@
  * comes up (and a progress line each second of a launch that takes longer),
  * each host's ranks as they start; asrrun's own notices (a signal it got),
  * which --quiet silences. Errors are never silenced: they come through
- * run->fail.
+ * run->cb.fail.
  */
 #include "config.h"
 
@@ -82,10 +82,10 @@ void asrrun_report_ctl(const asrrun_t *run) {
           "asrrun: control: %d connection%s, %llu messages in; %llu fence%s: %llu fence messages in, %llu "
           "out, %llu "
           "bytes gathered\n",
-          run->node.links_up, run->node.links_up == 1 ? "" : "s", (unsigned long long)run->node.msgs_in,
-          (unsigned long long)run->fences, run->fences == 1 ? "" : "s",
-          (unsigned long long)run->node.fence_msgs_in, (unsigned long long)run->fence_out,
-          (unsigned long long)run->fence_bytes);
+          run->tree.node.links_up, run->tree.node.links_up == 1 ? "" : "s",
+          (unsigned long long)run->tree.node.msgs_in, (unsigned long long)run->tree.fences,
+          run->tree.fences == 1 ? "" : "s", (unsigned long long)run->tree.node.fence_msgs_in,
+          (unsigned long long)run->tree.fence_out, (unsigned long long)run->tree.fence_bytes);
 }
 
 void asrrun_report_started(const asrrun_t *run, const daemon_t *d) {

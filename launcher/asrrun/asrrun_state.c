@@ -96,7 +96,7 @@ void asrrun_state_ask(asrrun_t *run, const char *why, asrrun_state_cb cb, void *
   run->rep_state = s;
   s->id = next_id++;
   snprintf(s->why, sizeof s->why, "%s", why);
-  s->at_ms = asr_loop_now(run->loop) - run->launch_ms;
+  s->at_ms = asr_loop_now(run->loop) - run->tree.launch_ms;
   s->waiters[s->nwaiters++] = (waiter_t){cb, arg};
   asr_ctl_msg_t m = {.type = ASR_CTL_REPORT_REQ,
                      .u.report_req = {.id = s->id,

@@ -31,8 +31,8 @@ static int read_piece(asrrun_t *run, int fd_ok) {
   if (n < 0 && errno == EAGAIN) return 0;
   asrrun_daemons_stdin(run, buf, n > 0 ? (size_t)n : 0);
   if (n <= 0) {
-    if (run->stdin_state == STDIN_WATCHED) asr_loop_io_stop(run->loop, &run->stdin_io);
-    run->stdin_state = STDIN_CLOSED;
+    if (run->input.state == STDIN_WATCHED) asr_loop_io_stop(run->loop, &run->input.io);
+    run->input.state = STDIN_CLOSED;
     return 0;
   }
   return 1;
@@ -40,11 +40,11 @@ static int read_piece(asrrun_t *run, int fd_ok) {
 
 /* Watching follows the credit. */
 static void watch(asrrun_t *run) {
-  if (run->stdin_state != STDIN_WATCHED) return;
+  if (run->input.state != STDIN_WATCHED) return;
   int want = asrrun_daemons_stdin_room(run) > 0;
-  if (want == run->stdin_reading) return;
-  run->stdin_reading = want;
-  (void)asr_loop_io_set(run->loop, &run->stdin_io, want ? ASR_LOOP_READ : 0);
+  if (want == run->input.reading) return;
+  run->input.reading = want;
+  (void)asr_loop_io_set(run->loop, &run->input.io, want ? ASR_LOOP_READ : 0);
 }
 
 static void on_stdin(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
@@ -55,33 +55,33 @@ static void on_stdin(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
 }
 
 void asrrun_stdin_poll(asrrun_t *run) {
-  if (run->stdin_state == STDIN_WAITING && fcntl(0, F_GETFL) < 0) run->stdin_state = STDIN_FILE;
-  if (run->stdin_state != STDIN_WAITING && run->stdin_state != STDIN_FILE) return;
+  if (run->input.state == STDIN_WAITING && fcntl(0, F_GETFL) < 0) run->input.state = STDIN_FILE;
+  if (run->input.state != STDIN_WAITING && run->input.state != STDIN_FILE) return;
   if (!asrrun_daemons_stdin_ready(run)) return;
-  if (run->stdin_state == STDIN_WAITING) {
+  if (run->input.state == STDIN_WAITING) {
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
-    if (asr_loop_io_start(run->loop, &run->stdin_io, 0, ASR_LOOP_READ, on_stdin, run) == 0) {
-      run->stdin_state = STDIN_WATCHED;
-      run->stdin_reading = 1;
+    if (asr_loop_io_start(run->loop, &run->input.io, 0, ASR_LOOP_READ, on_stdin, run) == 0) {
+      run->input.state = STDIN_WATCHED;
+      run->input.reading = 1;
       return;
     }
-    run->stdin_state = STDIN_FILE;
+    run->input.state = STDIN_FILE;
   }
   /* a file (or none): a window of it now, the rest as rank 0 takes it */
   int fd_ok = fcntl(0, F_GETFL) >= 0;
-  while (run->stdin_state == STDIN_FILE && read_piece(run, fd_ok)) {
+  while (run->input.state == STDIN_FILE && read_piece(run, fd_ok)) {
   }
 }
 
 void asrrun_stdin_credit(asrrun_t *run, uint32_t n) {
   (void)n; /* the daemons' credit is counted there */
-  if (run->stdin_state == STDIN_FILE)
+  if (run->input.state == STDIN_FILE)
     asrrun_stdin_poll(run);
   else
     watch(run);
 }
 
 void asrrun_stdin_stop(asrrun_t *run) {
-  if (run->stdin_state == STDIN_WATCHED) asr_loop_io_stop(run->loop, &run->stdin_io);
-  run->stdin_state = STDIN_CLOSED;
+  if (run->input.state == STDIN_WATCHED) asr_loop_io_stop(run->loop, &run->input.io);
+  run->input.state = STDIN_CLOSED;
 }

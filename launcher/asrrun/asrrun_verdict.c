@@ -44,7 +44,7 @@ static void close_round(asrrun_t *run) {
   int k = 0;
   while (k < 2 && run->verdict.code[k] < 0) k++;
   asr_debug("asrrun", "verdict: round %u closed", run->verdict.id);
-  run->fail(run, run->verdict.code[k], "%s", run->verdict.line[k]);
+  run->cb.fail(run, run->verdict.code[k], "%s", run->verdict.line[k]);
 }
 
 static void on_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
@@ -78,7 +78,7 @@ void asrrun_verdict_end(asrrun_t *run, asrrun_end_kind_t kind, int code, const c
   if (!run->verdict.open) {
     run->verdict.open = 1;
     run->verdict.id++;
-    int owed = run->ask_ends ? run->ask_ends(run, run->verdict.id) : 0;
+    int owed = run->cb.ask_ends ? run->cb.ask_ends(run, run->verdict.id) : 0;
     asr_debug("asrrun", "verdict: round %u asks %d daemons", run->verdict.id, owed);
     asr_loop_timer_start(run->loop, &run->verdict.deadline, ASRRUN_ENDS_MS, on_deadline, run);
   }
