@@ -40,9 +40,13 @@
  *            says what happens)
  *   WHO      asr_env_who_t bits: who reads it, and flags
  *   DOC      one line of help (no '|': it becomes a Markdown table cell)
- * The ASRRUN_* rows mirror launcher/config/config.c's key table (asr__cfg_keys):
- * tests/unit/test_launcher_config.c checks that every key's variable is a row
- * with the same type, range, words and default, so the two cannot drift.
+ * The ASRRUN_* rows are asrrun's settings: each scalar key of its YAML files
+ * (launcher/config/config.c, asr__cfg_keys) names its row by id and takes
+ * from it the variable, the type, the range, the words and the help, so what
+ * --list-env and the man pages say is what asrrun accepts.
+ * tests/unit/test_launcher_config.c checks that every ASRRUN_* row is a
+ * key's (or ASRRUN_HOSTFILE, ASRRUN_RANKFILE, which asrrun reads as files)
+ * and that each row's default is asrrun's built-in one.
  */
 #ifndef ASR_ENV_H
 #define ASR_ENV_H
@@ -53,7 +57,8 @@
 /* A WORD row's words, in index order, as a NULL-ended compound literal. */
 #define ASR_ENV_WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-/* The largest asrrun job: 1024 hosts of 128 LNCs (launcher/config/job_config.h). */
+/* The largest asrrun job: 1024 hosts of 128 LNCs (launcher/config/job_config.h;
+ * launcher/config/config.c asserts that the two agree). */
 #define ASR_ENV_MAX_NP 131072L
 
 /* clang-format off */
@@ -69,6 +74,7 @@
     "slot, node, core, numa, package or ppr:N:node, ppr:N:numa, ppr:N:package, as --map-by")                 \
   X(ASRRUN_BIND_TO, "ASRRUN_BIND_TO", WORD, 0, 0, ASR_ENV_WORDS("none", "core", "numa", "package", "auto"),  \
     "auto", ASR_ENV_ASRRUN, "what each rank is bound to, as --bind-to (auto: a core each while they fit)")   \
+  /* more cores than any one machine has is a typo */                                                        \
   X(ASRRUN_CPUS_PER_RANK, "ASRRUN_CPUS_PER_RANK", INT, 1, 4096, NULL, "1", ASR_ENV_ASRRUN,                   \
     "cores each rank is bound to, as --cpus-per-rank")                                                       \
   X(ASRRUN_OVERSUBSCRIBE, "ASRRUN_OVERSUBSCRIBE", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,                 \
@@ -87,6 +93,8 @@
     "the ranks' working directory, as --wdir (default: asrrun's)")                                           \
   X(ASRRUN_STDIN, "ASRRUN_STDIN", STR, 0, 15, NULL, "0", ASR_ENV_ASRRUN,                                     \
     "which ranks read asrrun's stdin: a rank, all or none, as --stdin")                                      \
+  /* at most a year: a longer one is surely a unit slip (milliseconds typed as */                            \
+  /* seconds), and seconds * 1000 stays far inside an int */                                                 \
   X(ASRRUN_TIMEOUT, "ASRRUN_TIMEOUT", SECONDS, 0, 31536000, NULL, "0", ASR_ENV_ASRRUN,                       \
     "abort the job after this long (0: never), as --timeout")                                                \
   X(ASRRUN_BOOTSTRAP_PORT, "ASRRUN_BOOTSTRAP_PORT", PORT, 0, 65535, NULL, "0", ASR_ENV_ASRRUN,               \
@@ -95,6 +103,8 @@
     "libfabric provider, as --provider (default: shm on one host, tcp;ofi_rxm across hosts)")                \
   X(ASRRUN_LAUNCHER, "ASRRUN_LAUNCHER", WORD, 0, 0, ASR_ENV_WORDS("auto", "local", "rsh", "slurm"),          \
     "auto", ASR_ENV_ASRRUN, "how the host daemons are started, as --launcher")                               \
+  /* not empty: the rsh backend puts the agent in front of every remote command, */                          \
+  /* so an empty one is refused here rather than fail obscurely at launch */                                 \
   X(ASRRUN_LAUNCH_AGENT, "ASRRUN_LAUNCH_AGENT", CMD, 1, 1023, NULL, "ssh", ASR_ENV_ASRRUN,                   \
     "the rsh agent that starts asrd on other hosts, as --launch-agent")                                      \
   X(ASRRUN_PREFIX, "ASRRUN_PREFIX", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                               \

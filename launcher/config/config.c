@@ -33,64 +33,64 @@ _Static_assert(sizeof(asr_launcher_t) == sizeof(int), "enum settings are stored 
 /* ------------------------------------------------------------------------ */
 
 /* The plain --map-by words, in asr_map_by_t order; then, for messages, the
- * ppr forms (set_map parses those). */
+ * ppr forms (set_map parses those). They are the key's own: its row is
+ * text to the settings table, since ppr:N:OBJ carries a number. */
 static const char *const map_by_words[] = {"slot",       "node",       "core",          "numa", "package",
                                            "ppr:N:node", "ppr:N:numa", "ppr:N:package", NULL};
 #define N_MAP_WORDS 5
-static const char *const bind_to_words[] = {"none", "core", "numa", "package", "auto", NULL};
-static const char *const launcher_words[] = {"auto", "local", "rsh", "slurm", NULL};
 
-#define INT_KEY(n, e, f, lo, hi) \
-  { n, e, ASR__KEY_INT, offsetof(asr_config_t, f), 0, lo, hi, NULL }
-#define BOOL_KEY(n, e, f) \
-  { n, e, ASR__KEY_BOOL, offsetof(asr_config_t, f), 0, 0, 1, NULL }
-#define WORD_KEY(n, e, f, w) \
-  { n, e, ASR__KEY_WORD, offsetof(asr_config_t, f), 0, 0, 0, w }
-#define MAP_KEY(n, e, f) \
-  { n, e, ASR__KEY_MAP, offsetof(asr_config_t, f), 0, 1, 63, map_by_words }
-#define STR_KEY(n, e, f, minlen) \
-  { n, e, ASR__KEY_STR, offsetof(asr_config_t, f), sizeof(((asr_config_t *)0)->f), minlen, 0, NULL }
-
-/* --cpus-per-rank: more cores than any one machine has is a typo. */
-#define ASR_CFG_MAX_CPUS_PER_RANK 4096L
-
-/* The largest job: every host full, one rank per LNC. */
+/* The largest job: every host full, one rank per LNC. ASRRUN_NP's range
+ * says the same in common/asr_env.h, which cannot see these sizes. */
 #define ASR_CFG_MAX_NP ((long)ASR_CFG_MAX_HOSTS * ASR_CFG_MAX_SLOTS)
+_Static_assert(ASR_ENV_MAX_NP == ASR_CFG_MAX_NP, "ASRRUN_NP's range is the largest job");
 
-/* --timeout is at most a year: a longer one is surely a unit slip
- * (milliseconds typed as seconds), and seconds * 1000 stays far inside an int. */
-#define ASR_CFG_MAX_TIMEOUT_S 31536000L
+/* verbose is the one key no variable sets (-v counts it up, and
+ * ASR_LOG_LEVEL is the variable for how much is said), so its row is its
+ * own, outside the table that --list-env prints. */
+static const asr_env_row_t verbose_row = {
+    .id = ASR_ENV__COUNT,
+    .type = ASR_ENV_T_INT,
+    .min = 0,
+    .max = 100,
+    .who = ASR_ENV_ASRRUN,
+    .doc = "how much asrrun tells of the map, the provider, daemons and ranks as they start, as -v"};
+
+/* A key: its YAML name, its row (common/asr_env.h, without ASR_ENV_) and
+ * its field of asr_config_t. */
+#define KEY(n, id, f) \
+  { n, ASR_ENV_##id, NULL, offsetof(asr_config_t, f), sizeof(((asr_config_t *)0)->f) }
+/* A key no variable sets: its row is row, its own. */
+#define OWN_KEY(n, row, f) \
+  { n, ASR_ENV__COUNT, &row, offsetof(asr_config_t, f), sizeof(((asr_config_t *)0)->f) }
 
 const asr__cfg_key_t asr__cfg_keys[] = {
-    INT_KEY("np", "ASRRUN_NP", np, 1, ASR_CFG_MAX_NP),
-    INT_KEY("lnc_per_host", "ASRRUN_LNC_PER_HOST", lnc_per_host, 1, ASR_CFG_MAX_SLOTS),
-    INT_KEY("npernode", "ASRRUN_NPERNODE", npernode, 1, ASR_CFG_MAX_SLOTS),
-    MAP_KEY("map_by", "ASRRUN_MAP_BY", map_by),
-    WORD_KEY("bind_to", "ASRRUN_BIND_TO", bind_to, bind_to_words),
-    INT_KEY("cpus_per_rank", "ASRRUN_CPUS_PER_RANK", cpus_per_rank, 1, ASR_CFG_MAX_CPUS_PER_RANK),
-    BOOL_KEY("oversubscribe", "ASRRUN_OVERSUBSCRIBE", oversubscribe),
-    BOOL_KEY("report_bindings", "ASRRUN_REPORT_BINDINGS", report_bindings),
-    BOOL_KEY("tag_output", "ASRRUN_TAG_OUTPUT", tag_output),
-    BOOL_KEY("timestamp_output", "ASRRUN_TIMESTAMP_OUTPUT", timestamp_output),
-    STR_KEY("output_dir", "ASRRUN_OUTPUT_DIR", output_dir, 0),
-    STR_KEY("wdir", "ASRRUN_WDIR", wdir, 0),
-    STR_KEY("stdin", "ASRRUN_STDIN", stdin_to, 0),
-    INT_KEY("timeout", "ASRRUN_TIMEOUT", timeout_s, 0, ASR_CFG_MAX_TIMEOUT_S),
-    INT_KEY("bootstrap_port", "ASRRUN_BOOTSTRAP_PORT", bootstrap_port, 0, 65535),
-    STR_KEY("provider", "ASRRUN_PROVIDER", provider, 0),
-    WORD_KEY("launcher", "ASRRUN_LAUNCHER", launcher, launcher_words),
-    /* the rsh backend puts the agent in front of every remote command, so an
-     * empty one must be refused here rather than fail obscurely at launch */
-    STR_KEY("launch_agent", "ASRRUN_LAUNCH_AGENT", launch_agent, 1),
-    STR_KEY("prefix", "ASRRUN_PREFIX", prefix, 0),
-    STR_KEY("if_include", "ASRRUN_IF_INCLUDE", if_include, 0),
-    INT_KEY("heartbeat_timeout", "ASRRUN_HEARTBEAT_TIMEOUT", heartbeat_timeout_s, 2, 3600),
-    INT_KEY("tree_radix", "ASRRUN_TREE_RADIX", tree_radix, 0, 1024),
-    BOOL_KEY("allow_early_exit", "ASRRUN_ALLOW_EARLY_EXIT", allow_early_exit),
-    BOOL_KEY("report_state_on_timeout", "ASRRUN_REPORT_STATE_ON_TIMEOUT", report_state_on_timeout),
-    BOOL_KEY("get_stack_traces", "ASRRUN_GET_STACK_TRACES", get_stack_traces),
-    INT_KEY("verbose", NULL, verbose, 0, 100),
-    BOOL_KEY("quiet", "ASRRUN_QUIET", quiet),
+    KEY("np", ASRRUN_NP, np),
+    KEY("lnc_per_host", ASRRUN_LNC_PER_HOST, lnc_per_host),
+    KEY("npernode", ASRRUN_NPERNODE, npernode),
+    KEY("map_by", ASRRUN_MAP_BY, map_by),
+    KEY("bind_to", ASRRUN_BIND_TO, bind_to),
+    KEY("cpus_per_rank", ASRRUN_CPUS_PER_RANK, cpus_per_rank),
+    KEY("oversubscribe", ASRRUN_OVERSUBSCRIBE, oversubscribe),
+    KEY("report_bindings", ASRRUN_REPORT_BINDINGS, report_bindings),
+    KEY("tag_output", ASRRUN_TAG_OUTPUT, tag_output),
+    KEY("timestamp_output", ASRRUN_TIMESTAMP_OUTPUT, timestamp_output),
+    KEY("output_dir", ASRRUN_OUTPUT_DIR, output_dir),
+    KEY("wdir", ASRRUN_WDIR, wdir),
+    KEY("stdin", ASRRUN_STDIN, stdin_to),
+    KEY("timeout", ASRRUN_TIMEOUT, timeout_s),
+    KEY("bootstrap_port", ASRRUN_BOOTSTRAP_PORT, bootstrap_port),
+    KEY("provider", ASRRUN_PROVIDER, provider),
+    KEY("launcher", ASRRUN_LAUNCHER, launcher),
+    KEY("launch_agent", ASRRUN_LAUNCH_AGENT, launch_agent),
+    KEY("prefix", ASRRUN_PREFIX, prefix),
+    KEY("if_include", ASRRUN_IF_INCLUDE, if_include),
+    KEY("heartbeat_timeout", ASRRUN_HEARTBEAT_TIMEOUT, heartbeat_timeout_s),
+    KEY("tree_radix", ASRRUN_TREE_RADIX, tree_radix),
+    KEY("allow_early_exit", ASRRUN_ALLOW_EARLY_EXIT, allow_early_exit),
+    KEY("report_state_on_timeout", ASRRUN_REPORT_STATE_ON_TIMEOUT, report_state_on_timeout),
+    KEY("get_stack_traces", ASRRUN_GET_STACK_TRACES, get_stack_traces),
+    OWN_KEY("verbose", verbose_row, verbose),
+    KEY("quiet", ASRRUN_QUIET, quiet),
 };
 const size_t asr__cfg_nkeys = sizeof asr__cfg_keys / sizeof asr__cfg_keys[0];
 
@@ -100,12 +100,49 @@ const asr__cfg_key_t *asr__config_key(const char *name) {
   return NULL;
 }
 
+const asr_env_row_t *asr__config_key_row(const asr__cfg_key_t *key) {
+  return key->own ? key->own : asr_env_row(key->row);
+}
+
+asr__key_kind_t asr__config_key_kind(const asr__cfg_key_t *key) {
+  /* --map-by's row is text to the table, since ppr:N:OBJ carries a number;
+   * its key parses the value into two fields */
+  if (key->row == ASR_ENV_ASRRUN_MAP_BY) return ASR__KEY_MAP;
+  switch (asr__config_key_row(key)->type) {
+    case ASR_ENV_T_INT:
+    case ASR_ENV_T_PORT:
+    case ASR_ENV_T_MS:
+    case ASR_ENV_T_SECONDS:
+    case ASR_ENV_T_BYTES: return ASR__KEY_INT;
+    case ASR_ENV_T_BOOL: return ASR__KEY_BOOL;
+    case ASR_ENV_T_WORD: return ASR__KEY_WORD;
+    case ASR_ENV_T_STR:
+    case ASR_ENV_T_PATH:
+    case ASR_ENV_T_CMD: return ASR__KEY_STR;
+    /* checked text that a plain string field would take unchecked */
+    case ASR_ENV_T_IPV4:
+    case ASR_ENV_T_IFSPEC:
+    case ASR_ENV_T_SECRET: break;
+  }
+  return ASR__KEY_INVALID;
+}
+
+/* The word of index i of a WORD row, or "?" past its last. */
+static const char *row_word(asr_env_id_t id, unsigned i) {
+  const char *const *w = asr_env_row(id)->words;
+  for (unsigned j = 0; w[j]; j++)
+    if (j == i) return w[j];
+  return "?";
+}
+
 const char *asr__config_map_by_name(asr_map_by_t m) {
   static const char *const ppr_objs[] = {"node", "numa", "package"};
   if ((unsigned)m < N_MAP_WORDS) return map_by_words[m];
   return (unsigned)m <= ASR_MAP_PPR_PACKAGE ? ppr_objs[m - ASR_MAP_PPR_NODE] : "?";
 }
-const char *asr__config_bind_to_name(asr_bind_to_t b) { return (unsigned)b < 5 ? bind_to_words[b] : "?"; }
+const char *asr__config_bind_to_name(asr_bind_to_t b) {
+  return row_word(ASR_ENV_ASRRUN_BIND_TO, (unsigned)b);
+}
 
 void asr__config_map_by_format(const asr_config_t *cfg, char *buf, size_t len) {
   if (cfg->map_by >= ASR_MAP_PPR_NODE)
@@ -113,7 +150,9 @@ void asr__config_map_by_format(const asr_config_t *cfg, char *buf, size_t len) {
   else
     snprintf(buf, len, "%s", asr__config_map_by_name(cfg->map_by));
 }
-const char *asr__config_launcher_name(asr_launcher_t l) { return (unsigned)l < 4 ? launcher_words[l] : "?"; }
+const char *asr__config_launcher_name(asr_launcher_t l) {
+  return row_word(ASR_ENV_ASRRUN_LAUNCHER, (unsigned)l);
+}
 
 static int fail_nomem(char *errbuf, size_t errlen) {
   return asr_errf(errbuf, errlen, ASR_ENOMEM, "out of memory while reading the configuration");
@@ -121,12 +160,13 @@ static int fail_nomem(char *errbuf, size_t errlen) {
 
 /* The values go through asr_env.h's parsers, the ones every ASR_* variable
  * uses too, so that a value means the same and fails with the same words as
- * a flag, in a YAML file and in a variable. */
+ * a flag, in a YAML file and in a variable; the bounds are the key's row. */
 static int set_int(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                    char *errbuf, size_t errlen) {
+  const asr_env_row_t *r = asr__config_key_row(k);
   long v;
-  int rc = asr_env_parse_long(what, val, k->min, k->max, &v, errbuf, errlen);
-  if (rc == 0) *(int *)((char *)cfg + k->off) = (int)v;
+  int rc = asr_env_parse_long(what, val, r->min, r->max, &v, errbuf, errlen);
+  if (rc == 0) *(int *)((char *)cfg + k->off) = (int)v; /* fits: test_launcher_config checks the ranges */
   return rc;
 }
 
@@ -137,14 +177,25 @@ static int set_bool(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val,
 
 static int set_word(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                     char *errbuf, size_t errlen) {
-  return asr_env_parse_word(what, val, k->words, (int *)((char *)cfg + k->off), errbuf, errlen);
+  return asr_env_parse_word(what, val, asr__config_key_row(k)->words, (int *)((char *)cfg + k->off), errbuf,
+                            errlen);
 }
 
+/* The row's length range is what --list-env shows, and its max is the
+ * field's size less one (test_launcher_config checks it); the length is
+ * checked against the field again so that a row edited alone can never
+ * overrun it. */
 static int set_str(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, const char *what,
                    char *errbuf, size_t errlen) {
-  int rc = asr_env_parse_text(what, val, k->min, (long)k->cap - 1, errbuf, errlen);
-  if (rc == 0) memcpy((char *)cfg + k->off, val, strlen(val) + 1); /* fits: checked */
-  return rc;
+  const asr_env_row_t *r = asr__config_key_row(k);
+  int rc = asr_env_parse_text(what, val, r->min, r->max, errbuf, errlen);
+  if (rc) return rc;
+  size_t n = strlen(val);
+  if (n >= k->cap)
+    return asr_errf(errbuf, errlen, ASR_EINVAL, "%s: internal error: %zu bytes do not fit a field of %zu",
+                    what, n, k->cap);
+  memcpy((char *)cfg + k->off, val, n + 1);
+  return 0;
 }
 
 /* --map-by: a plain word, or ppr:N:OBJ with N ranks per node, NUMA node or
@@ -154,7 +205,7 @@ static int set_map(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
                    char *errbuf, size_t errlen) {
   if (strncmp(val, "ppr:", 4) != 0) {
     int m;
-    int rc = asr_env_parse_word(what, val, k->words, &m, errbuf, errlen);
+    int rc = asr_env_parse_word(what, val, map_by_words, &m, errbuf, errlen);
     if (rc) return rc;
     if (m >= N_MAP_WORDS) /* a ppr placeholder: it starts with "ppr:", so never here */
       return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: write ppr:N:node, ppr:N:numa or ppr:N:package", what);
@@ -189,14 +240,16 @@ static int set_map(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
 
 int asr__config_set(asr_config_t *cfg, const asr__cfg_key_t *key, const char *val, const char *what,
                     char *errbuf, size_t errlen) {
-  switch (key->kind) {
+  asr__key_kind_t kind = asr__config_key_kind(key);
+  switch (kind) {
     case ASR__KEY_MAP: return set_map(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_INT: return set_int(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_BOOL: return set_bool(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_WORD: return set_word(cfg, key, val, what, errbuf, errlen);
     case ASR__KEY_STR: return set_str(cfg, key, val, what, errbuf, errlen);
+    case ASR__KEY_INVALID: break;
   }
-  return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: internal error: key kind %d", what, (int)key->kind);
+  return asr_errf(errbuf, errlen, ASR_EINVAL, "%s: internal error: key kind %d", what, (int)kind);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -718,16 +771,15 @@ void asr_config_free(asr_config_t *cfg) {
 
 /* An empty ASRRUN_* variable counts as unset, the usual shell convention
  * (`ASRRUN_NP= asrrun ...` turns the variable off rather than failing). The
- * values are checked by the key table, as flags and YAML keys are; each
- * key's variable is a row of asr_env.h (test_launcher_config checks that they
- * agree). */
+ * values are checked by the key table, as flags and YAML keys are: each
+ * key's variable is its row's. */
 int asr_config_load_env(asr_config_t *cfg, char *errbuf, size_t errlen) {
   for (size_t i = 0; i < asr__cfg_nkeys; i++) {
     const asr__cfg_key_t *k = &asr__cfg_keys[i];
-    const asr_env_row_t *row = k->env ? asr_env_find(k->env) : NULL;
-    const char *v = row ? asr_env_raw(row->id) : NULL;
+    if (k->own) continue; /* no variable sets it */
+    const char *v = asr_env_raw(k->row);
     if (!v || !*v) continue;
-    int rc = asr__config_set(cfg, k, v, k->env, errbuf, errlen);
+    int rc = asr__config_set(cfg, k, v, asr_env_row(k->row)->name, errbuf, errlen);
     if (rc) return rc;
   }
   const char *hf = NULL;

@@ -2,20 +2,24 @@
  * config_int.h -- what config.c, config_yaml.c and map.c share; not part of
  * the interface asrrun uses (that is job_config.h).
  *
- * Every scalar setting is described once, in asr__cfg_keys[] (config.c): its
- * YAML key, its ASRRUN_* variable and how its value is checked. The YAML, env
- * and command-line layers all go through asr__config_set(), so a value means
- * the same thing and fails with the same words in every layer; only the
- * "what" prefix of the message differs ("--bind-to", "ASRRUN_BIND_TO",
- * "job.yaml:3: bind_to"). The checks are common/asr_env.h's value parsers,
- * and each key's variable is a row of that table with the same type, range,
- * words and default (test_launcher_config checks it).
+ * Every scalar setting is a key of asr__cfg_keys[] (config.c): its YAML key,
+ * the field it is stored in, and its row of common/asr_env.h's settings
+ * table, named by id. The row alone says the rest: the ASRRUN_* variable,
+ * the type (and so how the value is parsed and stored), the range, the words
+ * and the help, so that what `asrrun --list-env`, the man pages and the
+ * README say of a setting is what asrrun accepts, and none of it is written
+ * twice (its default is asrrun's built-in one: test_launcher_config checks
+ * it). The YAML, env and command-line layers all go
+ * through asr__config_set(), so a value means the same thing and fails with
+ * the same words in every layer; only the "what" prefix of the message
+ * differs ("--bind-to", "ASRRUN_BIND_TO", "job.yaml:3: bind_to").
  */
 #ifndef ASR_LAUNCHER_CONFIG_INT_H
 #define ASR_LAUNCHER_CONFIG_INT_H
 
 #include <stddef.h>
 
+#include "asr_env.h"
 #include "job_config.h"
 
 #define ASR_CFG_MAX_SLOTS 128 /* ranks per host: one per LNC, and an LNC is 0..127 */
@@ -24,23 +28,30 @@
  * bound keeps a wrong path (/dev/zero, a huge log) from taking all memory. */
 #define ASR_CFG_FILE_MAX (16 << 20)
 
+/* How a key's value is parsed and stored, from its row's type. */
 typedef enum {
-  ASR__KEY_INT,  /* a decimal number in [min, max] stored in an int */
-  ASR__KEY_BOOL, /* true/false, yes/no, on/off, 1/0, stored as 0/1 in an int */
-  ASR__KEY_WORD, /* one of words[], stored as its index (the enum value) */
-  ASR__KEY_STR,  /* text of at least min and less than cap bytes */
-  ASR__KEY_MAP,  /* --map-by: one of words[] or ppr:N:node|numa|package, into map_by and ppr */
+  ASR__KEY_INVALID = 0, /* a row type no key stores (IPV4, IFSPEC, SECRET): a bug in the table */
+  ASR__KEY_INT,         /* INT, PORT, MS, SECONDS, BYTES: a decimal number in the row's range, in an int */
+  ASR__KEY_BOOL,        /* BOOL: true/false, yes/no, on/off, 1/0, stored as 0/1 in an int */
+  ASR__KEY_WORD,        /* WORD: one of the row's words, stored as its index (the enum value) */
+  ASR__KEY_STR,         /* STR, PATH, CMD: text of the row's min..max bytes, max below the field's size */
+  ASR__KEY_MAP,         /* --map-by: config.c's words or ppr:N:node|numa|package, into map_by and ppr */
 } asr__key_kind_t;
 
 typedef struct {
-  const char *name; /* the YAML key */
-  const char *env;  /* its ASRRUN_* variable, or NULL */
-  asr__key_kind_t kind;
+  const char *name;         /* the YAML key */
+  asr_env_id_t row;         /* its ASRRUN_* row; ASR_ENV__COUNT for a key no variable sets */
+  const asr_env_row_t *own; /* that key's row, outside the table (name NULL); else NULL */
   size_t off;               /* offsetof(asr_config_t, field) */
-  size_t cap;               /* ASR__KEY_STR: sizeof the field */
-  long min, max;            /* ASR__KEY_INT: the range; ASR__KEY_STR: min is the least length */
-  const char *const *words; /* ASR__KEY_WORD: accepted words in enum order, NULL-ended */
+  size_t cap;               /* sizeof the field */
 } asr__cfg_key_t;
+
+/* The row that describes key: its table row, or its own. Never NULL. */
+const asr_env_row_t *asr__config_key_row(const asr__cfg_key_t *key);
+
+/* How key's value is parsed and stored (ASR__KEY_INVALID: a bug in the
+ * table, which test_launcher_config catches and asr__config_set refuses). */
+asr__key_kind_t asr__config_key_kind(const asr__cfg_key_t *key);
 
 /* The scalar keys, and how many there are. */
 extern const asr__cfg_key_t asr__cfg_keys[];

@@ -90,12 +90,13 @@ static int expect_scalar(const yctx_t *y, const yaml_node_t *v, const char *key,
 }
 
 static const char *wanted_for(const asr__cfg_key_t *k) {
-  switch (k->kind) {
+  switch (asr__config_key_kind(k)) {
     case ASR__KEY_INT: return "a number";
     case ASR__KEY_BOOL: return "true or false";
     case ASR__KEY_WORD: return "a word";
     case ASR__KEY_STR: return "a string";
     case ASR__KEY_MAP: return "a word";
+    case ASR__KEY_INVALID: break;
   }
   return "a value";
 }

@@ -805,50 +805,51 @@ TEST(env_bad_values_name_the_variable) {
   check_no_leaks();
 }
 
-/* Every key's ASRRUN_* variable is a row of common/asr_env.h with the same
- * type, range, words and default, and every ASRRUN_* row is a key's variable
- * (or ASRRUN_HOSTFILE, which asr_config_load_env reads itself): the table
- * that --list-env prints and README.md shows cannot drift from what asrrun
- * accepts. */
-TEST(env_rows_mirror_the_key_table) {
-  int mirrored = 0;
+/* Each key takes its variable, type, range, words and help from its row of
+ * common/asr_env.h (config_int.h), so what remains to hold is what the table
+ * cannot say of asrrun's fields: every ASRRUN_* row is one key's (or
+ * ASRRUN_HOSTFILE or ASRRUN_RANKFILE, which asrrun reads as files), only
+ * asrrun reads it, its type is one a key stores, its value fits the key's
+ * field, its words are in the order of the field's enum, and its default is
+ * the built-in one. The table that --list-env prints and README.md shows is
+ * then what asrrun accepts. */
+TEST(env_rows_are_the_key_table) {
+  int keyed = 0;
   for (size_t i = 0; i < asr__cfg_nkeys; i++) {
     const asr__cfg_key_t *k = &asr__cfg_keys[i];
-    if (!k->env) continue;
-    const asr_env_row_t *r = asr_env_find(k->env);
-    ASSERT_MSG(r && !strcmp(r->name, k->env), "%s is no row of asr_env.h", k->env);
-    ASSERT_MSG(r->who == ASR_ENV_ASRRUN, "%s: only asrrun reads it", k->env);
-    mirrored++;
-    switch (k->kind) {
+    const asr_env_row_t *r = asr__config_key_row(k);
+    ASSERT_MSG(r, "%s: no row", k->name);
+    if (k->own) {
+      ASSERT_MSG(!r->name && k->row == ASR_ENV__COUNT, "%s: its own row has no variable", k->name);
+    } else {
+      ASSERT_MSG(r == asr_env_row(k->row) && !strncmp(r->name, "ASRRUN_", 7), "%s: no ASRRUN_* row", k->name);
+      ASSERT_MSG(r->who == ASR_ENV_ASRRUN, "%s: only asrrun reads it", r->name);
+      for (size_t j = 0; j < i; j++)
+        ASSERT_MSG(asr__cfg_keys[j].own || asr__cfg_keys[j].row != k->row, "%s: keys %s and %s", r->name,
+                   asr__cfg_keys[j].name, k->name);
+      keyed++;
+    }
+    const char *what = r->name ? r->name : k->name;
+    switch (asr__config_key_kind(k)) {
       case ASR__KEY_INT:
-        ASSERT_MSG(r->type == ASR_ENV_T_INT || r->type == ASR_ENV_T_PORT || r->type == ASR_ENV_T_SECONDS,
-                   "%s: type", k->env);
-        ASSERT_MSG(r->min == k->min && r->max == k->max, "%s: range %ld..%ld, key %ld..%ld", k->env, r->min,
-                   r->max, k->min, k->max);
+        ASSERT_MSG(k->cap == sizeof(int) && r->min >= INT_MIN && r->max <= INT_MAX && r->min <= r->max,
+                   "%s: range %ld..%ld in an int", what, r->min, r->max);
         break;
-      case ASR__KEY_BOOL: ASSERT_MSG(r->type == ASR_ENV_T_BOOL, "%s: type", k->env); break;
+      case ASR__KEY_BOOL:
       case ASR__KEY_WORD:
-        ASSERT_MSG(r->type == ASR_ENV_T_WORD, "%s: type", k->env);
-        for (int w = 0; k->words[w] || r->words[w]; w++)
-          ASSERT_MSG(k->words[w] && r->words[w] && !strcmp(k->words[w], r->words[w]), "%s: word %d", k->env,
-                     w);
-        break;
-      case ASR__KEY_MAP:
-        /* slot, node, ... and ppr:N:OBJ: checked by the key, text to the table */
-        ASSERT_MSG(r->type == ASR_ENV_T_STR && r->min == 1 && r->max == 63, "%s: type", k->env);
-        break;
+      case ASR__KEY_MAP: ASSERT_MSG(k->cap == sizeof(int), "%s: stored in an int", what); break;
       case ASR__KEY_STR:
-        ASSERT_MSG(r->type == ASR_ENV_T_STR || r->type == ASR_ENV_T_PATH || r->type == ASR_ENV_T_CMD,
-                   "%s: type", k->env);
-        ASSERT_MSG(r->min == k->min && r->max == (long)k->cap - 1, "%s: length", k->env);
+        ASSERT_MSG(r->max > 0 && (size_t)r->max == k->cap - 1, "%s: at most %ld bytes in a field of %zu",
+                   what, r->max, k->cap);
         break;
+      case ASR__KEY_INVALID: ASSERT_MSG(0, "%s: type %d is no key's", what, (int)r->type); break;
     }
     /* the row's default is the built-in one: setting it changes nothing */
     asr_config_t *dflt = cfg_new(), *set = cfg_new();
     char err[512] = "";
     if (r->dflt)
-      ASSERT_MSG(asr__config_set(set, k, r->dflt, k->env, err, sizeof err) == 0, "%s: %s", k->env, err);
-    ASSERT_MSG(memcmp(dflt, set, sizeof *dflt) == 0, "%s: the default '%s' is not asrrun's", k->env,
+      ASSERT_MSG(asr__config_set(set, k, r->dflt, what, err, sizeof err) == 0, "%s: %s", what, err);
+    ASSERT_MSG(memcmp(dflt, set, sizeof *dflt) == 0, "%s: the default '%s' is not asrrun's", what,
                r->dflt ? r->dflt : "(none)");
     cfg_del(dflt);
     cfg_del(set);
@@ -858,12 +859,30 @@ TEST(env_rows_mirror_the_key_table) {
     const asr_env_row_t *r = asr_env_row((asr_env_id_t)i);
     if (strncmp(r->name, "ASRRUN_", 7) != 0) continue;
     rows++;
-    int found = !strcmp(r->name, "ASRRUN_HOSTFILE") || !strcmp(r->name, "ASRRUN_RANKFILE");
+    int found = r->id == ASR_ENV_ASRRUN_HOSTFILE || r->id == ASR_ENV_ASRRUN_RANKFILE;
     for (size_t j = 0; j < asr__cfg_nkeys && !found; j++)
-      found = asr__cfg_keys[j].env && !strcmp(asr__cfg_keys[j].env, r->name);
-    ASSERT_MSG(found, "%s is a row but no key's variable", r->name);
+      found = !asr__cfg_keys[j].own && asr__cfg_keys[j].row == r->id;
+    ASSERT_MSG(found, "%s is a row but no key's", r->name);
   }
-  ASSERT_EQ(rows, mirrored + 2);
+  ASSERT_EQ(rows, keyed + 2);
+  /* ranges that are the sizes of asrrun's tables */
+  ASSERT_EQ(asr_env_row(ASR_ENV_ASRRUN_LNC_PER_HOST)->max, ASR_CFG_MAX_SLOTS);
+  ASSERT_EQ(asr_env_row(ASR_ENV_ASRRUN_NPERNODE)->max, ASR_CFG_MAX_SLOTS);
+  /* a WORD key stores the index of the word: the words are in enum order */
+  static const struct {
+    int v;
+    const char *word;
+  } bind[] = {{ASR_BIND_NONE, "none"},       {ASR_BIND_CORE, "core"}, {ASR_BIND_NUMA, "numa"},
+              {ASR_BIND_PACKAGE, "package"}, {ASR_BIND_AUTO, "auto"}, {ASR_BIND_AUTO + 1, "?"}},
+    launcher[] = {{ASR_LAUNCHER_AUTO, "auto"},
+                  {ASR_LAUNCHER_LOCAL, "local"},
+                  {ASR_LAUNCHER_RSH, "rsh"},
+                  {ASR_LAUNCHER_SLURM, "slurm"},
+                  {ASR_LAUNCHER_SLURM + 1, "?"}};
+  for (size_t i = 0; i < sizeof bind / sizeof bind[0]; i++)
+    ASSERT_STREQ(asr__config_bind_to_name((asr_bind_to_t)bind[i].v), bind[i].word);
+  for (size_t i = 0; i < sizeof launcher / sizeof launcher[0]; i++)
+    ASSERT_STREQ(asr__config_launcher_name((asr_launcher_t)launcher[i].v), launcher[i].word);
 }
 
 /* asrrun checks its whole environment: an unknown ASRRUN_* name is an error
