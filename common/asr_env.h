@@ -45,8 +45,8 @@
  * from it the variable, the type, the range, the words and the help, so what
  * --list-env and the man pages say is what asrrun accepts.
  * tests/unit/test_launcher_config.c checks that every ASRRUN_* row is a
- * key's (or ASRRUN_HOSTFILE, ASRRUN_RANKFILE, which asrrun reads as files)
- * and that each row's default is asrrun's built-in one.
+ * key's (or ASRRUN_HOSTFILE, ASRRUN_RANKFILE, which asrrun reads as files).
+ * A row's default is asrrun's built-in one (asr_config_defaults sets it).
  */
 #ifndef ASR_ENV_H
 #define ASR_ENV_H
@@ -113,6 +113,10 @@
     "interface, subnet or address for rank traffic, as --if-include")                                        \
   X(ASRRUN_HEARTBEAT_TIMEOUT, "ASRRUN_HEARTBEAT_TIMEOUT", SECONDS, 2, 3600, NULL, "10", ASR_ENV_ASRRUN,      \
     "end the job when a host is silent this long, as --heartbeat-timeout")                                   \
+  /* 16 by default (tree.h): wide enough that 16 + 256 = 272 hosts are at most two hops */                   \
+  /* from asrrun and 4,368 three (each level costs one agent start and one HELLO/JOB round */                \
+  /* trip, its agents started in parallel by every parent), narrow enough that a parent's */                 \
+  /* loop forwards for a handful of connections and starts 16 agents (ssh) at once */                        \
   X(ASRRUN_TREE_RADIX, "ASRRUN_TREE_RADIX", INT, 0, 1024, NULL, "16", ASR_ENV_ASRRUN,                        \
     "daemons each asrd starts and relays for, as --tree-radix (0: asrrun starts every one)")                 \
   X(ASRRUN_ALLOW_EARLY_EXIT, "ASRRUN_ALLOW_EARLY_EXIT", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -747,17 +748,22 @@ int asr__config_set_program(asr_config_t *cfg, const char *program, const char *
 /* Defaults and the environment                                             */
 /* ------------------------------------------------------------------------ */
 
+/* The defaults are the rows' (the ones --list-env and the man pages show),
+ * set through the key table like any other layer's values; a row without
+ * one leaves its field zero or empty, "not given". A default that does not
+ * parse is a bug in the table, which cannot be reported from here:
+ * test_launcher_config sets each one. */
 void asr_config_defaults(asr_config_t *cfg) {
   memset(cfg, 0, sizeof *cfg);
-  cfg->map_by = ASR_MAP_SLOT;
-  cfg->bind_to = ASR_BIND_AUTO;
-  cfg->cpus_per_rank = 1;
-  cfg->tag_output = 1;
-  cfg->launcher = ASR_LAUNCHER_AUTO;
-  snprintf(cfg->launch_agent, sizeof cfg->launch_agent, "ssh");
-  cfg->heartbeat_timeout_s = 10;
-  cfg->tree_radix = ASR_CFG_TREE_RADIX;
-  snprintf(cfg->stdin_to, sizeof cfg->stdin_to, "0");
+  for (size_t i = 0; i < asr__cfg_nkeys; i++) {
+    const asr__cfg_key_t *k = &asr__cfg_keys[i];
+    const asr_env_row_t *r = asr__config_key_row(k);
+    char err[256];
+    if (!r->dflt) continue;
+    int rc = asr__config_set(cfg, k, r->dflt, k->name, err, sizeof err);
+    assert(rc == 0);
+    (void)rc;
+  }
 }
 
 void asr_config_free(asr_config_t *cfg) {

@@ -5,14 +5,14 @@
  * Every scalar setting is a key of asr__cfg_keys[] (config.c): its YAML key,
  * the field it is stored in, and its row of common/asr_env.h's settings
  * table, named by id. The row alone says the rest: the ASRRUN_* variable,
- * the type (and so how the value is parsed and stored), the range, the words
- * and the help, so that what `asrrun --list-env`, the man pages and the
- * README say of a setting is what asrrun accepts, and none of it is written
- * twice (its default is asrrun's built-in one: test_launcher_config checks
- * it). The YAML, env and command-line layers all go
- * through asr__config_set(), so a value means the same thing and fails with
- * the same words in every layer; only the "what" prefix of the message
- * differs ("--bind-to", "ASRRUN_BIND_TO", "job.yaml:3: bind_to").
+ * the type (and so how the value is parsed and stored), the range, the
+ * words, the default (asr_config_defaults) and the help, so that what
+ * `asrrun --list-env`, the man pages and the README say of a setting is what
+ * asrrun does, and none of it is written twice. The YAML, env and
+ * command-line layers all go through asr__config_set(), so a value means the
+ * same thing and fails with the same words in every layer; only the "what"
+ * prefix of the message differs ("--bind-to", "ASRRUN_BIND_TO", "job.yaml:3:
+ * bind_to").
  */
 #ifndef ASR_LAUNCHER_CONFIG_INT_H
 #define ASR_LAUNCHER_CONFIG_INT_H

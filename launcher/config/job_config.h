@@ -50,14 +50,6 @@ typedef enum {
   ASR_LAUNCHER_SLURM
 } asr_launcher_t;
 
-/* --tree-radix's default (tree.h): every daemon starts and relays for at
- * most 16 others. Wide enough that 16 + 256 = 272 hosts are at most two hops
- * from asrrun and 4,368 three (each level costs one agent start and one
- * HELLO/JOB round trip, its agents started in parallel by every parent),
- * narrow enough that a parent's loop forwards for a handful of connections
- * and starts 16 agents (ssh processes) at once, not hundreds. */
-#define ASR_CFG_TREE_RADIX 16
-
 typedef struct {
   char name[128]; /* host name as the user wrote it (or Slurm's node name) */
   int slots;      /* ranks it may take; 0 = not given (use --lnc-per-host or cores) */
@@ -121,7 +113,8 @@ typedef struct {
   char job_file[1024]; /* -f, for messages */
 } asr_config_t;
 
-/* Fills cfg with the built-in defaults. */
+/* Fills cfg with the built-in defaults: each key's row's default
+ * (common/asr_env.h), zero where a row has none. */
 void asr_config_defaults(asr_config_t *cfg);
 
 /* Frees the malloc'd members. */

@@ -143,6 +143,16 @@ TEST(defaults) {
   ASSERT_STREQ(cfg->launch_agent, "ssh");
   ASSERT_STREQ(cfg->prefix, "");
   ASSERT_STREQ(cfg->if_include, "");
+  ASSERT_EQ(cfg->ppr, 0);
+  ASSERT_EQ(cfg->timestamp_output, 0);
+  ASSERT_STREQ(cfg->wdir, "");
+  ASSERT_STREQ(cfg->stdin_to, "0");
+  ASSERT_EQ(cfg->heartbeat_timeout_s, 10);
+  ASSERT_EQ(cfg->tree_radix, 16);
+  ASSERT_EQ(cfg->allow_early_exit, 0);
+  ASSERT_EQ(cfg->report_state_on_timeout, 0);
+  ASSERT_EQ(cfg->get_stack_traces, 0);
+  ASSERT_EQ(cfg->quiet, 0);
   ASSERT_STREQ(cfg->program, "");
   ASSERT_EQ(cfg->nargs, 0);
   cfg_del(cfg);
@@ -810,9 +820,10 @@ TEST(env_bad_values_name_the_variable) {
  * cannot say of asrrun's fields: every ASRRUN_* row is one key's (or
  * ASRRUN_HOSTFILE or ASRRUN_RANKFILE, which asrrun reads as files), only
  * asrrun reads it, its type is one a key stores, its value fits the key's
- * field, its words are in the order of the field's enum, and its default is
- * the built-in one. The table that --list-env prints and README.md shows is
- * then what asrrun accepts. */
+ * field, its words are in the order of the field's enum, and its default
+ * parses (asr_config_defaults sets it and cannot report a failure). The
+ * table that --list-env prints and README.md shows is then what asrrun
+ * accepts. */
 TEST(env_rows_are_the_key_table) {
   int keyed = 0;
   for (size_t i = 0; i < asr__cfg_nkeys; i++) {
@@ -844,7 +855,7 @@ TEST(env_rows_are_the_key_table) {
         break;
       case ASR__KEY_INVALID: ASSERT_MSG(0, "%s: type %d is no key's", what, (int)r->type); break;
     }
-    /* the row's default is the built-in one: setting it changes nothing */
+    /* the row's default parses, and is what asr_config_defaults set */
     asr_config_t *dflt = cfg_new(), *set = cfg_new();
     char err[512] = "";
     if (r->dflt)
