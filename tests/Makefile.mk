@@ -209,3 +209,8 @@ noinst_PROGRAMS += tests/apps/pmix_client
 tests_apps_pmix_client_SOURCES = tests/apps/pmix_client.c
 tests_apps_pmix_client_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_apps_pmix_client_LDADD = $(PMIX_LIBS)
+# A PMIx tool that asks a job's server for an identifier (asrd refuses it).
+noinst_PROGRAMS += tests/apps/pmix_tool
+tests_apps_pmix_tool_SOURCES = tests/apps/pmix_tool.c
+tests_apps_pmix_tool_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
+tests_apps_pmix_tool_LDADD = $(PMIX_LIBS)

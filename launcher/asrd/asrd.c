@@ -37,6 +37,7 @@
 #include "asr_log.h"
 #include "asr_sock.h"
 #include "asrd.h"
+#include "asrd_pmix_log.h"
 #include "asrd_shm.h"
 #include "kv_secret.h"
 
@@ -400,6 +401,10 @@ int main(int argc, char **argv) {
   if (wrc)
     asr_warn("asrd", "no shm watcher (%s): if asrd is killed, its ranks' shm regions stay in /dev/shm",
              asr_strerror(wrc));
+  /* libpmix's own lines are asrd's log, never the job's output (asrd_pmix_log.h);
+   * still one thread here, as its setenv needs */
+  wrc = asrd_pmix_log_open();
+  if (wrc) asr_warn("pmix", "libpmix's own lines go to stderr: %s", asr_strerror(wrc));
   char err[512];
   int rc = asr_loop_new(&d->loop);
   if (rc) {

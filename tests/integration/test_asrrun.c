@@ -23,8 +23,8 @@
  * process left after a failure or after the daemon is SIGKILLed; bad flags
  * and bad YAML; bad and unknown environment variables, --list-env; the
  * dry-run map; hwloc bindings as reported and as applied; stdin to rank 0;
- * the pairwise demo; a client that only uses libpmix; and a program started
- * without a launcher.
+ * the pairwise demo; a client that only uses libpmix; libpmix's own lines
+ * kept out of the job's output; and a program started without a launcher.
  */
 #include "config.h"
 
@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -990,6 +991,82 @@ TEST_TIMEOUT(pmix_client_lost_during_fence, 80) {
     ASSERT_NO_LEFTOVERS(NULL, 3000);
     assert_tmpdir_clean();
   }
+  teardown();
+}
+
+/* Runs tests/apps/pmix_tool against the PMIx server at uri, and asserts
+ * that the server refused it. As user nobody when this runs as root (any
+ * local user reaches the server: it listens on loopback TCP), else as
+ * ourselves: the tool is refused either way. Its environment holds PATH and
+ * TMPDIR=/tmp alone, somewhere any user may make the tool's files. */
+static void tool_refused(const char *uri) {
+  struct passwd *pw = geteuid() == 0 ? getpwnam("nobody") : NULL;
+  int as_nobody = pw && system("command -v setpriv >/dev/null 2>&1") == 0;
+  char *reuid = fmt("--reuid=%u", pw ? (unsigned)pw->pw_uid : 0),
+       *regid = fmt("--regid=%u", pw ? (unsigned)pw->pw_gid : 0), *tool = (char *)bin("tests/apps/pmix_tool");
+  char *const with_setpriv[] = {"setpriv", reuid, regid, "--clear-groups", tool, (char *)uri, NULL},
+              *alone[] = {tool, (char *)uri, NULL};
+  char *env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=/tmp", NULL};
+  int p[2];
+  ASSERT(pipe2(p, O_CLOEXEC) == 0);
+  fflush(NULL);
+  pid_t c = fork();
+  ASSERT(c >= 0);
+  if (c == 0) {
+    dup2(p[1], 1);
+    dup2(p[1], 2);
+    execvpe(as_nobody ? "setpriv" : tool, as_nobody ? with_setpriv : alone, env);
+    _exit(126);
+  }
+  close(p[1]);
+  char *out = asr_test_read_all(p[0], 15000);
+  close(p[0]);
+  int st = asr_test_wait(c, 15000);
+  ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0 && out && strstr(out, "pmix_tool: refused"),
+             "pmix_tool%s: status %d: %s", as_nobody ? " as nobody" : "", st, out ? out : "");
+}
+
+/* libpmix writes a line of its own, inside asrd, when it refuses a peer:
+ * "PMIX ERROR: NOT-SUPPORTED in file ...ptl_base_connection_hdlr.c" for a
+ * tool that asks for an identifier, which asrd does not serve. asrd's stderr
+ * is the job's, and any local user can be that peer, so the line must never
+ * reach the job's output (where it would read as the job's): it goes to
+ * asrd's log, at info under "pmix". */
+TEST_TIMEOUT(pmix_refused_peer_stays_out_of_output, 60) {
+  setup();
+  for (int logged = 0; logged < 2; logged++) {
+    if (logged) {
+      setenv("ASR_LOG_LEVEL", "info", 1);
+      setenv("ASR_LOG_SUBSYS", "pmix", 1);
+    }
+    job_t j;
+    /* rank 0 tells its server's URI and waits for stdin to close */
+    const char *rank0 = "echo \"uri $PMIX_SERVER_URI41\"; read x; exit 0";
+    const char *const args[] = {"--timeout", "40", "-n", "1", "--bind-to", "none", "sh", "-c", rank0, NULL};
+    job_start(&j, IN_PIPE, args);
+    const char *at;
+    uint64_t until = now_ms() + 20000;
+    while (!(at = strstr(j.out, "[0] uri ")) || !strchr(at, '\n')) {
+      if (j.exited || now_ms() > until) JOB_FAIL(&j, "rank 0 did not print its server's URI");
+      job_pump(&j, 20);
+    }
+    at += strlen("[0] uri ");
+    tool_refused(fmt("%.*s", (int)strcspn(at, "\n"), at));
+    JOB_FINISH(&j, 20000); /* closes stdin: the rank's read returns */
+    ASSERT_CODE(&j, 0);
+    if (strstr(j.out, "PMIX") || (!logged && strstr(j.err, "PMIX")))
+      JOB_FAIL(&j, "libpmix's line is in the job's output%s", logged ? "" : " (default log level)");
+    if (logged) {
+      const char *line = strstr(j.err, "PMIX ERROR: NOT-SUPPORTED");
+      while (line && line > j.err && line[-1] != '\n') line--;
+      if (!line || strncmp(line, "[asr asrd", 9) != 0 || !strstr(line, "] pmix: PMIX ERROR: NOT-SUPPORTED"))
+        JOB_FAIL(&j, "asrd's log (ASR_LOG_LEVEL=info) has no pmix line for the refused tool");
+    }
+  }
+  unsetenv("ASR_LOG_LEVEL");
+  unsetenv("ASR_LOG_SUBSYS");
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  assert_tmpdir_clean();
   teardown();
 }
 

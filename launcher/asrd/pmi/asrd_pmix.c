@@ -12,7 +12,8 @@
  * every daemon's blob in host order (an allgather); with one daemon the
  * library completes fences itself. The registration of the job is also
  * completed on the loop: its last callback queues an event, and
- * d->on_registered learns the outcome.
+ * d->on_registered learns the outcome. The library's own output lines go to
+ * asrd's log, never the job's output (asrd_pmix_log.h).
  */
 #include "config.h"
 
@@ -31,6 +32,7 @@
 #include "asr_time.h"
 #include "asrd.h"
 #include "asrd_dir.h"
+#include "asrd_pmix_log.h"
 
 static asrd_t *the_daemon; /* the upcalls carry no pointer of ours */
 
@@ -245,6 +247,9 @@ int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
     info[ninfo].value.data.topo = &lent;
     ninfo++;
   }
+  /* libpmix's own lines go to asrd's log from here on (asrd_pmix_log.h) */
+  int lrc = asrd_pmix_log_start(d->loop);
+  if (lrc) asr_warn("pmix", "libpmix's own lines are not logged: %s", asr_strerror(lrc));
   pmix_status_t st = PMIx_server_init(&module, info, ninfo);
   PMIX_INFO_DESTRUCT(&info[0]);
   PMIX_INFO_DESTRUCT(&info[1]);
@@ -435,6 +440,7 @@ void asrd_pmix_stop(asrd_t *d) {
    * client is gone. (Its thread lives on until asrd exits; what it queues
    * from now on stays queued.) */
   asr_loop_async_stop(d->loop, &d->pmix_async);
+  asrd_pmix_log_stop(d->loop);
   pthread_mutex_lock(&d->ev_lock);
   for (asrd_ev_t *ev = d->ev_head, *next; ev; ev = next) {
     next = ev->next;
