@@ -90,7 +90,7 @@ static void set_state(asrd_t *d, asrd_state_t s) {
         break;
       }
       asrd_up_finish(d);
-      if (!d->up_open) set_state(d, ASRD_DONE);
+      if (!d->up.open) set_state(d, ASRD_DONE);
       break;
     case ASRD_DONE: asr_loop_stop(d->loop); break;
     default: assert(!"asrd: unknown state");
@@ -102,7 +102,7 @@ static void children_ended(asrd_t *d) {
   if (d->state != ASRD_FINISHING) return;
   asr_loop_timer_stop(d->loop, &d->state_timer);
   asrd_up_finish(d);
-  if (!d->up_open) set_state(d, ASRD_DONE);
+  if (!d->up.open) set_state(d, ASRD_DONE);
 }
 
 static void children_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
@@ -115,7 +115,7 @@ static void children_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
 
 /* The ranks are gone (or never were): the connection closes cleanly, or
  * there is nothing left to close. */
-static void wind_up(asrd_t *d) { set_state(d, d->up_open ? ASRD_FINISHING : ASRD_DONE); }
+static void wind_up(asrd_t *d) { set_state(d, d->up.open ? ASRD_FINISHING : ASRD_DONE); }
 
 /* Signals the ranks with sig (SIGTERM, or what was forwarded); SIGKILL
  * follows after the grace time (TERMINATING), unless sig was SIGKILL. */
@@ -230,7 +230,7 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_OUTPUT_CLOSED: asrd_stdio_reader_gone(d, (int)m->u.closed.stream); break;
     case ASR_CTL_FENCE_DONE:
       asrd_down_fence_done(d, m); /* once per subtree: each child passes it on */
-      if (d->fences || d->nlocal > 0) asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len);
+      if (d->up.fences || d->nlocal > 0) asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len);
       break;
     case ASR_CTL_ROUTED: asrd_down_route(d, m); break;
     case ASR_CTL_ENDS_ASK: asrd_ends_ask(d, m->u.ends.id); break;
@@ -256,7 +256,7 @@ static void on_up_ready(asrd_t *d) {
   if (d->port_hold >= 0) {
     char err[512];
     if (asrd_pmix_init(d, asrd_topo_generic(), err, sizeof err) != 0)
-      snprintf(d->pmix_err, sizeof d->pmix_err, "%s", err);
+      snprintf(d->pmix.err, sizeof d->pmix.err, "%s", err);
   }
 }
 
@@ -336,13 +336,13 @@ int main(int argc, char **argv) {
   int hold_port = 0;
   d->host_index = -1;
   d->port_hold = -1;
-  d->connect_fd = -1;
-  d->up.fd = -1;
+  d->up.connect_fd = -1;
+  d->up.conn.fd = -1;
   d->down.lfd = -1;
   d->down.parent = -1;
-  d->heartbeat_timeout_ms = 10000; /* until the JOB says */
-  d->out_credit = ASR_CTL_OUTPUT_WINDOW;
-  pthread_mutex_init(&d->ev_lock, NULL);
+  d->up.heartbeat_timeout_ms = 10000; /* until the JOB says */
+  d->out.credit = ASR_CTL_OUTPUT_WINDOW;
+  pthread_mutex_init(&d->pmix.ev_lock, NULL);
   for (int i = 1; i < argc; i++) {
     char *end = NULL;
     long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
@@ -416,12 +416,12 @@ int main(int argc, char **argv) {
   asr_loop_signal_start(d->loop, &d->sig_term, SIGTERM, on_signal, d);
   asr_loop_signal_start(d->loop, &d->sig_int, SIGINT, on_signal, d);
   asr_loop_signal_start(d->loop, &d->sig_hup, SIGHUP, on_signal, d);
-  d->on_up_msg = on_up_msg;
-  d->on_up_ready = on_up_ready;
-  d->on_up_lost = on_up_lost;
-  d->on_started = on_started;
-  d->on_rank_done = on_rank_done;
-  d->on_down_idle = children_ended;
+  d->cb.on_up_msg = on_up_msg;
+  d->cb.on_up_ready = on_up_ready;
+  d->cb.on_up_lost = on_up_lost;
+  d->cb.on_started = on_started;
+  d->cb.on_rank_done = on_rank_done;
+  d->cb.on_down_idle = children_ended;
   /* The hwloc topology (for binding) loads on its own thread while this
    * one calls asrrun back and starts the PMIx server; hwloc's one-time
    * set-up happens here, with the generic topology that server is lent. */

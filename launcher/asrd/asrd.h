@@ -144,56 +144,52 @@ typedef struct asrd_ev {
 
 struct asrd {
   asr_loop_t *loop;
-  asrd_state_t state;
+  asrd_state_t state; /* asrd.c: set_state */
   int exit_code;
   asr_loop_signal_t sig_term, sig_int, sig_hup;
   asr_loop_timer_t state_timer; /* the current state's deadline (asrd.c) */
-
-  /* the control connection (asrd_up.c) */
-  asr_ctl_conn_t up;
-  int up_open; /* up carries messages (connected, not closed) */
-  asr_loop_io_t connect_io;
-  int connect_fd;
-  asr_loop_timer_t heartbeat;
-  uint64_t heartbeat_timeout_ms; /* asrrun silent this long is lost (the JOB says) */
-  /* set by asrd.c: a message from asrrun; the connection connected / ended */
-  void (*on_up_msg)(asrd_t *d, asr_ctl_msg_t *m);
-  void (*on_up_ready)(asrd_t *d);
-  void (*on_up_lost)(asrd_t *d, const char *why, int quiet);
 
   int host_index; /* -1 until known (a daemon started ahead of the job) */
   char hostname[128];
   char secret_hex[2 * ASR_KV_SECRET_LEN + 1];
   uint8_t secret[ASR_KV_SECRET_LEN];
   int port_hold; /* a socket bound to the bootstrap port (--port) until the KV server takes it, or -1 */
+  /* --addr: this host's own address (emulated hosts sharing a network
+   * namespace): the connection up, the KV server and the bootstrap port's
+   * hold are bound to it */
+  char bind_addr[64];
+
+  /* the connection up, to asrrun or the parent daemon (asrd_up.c) */
+  struct {
+    asr_ctl_conn_t conn;
+    int open; /* conn carries messages (connected, not closed) */
+    asr_loop_io_t connect_io;
+    int connect_fd;
+    asr_loop_timer_t heartbeat;
+    uint64_t heartbeat_timeout_ms; /* the parent silent this long is lost (the JOB says) */
+    /* fences sent up, waiting for FENCE_DONE, oldest first */
+    asrd_fence_t *fences;
+    uint32_t fence_seq;
+  } up;
 
   /* output flow control (asrd_stdio.c, ctl_msg.h's windows) */
-  int64_t out_credit;
-  asrd_stream_t *open_stream; /* a line whose start went up: only it is sent until it ends */
-  int out_rr;                 /* the stream the next pass starts with (fair turns) */
-  int out_closed[3];          /* asrrun's reader of stream 1 / 2 went away */
-  uint64_t in_given;          /* STDIN bytes given back (STDIN_CREDIT) so far */
+  struct {
+    int64_t credit;
+    asrd_stream_t *open_stream; /* a line whose start went up: only it is sent until it ends */
+    int rr;                     /* the stream the next pass starts with (fair turns) */
+    int closed[3];              /* asrrun's reader of stream 1 / 2 went away */
+    uint64_t in_given;          /* STDIN bytes given back (STDIN_CREDIT) so far */
+  } out;
 
   /* the job (asrd_job.c): the JOB as decoded, owned here */
   asr_ctl_job_t job;
   int have_job;
   int nranks, nhosts, port;
   char *if_addr; /* the address this host's ranks publish (resolved --if-include) */
-
   asrd_rank_t *ranks;
   int nlocal, nalive;
   asr_kv_server_t *kv;
-  /* set by asrd.c: the ranks are started / a rank's exit was reported, or
-   * its output ended (the job may be over) */
-  void (*on_started)(asrd_t *d, int ok, const char *err);
-  void (*on_rank_done)(asrd_t *d);
-  /* set by asrd_job.c: PMIx finished (ok) or failed the registration */
-  void (*on_registered)(asrd_t *d, int ok, const char *err);
-  /* set by asrd_ranks.c: both output streams of r ended (EOF, all sent) */
-  void (*on_output_closed)(asrd_rank_t *r);
-  /* set by asrd_ranks.c: a read of an output pipe of r met EOF (the rank,
-   * and whatever else held it, closed it: usually its death) */
-  void (*on_output_eof)(asrd_rank_t *r);
+
   /* the order the ranks end in, and asrrun's ENDS_ASK (asrd_ends.c) */
   struct {
     unsigned seen;   /* ranks numbered so far (asrd_rank_t's end_seq) */
@@ -201,27 +197,23 @@ struct asrd {
     uint32_t ask_id; /* its id */
   } ends;
 
-  /* PMIx (asrd_pmix.c) */
-  int pmix_up;
-  char pmix_err[512]; /* why PMIx_server_init failed before the JOB came */
-  char tmpdir[256];
-  asr_loop_async_t pmix_async;
-  pthread_mutex_t ev_lock;
-  asrd_ev_t *ev_head, *ev_tail;
+  /* PMIx (asrd_pmix.c); ev_* are handed over from PMIx's own thread */
+  struct {
+    int up;
+    char err[512]; /* why PMIx_server_init failed before the JOB came */
+    char tmpdir[256];
+    asr_loop_async_t async;
+    pthread_mutex_t ev_lock;
+    asrd_ev_t *ev_head, *ev_tail;
+  } pmix;
 
   /* the open state-report request (asrd_report.c) */
-  int rep_active;
-  uint32_t rep_id, rep_req_flags;
-  asr_loop_timer_t rep_timer;
+  struct {
+    int active;
+    uint32_t id, req_flags;
+    asr_loop_timer_t timer;
+  } rep;
 
-  /* fences (asrd_up.c): sent up, waiting for FENCE_DONE, oldest first */
-  asrd_fence_t *fences;
-  uint32_t fence_seq;
-
-  /* --addr: this host's own address (emulated hosts sharing a network
-   * namespace): the connection up, the KV server and the bootstrap port's
-   * hold are bound to it */
-  char bind_addr[64];
   /* the tree below this daemon (asrd_down.c on tree_node.h) */
   struct {
     int radix, parent;    /* the JOB's radix; this host's parent (-1: asrrun) */
@@ -229,11 +221,30 @@ struct asrd {
     uint8_t *host_ranks;  /* per host of the job: it has ranks (the node's) */
     int lfd;              /* the listener its children call back to, or -1 */
   } down;
-  /* set by asrd_down.c for a daemon with children: this host's blob for
-   * its next fence goes into its subtree's gather, not up */
-  void (*fence_gather)(asrd_t *d, const uint8_t *blob, size_t len);
-  /* set by asrd.c: every child's connection has ended */
-  void (*on_down_idle)(asrd_t *d);
+
+  /* How asrd's files reach each other, each set by the file named */
+  struct {
+    /* asrd.c: a message from above; the connection up connected / ended */
+    void (*on_up_msg)(asrd_t *d, asr_ctl_msg_t *m);
+    void (*on_up_ready)(asrd_t *d);
+    void (*on_up_lost)(asrd_t *d, const char *why, int quiet);
+    /* asrd.c: the ranks are started / a rank's exit was reported, or its
+     * output ended (the job may be over) */
+    void (*on_started)(asrd_t *d, int ok, const char *err);
+    void (*on_rank_done)(asrd_t *d);
+    /* asrd_job.c: PMIx finished (ok) or failed the registration */
+    void (*on_registered)(asrd_t *d, int ok, const char *err);
+    /* asrd_ranks.c: both output streams of r ended (EOF, all sent) */
+    void (*on_output_closed)(asrd_rank_t *r);
+    /* asrd_ranks.c: a read of an output pipe of r met EOF (the rank, and
+     * whatever else held it, closed it: usually its death) */
+    void (*on_output_eof)(asrd_rank_t *r);
+    /* asrd_down.c, for a daemon with children: this host's blob for its
+     * next fence goes into its subtree's gather, not up */
+    void (*fence_gather)(asrd_t *d, const uint8_t *blob, size_t len);
+    /* asrd.c: every child's connection has ended */
+    void (*on_down_idle)(asrd_t *d);
+  } cb;
 };
 
 const char *asrd_state_name(asrd_state_t s);

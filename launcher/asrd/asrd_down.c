@@ -120,7 +120,7 @@ static void on_error(asr_tree_node_t *n, const char *why) {
 
 static void on_idle(asr_tree_node_t *n) {
   asrd_t *d = owner(n);
-  if (d->on_down_idle) d->on_down_idle(d);
+  if (d->cb.on_down_idle) d->cb.on_down_idle(d);
 }
 
 static const asr_tree_node_ops_t node_ops = {.up = on_up,
@@ -147,7 +147,7 @@ static void callback_ip(asrd_t *d, char ip[64]) {
   if (ip[0]) return;
   struct sockaddr_in me;
   socklen_t sl = sizeof me;
-  if (getsockname(d->up.fd, (struct sockaddr *)&me, &sl) == 0) inet_ntop(AF_INET, &me.sin_addr, ip, 64);
+  if (getsockname(d->up.conn.fd, (struct sockaddr *)&me, &sl) == 0) inet_ntop(AF_INET, &me.sin_addr, ip, 64);
   if ((!ip[0] || !strncmp(ip, "127.", 4)) && d->job.tree_ip && d->job.tree_ip[0])
     snprintf(ip, 64, "%s", d->job.tree_ip);
 }
@@ -162,9 +162,9 @@ int asrd_down_start(asrd_t *d, char *err, size_t errlen) {
   asr_tree_node_t *n = &d->down.node;
   int rc = asr_tree_node_init(n, d->loop, &node_ops, d, "asrd", d->host_index, d->down.radix, d->nhosts,
                               (const char *const *)d->job.host_names, d->down.host_ranks, d->secret_hex,
-                              d->heartbeat_timeout_ms, err, errlen);
+                              d->up.heartbeat_timeout_ms, err, errlen);
   if (rc || n->nchildren == 0) return rc;
-  d->fence_gather = fence_local;
+  d->cb.fence_gather = fence_local;
   char ip[64], ctl[96];
   callback_ip(d, ip);
   uint16_t port = 0;
@@ -229,7 +229,7 @@ void asrd_down_route(asrd_t *d, asr_ctl_msg_t *m) {
   if (in.type == ASR_CTL_ROUTED || in.type == ASR_CTL_JOB)
     asr_warn("asrd", "a ROUTED %s; ignored", asr_ctl_type_name(in.type));
   else
-    d->on_up_msg(d, &in);
+    d->cb.on_up_msg(d, &in);
   asr_ctl_msg_free(&in);
 }
 
@@ -242,7 +242,7 @@ int asrd_down_active(const asrd_t *d) { return asr_tree_node_active(&d->down.nod
 void asrd_down_close(asrd_t *d) { asr_tree_node_close(&d->down.node); }
 
 void asrd_down_stop(asrd_t *d) {
-  d->on_down_idle = NULL;
+  d->cb.on_down_idle = NULL;
   asr_tree_node_fini(&d->down.node, 0);
   if (d->down.lfd >= 0) {
     close(d->down.lfd);

@@ -30,7 +30,7 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
              j->index);
     return ASR_EINVAL;
   }
-  if (d->pmix_up && strcmp(d->hostname, j->host_names[j->index]) != 0) {
+  if (d->pmix.up && strcmp(d->hostname, j->host_names[j->index]) != 0) {
     /* its PMIx server already serves the name it was started with */
     snprintf(err, errlen, "started for host '%s' but got the job of host '%s'", d->hostname,
              j->host_names[j->index]);
@@ -43,7 +43,7 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
   d->nranks = (int)d->job.nranks;
   d->nhosts = (int)d->job.nhosts;
   d->port = (int)d->job.port;
-  d->heartbeat_timeout_ms = (uint64_t)d->job.heartbeat_s * 1000;
+  d->up.heartbeat_timeout_ms = (uint64_t)d->job.heartbeat_s * 1000;
   asrd_up_set_liveness(d);
   if (d->host_index < 0) {
     d->host_index = (int)d->job.index; /* started ahead of the job (no --index) */
@@ -73,7 +73,7 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
     struct sockaddr_in me;
     socklen_t sl = sizeof me;
     char ip[64];
-    if (getsockname(d->up.fd, (struct sockaddr *)&me, &sl) == 0 &&
+    if (getsockname(d->up.conn.fd, (struct sockaddr *)&me, &sl) == 0 &&
         inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip))
       d->if_addr = strdup(ip);
   }
@@ -100,11 +100,11 @@ int asrd_job_take(asrd_t *d, asr_ctl_msg_t *m, char *err, size_t errlen) {
 }
 
 static void on_registered(asrd_t *d, int ok, const char *err) {
-  if (d->on_started && !ok) d->on_started(d, 0, err);
+  if (d->cb.on_started && !ok) d->cb.on_started(d, 0, err);
   if (!ok) return;
   char why[512];
   int rc = asrd_job_start_ranks(d, why, sizeof why);
-  if (d->on_started) d->on_started(d, rc == 0, why);
+  if (d->cb.on_started) d->cb.on_started(d, rc == 0, why);
 }
 
 /* Runs asr-ofi-probe PROVIDER (runtime/asr_ofi_probe.c: the runtime's own
@@ -163,8 +163,8 @@ static int probe_provider(const char *prov, char *why, size_t whylen) {
 }
 
 int asrd_job_start(asrd_t *d, char *err, size_t errlen) {
-  if (d->pmix_err[0]) { /* the PMIx server started before the JOB failed */
-    snprintf(err, errlen, "%s", d->pmix_err);
+  if (d->pmix.err[0]) { /* the PMIx server started before the JOB failed */
+    snprintf(err, errlen, "%s", d->pmix.err);
     return ASR_EIO;
   }
   /* A --provider this host's libfabric lacks fails here, before any rank
@@ -198,10 +198,10 @@ int asrd_job_start(asrd_t *d, char *err, size_t errlen) {
   memcpy(val, d->hostname, strnlen(d->hostname, ASR_KV_HOSTNAME_LEN - 1));
   /* "hostname" is in the store before any rank exists. */
   asr_kv_server_put(d->kv, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, val, sizeof val, ASR_KV_VTYPE_TEXT);
-  if (!d->pmix_up && (rc = asrd_pmix_init(d, asrd_topo(), err, errlen)) != 0) return rc;
+  if (!d->pmix.up && (rc = asrd_pmix_init(d, asrd_topo(), err, errlen)) != 0) return rc;
   /* PMIx registers the job on its own thread while this one waits for the
    * topology; the ranks start once the registration is done (on_registered). */
-  d->on_registered = on_registered;
+  d->cb.on_registered = on_registered;
   if ((rc = asrd_pmix_register_start(d, err, errlen)) != 0) return rc;
   asrd_topo();
   return 0;

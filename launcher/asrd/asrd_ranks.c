@@ -93,7 +93,7 @@ static void on_output_eof(asrd_rank_t *r) { asrd_ends_sight(r, "an output pipe c
 
 static void on_output_closed(asrd_rank_t *r) {
   report_due(r->d);
-  if (r->d->on_rank_done) r->d->on_rank_done(r->d);
+  if (r->d->cb.on_rank_done) r->d->cb.on_rank_done(r->d);
 }
 
 static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int status) {
@@ -113,7 +113,7 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   asrd_stdio_drain(r);
   asrd_ends_sight(r, "its exit");
   report_due(d);
-  if (d->on_rank_done) d->on_rank_done(d);
+  if (d->cb.on_rank_done) d->cb.on_rank_done(d);
 }
 
 static int pipe_nb(int p[2]) {
@@ -211,8 +211,8 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
 
 int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen) {
   if (d->nlocal == 0) return 0;
-  d->on_output_closed = on_output_closed;
-  d->on_output_eof = on_output_eof;
+  d->cb.on_output_closed = on_output_closed;
+  d->cb.on_output_eof = on_output_eof;
   int rc = asrd_pmi_prepare(d, errbuf, errlen);
   if (rc == 0) rc = asrd_spawn_prepare(d, errbuf, errlen);
   for (int i = 0; i < d->nlocal && rc == 0; i++) rc = start_rank(d, &d->ranks[i], errbuf, errlen);

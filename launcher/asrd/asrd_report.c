@@ -66,7 +66,7 @@ static int take_frames(asrd_rank_t *r, int *answered) {
     uint32_t v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     if (type == ASR_REPORT_HELLO) {
       r->rep_hello = 1;
-    } else if (r->rep_waiting && d->rep_active && v == d->rep_id) { /* else a late answer: dropped */
+    } else if (r->rep_waiting && d->rep.active && v == d->rep.id) { /* else a late answer: dropped */
       free(r->rep_text);
       r->rep_len = len - 4;
       r->rep_text = malloc(r->rep_len ? r->rep_len : 1);
@@ -102,7 +102,7 @@ static void on_chan(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
       /* the last answer: the REPORTs go up now, not at the timeout. Only
        * on an answer: asrd_report_ask reads a HELLO here before it has
        * marked every rank waiting. */
-      if (answered && r->d->rep_active && !anyone_waits(r->d)) finish(r->d);
+      if (answered && r->d->rep.active && !anyone_waits(r->d)) finish(r->d);
       return;
     }
     goto closed; /* EOF: the rank (and whatever it shared the socket with) is gone */
@@ -114,7 +114,7 @@ closed:
     r->rep_waiting = 0;
     r->rep_flags |= ASR_CTL_REP_GONE;
   }
-  if (r->d->rep_active && !anyone_waits(r->d)) finish(r->d);
+  if (r->d->rep.active && !anyone_waits(r->d)) finish(r->d);
 }
 
 int asrd_report_open(asrd_t *d, asrd_rank_t *r) {
@@ -137,7 +137,7 @@ void asrd_report_rank_exited(asrd_rank_t *r) {
   if (r->rep_waiting) {
     r->rep_waiting = 0;
     r->rep_flags |= ASR_CTL_REP_GONE;
-    if (r->d->rep_active && !anyone_waits(r->d)) finish(r->d);
+    if (r->d->rep.active && !anyone_waits(r->d)) finish(r->d);
   }
 }
 
@@ -246,11 +246,11 @@ static void trace(pid_t pid, const char *tool, const char *path, uint64_t until_
 }
 
 static void finish(asrd_t *d) {
-  if (!d->rep_active) return;
-  d->rep_active = 0;
-  asr_loop_timer_stop(d->loop, &d->rep_timer);
+  if (!d->rep.active) return;
+  d->rep.active = 0;
+  asr_loop_timer_stop(d->loop, &d->rep.timer);
   char tpath[4096];
-  const char *tool = (d->rep_req_flags & ASR_CTL_REPORT_STACKS) ? stack_tool(tpath, sizeof tpath) : NULL;
+  const char *tool = (d->rep.req_flags & ASR_CTL_REPORT_STACKS) ? stack_tool(tpath, sizeof tpath) : NULL;
   uint64_t stacks_until = asr_time_ms() + STACK_TOTAL_MS;
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
@@ -266,7 +266,7 @@ static void finish(asrd_t *d) {
     uint8_t *stack = NULL;
     size_t stack_len = 0;
     uint32_t flags = r->rep_flags | (i == d->nlocal - 1 ? ASR_CTL_REP_LAST : 0);
-    if ((d->rep_req_flags & ASR_CTL_REPORT_STACKS) && !r->exited && r->pid > 0) {
+    if ((d->rep.req_flags & ASR_CTL_REPORT_STACKS) && !r->exited && r->pid > 0) {
       uint64_t now = asr_time_ms();
       if (!tool)
         flags |= ASR_CTL_REP_NO_STACK_TOOL;
@@ -276,7 +276,7 @@ static void finish(asrd_t *d) {
     }
     size_t tl = r->rep_text && r->rep_len <= ASR_CTL_MAX_REPORT_TEXT ? r->rep_len : 0;
     asr_ctl_msg_t m = {.type = ASR_CTL_REPORT,
-                       .u.report = {.id = d->rep_id,
+                       .u.report = {.id = d->rep.id,
                                     .rank = (uint32_t)r->rank,
                                     .pid = r->pid > 0 ? (uint32_t)r->pid : 0,
                                     .flags = flags,
@@ -286,7 +286,7 @@ static void finish(asrd_t *d) {
                                     .stack = stack,
                                     .stack_len = stack_len}};
     asrd_up_send(d, &m);
-    if (d->up_open) asr_ctl_flush(&d->up); /* now, not after the next trace */
+    if (d->up.open) asr_ctl_flush(&d->up.conn); /* now, not after the next trace */
     free(stack);
     free(r->rep_text);
     r->rep_text = NULL;
@@ -302,9 +302,9 @@ static void on_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
 void asrd_report_ask(asrd_t *d, uint32_t id, uint32_t timeout_ms, uint32_t flags) {
   finish(d); /* an earlier request still open is answered as it stands */
   if (d->nlocal == 0) return;
-  d->rep_active = 1;
-  d->rep_id = id;
-  d->rep_req_flags = flags;
+  d->rep.active = 1;
+  d->rep.id = id;
+  d->rep.req_flags = flags;
   uint8_t ask[ASR_REPORT_HDR + 4];
   asr_report_header_put(ask, ASR_REPORT_ASK, 4);
   for (int i = 0; i < 4; i++) ask[ASR_REPORT_HDR + i] = (uint8_t)(id >> (8 * i));
@@ -335,12 +335,12 @@ void asrd_report_ask(asrd_t *d, uint32_t id, uint32_t timeout_ms, uint32_t flags
     finish(d);
     return;
   }
-  asr_loop_timer_start(d->loop, &d->rep_timer, timeout_ms, on_timeout, d);
+  asr_loop_timer_start(d->loop, &d->rep.timer, timeout_ms, on_timeout, d);
 }
 
 void asrd_report_stop(asrd_t *d) {
-  asr_loop_timer_stop(d->loop, &d->rep_timer);
-  d->rep_active = 0;
+  asr_loop_timer_stop(d->loop, &d->rep.timer);
+  d->rep.active = 0;
   for (int i = 0; i < d->nlocal; i++) {
     chan_close(&d->ranks[i]);
     free(d->ranks[i].rep_text);

@@ -157,8 +157,8 @@ static int build_base_env(asrd_t *d) {
   if (d->nhosts > 1 && d->if_addr && *d->if_addr && !user_sets(d, "OMPI_MCA_btl_tcp_if_include") &&
       asr_netif_name_of(d->if_addr, ifname, sizeof ifname) == 0)
     SETENV("OMPI_MCA_btl_tcp_if_include=%s", ifname);
-  if (d->tmpdir[0] && !user_sets(d, "OMPI_MCA_btl_vader_backing_directory"))
-    SETENV("OMPI_MCA_btl_vader_backing_directory=%s", d->tmpdir);
+  if (d->pmix.tmpdir[0] && !user_sets(d, "OMPI_MCA_btl_vader_backing_directory"))
+    SETENV("OMPI_MCA_btl_vader_backing_directory=%s", d->pmix.tmpdir);
   /* More ranks than cores: Open MPI's ranks then yield the processor while
    * they poll (mpi_yield_when_idle defaults to mpi_oversubscribe, which its
    * own launcher sets on exactly this condition); spinning instead, each

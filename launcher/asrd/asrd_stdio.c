@@ -81,7 +81,7 @@ static int send_one(asrd_t *d, asrd_stream_t *st) {
   } else {
     return 0;
   }
-  if (!d->out_closed[st->stream]) {
+  if (!d->out.closed[st->stream]) {
     asr_ctl_msg_t m = {.type = ASR_CTL_OUTPUT,
                        .u.output = {.rank = (uint32_t)st->rank->rank,
                                     .stream = (uint32_t)st->stream,
@@ -89,12 +89,12 @@ static int send_one(asrd_t *d, asrd_stream_t *st) {
                                     .line = s,
                                     .len = len}};
     asrd_up_send(d, &m);
-    d->out_credit -= (int64_t)ASR_CTL_OUTPUT_COST(len);
+    d->out.credit -= (int64_t)ASR_CTL_OUTPUT_COST(len);
   }
   p->off += take;
   if (asr_buf_pending(p) == 0) p->off = p->len = 0;
   st->open = (flags & ASR_CTL_OUT_PARTIAL) && !(flags & ASR_CTL_OUT_EOF);
-  d->open_stream = st->open ? st : NULL;
+  d->out.open_stream = st->open ? st : NULL;
   return 1;
 }
 
@@ -104,21 +104,21 @@ static void check_ended(asrd_stream_t *st) {
   st->ended = 1;
   asr_buf_free(&st->part);
   asrd_rank_t *r = st->rank;
-  if (asrd_stdio_closed(r) && r->d->on_output_closed) r->d->on_output_closed(r);
+  if (asrd_stdio_closed(r) && r->d->cb.on_output_closed) r->d->cb.on_output_closed(r);
 }
 
 /* Sends what waits, in turns, while there is credit. */
 static void pump(asrd_t *d) {
   int nstreams = 2 * d->nlocal;
-  for (int progress = 1; progress && d->out_credit > 0;) {
+  for (int progress = 1; progress && d->out.credit > 0;) {
     progress = 0;
-    for (int k = 0; k < nstreams && d->out_credit > 0; k++) {
-      int i = (d->out_rr + k) % nstreams;
+    for (int k = 0; k < nstreams && d->out.credit > 0; k++) {
+      int i = (d->out.rr + k) % nstreams;
       asrd_stream_t *st = stream_at(d, i);
-      if (d->open_stream && d->open_stream != st) continue;
+      if (d->out.open_stream && d->out.open_stream != st) continue;
       if (send_one(d, st)) {
         progress = 1;
-        d->out_rr = (i + 1) % nstreams;
+        d->out.rr = (i + 1) % nstreams;
       }
     }
   }
@@ -152,7 +152,7 @@ static void stream_read(asrd_stream_t *st, int drain) {
     stream_close_fd(st); /* EOF: what is left goes as the last piece */
     st->eof = 1;
     asrd_rank_t *r = st->rank;
-    if (r->d->on_output_eof) r->d->on_output_eof(r);
+    if (r->d->cb.on_output_eof) r->d->cb.on_output_eof(r);
   }
 }
 
@@ -173,8 +173,8 @@ static void stdin_give_back(asrd_t *d, int force) {
   uint64_t low = UINT64_MAX;
   for (int i = 0; i < d->nlocal; i++)
     if (d->ranks[i].in_reads && d->ranks[i].in_taken < low) low = d->ranks[i].in_taken;
-  if (low == UINT64_MAX || low <= d->in_given) return;
-  uint64_t n = low - d->in_given;
+  if (low == UINT64_MAX || low <= d->out.in_given) return;
+  uint64_t n = low - d->out.in_given;
   if (!force && n < STDIN_CREDIT_BATCH) return;
   while (n > 0) {
     uint32_t k = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
@@ -182,7 +182,7 @@ static void stdin_give_back(asrd_t *d, int force) {
     asrd_up_send(d, &m);
     n -= k;
   }
-  d->in_given = low;
+  d->out.in_given = low;
 }
 
 static void stdin_close(asrd_rank_t *r) {
@@ -243,8 +243,8 @@ static int stream_start(asrd_t *d, asrd_rank_t *r, asrd_stream_t *st, int stream
 int asrd_stdio_start(asrd_t *d, asrd_rank_t *r, int out_fd, int err_fd, int in_fd) {
   int rc = stream_start(d, r, &r->out, 1, out_fd);
   int rc2 = stream_start(d, r, &r->err, 2, err_fd);
-  if (d->out_closed[1]) stream_close_fd(&r->out);
-  if (d->out_closed[2]) stream_close_fd(&r->err);
+  if (d->out.closed[1]) stream_close_fd(&r->out);
+  if (d->out.closed[2]) stream_close_fd(&r->err);
   r->in_fd = in_fd;
   r->in_reads = in_fd >= 0;
   if (in_fd >= 0 && asr_loop_io_start(d->loop, &r->in_io, in_fd, 0, on_stdin_writable, r) != 0) {
@@ -280,19 +280,19 @@ void asrd_stdio_input(asrd_t *d, const uint8_t *p, size_t n) {
 }
 
 void asrd_stdio_credit(asrd_t *d, uint32_t bytes) {
-  d->out_credit += bytes;
+  d->out.credit += bytes;
   pump(d);
 }
 
 void asrd_stdio_reader_gone(asrd_t *d, int stream) {
   assert(stream == 1 || stream == 2);
-  d->out_closed[stream] = 1;
+  d->out.closed[stream] = 1;
   for (int i = 0; i < d->nlocal; i++) {
     asrd_stream_t *st = stream == 1 ? &d->ranks[i].out : &d->ranks[i].err;
     stream_close_fd(st);
     st->part.off = st->part.len = 0;
     st->open = 0;
-    if (d->open_stream == st) d->open_stream = NULL;
+    if (d->out.open_stream == st) d->out.open_stream = NULL;
   }
   pump(d);
 }
@@ -304,6 +304,6 @@ void asrd_stdio_stop(asrd_rank_t *r) {
   stream_close_fd(&r->err);
   asr_buf_free(&r->out.part);
   asr_buf_free(&r->err.part);
-  if (r->d->open_stream == &r->out || r->d->open_stream == &r->err) r->d->open_stream = NULL;
+  if (r->d->out.open_stream == &r->out || r->d->out.open_stream == &r->err) r->d->out.open_stream = NULL;
   stdin_close(r);
 }

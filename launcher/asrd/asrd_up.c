@@ -2,8 +2,8 @@
  * asrd_up.c -- the control connection up to asrrun (asrd.h): the
  * non-blocking connect, HELLO, heartbeats both ways, sending.
  *
- * What asrrun says goes to d->on_up_msg; the connection's end to
- * d->on_up_lost. Heartbeats go up every second, so that asrrun can judge
+ * What asrrun says goes to d->cb.on_up_msg; the connection's end to
+ * d->cb.on_up_lost. Heartbeats go up every second, so that asrrun can judge
  * this host. asrrun is never judged by its silence: it may be stopped
  * (Ctrl-Z, SIGSTOP) or busy, and still be there. It is lost on EOF, a reset,
  * or when its kernel stops answering: TCP keepalive probes on an idle
@@ -34,13 +34,13 @@ static void on_msg(asr_ctl_conn_t *c, asr_ctl_msg_t *m, void *arg) {
   (void)c;
   asrd_t *d = arg;
   if (m->type == ASR_CTL_HEARTBEAT) return; /* its bytes already counted as a sign of life */
-  d->on_up_msg(d, m);
+  d->cb.on_up_msg(d, m);
 }
 
 static void lost(asrd_t *d, const char *why, int quiet) {
-  asr_loop_timer_stop(d->loop, &d->heartbeat);
-  d->up_open = 0;
-  d->on_up_lost(d, why, quiet);
+  asr_loop_timer_stop(d->loop, &d->up.heartbeat);
+  d->up.open = 0;
+  d->cb.on_up_lost(d, why, quiet);
 }
 
 static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
@@ -55,14 +55,14 @@ static void on_close(asr_ctl_conn_t *c, int err, const char *why, void *arg) {
  * ignores SIGTSTP), so its silence means its host froze or was cut off. */
 static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
   asrd_t *d = t->arg;
-  (void)asr_ctl_send_empty(&d->up, ASR_CTL_HEARTBEAT);
+  (void)asr_ctl_send_empty(&d->up.conn, ASR_CTL_HEARTBEAT);
   uint64_t now = asr_loop_update_now(loop);
   if (d->have_job && d->down.parent >= 0 && d->state < ASRD_FINISHING &&
-      now - d->up.last_rx_ms > d->heartbeat_timeout_ms) {
+      now - d->up.conn.last_rx_ms > d->up.heartbeat_timeout_ms) {
     char why[300];
     snprintf(why, sizeof why, "lost contact with the parent asrd on host %s: nothing heard for %llu s",
-             d->job.host_names[d->down.parent], (unsigned long long)(d->heartbeat_timeout_ms / 1000));
-    asr_ctl_close(&d->up);
+             d->job.host_names[d->down.parent], (unsigned long long)(d->up.heartbeat_timeout_ms / 1000));
+    asr_ctl_close(&d->up.conn);
     lost(d, why, 0);
     return;
   }
@@ -70,27 +70,27 @@ static void on_heartbeat(asr_loop_t *loop, asr_loop_timer_t *t) {
 }
 
 static void connect_stop(asrd_t *d) {
-  asr_loop_io_stop(d->loop, &d->connect_io);
-  asr_loop_timer_stop(d->loop, &d->heartbeat);
+  asr_loop_io_stop(d->loop, &d->up.connect_io);
+  asr_loop_timer_stop(d->loop, &d->up.heartbeat);
 }
 
 /* The connect finished (or failed): HELLO, then the heartbeats. */
 static void on_connected(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
   (void)events;
   asrd_t *d = io->arg;
-  int fd = d->connect_fd;
+  int fd = d->up.connect_fd;
   connect_stop(d);
-  d->connect_fd = -1;
+  d->up.connect_fd = -1;
   int rc = asr_sock_connect_result(fd);
-  if (rc == 0) rc = asr_ctl_start(loop, &d->up, fd, on_msg, on_close, d);
+  if (rc == 0) rc = asr_ctl_start(loop, &d->up.conn, fd, on_msg, on_close, d);
   if (rc) {
     close(fd);
     char why[160];
     snprintf(why, sizeof why, "cannot reach asrrun: %s", asr_strerror(rc));
-    d->on_up_lost(d, why, 0);
+    d->cb.on_up_lost(d, why, 0);
     return;
   }
-  d->up_open = 1;
+  d->up.open = 1;
   asrd_up_set_liveness(d);
   asr_ctl_msg_t hello = {
       .type = ASR_CTL_HELLO,
@@ -99,18 +99,18 @@ static void on_connected(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
                   .host = d->hostname,
                   .secret_hex = d->secret_hex}}; /* proves asrrun started us */
   asrd_up_send(d, &hello);
-  asr_ctl_flush(&d->up);
-  asr_loop_timer_start(loop, &d->heartbeat, HEARTBEAT_MS, on_heartbeat, d);
-  d->on_up_ready(d);
+  asr_ctl_flush(&d->up.conn);
+  asr_loop_timer_start(loop, &d->up.heartbeat, HEARTBEAT_MS, on_heartbeat, d);
+  d->cb.on_up_ready(d);
 }
 
 static void on_connect_timeout(asr_loop_t *loop, asr_loop_timer_t *t) {
   (void)loop;
   asrd_t *d = t->arg;
   connect_stop(d);
-  close(d->connect_fd);
-  d->connect_fd = -1;
-  d->on_up_lost(d, "cannot reach asrrun: the connect timed out", 0);
+  close(d->up.connect_fd);
+  d->up.connect_fd = -1;
+  d->cb.on_up_lost(d, "cannot reach asrrun: the connect timed out", 0);
 }
 
 int asrd_up_connect(asrd_t *d, const char *hostport, char *err, size_t errlen) {
@@ -155,41 +155,41 @@ int asrd_up_connect(asrd_t *d, const char *hostport, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot reach asrrun at %s: %s", hostport, asr_strerror(fd));
     return fd;
   }
-  d->connect_fd = fd;
-  int rc = asr_loop_io_start(d->loop, &d->connect_io, fd, ASR_LOOP_WRITE, on_connected, d);
+  d->up.connect_fd = fd;
+  int rc = asr_loop_io_start(d->loop, &d->up.connect_io, fd, ASR_LOOP_WRITE, on_connected, d);
   if (rc) {
     close(fd);
-    d->connect_fd = -1;
+    d->up.connect_fd = -1;
     snprintf(err, errlen, "cannot watch the connection to asrrun: %s", asr_strerror(rc));
     return rc;
   }
-  asr_loop_timer_start(d->loop, &d->heartbeat, CONNECT_TIMEOUT_MS, on_connect_timeout, d);
+  asr_loop_timer_start(d->loop, &d->up.heartbeat, CONNECT_TIMEOUT_MS, on_connect_timeout, d);
   return 0;
 }
 
 void asrd_up_set_liveness(asrd_t *d) {
-  if (d->up.fd < 0) return;
-  int s = (int)((d->heartbeat_timeout_ms * 3 / 2 + 999) / 1000);
+  if (d->up.conn.fd < 0) return;
+  int s = (int)((d->up.heartbeat_timeout_ms * 3 / 2 + 999) / 1000);
   int on = 1, idle = s / 2 > 0 ? s / 2 : 1, intvl = 1, cnt = s - idle > 0 ? s - idle : 1;
-  unsigned user_ms = (unsigned)(d->heartbeat_timeout_ms * 3 / 2);
+  unsigned user_ms = (unsigned)(d->up.heartbeat_timeout_ms * 3 / 2);
   /* best effort: without them, a cut network is noticed by TCP's own timers */
-  (void)setsockopt(d->up.fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
-  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-  (void)setsockopt(d->up.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof user_ms);
+  (void)setsockopt(d->up.conn.fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)setsockopt(d->up.conn.fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  (void)setsockopt(d->up.conn.fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  (void)setsockopt(d->up.conn.fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  (void)setsockopt(d->up.conn.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof user_ms);
 }
 
 void asrd_up_send(asrd_t *d, const asr_ctl_msg_t *m) {
-  if (!d->up_open) return;
-  int rc = asr_ctl_send(&d->up, m);
+  if (!d->up.open) return;
+  int rc = asr_ctl_send(&d->up.conn, m);
   if (rc && rc != ASR_ENOTCONN)
     asr_error("asrd", "cannot send %s to asrrun: %s", asr_ctl_type_name(m->type), asr_strerror(rc));
 }
 
 void asrd_up_send_routed(asrd_t *d, uint32_t host, const asr_ctl_msg_t *m) {
-  if (!d->up_open) return;
-  int rc = asr_ctl_send_routed(&d->up, host, m);
+  if (!d->up.open) return;
+  int rc = asr_ctl_send_routed(&d->up.conn, host, m);
   if (rc && rc != ASR_ENOTCONN)
     asr_error("asrd", "cannot relay %s of host %u: %s", asr_ctl_type_name(m->type), host, asr_strerror(rc));
 }
@@ -200,7 +200,7 @@ void asrd_up_output(asrd_t *d, int rank, int stream, const char *line, size_t le
       .u.output = {
           .rank = (uint32_t)rank, .stream = (uint32_t)stream, .line = (const uint8_t *)line, .len = len}};
   asrd_up_send(d, &m);
-  d->out_credit -= (int64_t)ASR_CTL_OUTPUT_COST(len); /* asrrun gives it back as for a rank's line */
+  d->out.credit -= (int64_t)ASR_CTL_OUTPUT_COST(len); /* asrrun gives it back as for a rank's line */
 }
 
 void asrd_up_error(asrd_t *d, const char *msg) {
@@ -212,32 +212,32 @@ void asrd_up_error(asrd_t *d, const char *msg) {
  * gathers one blob per host, then answers every host), so one FIFO matches
  * each FENCE_DONE to its fence, whichever server (PMIx, PMI) sent it. */
 void asrd_up_fence(asrd_t *d, asrd_fence_t *f, const uint8_t *blob, size_t len) {
-  asr_ctl_msg_t m = {.type = ASR_CTL_FENCE, .u.fence = {.id = d->fence_seq++, .data = blob, .len = len}};
-  if (d->fence_gather)
-    d->fence_gather(d, blob, len); /* with its children's, as one FENCE_SUB */
+  asr_ctl_msg_t m = {.type = ASR_CTL_FENCE, .u.fence = {.id = d->up.fence_seq++, .data = blob, .len = len}};
+  if (d->cb.fence_gather)
+    d->cb.fence_gather(d, blob, len); /* with its children's, as one FENCE_SUB */
   else
     asrd_up_send(d, &m);
   f->next = NULL;
-  asrd_fence_t **pp = &d->fences;
+  asrd_fence_t **pp = &d->up.fences;
   while (*pp) pp = &(*pp)->next;
   *pp = f;
 }
 
 void asrd_up_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
-  asrd_fence_t *f = d->fences;
+  asrd_fence_t *f = d->up.fences;
   if (!f) {
     asr_warn("asrd", "FENCE_DONE without a pending fence; ignored");
     return;
   }
-  d->fences = f->next;
+  d->up.fences = f->next;
   f->next = NULL;
   f->done(d, f, 1, data, len); /* may free f */
 }
 
 void asrd_up_fences_fail(asrd_t *d) {
-  while (d->fences) {
-    asrd_fence_t *f = d->fences;
-    d->fences = f->next;
+  while (d->up.fences) {
+    asrd_fence_t *f = d->up.fences;
+    d->up.fences = f->next;
     f->next = NULL;
     f->done(d, f, 0, NULL, 0);
   }
@@ -253,18 +253,18 @@ void asrd_up_joined(asrd_t *d, asrd_rank_t *r, int what, int via) {
 }
 
 void asrd_up_finish(asrd_t *d) {
-  if (!d->up_open) return;
-  asr_loop_timer_stop(d->loop, &d->heartbeat);
-  asr_ctl_finish(&d->up, 2000);
+  if (!d->up.open) return;
+  asr_loop_timer_stop(d->loop, &d->up.heartbeat);
+  asr_ctl_finish(&d->up.conn, 2000);
 }
 
 void asrd_up_close(asrd_t *d) {
-  if (d->connect_fd >= 0) {
+  if (d->up.connect_fd >= 0) {
     connect_stop(d);
-    close(d->connect_fd);
-    d->connect_fd = -1;
+    close(d->up.connect_fd);
+    d->up.connect_fd = -1;
   }
-  asr_loop_timer_stop(d->loop, &d->heartbeat);
-  asr_ctl_close(&d->up);
-  d->up_open = 0;
+  asr_loop_timer_stop(d->loop, &d->up.heartbeat);
+  asr_ctl_close(&d->up.conn);
+  d->up.open = 0;
 }

@@ -12,7 +12,7 @@
  * every daemon's blob in host order (an allgather); with one daemon the
  * library completes fences itself. The registration of the job is also
  * completed on the loop: its last callback queues an event, and
- * d->on_registered learns the outcome. The library's own output lines go to
+ * d->cb.on_registered learns the outcome. The library's own output lines go to
  * asrd's log, never the job's output (asrd_pmix_log.h).
  */
 #include "config.h"
@@ -38,14 +38,14 @@ static asrd_t *the_daemon; /* the upcalls carry no pointer of ours */
 
 static void queue_event(asrd_ev_t *ev) {
   asrd_t *d = the_daemon;
-  pthread_mutex_lock(&d->ev_lock);
-  if (d->ev_tail)
-    d->ev_tail->next = ev;
+  pthread_mutex_lock(&d->pmix.ev_lock);
+  if (d->pmix.ev_tail)
+    d->pmix.ev_tail->next = ev;
   else
-    d->ev_head = ev;
-  d->ev_tail = ev;
-  pthread_mutex_unlock(&d->ev_lock);
-  asr_loop_async_send(&d->pmix_async);
+    d->pmix.ev_head = ev;
+  d->pmix.ev_tail = ev;
+  pthread_mutex_unlock(&d->pmix.ev_lock);
+  asr_loop_async_send(&d->pmix.async);
 }
 
 /* A rank joined or finalized: asrrun hears it (the early-exit rule).
@@ -210,8 +210,8 @@ static void handle_events(asr_loop_t *loop, asr_loop_async_t *a);
 
 int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
   the_daemon = d;
-  asr_loop_async_start(d->loop, &d->pmix_async, handle_events, d);
-  if (asrd_dir_make(d->tmpdir, sizeof d->tmpdir) != 0) {
+  asr_loop_async_start(d->loop, &d->pmix.async, handle_events, d);
+  if (asrd_dir_make(d->pmix.tmpdir, sizeof d->pmix.tmpdir) != 0) {
     int e = errno;
     snprintf(errbuf, errlen, "cannot create a private directory for PMIx: %s", strerror(e));
     return asr_err_from_errno(e);
@@ -234,7 +234,7 @@ int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
   lent.topology = topo;
   pmix_info_t info[3];
   size_t ninfo = 0;
-  PMIX_INFO_LOAD(&info[ninfo], PMIX_SERVER_TMPDIR, d->tmpdir, PMIX_STRING);
+  PMIX_INFO_LOAD(&info[ninfo], PMIX_SERVER_TMPDIR, d->pmix.tmpdir, PMIX_STRING);
   ninfo++;
   PMIX_INFO_LOAD(&info[ninfo], PMIX_HOSTNAME, d->hostname, PMIX_STRING);
   ninfo++;
@@ -257,7 +257,7 @@ int asrd_pmix_init(asrd_t *d, void *topo, char *errbuf, size_t errlen) {
     snprintf(errbuf, errlen, "PMIx_server_init failed: %s", PMIx_Error_string(st));
     return ASR_EIO;
   }
-  d->pmix_up = 1;
+  d->pmix.up = 1;
   return 0;
 }
 
@@ -332,7 +332,7 @@ static void registered(asrd_t *d, pmix_status_t st) {
   char err[256] = "";
   if (st != PMIX_SUCCESS)
     snprintf(err, sizeof err, "registering the job with PMIx failed: %s", PMIx_Error_string(st));
-  if (d->on_registered) d->on_registered(d, st == PMIX_SUCCESS, err);
+  if (d->cb.on_registered) d->cb.on_registered(d, st == PMIX_SUCCESS, err);
 }
 
 int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env) {
@@ -376,10 +376,10 @@ static void handle_events(asr_loop_t *loop, asr_loop_async_t *a) {
 }
 
 void asrd_pmix_take_events(asrd_t *d) {
-  pthread_mutex_lock(&d->ev_lock);
-  asrd_ev_t *ev = d->ev_head;
-  d->ev_head = d->ev_tail = NULL;
-  pthread_mutex_unlock(&d->ev_lock);
+  pthread_mutex_lock(&d->pmix.ev_lock);
+  asrd_ev_t *ev = d->pmix.ev_head;
+  d->pmix.ev_head = d->pmix.ev_tail = NULL;
+  pthread_mutex_unlock(&d->pmix.ev_lock);
   while (ev) {
     asrd_ev_t *next = ev->next;
     ev->next = NULL;
@@ -423,7 +423,7 @@ void asrd_pmix_take_events(asrd_t *d) {
 }
 
 void asrd_pmix_stop(asrd_t *d) {
-  if (d->pmix_up) {
+  if (d->pmix.up) {
     /* A registration still in flight (the job failed to start) would create
      * files in our directory: let it finish (bounded) before removing it. */
     op_wait(&reg_wait, 2000);
@@ -434,21 +434,21 @@ void asrd_pmix_stop(asrd_t *d) {
      * trips for nothing, deregister can wedge when a registration went
      * wrong, and finalize can crash (libpmix 4.2.2, SIGSEGV) when a client
      * was lost while a fence it belonged to was pending. */
-    d->pmix_up = 0;
+    d->pmix.up = 0;
   }
   /* What the library queued and the loop did not take is dropped: every
    * client is gone. (Its thread lives on until asrd exits; what it queues
    * from now on stays queued.) */
-  asr_loop_async_stop(d->loop, &d->pmix_async);
+  asr_loop_async_stop(d->loop, &d->pmix.async);
   asrd_pmix_log_stop(d->loop);
-  pthread_mutex_lock(&d->ev_lock);
-  for (asrd_ev_t *ev = d->ev_head, *next; ev; ev = next) {
+  pthread_mutex_lock(&d->pmix.ev_lock);
+  for (asrd_ev_t *ev = d->pmix.ev_head, *next; ev; ev = next) {
     next = ev->next;
     free(ev->msg);
     free(ev->data);
     free(ev);
   }
-  d->ev_head = d->ev_tail = NULL;
-  pthread_mutex_unlock(&d->ev_lock);
-  if (d->tmpdir[0]) asrd_dir_remove(d->tmpdir);
+  d->pmix.ev_head = d->pmix.ev_tail = NULL;
+  pthread_mutex_unlock(&d->pmix.ev_lock);
+  if (d->pmix.tmpdir[0]) asrd_dir_remove(d->pmix.tmpdir);
 }
