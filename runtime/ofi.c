@@ -372,29 +372,82 @@ int asr__ofi_drain_locked(asr__ofi_t *o) {
   return drain(o);
 }
 
-/* Posts with a bounded retry on -FI_EAGAIN, draining the CQ in between
- * (under manual progress nothing moves otherwise), for up to 10 s: the
- * control receive of a listen (data posts do not wait: POST_DATA). Called
- * with ep_lock held, which it drops and retakes between attempts so that
- * other posts and polls of the LNC are not held up by the wait; `call` is
- * evaluated anew each time. */
-#define POST_RETRY(call)                \
-  ({                                    \
-    ssize_t rc_;                        \
-    uint64_t until_ = 0;                \
-    for (;;) {                          \
-      rc_ = (call);                     \
-      if (rc_ != -FI_EAGAIN) break;     \
-      drain(o);                         \
-      if (!until_)                      \
-        until_ = asr_time_ms() + 10000; \
-      else if (asr_time_ms() > until_)  \
-        break;                          \
-      ep_unlock(o);                     \
-      ep_lock(o);                       \
-    }                                   \
-    rc_;                                \
-  })
+/* --- posting while the queue is full -------------------------------------
+ *
+ * A post that finds the provider's queue full cannot simply wait for room:
+ * under manual progress nothing moves until someone reads the CQ
+ * (doc/design.md, "The data path": "Manual progress"). So the two retry
+ * loops below, post_ctl_locked and post_data_locked, read it between
+ * tries, and let go of ep_lock between tries (ep_let_others_in) so that
+ * the endpoint's other posts and polls are not held up by the wait. They
+ * differ in what they retry and for how long; each says why. A try is one
+ * provider call, described by an ofi_post_t and made by post_try, which
+ * builds the tag anew each time: while ep_lock was let go, another post on
+ * the same comm may have taken the sequence number this one read. */
+
+/* The provider call of a post, as data: kind picks fi_tsend, fi_tinject
+ * or fi_trecv, the rest are its arguments. */
+typedef enum { OFI_POST_TSEND = 1, OFI_POST_TINJECT, OFI_POST_TRECV } ofi_post_kind_t;
+typedef struct {
+  ofi_post_kind_t kind;
+  void *buf;
+  size_t len;
+  void *desc;          /* the registration's descriptor, or NULL (an inject takes none) */
+  fi_addr_t peer;      /* a send's destination; FI_ADDR_UNSPEC for a receive */
+  uint64_t ctrl;       /* TAG_CTRL for the control path's messages, else 0 */
+  uint32_t comm_id;    /* the receiving comm's id, in the tag */
+  const uint64_t *seq; /* the comm's next sequence number, read at each try; NULL: 0 */
+  asr__ofi_op_t *op;   /* the op context; NULL for an inject, which completes nothing */
+} ofi_post_t;
+
+/* One try of post p: the provider's return code (0 or a -FI_E* code).
+ * Called with ep_lock held. Always inlined, with p's fields known at each
+ * call site, so that a post costs what the provider call alone costs. */
+static inline __attribute__((always_inline)) ssize_t post_try(asr__ofi_t *o, const ofi_post_t *p) {
+  uint64_t tag = p->ctrl | make_tag(p->comm_id, p->seq ? *p->seq : 0, o->seq_mask);
+  switch (p->kind) {
+    case OFI_POST_TSEND: return fi_tsend(o->ep, p->buf, p->len, p->desc, p->peer, tag, p->op);
+    case OFI_POST_TINJECT: return fi_tinject(o->ep, p->buf, p->len, p->peer, tag);
+    case OFI_POST_TRECV: return fi_trecv(o->ep, p->buf, p->len, p->desc, p->peer, tag, 0, p->op);
+    default: assert(!"post_try: no such post kind"); return -FI_EINVAL;
+  }
+}
+
+/* Lets the endpoint's other threads in between two tries of a post: drops
+ * ep_lock and takes it again. Lock rule: the caller holds ep_lock before
+ * and after, but whatever ep_lock guards may have changed in between (so
+ * post_try reads the sequence number again); the control path's o->lock,
+ * when the caller holds it, stays held throughout. */
+static inline void ep_let_others_in(asr__ofi_t *o) {
+  ep_unlock(o);
+  ep_lock(o);
+}
+
+/* How long the control receive of a listen is retried while the queue is
+ * full: the comm cannot connect without it, and the provider's queue
+ * empties as the CQ is read. */
+#define LISTEN_RETRY_MS 10000
+
+/* Makes post p, retrying on -FI_EAGAIN with a CQ read between tries for up
+ * to LISTEN_RETRY_MS: the control receive of a listen (asr__ofi_listen;
+ * data posts do not wait this long: post_data_locked). Lock rule: called
+ * with ep_lock held (inside the control path's o->lock), returns with it
+ * held, and lets it go between tries (ep_let_others_in). Returns the
+ * provider's code of the last try. */
+static ssize_t post_ctl_locked(asr__ofi_t *o, const ofi_post_t *p) {
+  assert(asr__ofi_locked(o));
+  uint64_t until = 0;
+  for (;;) {
+    ssize_t rc = post_try(o, p);
+    if (rc != -FI_EAGAIN) return rc;
+    drain(o);
+    if (!until)
+      until = asr_time_ms() + LISTEN_RETRY_MS;
+    else if (asr_time_ms() > until)
+      return rc;
+    ep_let_others_in(o);
+  }
+}
 
 /* What op_complete tells TSan the provider touched (asr_tsan.h). Set only
  * while no drain can complete op: before its post. */
@@ -429,8 +482,14 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   if (o->next_comm_id > TAG_COMM_MASK) o->next_comm_id = 1;
   r->seq = 0;
   op_arm(&r->ctrl_op, r->ctrl_buf, sizeof r->ctrl_buf, 1);
-  ssize_t rc = POST_RETRY(fi_trecv(o->ep, r->ctrl_buf, sizeof r->ctrl_buf, NULL, FI_ADDR_UNSPEC,
-                                   TAG_CTRL | make_tag(r->comm_id, 0, 0), 0, &r->ctrl_op));
+  ofi_post_t p = {.kind = OFI_POST_TRECV,
+                  .buf = r->ctrl_buf,
+                  .len = sizeof r->ctrl_buf,
+                  .peer = FI_ADDR_UNSPEC,
+                  .ctrl = TAG_CTRL,
+                  .comm_id = r->comm_id,
+                  .op = &r->ctrl_op};
+  ssize_t rc = post_ctl_locked(o, &p);
   if (rc) op_unarm(&r->ctrl_op);
   ctl_unlock(o);
   if (rc) return ofi_fail(rc, "fi_trecv (listen)");
@@ -485,9 +544,10 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
     if (10u + al + ASR_OFI_WHO_LEN <= ASR_OFI_HANDLE_ORDINAL_OFF)
       memcpy(s->peer_who, handle + 10 + al, ASR_OFI_WHO_LEN);
   }
-  /* One attempt, not POST_RETRY: this runs on the service thread, which must
-   * not wait here while the peer takes its time to answer the provider's
-   * connection setup; the connect machine calls again on a later tick. */
+  /* One attempt, not post_ctl_locked's retries: this runs on the service
+   * thread, which must not wait here while the peer takes its time to
+   * answer the provider's connection setup; the connect machine calls again
+   * on a later tick. */
   op_arm(&s->ctrl_op, s->ctrl_buf, sizeof s->ctrl_buf, 0);
   ssize_t rc = fi_tsend(o->ep, s->ctrl_buf, sizeof s->ctrl_buf, NULL, s->peer,
                         TAG_CTRL | make_tag(s->peer_comm_id, 0, 0), &s->ctrl_op);
@@ -500,38 +560,37 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
   return ofi_fail(rc, "fi_tsend (connect)");
 }
 
-/* A data post that finds a queue full (-FI_EAGAIN, or shm's -FI_ENOMEM)
- * tries again, reading the CQ in between, for at most spin_ms, then gives
- * -FI_EAGAIN: the request waits, stashed, for the service thread
- * (request.c), which tries again on its next ticks. A send's room comes back
- * as soon as the peer reads its queue, usually within microseconds (a window
- * of 128 injected 8-byte sends meets a full queue all the time), so a send
- * the application posts spins for up to ASR_OFI_SEND_SPIN_MS (50 ms); the
- * service thread's drain spins once per pass (request.c). A receive's room
- * comes back only as messages arrive, which may wait for this very thread's
- * next send: one more try.
+/* Makes data post p, retrying while the queue is full (-FI_EAGAIN, or
+ * shm's -FI_ENOMEM) with a CQ read between tries for at most spin_ms, then
+ * gives up with -FI_EAGAIN: the request waits, stashed, for the service
+ * thread (request.c), which tries again on its next ticks. A send's room
+ * comes back as soon as the peer reads its queue, usually within
+ * microseconds (a window of 128 injected 8-byte sends meets a full queue
+ * all the time), so a send the application posts spins for up to
+ * ASR_OFI_SEND_SPIN_MS; the service thread's drain spins once per pass
+ * (request.c). A receive's room comes back only as messages arrive, which
+ * may wait for this very thread's next send: one more try (spin_ms 0).
  * Never spinning long keeps a thread from holding up, for seconds, the
- * other posts that its peer's progress may need. ep_lock is let go between
- * tries, and the call evaluated anew (a send's tag reads its comm's
- * sequence number again). */
-#define POST_DATA(call, spin_ms)                         \
-  ({                                                     \
-    ssize_t rc_;                                         \
-    uint64_t until_ = 0;                                 \
-    for (;;) {                                           \
-      rc_ = (call);                                      \
-      if (rc_ != -FI_EAGAIN && rc_ != -FI_ENOMEM) break; \
-      rc_ = -FI_EAGAIN;                                  \
-      drain(o);                                          \
-      if (!until_)                                       \
-        until_ = asr_time_ms() + (spin_ms);              \
-      else if (asr_time_ms() >= until_)                  \
-        break;                                           \
-      ep_unlock(o); /* as POST_RETRY */                  \
-      ep_lock(o);                                        \
-    }                                                    \
-    rc_;                                                 \
-  })
+ * other posts that its peer's progress may need.
+ * Lock rule: called with ep_lock held, returns with it held, and lets it
+ * go between tries (ep_let_others_in). Returns 0, -FI_EAGAIN, or the
+ * provider's other -FI_E* code. Always inlined, as post_try: the first
+ * try is the data path's whole cost. */
+static inline __attribute__((always_inline)) ssize_t post_data_locked(asr__ofi_t *o, const ofi_post_t *p,
+                                                                      int spin_ms) {
+  assert(asr__ofi_locked(o));
+  uint64_t until = 0;
+  for (;;) {
+    ssize_t rc = post_try(o, p);
+    if (rc != -FI_EAGAIN && rc != -FI_ENOMEM) return rc;
+    drain(o);
+    if (!until)
+      until = asr_time_ms() + (uint64_t)spin_ms;
+    else if (asr_time_ms() >= until)
+      return -FI_EAGAIN;
+    ep_let_others_in(o);
+  }
+}
 
 /* seed: async_sr_ofi_isend_locked. The sequence number is read and advanced
  * under ep_lock with the post itself, so a send that fails does not use one
@@ -545,17 +604,28 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
   if (len <= o->inject_max) {
     /* libfabric never sees op: no arming, and a failed inject leaves it as
      * it was (completed or never posted, so not the provider's) */
-    rc = POST_DATA(fi_tinject(o->ep, buf, len, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask)),
-                   spin_ms);
+    ofi_post_t p = {.kind = OFI_POST_TINJECT,
+                    .buf = buf,
+                    .len = len,
+                    .peer = s->peer,
+                    .comm_id = s->peer_comm_id,
+                    .seq = &s->seq};
+    rc = post_data_locked(o, &p, spin_ms);
     if (rc == 0) {
       op_tsan_buf(op, buf, len, 0); /* the provider copied it before returning */
       op_complete(op, len, 0);
     }
   } else {
     op_arm(op, buf, len, 0);
-    rc = POST_DATA(
-        fi_tsend(o->ep, buf, len, desc, s->peer, make_tag(s->peer_comm_id, s->seq, o->seq_mask), op),
-        spin_ms);
+    ofi_post_t p = {.kind = OFI_POST_TSEND,
+                    .buf = buf,
+                    .len = len,
+                    .desc = desc,
+                    .peer = s->peer,
+                    .comm_id = s->peer_comm_id,
+                    .seq = &s->seq,
+                    .op = op};
+    rc = post_data_locked(o, &p, spin_ms);
     if (rc != 0) op_unarm(op);
   }
   if (rc == 0) {
@@ -567,13 +637,21 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
 
 /* seed: async_sr_ofi_irecv_locked; the sequence number as in the send. A
  * full receive queue (shm: 1024 posted receives per endpoint, shared by
- * every comm of the LNC) empties only as messages arrive: POST_DATA. */
+ * every comm of the LNC) empties only as messages arrive: post_data_locked
+ * makes one more try. */
 int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op) {
   assert(asr__ofi_locked(o));
   op_arm(op, buf, len, 1);
-  ssize_t rc = POST_DATA(
-      fi_trecv(o->ep, buf, len, desc, FI_ADDR_UNSPEC, make_tag(r->comm_id, r->seq, o->seq_mask), 0, op), 0);
+  ofi_post_t p = {.kind = OFI_POST_TRECV,
+                  .buf = buf,
+                  .len = len,
+                  .desc = desc,
+                  .peer = FI_ADDR_UNSPEC,
+                  .comm_id = r->comm_id,
+                  .seq = &r->seq,
+                  .op = op};
+  ssize_t rc = post_data_locked(o, &p, 0);
   if (rc == 0) {
     r->seq++;
     return 0;

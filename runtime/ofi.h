@@ -353,7 +353,7 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
  * sequence number it takes move together). A queue that stays full gives
  * ASR_EAGAIN (shm's -FI_ENOMEM included): a send after retrying for up to
  * spin_ms (reading the CQ between tries; ASR_OFI_SEND_SPIN_MS for a post
- * from the application), a receive after one retry (ofi.c: POST_DATA).
+ * from the application), a receive after one retry (ofi.c: post_data_locked).
  * Returns 0 or a negative ASR_E* code. */
 #define ASR_OFI_SEND_SPIN_MS 50
 int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op,
