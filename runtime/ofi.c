@@ -660,21 +660,6 @@ int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t l
   return rc == -FI_EAGAIN ? ASR_EAGAIN : ofi_fail(rc, "fi_trecv");
 }
 
-int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op,
-                   int spin_ms) {
-  ep_lock(o);
-  int rc = asr__ofi_isend_locked(o, s, buf, len, desc, op, spin_ms);
-  ep_unlock(o);
-  return rc;
-}
-
-int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op) {
-  ep_lock(o);
-  int rc = asr__ofi_irecv_locked(o, r, buf, len, desc, op);
-  ep_unlock(o);
-  return rc;
-}
-
 int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {
   uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
   ctl_lock(o);

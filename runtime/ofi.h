@@ -349,16 +349,9 @@ int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready);
  * connect), which needs the peer to make progress; call again later. */
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s);
 
-/* Posts the next send / receive of a comm under ep_lock (the post and the
- * sequence number it takes move together). A queue that stays full gives
- * ASR_EAGAIN (shm's -FI_ENOMEM included): a send after retrying for up to
- * spin_ms (reading the CQ between tries; ASR_OFI_SEND_SPIN_MS for a post
- * from the application), a receive after one retry (ofi.c: post_data_locked).
- * Returns 0 or a negative ASR_E* code. */
+/* How long a send the application posts spins for room in a full queue
+ * before it is stashed (ofi.c: post_data_locked says why so short). */
 #define ASR_OFI_SEND_SPIN_MS 50
-int asr__ofi_isend(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc, asr__ofi_op_t *op,
-                   int spin_ms);
-int asr__ofi_irecv(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc, asr__ofi_op_t *op);
 
 #ifndef NDEBUG
 /* Whether the calling thread holds o's ep_lock; for assert() in debug
@@ -388,8 +381,15 @@ static inline void asr__ofi_unlock(asr__ofi_t *o) {
   asr__spin_unlock(&o->ep_lock);
 }
 
-/* The posts above, and a CQ drain (the data path's poll), with ep_lock held
- * by the caller (a post drops and retakes it while the provider says EAGAIN). */
+/* Posts the next send / receive of a comm (the post and the sequence
+ * number it takes move together), and drains the CQ (the data path's
+ * poll). Lock rule: the caller holds o's ep_lock (asr__ofi_lock); a post
+ * lets it go and takes it again between tries while the provider's queue
+ * is full. A queue that stays full gives ASR_EAGAIN (shm's -FI_ENOMEM
+ * included): a send after retrying for up to spin_ms (reading the CQ
+ * between tries; ASR_OFI_SEND_SPIN_MS for a post from the application), a
+ * receive after one retry (ofi.c: post_data_locked). Each returns 0 or a
+ * negative ASR_E* code. */
 int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op, int spin_ms);
 int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,

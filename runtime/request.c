@@ -61,22 +61,33 @@ void asr__req_recycle(struct asr_request *r) {
   asr__ofi_unlock(o);
 }
 
-/* Posts r to libfabric; ep_lock is held when locked, else the post takes it.
- * A send finding the queue full retries for up to spin_ms (ofi.h). */
-static inline int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr, int locked,
-                           int spin_ms) {
+/* Posts r to libfabric. Lock rule: the caller holds the comm's ep_lock
+ * (post's fast path, which pops r and looks its registration up under the
+ * same hold: one lock per post, ofi.c "locking"). A post finding the
+ * provider's queue full retries for up to spin_ms (ofi.h), letting ep_lock
+ * go between tries (ofi.c, post_data_locked). */
+static inline int post_ofi_locked(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr,
+                                  int spin_ms) {
   asr__ofi_t *o = asr__comm_ofi(c);
+  assert(asr__ofi_locked(o));
   asr__ofi_op_t *op = op_of(r);
   void *desc = asr__ofi_mr_desc(o, mr);
   char *buf = (char *)va + r->offset;
-  int rc;
-  if (c->type == ASR_SEND_COMM)
-    rc = locked ? asr__ofi_isend_locked(o, &c->osend, buf, r->length, desc, op, spin_ms)
-                : asr__ofi_isend(o, &c->osend, buf, r->length, desc, op, spin_ms);
-  else
-    rc = locked ? asr__ofi_irecv_locked(o, &c->orecv, buf, r->length, desc, op)
-                : asr__ofi_irecv(o, &c->orecv, buf, r->length, desc, op);
+  int rc = c->type == ASR_SEND_COMM ? asr__ofi_isend_locked(o, &c->osend, buf, r->length, desc, op, spin_ms)
+                                    : asr__ofi_irecv_locked(o, &c->orecv, buf, r->length, desc, op);
   if (rc == 0) r->ofi_req = op;
+  return rc;
+}
+
+/* Posts r to libfabric, taking the comm's ep_lock for the post alone. Lock
+ * rule: the caller does not hold it (drain_one, the service thread's post
+ * of a stashed request, whose registration was just looked up or made
+ * under the control path's locks: asr__mr_get_or_register). */
+static int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct fid_mr *mr, int spin_ms) {
+  asr__ofi_t *o = asr__comm_ofi(c);
+  asr__ofi_lock(o);
+  int rc = post_ofi_locked(c, r, va, mr, spin_ms);
+  asr__ofi_unlock(o);
   return rc;
 }
 
@@ -144,7 +155,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   r->length = length;
   r->type = want == ASR_SEND_COMM ? ASR_REQ_SEND : ASR_REQ_RECV;
   if (fast) {
-    int rc = post_ofi(comm, r, va, mr, 1, ASR_OFI_SEND_SPIN_MS);
+    int rc = post_ofi_locked(comm, r, va, mr, ASR_OFI_SEND_SPIN_MS);
     if (rc == 0) {
       req_set_status(r, ASR_REQ_OFI_POSTED);
       asr__rep_count(&comm->rep_posted);
@@ -220,7 +231,7 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
   } else {
     int has_va = r->tensor && r->tensor->va;
     int rc = has_va ? asr__mr_get_or_register(c, r->tensor, &mr) : ASR_EINVAL;
-    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, 0, spin_ms);
+    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, spin_ms);
     if (rc == ASR_EAGAIN) {
       ctx->queue_full = 1;
       return DRAIN_WAITS;
