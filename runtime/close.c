@@ -26,23 +26,24 @@ int asr_comm_close(asr_comm_t *comm) {
    * sent (drain.c): its posts are refused from here on (close_requested). */
   if (comm->type == ASR_SEND_COMM) asr__drain_comm(ctx, comm);
   /* Ask the service thread to let go of the comm, and wait until it has. */
-  pthread_mutex_lock(&ctx->task_mutex);
-  while (ctx->nclosing >= ASR_RING && !ctx->shutdown) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
-  if (ctx->shutdown) {
+  pthread_mutex_lock(&ctx->task.mutex);
+  while (ctx->task.nclosing >= ASR_RING && !ctx->task.shutdown)
+    pthread_cond_wait(&ctx->task.detach_cv, &ctx->task.mutex);
+  if (ctx->task.shutdown) {
     /* asr_close is under way: it frees every comm of the LNC, this one too */
-    pthread_mutex_unlock(&ctx->task_mutex);
+    pthread_mutex_unlock(&ctx->task.mutex);
     return ASR_SUCCESS;
   }
-  ctx->closing[ctx->nclosing++] = comm;
-  ctx->closers++; /* asr_close waits for us before it closes the endpoint */
+  ctx->task.closing[ctx->task.nclosing++] = comm;
+  ctx->task.closers++; /* asr_close waits for us before it closes the endpoint */
   asr__ctx_wake(ctx);
-  while (!atomic_load(&comm->detached)) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
-  pthread_mutex_unlock(&ctx->task_mutex);
+  while (!atomic_load(&comm->detached)) pthread_cond_wait(&ctx->task.detach_cv, &ctx->task.mutex);
+  pthread_mutex_unlock(&ctx->task.mutex);
   int rc = close_detached(ctx, comm);
-  pthread_mutex_lock(&ctx->task_mutex);
-  ctx->closers--;
-  pthread_cond_broadcast(&ctx->detach_cv);
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  ctx->task.closers--;
+  pthread_cond_broadcast(&ctx->task.detach_cv);
+  pthread_mutex_unlock(&ctx->task.mutex);
   return rc;
 }
 
@@ -80,10 +81,10 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
      * error list; asr_close frees it after the endpoint is closed. */
     asr_warn("svc", "lnc %d: %d operation(s) of a closed comm could not be cancelled; freeing at asr_close",
              ctx->lnc, stuck);
-    pthread_mutex_lock(&ctx->comms_mutex);
-    comm->next = ctx->errored;
-    ctx->errored = comm;
-    pthread_mutex_unlock(&ctx->comms_mutex);
+    pthread_mutex_lock(&ctx->comms.mutex);
+    comm->next = ctx->comms.errored;
+    ctx->comms.errored = comm;
+    pthread_mutex_unlock(&ctx->comms.mutex);
     return ASR_SUCCESS;
   }
   asr__comm_free(comm, 0);

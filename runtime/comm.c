@@ -40,9 +40,9 @@ void asr__comm_set_status(struct asr_comm *c, int status) {
    * waits on wakes anyone: a thread waiting on its comms one by one in a
    * mesh is not woken by each of the others. */
   if ((status == ASR_COMM_CONNECTED || status == ASR_COMM_CONNECTION_ERROR) && atomic_load(&c->waiters) > 0) {
-    pthread_mutex_lock(&c->ctx->wait_mutex);
-    pthread_cond_broadcast(&c->ctx->wait_cv);
-    pthread_mutex_unlock(&c->ctx->wait_mutex);
+    pthread_mutex_lock(&c->ctx->wait.mutex);
+    pthread_cond_broadcast(&c->ctx->wait.cv);
+    pthread_mutex_unlock(&c->ctx->wait.mutex);
   }
 }
 
@@ -114,14 +114,14 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
   /* asr_close: the service thread has stopped, so its pool may be touched */
   if (c->kv_req) asr_kv_call_free(c->kv_req);
   /* out of asr_forget's sight before its entries go */
-  pthread_mutex_lock(&c->ctx->mr_mutex);
+  pthread_mutex_lock(&c->ctx->mr.mutex);
   if (c->mr_listed) {
-    struct asr_comm **pp = &c->ctx->mr_comms;
+    struct asr_comm **pp = &c->ctx->mr.comms;
     while (*pp != c) pp = &(*pp)->mr_next;
     *pp = c->mr_next;
     c->mr_listed = 0;
   }
-  pthread_mutex_unlock(&c->ctx->mr_mutex);
+  pthread_mutex_unlock(&c->ctx->mr.mutex);
   for (asr_mr_entry_t *e = atomic_load(&c->mrs), *n; e; e = n) {
     n = e->next;
     asr__ofi_mr_dereg(e->mr);
@@ -160,17 +160,17 @@ static int queue_comm(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_
   struct asr_comm *c = asr__comm_new(ctx, type, peer_ip, peer_lnc);
   if (!c) return ASR_INVALID;
   asr__rep_add(c);
-  pthread_mutex_lock(&ctx->task_mutex);
-  while (ctx->ring_tail - ctx->ring_head >= ASR_RING && !ctx->shutdown) {
+  pthread_mutex_lock(&ctx->task.mutex);
+  while (ctx->task.ring_tail - ctx->task.ring_head >= ASR_RING && !ctx->task.shutdown) {
     /* handover ring full: let the service thread pick up */
-    pthread_mutex_unlock(&ctx->task_mutex);
+    pthread_mutex_unlock(&ctx->task.mutex);
     asr_sleep_ms(1);
-    pthread_mutex_lock(&ctx->task_mutex);
+    pthread_mutex_lock(&ctx->task.mutex);
   }
-  ctx->ring[ctx->ring_tail++ % ASR_RING] = c;
-  ctx->task_n++;
+  ctx->task.ring[ctx->task.ring_tail++ % ASR_RING] = c;
+  ctx->task.n++;
   asr__ctx_wake(ctx);
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->task.mutex);
   *out = c;
   return ASR_SUCCESS;
 }
@@ -214,7 +214,7 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
   /* An accept completes only while someone reads the CQ; the service
    * thread does, we only sleep until it says (asr__comm_set_status). */
   int rc = ASR_SUCCESS;
-  pthread_mutex_lock(&ctx->wait_mutex);
+  pthread_mutex_lock(&ctx->wait.mutex);
   atomic_fetch_add(&comm->waiters, 1);
   for (;;) {
     int st = atomic_load(&comm->status);
@@ -223,8 +223,8 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
       rc = ASR_CONN_ERROR;
       break;
     }
-    int w = timeout_ms >= 0 ? pthread_cond_timedwait(&ctx->wait_cv, &ctx->wait_mutex, &until)
-                            : pthread_cond_wait(&ctx->wait_cv, &ctx->wait_mutex);
+    int w = timeout_ms >= 0 ? pthread_cond_timedwait(&ctx->wait.cv, &ctx->wait.mutex, &until)
+                            : pthread_cond_wait(&ctx->wait.cv, &ctx->wait.mutex);
     if (w == ETIMEDOUT) {
       st = atomic_load(&comm->status);
       rc = st == ASR_COMM_CONNECTED          ? ASR_SUCCESS
@@ -234,13 +234,13 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
     }
   }
   atomic_fetch_sub(&comm->waiters, 1);
-  pthread_mutex_unlock(&ctx->wait_mutex);
+  pthread_mutex_unlock(&ctx->wait.mutex);
   return rc;
 }
 
 /* --- MR cache (seed: mhandle_cache keyed by (va, comm), never evicted) -----
  * Lookups: asr__mr_lookup (rt.h), under ep_lock. Inserts and removals
- * serialise on the context's mr_mutex. Beyond the seed, whose cache lives
+ * serialise on the context's mr.mutex. Beyond the seed, whose cache lives
  * until comm close, asr_forget evicts (asr__mr_forget). */
 
 /* The service thread's lookup before a stashed request is posted, and its
@@ -261,23 +261,23 @@ int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr *
     return rc;
   }
   asr_ctx_t *ctx = c->ctx;
-  pthread_mutex_lock(&ctx->mr_mutex);
+  pthread_mutex_lock(&ctx->mr.mutex);
   *e = (asr_mr_entry_t){(uintptr_t)t->va, t->size, m, atomic_load_explicit(&c->mrs, memory_order_relaxed)};
   atomic_store_explicit(&c->mrs, e, memory_order_release);
   if (!c->mr_listed) {
-    c->mr_next = ctx->mr_comms;
-    ctx->mr_comms = c;
+    c->mr_next = ctx->mr.comms;
+    ctx->mr.comms = c;
     c->mr_listed = 1;
   }
-  pthread_mutex_unlock(&ctx->mr_mutex);
+  pthread_mutex_unlock(&ctx->mr.mutex);
   *mr = m;
   return 0;
 }
 
 void asr__mr_forget(asr_ctx_t *ctx, uintptr_t va, size_t len) {
   asr_mr_entry_t *gone = NULL;
-  pthread_mutex_lock(&ctx->mr_mutex);
-  for (struct asr_comm *c = ctx->mr_comms; c; c = c->mr_next) {
+  pthread_mutex_lock(&ctx->mr.mutex);
+  for (struct asr_comm *c = ctx->mr.comms; c; c = c->mr_next) {
     /* unlinked under ep_lock: a lookup, which holds it, never walks onto
      * an entry freed below */
     asr__ofi_t *o = asr__comm_ofi(c); /* a comm with registrations has its endpoint */
@@ -297,7 +297,7 @@ void asr__mr_forget(asr_ctx_t *ctx, uintptr_t va, size_t len) {
     atomic_store_explicit(&c->mrs, keep, memory_order_release);
     asr__ofi_unlock(o);
   }
-  pthread_mutex_unlock(&ctx->mr_mutex);
+  pthread_mutex_unlock(&ctx->mr.mutex);
   /* (deregistration outside the locks: nothing can reach these any more) */
   for (asr_mr_entry_t *n; gone; gone = n) {
     n = gone->next;

@@ -19,7 +19,7 @@
  * per context. The first RECV comm that needs it asks; others that need it
  * meanwhile wait in START_INIT, woken when the answer comes or the asker
  * fails or is closed (a 20 ms timer only backs that up), and then
- * take the answer from the context (ctx->hosts), still passing through
+ * take the answer from the context (ctx->conn.hosts), still passing through
  * WAIT_FOR_HOSTNAME. A host's name does not change while the job runs, and
  * in a full mesh every RECV comm to a host would otherwise ask the same
  * question in the same tick, a large share of all the KV traffic of the
@@ -34,7 +34,7 @@
  * Beyond the seed, for scale (doc/design.md, "The KV store"): a comm's KV
  * requests are not connections of their own (the seed's
  * kv_store_make_progress opens one per request) but requests on the
- * service thread's pool (ctx->kv, kv_conn.h), one pipelined connection per
+ * service thread's pool (ctx->kv.pool, kv_conn.h), one pipelined connection per
  * KV server. The seed's states and their order are unchanged; what changes
  * is what a wait costs:
  *  - every frame started in one tick, by all of the LNC's comms, goes out
@@ -154,7 +154,7 @@ static uint32_t handle_ordinal(const uint8_t *h) { return asr_le_get32(h + ASR_O
  * keep every service thread busy (test_runtime connect_wait_polls_then_sleeps). */
 #define CONNECT_YIELD_MS 20
 
-static void connect_moved(asr_ctx_t *ctx) { ctx->yield_until_ms = asr_time_ms() + CONNECT_YIELD_MS; }
+static void connect_moved(asr_ctx_t *ctx) { ctx->conn.yield_until_ms = asr_time_ms() + CONNECT_YIELD_MS; }
 
 /* A SEND comm's ASR_EAGAIN in NET_CONNECT: retry at the next tick while
  * polling, else after the next backoff step (above). (A RECV comm's
@@ -172,9 +172,9 @@ static int wait_a_little(struct asr_comm *c) {
 }
 
 void asr__connect_accept_soon(asr_ctx_t *ctx) {
-  ctx->accept_wait_ms = 1;
+  ctx->sched.accept_wait_ms = 1;
   uint64_t at = asr_time_ms() + 1;
-  if (ctx->accept_at_ms > at) ctx->accept_at_ms = at;
+  if (ctx->sched.accept_at_ms > at) ctx->sched.accept_at_ms = at;
 }
 
 static const char *path_name(int path) { return path == ASR_PATH_LOCAL ? "local" : "network"; }
@@ -188,7 +188,7 @@ static int use_endpoint(asr_ctx_t *ctx, struct asr_comm *c, int path) {
   if (asr__ctx_endpoint(ctx, path, &ep, err, sizeof err) != 0) return fail(c, "%s", err);
   c->ep = ep;
   c->path = path;
-  atomic_store_explicit(&c->ofi, &ctx->eps[ep], memory_order_release);
+  atomic_store_explicit(&c->ofi, &ctx->fab.eps[ep], memory_order_release);
   return 0;
 }
 
@@ -203,18 +203,18 @@ static int take_path_send(asr_ctx_t *ctx, struct asr_comm *c) {
   uint32_t tag;
   if (asr__ofi_handle_path(c->net_handle, &path, &tag) != 0)
     return fail(c, "the peer's net handle names no path (a peer of another libasr version?)");
-  const char *mine = ctx->ep_prov[asr__ctx_ep_index(ctx, path)];
+  const char *mine = ctx->fab.ep_prov[asr__ctx_ep_index(ctx, path)];
   if (tag != asr__ofi_prov_tag(mine))
     return fail(c,
                 "the peer listens for this comm on another provider than %s, which this LNC uses for its %s "
                 "path (%s): set ASR_PROVIDER alike on every rank of the job, or on none",
-                mine, path_name(path), ctx->paths_desc);
+                mine, path_name(path), ctx->fab.paths_desc);
   return use_endpoint(ctx, c, path);
 }
 
 /* What a failed connect on c's path may want set. */
 static const char *path_hint(const asr_ctx_t *ctx, const struct asr_comm *c) {
-  if (ctx->one_ep) return "";
+  if (ctx->fab.one_ep) return "";
   return c->path == ASR_PATH_LOCAL ? " (this peer has this host's identity, so it is reached over shm: if "
                                      "it is on another machine, give each host its own ASR_HOSTNAME; if shm "
                                      "is refused here, set ASR_PROVIDER=tcp;ofi_rxm)"
@@ -226,7 +226,7 @@ static void say_path(const asr_ctx_t *ctx, const struct asr_comm *c) {
   asr_info("svc", "lnc %d %s comm %s %s/lnc %d: provider %s (%s path%s)", c->lnc,
            c->type == ASR_SEND_COMM ? "SEND" : "RECV", c->type == ASR_SEND_COMM ? "to" : "from", c->peer_ip,
            c->peer_lnc, c->ofi->provider, path_name(c->path),
-           ctx->one_ep                 ? ", one provider forced by ASR_PROVIDER/FI_PROVIDER"
+           ctx->fab.one_ep             ? ", one provider forced by ASR_PROVIDER/FI_PROVIDER"
            : c->path == ASR_PATH_LOCAL ? ": same host identity"
                                        : ": another host");
 }
@@ -236,8 +236,8 @@ static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)
     return fail(c, "cannot build the handle key (host name '%s')", ctx->hostname);
   c->handle_len = 0;
-  int rc = asr_kv_pool_get(ctx->kv, c->peer_ip, ctx->port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1, send_cb,
-                           c, on_kv_done, c, &c->kv_req);
+  int rc = asr_kv_pool_get(ctx->kv.pool, c->peer_ip, ctx->kv.port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1,
+                           send_cb, c, on_kv_done, c, &c->kv_req);
   if (rc) return fail(c, "cannot start the handle GET: %s", asr_strerror(rc));
   return 0;
 }
@@ -339,7 +339,7 @@ static int start_handle_set(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
     return ASR_EINVAL;
   c->kv_epoch = asr__kv_host_epoch();
-  return asr_kv_pool_set(ctx->kv, asr__kv_host_ip(), ctx->port, key, sizeof key, c->net_handle,
+  return asr_kv_pool_set(ctx->kv.pool, asr__kv_host_ip(), ctx->kv.port, key, sizeof key, c->net_handle,
                          ASR_KV_NET_HANDLE_LEN, ASR_KV_VTYPE_BINARY, on_kv_done, c, &c->kv_req);
 }
 
@@ -381,14 +381,14 @@ static int republish_step(asr_ctx_t *ctx, struct asr_comm *c, int *made) {
  * another comm asks: they step in the next tick (onto READY), not when
  * their backup timer fires. */
 static void wake_host_waiters(asr_ctx_t *ctx, const char *ip) {
-  for (asr_peerq_t *q = ctx->active[ASR_RECV_COMM]; q; q = q->anext)
+  for (asr_peerq_t *q = ctx->conn.active[ASR_RECV_COMM]; q; q = q->anext)
     if (q->head && atomic_load(&q->head->status) == ASR_COMM_START_INIT && strcmp(q->head->peer_ip, ip) == 0)
       asr__sched_put(ctx, q->head, ASR_SCHED_READY);
 }
 
 static asr_peer_host_t *peer_host_find(asr_ctx_t *ctx, const char *ip) {
-  for (int i = 0; i < ctx->nhosts; i++)
-    if (strcmp(ctx->hosts[i].ip, ip) == 0) return &ctx->hosts[i];
+  for (int i = 0; i < ctx->conn.nhosts; i++)
+    if (strcmp(ctx->conn.hosts[i].ip, ip) == 0) return &ctx->conn.hosts[i];
   return NULL;
 }
 
@@ -399,14 +399,14 @@ static asr_peer_host_t *peer_host_find(asr_ctx_t *ctx, const char *ip) {
 static asr_peer_host_t *peer_host_get(asr_ctx_t *ctx, const char *ip) {
   asr_peer_host_t *h = peer_host_find(ctx, ip);
   if (h) return h;
-  if (ctx->nhosts == ctx->caphosts) {
-    int cap = ctx->caphosts ? ctx->caphosts * 2 : 8;
-    h = realloc(ctx->hosts, (size_t)cap * sizeof *h);
+  if (ctx->conn.nhosts == ctx->conn.caphosts) {
+    int cap = ctx->conn.caphosts ? ctx->conn.caphosts * 2 : 8;
+    h = realloc(ctx->conn.hosts, (size_t)cap * sizeof *h);
     if (!h) return NULL;
-    ctx->hosts = h;
-    ctx->caphosts = cap;
+    ctx->conn.hosts = h;
+    ctx->conn.caphosts = cap;
   }
-  h = &ctx->hosts[ctx->nhosts++];
+  h = &ctx->conn.hosts[ctx->conn.nhosts++];
   memset(h, 0, sizeof *h);
   snprintf(h->ip, sizeof h->ip, "%s", ip);
   if (strcmp(ip, asr__kv_host_ip()) == 0) {
@@ -417,10 +417,10 @@ static asr_peer_host_t *peer_host_get(asr_ctx_t *ctx, const char *ip) {
 }
 
 void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c) {
-  for (int i = 0; i < ctx->nhosts; i++)
-    if (ctx->hosts[i].owner == c) {
-      ctx->hosts[i].owner = NULL;
-      wake_host_waiters(ctx, ctx->hosts[i].ip); /* the next one asks */
+  for (int i = 0; i < ctx->conn.nhosts; i++)
+    if (ctx->conn.hosts[i].owner == c) {
+      ctx->conn.hosts[i].owner = NULL;
+      wake_host_waiters(ctx, ctx->conn.hosts[i].ip); /* the next one asks */
     }
 }
 
@@ -448,8 +448,9 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       }
       if (h) h->owner = c;
       c->hostname_len = 0;
-      int rc = asr_kv_pool_get(ctx->kv, c->peer_ip, ctx->port, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN,
-                               ASR_KV_VTYPE_TEXT, 1, recv_cb, c, on_kv_done, c, &c->kv_req);
+      int rc = asr_kv_pool_get(ctx->kv.pool, c->peer_ip, ctx->kv.port, ASR_KV_HOSTNAME_KEY,
+                               ASR_KV_HOSTNAME_KEY_LEN, ASR_KV_VTYPE_TEXT, 1, recv_cb, c, on_kv_done, c,
+                               &c->kv_req);
       if (rc) return fail(c, "cannot start the hostname GET: %s", asr_strerror(rc));
       asr__comm_set_status(c, ASR_COMM_WAIT_FOR_HOSTNAME);
       return 1;
@@ -509,7 +510,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
     case ASR_COMM_NET_CONNECT: {
       if (republish_step(ctx, c, &made)) return 1;
       int ready = 0;
-      int rc = ctx->accept_cq_rc[c->ep]; /* asr__sched_accepts read this endpoint's CQ for this tick */
+      int rc = ctx->sched.accept_cq_rc[c->ep]; /* asr__sched_accepts read this endpoint's CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", asr_strerror(rc));
       if (!ready) return made; /* asr__sched_accepts looks again after its next CQ read */

@@ -8,7 +8,7 @@
  * timer passed (retry_at_ms), its sender's connect message was read from
  * the CQ (a RECV comm in NET_CONNECT), it became the head, or another comm
  * woke it (the "hostname" it waited for came). Each head is therefore on
- * at most one of the context's schedule lists (ctx->sched[], c->sched):
+ * at most one of the context's schedule lists (ctx->sched.lists[], c->sched):
  *
  *   READY   steps in the next tick;
  *   TIMED   moves to READY when its retry_at_ms passes;
@@ -23,7 +23,7 @@
  * service thread's alone (the pool's callbacks, the handover and the detach
  * all run there). A walk of every head every
  * SAFETY_MS (asr__sched_safety) puts on READY a head that an event left
- * off every list, and counts it (ctx->sched_missed, which the tests require
+ * off every list, and counts it (ctx->sched.missed, which the tests require
  * to stay 0), so that a missed event costs at most that long, not a hang.
  */
 #include "config.h"
@@ -37,7 +37,7 @@
 
 void asr__sched_unlink(asr_ctx_t *ctx, struct asr_comm *c) {
   if (c->sched == ASR_SCHED_NONE) return;
-  asr_schedq_t *l = &ctx->sched[c->sched];
+  asr_schedq_t *l = &ctx->sched.lists[c->sched];
   if (c->sprev)
     c->sprev->snext = c->snext;
   else
@@ -53,7 +53,7 @@ void asr__sched_unlink(asr_ctx_t *ctx, struct asr_comm *c) {
 void asr__sched_put(asr_ctx_t *ctx, struct asr_comm *c, int which) {
   if (c->sched == which) return;
   asr__sched_unlink(ctx, c);
-  asr_schedq_t *l = &ctx->sched[which];
+  asr_schedq_t *l = &ctx->sched.lists[which];
   c->sprev = l->tail;
   c->snext = NULL;
   if (l->tail)
@@ -62,7 +62,8 @@ void asr__sched_put(asr_ctx_t *ctx, struct asr_comm *c, int which) {
     l->head = c;
   l->tail = c;
   c->sched = which;
-  if (which == ASR_SCHED_TIMED && c->retry_at_ms < ctx->timed_due_ms) ctx->timed_due_ms = c->retry_at_ms;
+  if (which == ASR_SCHED_TIMED && c->retry_at_ms < ctx->sched.timed_due_ms)
+    ctx->sched.timed_due_ms = c->retry_at_ms;
 }
 
 void asr__sched_after_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
@@ -90,26 +91,26 @@ void asr__sched_after_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
 }
 
 void asr__sched_timers(asr_ctx_t *ctx, uint64_t now) {
-  if (!ctx->sched[ASR_SCHED_TIMED].head || now < ctx->timed_due_ms) return;
+  if (!ctx->sched.lists[ASR_SCHED_TIMED].head || now < ctx->sched.timed_due_ms) return;
   uint64_t due = UINT64_MAX;
-  for (struct asr_comm *c = ctx->sched[ASR_SCHED_TIMED].head, *n; c; c = n) {
+  for (struct asr_comm *c = ctx->sched.lists[ASR_SCHED_TIMED].head, *n; c; c = n) {
     n = c->snext;
     if (c->retry_at_ms <= now)
       asr__sched_put(ctx, c, ASR_SCHED_READY);
     else if (c->retry_at_ms < due)
       due = c->retry_at_ms;
   }
-  ctx->timed_due_ms = due;
+  ctx->sched.timed_due_ms = due;
 }
 
 void asr__sched_accepts(asr_ctx_t *ctx, uint64_t now) {
-  for (int i = 0; i < ASR_NEPS; i++) ctx->accept_cq_rc[i] = 0; /* this tick's reads only */
-  if (!ctx->sched[ASR_SCHED_ACCEPT].head) return;
+  for (int i = 0; i < ASR_NEPS; i++) ctx->sched.accept_cq_rc[i] = 0; /* this tick's reads only */
+  if (!ctx->sched.lists[ASR_SCHED_ACCEPT].head) return;
   unsigned epoch = asr__kv_host_epoch();
-  int all = epoch != ctx->accept_epoch; /* republish_step (connect.c) looks at each */
-  ctx->accept_epoch = epoch;
+  int all = epoch != ctx->sched.accept_epoch; /* republish_step (connect.c) looks at each */
+  ctx->sched.accept_epoch = epoch;
   int look[ASR_NEPS] = {0}, read = 0;
-  if (now >= ctx->accept_at_ms) {
+  if (now >= ctx->sched.accept_at_ms) {
     /* One CQ read per endpoint for every comm waiting on it, not one per
      * comm: on tcp;ofi_rxm each read polls every connection's socket. The
      * context's one timer says
@@ -119,45 +120,45 @@ void asr__sched_accepts(asr_ctx_t *ctx, uint64_t now) {
      * connects are moving, connect.c: CONNECT_YIELD_MS). */
     read = 1;
     for (int i = 0; i < ASR_NEPS; i++) {
-      if (!atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) continue;
-      ctx->accept_cq_rc[i] = asr__ofi_progress(&ctx->eps[i]); /* a failure fails each such comm */
+      if (!atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire)) continue;
+      ctx->sched.accept_cq_rc[i] = asr__ofi_progress(&ctx->fab.eps[i]); /* a failure fails each such comm */
       /* what any thread's reads completed since the last look (the count is
        * raised after each completion is recorded: ofi.c drain) */
-      unsigned long n = atomic_load_explicit(&ctx->eps[i].completions, memory_order_acquire);
-      look[i] = ctx->accept_cq_rc[i] || n != ctx->accept_seen[i];
-      ctx->accept_seen[i] = n;
+      unsigned long n = atomic_load_explicit(&ctx->fab.eps[i].completions, memory_order_acquire);
+      look[i] = ctx->sched.accept_cq_rc[i] || n != ctx->sched.accept_seen[i];
+      ctx->sched.accept_seen[i] = n;
     }
   } else {
     /* completions another thread's drain read (asr_test) since the last look */
     for (int i = 0; i < ASR_NEPS; i++) {
-      if (!atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) continue;
-      unsigned long n = atomic_load_explicit(&ctx->eps[i].completions, memory_order_acquire);
-      look[i] = n != ctx->accept_seen[i];
-      ctx->accept_seen[i] = n;
+      if (!atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire)) continue;
+      unsigned long n = atomic_load_explicit(&ctx->fab.eps[i].completions, memory_order_acquire);
+      look[i] = n != ctx->sched.accept_seen[i];
+      ctx->sched.accept_seen[i] = n;
     }
   }
   int found = 0;
-  for (struct asr_comm *c = ctx->sched[ASR_SCHED_ACCEPT].head, *n; c; c = n) {
+  for (struct asr_comm *c = ctx->sched.lists[ASR_SCHED_ACCEPT].head, *n; c; c = n) {
     n = c->snext;
     int ready = 0;
     if (all || (c->ep >= 0 && look[c->ep] &&
-                (ctx->accept_cq_rc[c->ep] || asr__ofi_accept(&c->orecv, &ready) || ready))) {
+                (ctx->sched.accept_cq_rc[c->ep] || asr__ofi_accept(&c->orecv, &ready) || ready))) {
       asr__sched_put(ctx, c, ASR_SCHED_READY);
       found = 1;
     }
   }
   if (read) {
-    unsigned w = ctx->accept_wait_ms;
-    ctx->accept_wait_ms = found || !w ? 1 : w >= 8 ? 8 : w * 2;
-    ctx->accept_at_ms = asr__connect_yielding(ctx, now) ? now : now + ctx->accept_wait_ms;
+    unsigned w = ctx->sched.accept_wait_ms;
+    ctx->sched.accept_wait_ms = found || !w ? 1 : w >= 8 ? 8 : w * 2;
+    ctx->sched.accept_at_ms = asr__connect_yielding(ctx, now) ? now : now + ctx->sched.accept_wait_ms;
   }
 }
 
 void asr__sched_safety(asr_ctx_t *ctx, uint64_t now) {
-  if (now < ctx->safety_at_ms) return;
-  ctx->safety_at_ms = now + SAFETY_MS;
+  if (now < ctx->sched.safety_at_ms) return;
+  ctx->sched.safety_at_ms = now + SAFETY_MS;
   for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t **pp = &ctx->active[dir], *q; (q = *pp) != NULL;) {
+    for (asr_peerq_t **pp = &ctx->conn.active[dir], *q; (q = *pp) != NULL;) {
       struct asr_comm *h = q->head;
       if (!h) { /* emptied (its last comm connected, failed or was closed): off the walk */
         *pp = q->anext;
@@ -167,7 +168,7 @@ void asr__sched_safety(asr_ctx_t *ctx, uint64_t now) {
       }
       pp = &q->anext;
       if (h->sched != ASR_SCHED_NONE || (h->kv_req && !asr_kv_call_done(h->kv_req, NULL))) continue;
-      atomic_fetch_add_explicit(&ctx->sched_missed, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&ctx->sched.missed, 1, memory_order_relaxed);
       asr_warn("svc",
                "lnc %d %s comm %s %s/lnc %d: internal: no event scheduled it in state %d (moving it now)",
                ctx->lnc, h->type == ASR_SEND_COMM ? "SEND" : "RECV", h->type == ASR_SEND_COMM ? "to" : "from",
@@ -181,13 +182,13 @@ int asr__sched_timeout(const asr_ctx_t *ctx, uint64_t now) {
   /* a head that stepped without moving and can step again at once (a
    * retry_at_ms reached): 1 ms rather than spin, as the connect machine's
    * waits always did */
-  if (ctx->sched[ASR_SCHED_READY].head) return 1;
-  if (ctx->sched[ASR_SCHED_TIMED].head) {
-    uint64_t d = ctx->timed_due_ms > now ? ctx->timed_due_ms - now : 0;
+  if (ctx->sched.lists[ASR_SCHED_READY].head) return 1;
+  if (ctx->sched.lists[ASR_SCHED_TIMED].head) {
+    uint64_t d = ctx->sched.timed_due_ms > now ? ctx->sched.timed_due_ms - now : 0;
     if (d < (uint64_t)tmo) tmo = (int)d;
   }
-  if (ctx->sched[ASR_SCHED_ACCEPT].head) {
-    uint64_t d = ctx->accept_at_ms > now ? ctx->accept_at_ms - now : 0;
+  if (ctx->sched.lists[ASR_SCHED_ACCEPT].head) {
+    uint64_t d = ctx->sched.accept_at_ms > now ? ctx->sched.accept_at_ms - now : 0;
     if (d < (uint64_t)tmo) tmo = (int)d;
   }
   return tmo;

@@ -5,7 +5,7 @@
  * The service thread is the single consumer of two producer queues: the
  * handover ring of new comms (filled by asr_connect/asr_accept) and each
  * connected comm's stash ring (filled by slow-path posts). It sleeps in
- * its event loop while task_n == 0 (the seed sleeps on task_cv; producers
+ * its event loop while task.n == 0 (the seed sleeps on task_cv; producers
  * wake the loop instead, asr__ctx_wake). Each tick it (1) moves
  * handed-over comms into per-direction FIFO queues keyed by (peer_ip,
  * peer_lnc), (2) advances the head comm of every queue by at most one
@@ -91,9 +91,9 @@ int asr_init(int lnc) {
   }
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) goto out;
-  ctx->drain_timeout_ms = drain_ms;
+  ctx->drain.timeout_ms = drain_ms;
   ctx->lnc = lnc;
-  ctx->port = port;
+  ctx->kv.port = port;
   ctx->trace = asr_log_enabled(ASR_LOG_TRACE, "svc");
   own_hostname(ctx->hostname, sizeof ctx->hostname);
   if (strlen(ctx->hostname) == 0 || strlen(ctx->hostname) >= ASR_KV_HOSTNAME_LEN) {
@@ -108,74 +108,74 @@ int asr_init(int lnc) {
     asr_error("fab", "asr_init(lnc %d): %s", lnc, err);
     goto err_kv;
   }
-  pthread_mutex_init(&ctx->ep_mutex, NULL);
+  pthread_mutex_init(&ctx->fab.ep_mutex, NULL);
   asr__watch_self(ctx->who);
-  ctx->self_node = asr_le_get64(ctx->who + 12); /* the node id of "who" (ofi.h) */
+  ctx->watch.self_node = asr_le_get64(ctx->who + 12); /* the node id of "who" (ofi.h) */
   /* The mailbox (drain.c) of each endpoint: a completion read on any
    * thread wakes the service thread, which takes it. */
   for (int i = 0; i < ASR_NEPS; i++) {
-    ctx->eps[i].on_ctl = asr__drain_on_ctl;
-    ctx->eps[i].ctl_arg = ctx;
+    ctx->fab.eps[i].on_ctl = asr__drain_on_ctl;
+    ctx->fab.eps[i].ctl_arg = ctx;
   }
   /* One provider forced: its endpoint now, so that a provider this host
    * lacks fails asr_init, as it always did. Per-peer paths: each endpoint
    * when its first comm needs it (asr__ctx_endpoint). */
-  if (ctx->one_ep) {
+  if (ctx->fab.one_ep) {
     int ep;
     if (asr__ctx_endpoint(ctx, ASR_PATH_LOCAL, &ep, err, sizeof err) != 0) {
       asr_error("fab", "asr_init(lnc %d): %s", lnc, err);
       goto err_ofi;
     }
   }
-  int lrc = asr_loop_new(&ctx->loop);
+  int lrc = asr_loop_new(&ctx->svc.loop);
   if (lrc != 0) {
     asr_error("svc", "asr_init(lnc %d): cannot make the service thread's event loop: %s", lnc,
               asr_strerror(lrc));
     goto err_ofi;
   }
   /* The service thread's KV connections (made here, used only there). */
-  lrc = asr_kv_pool_new(ctx->loop, NULL, &ctx->kv, err, sizeof err);
+  lrc = asr_kv_pool_new(ctx->svc.loop, NULL, &ctx->kv.pool, err, sizeof err);
   if (lrc != 0) {
     asr_error("svc", "asr_init(lnc %d): %s", lnc, lrc == ASR_ECONFIG ? err : asr_strerror(lrc));
     goto err_loop;
   }
-  pthread_mutex_init(&ctx->task_mutex, NULL);
-  pthread_cond_init(&ctx->detach_cv, NULL);
-  pthread_mutex_init(&ctx->comms_mutex, NULL);
-  pthread_mutex_init(&ctx->wait_mutex, NULL);
-  pthread_mutex_init(&ctx->mr_mutex, NULL);
+  pthread_mutex_init(&ctx->task.mutex, NULL);
+  pthread_cond_init(&ctx->task.detach_cv, NULL);
+  pthread_mutex_init(&ctx->comms.mutex, NULL);
+  pthread_mutex_init(&ctx->wait.mutex, NULL);
+  pthread_mutex_init(&ctx->mr.mutex, NULL);
   pthread_condattr_t ca; /* asr_comm_wait_connected's deadline is on the monotonic clock */
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&ctx->wait_cv, &ca);
+  pthread_cond_init(&ctx->wait.cv, &ca);
   pthread_condattr_destroy(&ca);
-  if (pthread_create(&ctx->thread, NULL, asr__svc_main, ctx) != 0) {
+  if (pthread_create(&ctx->svc.thread, NULL, asr__svc_main, ctx) != 0) {
     asr_error("svc", "asr_init(lnc %d): cannot start the service thread", lnc);
     goto err_sync;
   }
   char name[16]; /* for top -H, perf and gdb */
   snprintf(name, sizeof name, "asr-svc-%d", lnc);
-  (void)pthread_setname_np(ctx->thread, name);
+  (void)pthread_setname_np(ctx->svc.thread, name);
   __atomic_store_n(&asr__ctxs[lnc], ctx, __ATOMIC_RELEASE);
   asr__state_report_init(); /* the state report's tables, and its thread (state_report.c) */
   asr_info("svc", "lnc %d up on host %s, bootstrap port %u, provider %s", lnc, ctx->hostname, port,
-           ctx->paths_desc);
+           ctx->fab.paths_desc);
   rc = ASR_SUCCESS;
   goto out;
   /* every failure undoes, in reverse, what came before it */
 err_sync:
-  pthread_cond_destroy(&ctx->wait_cv);
-  pthread_mutex_destroy(&ctx->mr_mutex);
-  pthread_mutex_destroy(&ctx->wait_mutex);
-  pthread_mutex_destroy(&ctx->comms_mutex);
-  pthread_cond_destroy(&ctx->detach_cv);
-  pthread_mutex_destroy(&ctx->task_mutex);
-  asr_kv_pool_free(ctx->kv);
+  pthread_cond_destroy(&ctx->wait.cv);
+  pthread_mutex_destroy(&ctx->mr.mutex);
+  pthread_mutex_destroy(&ctx->wait.mutex);
+  pthread_mutex_destroy(&ctx->comms.mutex);
+  pthread_cond_destroy(&ctx->task.detach_cv);
+  pthread_mutex_destroy(&ctx->task.mutex);
+  asr_kv_pool_free(ctx->kv.pool);
 err_loop:
-  asr_loop_free(ctx->loop);
+  asr_loop_free(ctx->svc.loop);
 err_ofi:
   asr__ctx_endpoints_close(ctx);
-  pthread_mutex_destroy(&ctx->ep_mutex);
+  pthread_mutex_destroy(&ctx->fab.ep_mutex);
 err_kv:
   asr__kv_host_leave();
 err_free:
@@ -221,50 +221,51 @@ int asr_close(int lnc) {
   /* No completed send lost to our exit (drain.c): every SEND comm still
    * open waits, bounded, for its peer to take what it was sent. */
   asr__drain_lnc(ctx);
-  pthread_mutex_lock(&ctx->task_mutex);
-  ctx->shutdown = 1;
+  pthread_mutex_lock(&ctx->task.mutex);
+  ctx->task.shutdown = 1;
   asr__ctx_wake(ctx);
-  pthread_mutex_unlock(&ctx->task_mutex);
-  pthread_join(ctx->thread, NULL);
+  pthread_mutex_unlock(&ctx->task.mutex);
+  pthread_join(ctx->svc.thread, NULL);
   /* comms being closed on other threads are theirs to finish first: they
    * still cancel operations on the endpoint closed below */
-  pthread_mutex_lock(&ctx->task_mutex);
-  while (ctx->closers > 0) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  while (ctx->task.closers > 0) pthread_cond_wait(&ctx->task.detach_cv, &ctx->task.mutex);
+  pthread_mutex_unlock(&ctx->task.mutex);
   pthread_mutex_lock(&asr__rep_mutex); /* no report is reading it (state_report.c) */
   __atomic_store_n(&asr__ctxs[lnc], NULL, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&asr__rep_mutex);
   /* Our RECV comms' senders: we take nothing more, so their closes need
    * not wait for us (drain.c). The service thread has stopped. */
   uint64_t until = asr_time_ms() + 100;
-  for (struct asr_comm *c = ctx->connected; c; c = c->next) asr__drain_closed(ctx, c, until);
+  for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) asr__drain_closed(ctx, c, until);
   asr__shm_name_drop(lnc); /* closing the endpoint unlinks it */
 
   /* The thread moved every comm still connecting to the error list. Close the
    * endpoints first: after that no completion can name our memory, so every
    * comm (posted or stashed requests included) can be freed. */
   for (int i = 0; i < ASR_NEPS; i++)
-    if (atomic_load(&ctx->ep_open[i]) && ctx->eps[i].ep) {
-      fi_close(&ctx->eps[i].ep->fid);
-      ctx->eps[i].ep = NULL;
+    if (atomic_load(&ctx->fab.ep_open[i]) && ctx->fab.eps[i].ep) {
+      fi_close(&ctx->fab.eps[i].ep->fid);
+      ctx->fab.eps[i].ep = NULL;
     }
-  free_list(ctx->connected);
-  free_list(ctx->errored);
-  for (unsigned i = ctx->ring_head; i != ctx->ring_tail; i++) asr__comm_free(ctx->ring[i % ASR_RING], 1);
+  free_list(ctx->comms.connected);
+  free_list(ctx->comms.errored);
+  for (unsigned i = ctx->task.ring_head; i != ctx->task.ring_tail; i++)
+    asr__comm_free(ctx->task.ring[i % ASR_RING], 1);
   /* the rest in the reverse order of asr_init */
   asr__watch_free(ctx);
-  free(ctx->hosts);
-  assert(!ctx->mr_comms); /* each comm freed above took itself off */
-  pthread_cond_destroy(&ctx->wait_cv);
-  pthread_mutex_destroy(&ctx->mr_mutex);
-  pthread_mutex_destroy(&ctx->wait_mutex);
-  pthread_mutex_destroy(&ctx->comms_mutex);
-  pthread_cond_destroy(&ctx->detach_cv);
-  pthread_mutex_destroy(&ctx->task_mutex);
-  asr_kv_pool_free(ctx->kv); /* every comm's request went with its comm */
-  asr_loop_free(ctx->loop);  /* every source on it was stopped (asserted in debug builds) */
+  free(ctx->conn.hosts);
+  assert(!ctx->mr.comms); /* each comm freed above took itself off */
+  pthread_cond_destroy(&ctx->wait.cv);
+  pthread_mutex_destroy(&ctx->mr.mutex);
+  pthread_mutex_destroy(&ctx->wait.mutex);
+  pthread_mutex_destroy(&ctx->comms.mutex);
+  pthread_cond_destroy(&ctx->task.detach_cv);
+  pthread_mutex_destroy(&ctx->task.mutex);
+  asr_kv_pool_free(ctx->kv.pool); /* every comm's request went with its comm */
+  asr_loop_free(ctx->svc.loop);   /* every source on it was stopped (asserted in debug builds) */
   asr__ctx_endpoints_close(ctx);
-  pthread_mutex_destroy(&ctx->ep_mutex);
+  pthread_mutex_destroy(&ctx->fab.ep_mutex);
   asr__kv_host_leave();
   free(ctx);
   pthread_mutex_unlock(&init_mutex[lnc]);
@@ -274,14 +275,14 @@ int asr_close(int lnc) {
 /* --- the service thread ---------------------------------------------------- */
 
 static asr_peerq_t *peerq_find(asr_ctx_t *ctx, int dir, const char *ip, int lnc) {
-  for (asr_peerq_t *q = ctx->pending[dir]; q; q = q->next)
+  for (asr_peerq_t *q = ctx->conn.pending[dir]; q; q = q->next)
     if (q->peer_lnc == lnc && strcmp(q->peer_ip, ip) == 0) return q;
   asr_peerq_t *q = calloc(1, sizeof *q);
   if (!q) return NULL;
   snprintf(q->peer_ip, sizeof q->peer_ip, "%s", ip);
   q->peer_lnc = lnc;
-  q->next = ctx->pending[dir];
-  ctx->pending[dir] = q;
+  q->next = ctx->conn.pending[dir];
+  ctx->conn.pending[dir] = q;
   return q;
 }
 
@@ -293,8 +294,8 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
   if (!q) {
     snprintf(c->err, sizeof c->err, "out of memory queueing the comm");
     asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
-    c->next = ctx->errored;
-    ctx->errored = c;
+    c->next = ctx->comms.errored;
+    ctx->comms.errored = c;
     return;
   }
   c->ordinal = q->next_ordinal++;
@@ -309,8 +310,8 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
   }
   q->tail = c;
   if (!q->listed) {
-    q->anext = ctx->active[c->type];
-    ctx->active[c->type] = q;
+    q->anext = ctx->conn.active[c->type];
+    ctx->conn.active[c->type] = q;
     q->listed = 1;
   }
 }
@@ -318,7 +319,7 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
 /* Removes c from whatever list of ours holds it. Service thread only. */
 static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
   for (int dir = 0; dir < 2; dir++)
-    for (asr_peerq_t *q = ctx->active[dir]; q; q = q->anext) { /* a queued comm's queue is listed */
+    for (asr_peerq_t *q = ctx->conn.active[dir]; q; q = q->anext) { /* a queued comm's queue is listed */
       struct asr_comm *prev = NULL;
       for (struct asr_comm *x = q->head; x; prev = x, x = x->next) {
         if (x != c) continue;
@@ -331,24 +332,24 @@ static void detach(asr_ctx_t *ctx, struct asr_comm *c) {
         }
         if (q->tail == x) q->tail = prev;
         /* a comm still connecting held one unit of work */
-        pthread_mutex_lock(&ctx->task_mutex);
-        ctx->task_n--;
-        pthread_mutex_unlock(&ctx->task_mutex);
+        pthread_mutex_lock(&ctx->task.mutex);
+        ctx->task.n--;
+        pthread_mutex_unlock(&ctx->task.mutex);
         goto found;
       }
     }
-  pthread_mutex_lock(&ctx->comms_mutex);
-  for (struct asr_comm **pp = &ctx->connected; *pp; pp = &(*pp)->next)
+  pthread_mutex_lock(&ctx->comms.mutex);
+  for (struct asr_comm **pp = &ctx->comms.connected; *pp; pp = &(*pp)->next)
     if (*pp == c) {
       *pp = c->next;
       break;
     }
-  for (struct asr_comm **pp = &ctx->errored; *pp; pp = &(*pp)->next)
+  for (struct asr_comm **pp = &ctx->comms.errored; *pp; pp = &(*pp)->next)
     if (*pp == c) {
       *pp = c->next;
       break;
     }
-  pthread_mutex_unlock(&ctx->comms_mutex);
+  pthread_mutex_unlock(&ctx->comms.mutex);
 found:
   c->next = NULL;
   asr__drain_detached(ctx, c);
@@ -360,11 +361,11 @@ found:
   /* Stashed requests of a closing comm will never be posted: release their work units. */
   uint64_t h = atomic_load(&c->stash_head), t = atomic_load(&c->stash_tail);
   if (t > h) {
-    pthread_mutex_lock(&ctx->task_mutex);
-    ctx->task_n -= (int)(t - h);
-    pthread_mutex_unlock(&ctx->task_mutex);
+    pthread_mutex_lock(&ctx->task.mutex);
+    ctx->task.n -= (int)(t - h);
+    pthread_mutex_unlock(&ctx->task.mutex);
     atomic_store(&c->stash_head, t);
-    atomic_fetch_sub(&ctx->stashed, (unsigned)(t - h));
+    atomic_fetch_sub(&ctx->stash.count, (unsigned)(t - h));
   }
   atomic_store(&c->detached, 1);
 }
@@ -379,18 +380,18 @@ static void leave_queue(asr_ctx_t *ctx, struct asr_comm *c, int st) {
     asr__sched_put(ctx, q->head, ASR_SCHED_READY);
   else
     q->tail = NULL;
-  pthread_mutex_lock(&ctx->comms_mutex);
+  pthread_mutex_lock(&ctx->comms.mutex);
   if (st == ASR_COMM_CONNECTED) {
-    c->next = ctx->connected;
-    ctx->connected = c;
+    c->next = ctx->comms.connected;
+    ctx->comms.connected = c;
   } else {
-    c->next = ctx->errored;
-    ctx->errored = c;
+    c->next = ctx->comms.errored;
+    ctx->comms.errored = c;
   }
-  pthread_mutex_unlock(&ctx->comms_mutex);
-  pthread_mutex_lock(&ctx->task_mutex);
-  ctx->task_n--;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->comms.mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  ctx->task.n--;
+  pthread_mutex_unlock(&ctx->task.mutex);
 }
 
 /* async_sr_connect_comms: one step for each queue head that can move
@@ -405,7 +406,7 @@ static int connect_comms(asr_ctx_t *ctx) {
   /* This tick's READY comms step; what an event puts on READY meanwhile
    * (a new head, a woken "hostname" waiter, a head stepped again at once)
    * steps in the next tick. */
-  asr_schedq_t *ready = &ctx->sched[ASR_SCHED_READY], *batch = &ctx->sched[ASR_SCHED_BATCH];
+  asr_schedq_t *ready = &ctx->sched.lists[ASR_SCHED_READY], *batch = &ctx->sched.lists[ASR_SCHED_BATCH];
   for (struct asr_comm *c = ready->head; c; c = c->snext) c->sched = ASR_SCHED_BATCH;
   *batch = *ready;
   ready->head = ready->tail = NULL;
@@ -427,14 +428,14 @@ static int connect_comms(asr_ctx_t *ctx) {
 
 static int post_sendrecv_tasks(asr_ctx_t *ctx) {
   int progressed = 0;
-  ctx->queue_full = 0;
+  ctx->stash.queue_full = 0;
   /* Nothing stashed (the usual case): no walk over every connected comm. A
    * request stashed after this look wakes the thread for another tick. */
-  if (atomic_load(&ctx->stashed) == 0) return 0;
-  pthread_mutex_lock(&ctx->comms_mutex);
+  if (atomic_load(&ctx->stash.count) == 0) return 0;
+  pthread_mutex_lock(&ctx->comms.mutex);
   progressed |= asr__drain_stashes(ctx, ASR_SEND_COMM);
   progressed |= asr__drain_stashes(ctx, ASR_RECV_COMM);
-  pthread_mutex_unlock(&ctx->comms_mutex);
+  pthread_mutex_unlock(&ctx->comms.mutex);
   return progressed;
 }
 
@@ -444,35 +445,36 @@ static int post_sendrecv_tasks(asr_ctx_t *ctx) {
  * handed-over comms into their peer queues and lets go of the comms being
  * closed, (2) advances the head of every peer queue that can move by one
  * connect step, (3) drains the stash rings; then it sleeps as long as
- * nothing can move: forever when there is no work (task_n == 0), else until
+ * nothing can move: forever when there is no work (task.n == 0), else until
  * a KV socket it waits on is ready or a head's timer is due. Producers wake
  * it (asr__ctx_wake: the loop's wakeup, which makes the next sleep not
  * happen once work was published), and so does a watched peer's exit.
  */
 static int svc_tick(asr_loop_t *loop, void *arg) {
   asr_ctx_t *ctx = arg;
-  pthread_mutex_lock(&ctx->task_mutex);
-  if (ctx->task_n < 0) asr_error("svc", "lnc %d: task count went negative (%d)", ctx->lnc, ctx->task_n);
-  if (ctx->shutdown) {
-    pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  if (ctx->task.n < 0) asr_error("svc", "lnc %d: task count went negative (%d)", ctx->lnc, ctx->task.n);
+  if (ctx->task.shutdown) {
+    pthread_mutex_unlock(&ctx->task.mutex);
     asr_loop_stop(loop);
     return 0;
   }
   struct asr_comm *picked[ASR_RING];
   unsigned npicked = 0;
-  while (ctx->ring_head != ctx->ring_tail) picked[npicked++] = ctx->ring[ctx->ring_head++ % ASR_RING];
+  while (ctx->task.ring_head != ctx->task.ring_tail)
+    picked[npicked++] = ctx->task.ring[ctx->task.ring_head++ % ASR_RING];
   struct asr_comm *closing[ASR_RING];
-  unsigned nclosing = ctx->nclosing;
-  memcpy(closing, ctx->closing, nclosing * sizeof closing[0]);
-  ctx->nclosing = 0;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  unsigned nclosing = ctx->task.nclosing;
+  memcpy(closing, ctx->task.closing, nclosing * sizeof closing[0]);
+  ctx->task.nclosing = 0;
+  pthread_mutex_unlock(&ctx->task.mutex);
 
   for (unsigned i = 0; i < npicked; i++) pickup(ctx, picked[i]);
   if (nclosing) {
     for (unsigned i = 0; i < nclosing; i++) detach(ctx, closing[i]);
-    pthread_mutex_lock(&ctx->task_mutex);
-    pthread_cond_broadcast(&ctx->detach_cv);
-    pthread_mutex_unlock(&ctx->task_mutex);
+    pthread_mutex_lock(&ctx->task.mutex);
+    pthread_cond_broadcast(&ctx->task.detach_cv);
+    pthread_mutex_unlock(&ctx->task.mutex);
   }
   int progressed = npicked > 0 || nclosing > 0;
   progressed |= connect_comms(ctx);
@@ -481,9 +483,9 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
   progressed |= asr__drain_tick(ctx, &ctl_tmo);
   if (progressed) return 0; /* another tick at once: what moved may let more move */
 
-  pthread_mutex_lock(&ctx->task_mutex);
-  int busy = ctx->task_n > 0;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  int busy = ctx->task.n > 0;
+  pthread_mutex_unlock(&ctx->task.mutex);
   if (!busy) return ctl_tmo;
   if (asr__connect_yielding(ctx, asr_time_ms())) {
     /* connects are moving: tick again at once, after the peers whose
@@ -492,31 +494,31 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
     return 0;
   }
   int tmo = asr__sched_timeout(ctx, asr_time_ms());
-  if (ctx->queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
+  if (ctx->stash.queue_full && (tmo < 0 || tmo > 1)) tmo = 1; /* a stash waits for queue room */
   if (ctl_tmo >= 0 && (tmo < 0 || ctl_tmo < tmo)) tmo = ctl_tmo;
   return tmo;
 }
 
 void *asr__svc_main(void *arg) {
   asr_ctx_t *ctx = arg;
-  asr_loop_set_hooks(ctx->loop, svc_tick, NULL, ctx);
-  int rc = asr_loop_run(ctx->loop);
+  asr_loop_set_hooks(ctx->svc.loop, svc_tick, NULL, ctx);
+  int rc = asr_loop_run(ctx->svc.loop);
   if (rc) asr_error("svc", "lnc %d: the service thread's loop failed: %s", ctx->lnc, asr_strerror(rc));
   /* SHUTDOWN. The comms asr_comm_close handed over are let go of first
    * (off every list of ours: their closers free them, and asr_close waits
    * for those); then the comms still connecting go to the error list. */
-  pthread_mutex_lock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
   struct asr_comm *closing[ASR_RING];
-  unsigned nclosing = ctx->nclosing;
-  memcpy(closing, ctx->closing, nclosing * sizeof closing[0]);
-  ctx->nclosing = 0;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  unsigned nclosing = ctx->task.nclosing;
+  memcpy(closing, ctx->task.closing, nclosing * sizeof closing[0]);
+  ctx->task.nclosing = 0;
+  pthread_mutex_unlock(&ctx->task.mutex);
   for (unsigned i = 0; i < nclosing; i++) detach(ctx, closing[i]);
-  pthread_mutex_lock(&ctx->task_mutex);
-  pthread_cond_broadcast(&ctx->detach_cv);
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  pthread_cond_broadcast(&ctx->task.detach_cv);
+  pthread_mutex_unlock(&ctx->task.mutex);
   for (int dir = 0; dir < 2; dir++) {
-    asr_peerq_t *q = ctx->pending[dir];
+    asr_peerq_t *q = ctx->conn.pending[dir];
     while (q) {
       for (struct asr_comm *c = q->head, *n; c; c = n) {
         n = c->next;
@@ -526,16 +528,16 @@ void *asr__svc_main(void *arg) {
         }
         snprintf(c->err, sizeof c->err, "LNC %d closed while connecting", ctx->lnc);
         asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
-        c->next = ctx->errored;
-        ctx->errored = c;
+        c->next = ctx->comms.errored;
+        ctx->comms.errored = c;
       }
       asr_peerq_t *nq = q->next;
       free(q);
       q = nq;
     }
-    ctx->pending[dir] = NULL;
-    ctx->active[dir] = NULL;
+    ctx->conn.pending[dir] = NULL;
+    ctx->conn.active[dir] = NULL;
   }
-  for (int i = 0; i < ASR_SCHED_N; i++) ctx->sched[i].head = ctx->sched[i].tail = NULL;
+  for (int i = 0; i < ASR_SCHED_N; i++) ctx->sched.lists[i].head = ctx->sched.lists[i].tail = NULL;
   return NULL;
 }

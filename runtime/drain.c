@@ -51,7 +51,7 @@ static const char *const drain_names[] = {"OPEN", "POSTING", "WAIT_TAKEN", "DONE
 void asr__drain_on_ctl(void *ctx) { asr__ctx_wake(ctx); }
 
 /* The one place a SEND comm's drain state changes (the closer's OPEN ->
- * POSTING aside, under task_mutex). DONE un-counts it and wakes the
+ * POSTING aside, under task.mutex). DONE un-counts it and wakes the
  * closers waiting for it. Service thread. */
 static void drain_set(asr_ctx_t *ctx, struct asr_comm *c, asr_drain_state_t to) {
   int from = atomic_exchange(&c->drain, (int)to);
@@ -59,14 +59,14 @@ static void drain_set(asr_ctx_t *ctx, struct asr_comm *c, asr_drain_state_t to) 
   asr_debug("svc", "lnc %d SEND comm to %s/lnc %d: drain %s -> %s", c->lnc, c->peer_ip, c->peer_lnc,
             drain_names[from & 3], drain_names[to & 3]);
   if (to == ASR_DRAIN_DONE && from != ASR_DRAIN_OPEN) {
-    pthread_mutex_lock(&ctx->task_mutex);
-    ctx->ndraining--;
-    pthread_cond_broadcast(&ctx->detach_cv);
-    pthread_mutex_unlock(&ctx->task_mutex);
+    pthread_mutex_lock(&ctx->task.mutex);
+    ctx->drain.ndraining--;
+    pthread_cond_broadcast(&ctx->task.detach_cv);
+    pthread_mutex_unlock(&ctx->task.mutex);
   }
 }
 
-/* Whether RECV comm c holds a unit of ctx->nwatching: a FIN to answer, or
+/* Whether RECV comm c holds a unit of ctx->drain.nwatching: a FIN to answer, or
  * lingering after its sender's exit. */
 static int watched(const struct asr_comm *c) {
   return c->type == ASR_RECV_COMM && ((c->fin && !c->answered) || c->lingering);
@@ -91,10 +91,10 @@ static uint64_t recv_taken(asr_ctx_t *ctx, struct asr_comm *c) {
 
 /* The connected comm of this type that has id at our endpoint o and whose
  * peer has id from at its own; NULL when none (closed meanwhile, or a
- * message that names nothing of ours). comms_mutex held. */
+ * message that names nothing of ours). comms.mutex held. */
 static struct asr_comm *find(asr_ctx_t *ctx, const asr__ofi_t *o, asr_comm_type_t type, uint32_t id,
                              uint32_t from) {
-  for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+  for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) {
     if (c->type != type || atomic_load(&c->status) != ASR_COMM_CONNECTED || asr__comm_ofi(c) != o) continue;
     if (type == ASR_SEND_COMM && c->osend.comm_id == id && c->osend.peer_comm_id == from) return c;
     if (type == ASR_RECV_COMM && c->orecv.comm_id == id && asr__ofi_recv_peer_id(&c->orecv) == from) return c;
@@ -102,7 +102,7 @@ static struct asr_comm *find(asr_ctx_t *ctx, const asr__ofi_t *o, asr_comm_type_
   return NULL;
 }
 
-/* One mailbox message, which came to endpoint o. comms_mutex held. */
+/* One mailbox message, which came to endpoint o. comms.mutex held. */
 static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *m) {
   struct asr_comm *c = find(ctx, o, m->kind == ASR_CTL_FIN ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
   if (!c) {
@@ -120,7 +120,7 @@ static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *
       int before = watched(c);
       c->fin = 1;
       c->fin_count = m->count;
-      ctx->nwatching += watched(c) - before;
+      ctx->drain.nwatching += watched(c) - before;
       asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: its sender closes after %llu messages", ctx->lnc,
                 c->peer_ip, c->peer_lnc, (unsigned long long)m->count);
       return;
@@ -144,7 +144,7 @@ static void drain_timed_out(asr_ctx_t *ctx, struct asr_comm *c, uint64_t stashed
     asr_warn("svc",
              "lnc %d SEND comm to %s/lnc %d: %llu sends were still waiting to be posted after %ld ms "
              "(ASR_DRAIN_TIMEOUT_MS); closing without them: the peer does not take what it is sent",
-             ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)stashed, ctx->drain_timeout_ms);
+             ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)stashed, ctx->drain.timeout_ms);
   else
     asr_warn(
         "svc",
@@ -152,11 +152,11 @@ static void drain_timed_out(asr_ctx_t *ctx, struct asr_comm *c, uint64_t stashed
         "%ld ms (ASR_DRAIN_TIMEOUT_MS); closing without waiting longer: what it did not take may be lost",
         ctx->lnc, c->peer_ip, c->peer_lnc,
         (unsigned long long)(c->peer_said == ASR_CTL_ACK ? c->peer_taken : 0),
-        (unsigned long long)c->drain_sent, ctx->drain_timeout_ms);
+        (unsigned long long)c->drain_sent, ctx->drain.timeout_ms);
   drain_set(ctx, c, ASR_DRAIN_DONE);
 }
 
-/* One step of SEND comm c's drain. comms_mutex held. Returns 1 when it moved. */
+/* One step of SEND comm c's drain. comms.mutex held. Returns 1 when it moved. */
 static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
   if (atomic_load(&c->status) != ASR_COMM_CONNECTED) { /* the peer exited (peer_watch.c) */
     drain_set(ctx, c, ASR_DRAIN_DONE);
@@ -220,13 +220,13 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
 static void linger_end(asr_ctx_t *ctx, struct asr_comm *c) {
   int before = watched(c);
   c->lingering = 0;
-  ctx->nwatching += watched(c) - before;
-  uint32_t pid = c->watch >= 0 && c->watch < ctx->nwatch ? ctx->watch[c->watch]->pid : 0;
+  ctx->drain.nwatching += watched(c) - before;
+  uint32_t pid = c->watch >= 0 && c->watch < ctx->watch.n ? ctx->watch.peers[c->watch]->pid : 0;
   asr__watch_fail_comm(ctx, c, pid);
 }
 
 /* One step of watched RECV comm c (a FIN to answer, or lingering).
- * comms_mutex held. Returns 1 when it moved. */
+ * comms.mutex held. Returns 1 when it moved. */
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
   uint64_t taken = recv_taken(ctx, c);
   if (c->fin && !c->answered && taken >= c->fin_count) {
@@ -236,7 +236,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
       asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: cannot answer its sender's FIN: %s", ctx->lnc,
                 c->peer_ip, c->peer_lnc, asr_strerror(rc));
     c->answered = 1;
-    ctx->nwatching--;
+    ctx->drain.nwatching--;
     return 1;
   }
   if (!c->lingering) return 0;
@@ -246,7 +246,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
   }
   if (taken > c->linger_taken) { /* the application is taking them: give it the time again */
     c->linger_taken = taken;
-    c->linger_until_ms = now + (uint64_t)ctx->drain_timeout_ms;
+    c->linger_until_ms = now + (uint64_t)ctx->drain.timeout_ms;
     return 0;
   }
   if (now < c->linger_until_ms) return 0;
@@ -255,7 +255,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
       "lnc %d RECV comm from %s/lnc %d: its sender exited and %llu of the %llu messages it sent were not "
       "taken within %ld ms (ASR_DRAIN_TIMEOUT_MS) after the last one was: they are lost",
       ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)(c->fin_count - taken),
-      (unsigned long long)c->fin_count, ctx->drain_timeout_ms);
+      (unsigned long long)c->fin_count, ctx->drain.timeout_ms);
   linger_end(ctx, c);
   return 1;
 }
@@ -270,8 +270,8 @@ static int linger(asr_ctx_t *ctx, struct asr_comm *c) {
   c->lingering = 1;
   c->answered = 1; /* nobody to answer */
   c->linger_taken = taken;
-  c->linger_until_ms = asr_time_ms() + (uint64_t)ctx->drain_timeout_ms;
-  ctx->nwatching += watched(c) - before;
+  c->linger_until_ms = asr_time_ms() + (uint64_t)ctx->drain.timeout_ms;
+  ctx->drain.nwatching += watched(c) - before;
   asr_debug("svc",
             "lnc %d RECV comm from %s/lnc %d: its sender exited with %llu of %llu messages not taken yet",
             ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)(c->fin_count - taken),
@@ -281,14 +281,14 @@ static int linger(asr_ctx_t *ctx, struct asr_comm *c) {
 
 /* The RECV comms whose sender peer_watch.c saw exit: each lingers or fails
  * now, the mailbox having been read (a FIN sent just before the exit is
- * in). comms_mutex held. */
+ * in). comms.mutex held. */
 static void peers_exited(asr_ctx_t *ctx) {
-  ctx->peer_exits = 0;
-  for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+  ctx->drain.peer_exits = 0;
+  for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) {
     if (!c->peer_exited) continue;
     c->peer_exited = 0;
     if (atomic_load(&c->status) != ASR_COMM_CONNECTED || linger(ctx, c)) continue;
-    uint32_t pid = c->watch >= 0 && c->watch < ctx->nwatch ? ctx->watch[c->watch]->pid : 0;
+    uint32_t pid = c->watch >= 0 && c->watch < ctx->watch.n ? ctx->watch.peers[c->watch]->pid : 0;
     asr__watch_fail_comm(ctx, c, pid);
   }
 }
@@ -296,18 +296,18 @@ static void peers_exited(asr_ctx_t *ctx) {
 int asr__drain_tick(asr_ctx_t *ctx, int *tmo) {
   int moved = 0;
   uint64_t now = asr_time_ms();
-  pthread_mutex_lock(&ctx->task_mutex);
-  int busy = ctx->ndraining > 0 || ctx->nwatching > 0 || ctx->peer_exits > 0;
-  pthread_mutex_unlock(&ctx->task_mutex);
-  /* ctx->connected is written by this thread alone: no lock to look at it */
+  pthread_mutex_lock(&ctx->task.mutex);
+  int busy = ctx->drain.ndraining > 0 || ctx->drain.nwatching > 0 || ctx->drain.peer_exits > 0;
+  pthread_mutex_unlock(&ctx->task.mutex);
+  /* ctx->comms.connected is written by this thread alone: no lock to look at it */
   /* Each open endpoint has its own mailbox: a message names comms by
    * their ids at that endpoint (ofi.h), so it is dispatched among that
    * endpoint's comms only. */
-  int poll = ctx->connected && (busy || now >= ctx->ctl_poll_at);
-  if (poll) ctx->ctl_poll_at = now + ASR_CTL_POLL_MS;
+  int poll = ctx->comms.connected && (busy || now >= ctx->drain.ctl_poll_at);
+  if (poll) ctx->drain.ctl_poll_at = now + ASR_CTL_POLL_MS;
   for (int i = 0; i < ASR_NEPS; i++) {
-    if (!atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) continue;
-    asr__ofi_t *o = &ctx->eps[i];
+    if (!atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire)) continue;
+    asr__ofi_t *o = &ctx->fab.eps[i];
     if (poll) (void)asr__ofi_progress(o);
     if (!o->mbox_posted) (void)asr__ofi_mbox_post(o); /* a full queue: the next tick */
     asr__ofi_ctl_t m;
@@ -316,52 +316,52 @@ int asr__drain_tick(asr_ctx_t *ctx, int *tmo) {
       if (r == 0) break;
       moved = 1;
       if (r != 1) continue; /* not a mailbox message: dropped (ofi.c said so) */
-      pthread_mutex_lock(&ctx->comms_mutex);
+      pthread_mutex_lock(&ctx->comms.mutex);
       dispatch(ctx, o, &m);
-      pthread_mutex_unlock(&ctx->comms_mutex);
+      pthread_mutex_unlock(&ctx->comms.mutex);
     }
   }
-  if (ctx->peer_exits > 0) {
-    pthread_mutex_lock(&ctx->comms_mutex);
+  if (ctx->drain.peer_exits > 0) {
+    pthread_mutex_lock(&ctx->comms.mutex);
     peers_exited(ctx);
-    pthread_mutex_unlock(&ctx->comms_mutex);
+    pthread_mutex_unlock(&ctx->comms.mutex);
     moved = 1;
   }
-  pthread_mutex_lock(&ctx->task_mutex);
-  busy = ctx->ndraining > 0 || ctx->nwatching > 0;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  busy = ctx->drain.ndraining > 0 || ctx->drain.nwatching > 0;
+  pthread_mutex_unlock(&ctx->task.mutex);
   if (busy) {
-    pthread_mutex_lock(&ctx->comms_mutex);
-    for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+    pthread_mutex_lock(&ctx->comms.mutex);
+    for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) {
       int d = atomic_load(&c->drain);
       if (c->type == ASR_SEND_COMM && (d == ASR_DRAIN_POSTING || d == ASR_DRAIN_WAIT_TAKEN))
         moved |= send_step(ctx, c, now);
       else if (watched(c))
         moved |= recv_step(ctx, c, now);
     }
-    pthread_mutex_unlock(&ctx->comms_mutex);
+    pthread_mutex_unlock(&ctx->comms.mutex);
     *tmo = 1;
-  } else if (ctx->connected) {
-    *tmo = ctx->ctl_poll_at > now ? (int)(ctx->ctl_poll_at - now) : 0;
+  } else if (ctx->comms.connected) {
+    *tmo = ctx->drain.ctl_poll_at > now ? (int)(ctx->drain.ctl_poll_at - now) : 0;
   } else {
     *tmo = ASR_LOOP_FOREVER;
   }
   return moved;
 }
 
-/* Starts the drain of SEND comm c: task_mutex held. 1 when it started. */
+/* Starts the drain of SEND comm c: task.mutex held. 1 when it started. */
 static int drain_start(asr_ctx_t *ctx, struct asr_comm *c, uint64_t deadline) {
   if (c->type != ASR_SEND_COMM || atomic_load(&c->status) != ASR_COMM_CONNECTED ||
       atomic_load(&c->drain) != ASR_DRAIN_OPEN)
     return 0;
-  c->drain_deadline_ms = deadline; /* published to the service thread by task_mutex */
+  c->drain_deadline_ms = deadline; /* published to the service thread by task.mutex */
   atomic_store(&c->drain, ASR_DRAIN_POSTING);
-  ctx->ndraining++;
+  ctx->drain.ndraining++;
   return 1;
 }
 
 void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c) {
-  if (ctx->drain_timeout_ms <= 0 || c->type != ASR_SEND_COMM) return;
+  if (ctx->drain.timeout_ms <= 0 || c->type != ASR_SEND_COMM) return;
   /* A comm that posted nothing has nothing to drain: no need to involve
    * the service thread (its close stays as quick as it was). */
   asr__ofi_t *o = asr__comm_ofi(c);
@@ -370,29 +370,30 @@ void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c) {
   uint64_t posted = c->osend.seq;
   asr__ofi_unlock(o);
   if (posted == 0 && atomic_load(&c->stash_head) == atomic_load(&c->stash_tail)) return;
-  pthread_mutex_lock(&ctx->task_mutex);
-  if (!ctx->shutdown && drain_start(ctx, c, asr_time_ms() + (uint64_t)ctx->drain_timeout_ms)) {
+  pthread_mutex_lock(&ctx->task.mutex);
+  if (!ctx->task.shutdown && drain_start(ctx, c, asr_time_ms() + (uint64_t)ctx->drain.timeout_ms)) {
     asr__ctx_wake(ctx);
     /* the service thread ends it by the deadline (it ticks every ms meanwhile) */
-    while (atomic_load(&c->drain) != ASR_DRAIN_DONE && !ctx->shutdown)
-      pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
+    while (atomic_load(&c->drain) != ASR_DRAIN_DONE && !ctx->task.shutdown)
+      pthread_cond_wait(&ctx->task.detach_cv, &ctx->task.mutex);
   }
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->task.mutex);
 }
 
 void asr__drain_lnc(asr_ctx_t *ctx) {
-  if (ctx->drain_timeout_ms <= 0) return;
-  uint64_t deadline = asr_time_ms() + (uint64_t)ctx->drain_timeout_ms;
-  pthread_mutex_lock(&ctx->comms_mutex);
-  pthread_mutex_lock(&ctx->task_mutex);
-  for (struct asr_comm *c = ctx->connected; c; c = c->next)
+  if (ctx->drain.timeout_ms <= 0) return;
+  uint64_t deadline = asr_time_ms() + (uint64_t)ctx->drain.timeout_ms;
+  pthread_mutex_lock(&ctx->comms.mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  for (struct asr_comm *c = ctx->comms.connected; c; c = c->next)
     if (!atomic_load(&c->close_requested)) (void)drain_start(ctx, c, deadline);
-  pthread_mutex_unlock(&ctx->task_mutex);
-  pthread_mutex_unlock(&ctx->comms_mutex);
-  pthread_mutex_lock(&ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->task.mutex);
+  pthread_mutex_unlock(&ctx->comms.mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
   asr__ctx_wake(ctx);
-  while (ctx->ndraining > 0 && !ctx->shutdown) pthread_cond_wait(&ctx->detach_cv, &ctx->task_mutex);
-  pthread_mutex_unlock(&ctx->task_mutex);
+  while (ctx->drain.ndraining > 0 && !ctx->task.shutdown)
+    pthread_cond_wait(&ctx->task.detach_cv, &ctx->task.mutex);
+  pthread_mutex_unlock(&ctx->task.mutex);
 }
 
 void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms) {
@@ -411,6 +412,6 @@ void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms) {
 void asr__drain_detached(asr_ctx_t *ctx, struct asr_comm *c) {
   int d = atomic_load(&c->drain);
   if (d == ASR_DRAIN_POSTING || d == ASR_DRAIN_WAIT_TAKEN) drain_set(ctx, c, ASR_DRAIN_DONE);
-  if (watched(c)) ctx->nwatching--; /* off the connected list: never counted again */
+  if (watched(c)) ctx->drain.nwatching--; /* off the connected list: never counted again */
   c->lingering = 0;
 }

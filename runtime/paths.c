@@ -48,15 +48,15 @@ int asr__same_host(const asr_ctx_t *ctx, const uint8_t *name) {
 int asr__paths_choose(asr_ctx_t *ctx, char *err, size_t errlen) {
   const char *forced = NULL;
   if (asr__ofi_forced_provider(&forced, err, errlen) != 0) return ASR_ECONFIG;
-  ctx->one_ep = forced != NULL;
+  ctx->fab.one_ep = forced != NULL;
   if (forced) {
-    snprintf(ctx->ep_prov[0], sizeof ctx->ep_prov[0], "%s", forced);
-    snprintf(ctx->paths_desc, sizeof ctx->paths_desc, "%s", forced);
+    snprintf(ctx->fab.ep_prov[0], sizeof ctx->fab.ep_prov[0], "%s", forced);
+    snprintf(ctx->fab.paths_desc, sizeof ctx->fab.paths_desc, "%s", forced);
   } else {
-    snprintf(ctx->ep_prov[0], sizeof ctx->ep_prov[0], "shm");
-    snprintf(ctx->ep_prov[1], sizeof ctx->ep_prov[1], "tcp;ofi_rxm");
-    snprintf(ctx->paths_desc, sizeof ctx->paths_desc, "per peer: shm on host %s, tcp;ofi_rxm to other hosts",
-             ctx->hostname);
+    snprintf(ctx->fab.ep_prov[0], sizeof ctx->fab.ep_prov[0], "shm");
+    snprintf(ctx->fab.ep_prov[1], sizeof ctx->fab.ep_prov[1], "tcp;ofi_rxm");
+    snprintf(ctx->fab.paths_desc, sizeof ctx->fab.paths_desc,
+             "per peer: shm on host %s, tcp;ofi_rxm to other hosts", ctx->hostname);
   }
   return 0;
 }
@@ -75,25 +75,25 @@ static long rss_kib(void) {
 int asr__ctx_endpoint(asr_ctx_t *ctx, int path, int *ep, char *err, size_t errlen) {
   int i = asr__ctx_ep_index(ctx, path);
   *ep = i;
-  if (atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) return 0;
-  pthread_mutex_lock(&ctx->ep_mutex);
+  if (atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire)) return 0;
+  pthread_mutex_lock(&ctx->fab.ep_mutex);
   int rc = 0;
-  if (atomic_load_explicit(&ctx->ep_open[i], memory_order_relaxed)) goto out;
-  asr__ofi_t *o = &ctx->eps[i];
+  if (atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_relaxed)) goto out;
+  asr__ofi_t *o = &ctx->fab.eps[i];
   void (*on_ctl)(void *) = o->on_ctl; /* asr__ofi_open clears o */
   void *ctl_arg = o->ctl_arg;
-  const char *prov = ctx->ep_prov[i];
+  const char *prov = ctx->fab.ep_prov[i];
   long rss0 = rss_kib();
   uint64_t t0 = asr_time_ns();
   char why[512];
   rc = asr__ofi_open(o, ctx->lnc, prov, why, sizeof why);
   if (rc) {
     snprintf(err, errlen, "cannot open the %s endpoint%s: %s%s", prov,
-             ctx->one_ep            ? ""
+             ctx->fab.one_ep        ? ""
              : path == ASR_PATH_NET ? " for peers on other hosts"
                                     : " for peers on this host",
              why,
-             ctx->one_ep            ? ""
+             ctx->fab.one_ep        ? ""
              : path == ASR_PATH_NET ? " (set ASR_PROVIDER=shm if every peer is on this host, or make "
                                       "tcp;ofi_rxm available)"
                                     : " (set ASR_PROVIDER=tcp;ofi_rxm to reach the peers on this host "
@@ -114,24 +114,24 @@ int asr__ctx_endpoint(asr_ctx_t *ctx, int path, int *ep, char *err, size_t errle
   asr__shm_name_keep(ctx->lnc, o);
   uint64_t ns = asr_time_ns() - t0;
   long rss1 = rss_kib();
-  atomic_store_explicit(&ctx->ep_open[i], 1, memory_order_release);
+  atomic_store_explicit(&ctx->fab.ep_open[i], 1, memory_order_release);
   /* the cost of each endpoint, which tests/bench/netns_bench.sh reads */
   asr_info("fab", "lnc %d: endpoint %s opened for %s in %.2f ms, resident memory +%ld KiB", ctx->lnc, prov,
-           ctx->one_ep            ? "every peer"
+           ctx->fab.one_ep        ? "every peer"
            : path == ASR_PATH_NET ? "peers on other hosts"
                                   : "peers on this host",
            (double)ns / 1e6, rss0 >= 0 && rss1 >= 0 ? rss1 - rss0 : -1L);
 out:
-  pthread_mutex_unlock(&ctx->ep_mutex);
+  pthread_mutex_unlock(&ctx->fab.ep_mutex);
   return rc;
 }
 
 /* Releases every endpoint that was opened (asr_init's failure, asr_close). */
 void asr__ctx_endpoints_close(asr_ctx_t *ctx) {
   for (int i = 0; i < ASR_NEPS; i++) {
-    if (!atomic_load(&ctx->ep_open[i])) continue;
-    asr__ofi_mr_dereg(ctx->eps[i].flush_mr);
-    asr__ofi_close(&ctx->eps[i]);
-    atomic_store(&ctx->ep_open[i], 0);
+    if (!atomic_load(&ctx->fab.ep_open[i])) continue;
+    asr__ofi_mr_dereg(ctx->fab.eps[i].flush_mr);
+    asr__ofi_close(&ctx->fab.eps[i]);
+    atomic_store(&ctx->fab.ep_open[i], 0);
   }
 }

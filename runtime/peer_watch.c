@@ -115,26 +115,26 @@ void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid) {
  * its comm lingers, CONNECTED, until they are; any other fails there, at
  * once. Service thread. */
 static void fail_peer(asr_ctx_t *ctx, int w) {
-  asr_watch_t *e = ctx->watch[w];
-  pthread_mutex_lock(&ctx->comms_mutex);
-  for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+  asr_watch_t *e = ctx->watch.peers[w];
+  pthread_mutex_lock(&ctx->comms.mutex);
+  for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) {
     if (c->watch != w || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
     if (c->type == ASR_RECV_COMM) {
       c->peer_exited = 1;
-      ctx->peer_exits++;
+      ctx->drain.peer_exits++;
       continue;
     }
     asr__watch_fail_comm(ctx, c, e->pid);
   }
-  pthread_mutex_unlock(&ctx->comms_mutex);
+  pthread_mutex_unlock(&ctx->comms.mutex);
 }
 
 static void mark_dead(asr_ctx_t *ctx, int w) {
-  asr_watch_t *e = ctx->watch[w];
+  asr_watch_t *e = ctx->watch.peers[w];
   if (e->dead) return;
-  asr_loop_pid_stop(ctx->loop, &e->exit_watch);
+  asr_loop_pid_stop(ctx->svc.loop, &e->exit_watch);
   e->dead = 1;
-  ctx->nwatch_live--;
+  ctx->watch.live--;
   asr_debug("svc", "lnc %d: peer process %u exited", ctx->lnc, e->pid);
   fail_peer(ctx, w);
 }
@@ -149,30 +149,30 @@ int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OF
   c->watch = -1;
   uint32_t pid = asr_le_get32(who);
   uint64_t start = asr_le_get64(who + 4), node = asr_le_get64(who + 12);
-  if (!pid || !node || node != ctx->self_node || pid == (uint32_t)getpid()) return 0;
-  for (int i = 0; i < ctx->nwatch; i++)
-    if (ctx->watch[i]->pid == pid && ctx->watch[i]->start == start) {
+  if (!pid || !node || node != ctx->watch.self_node || pid == (uint32_t)getpid()) return 0;
+  for (int i = 0; i < ctx->watch.n; i++)
+    if (ctx->watch.peers[i]->pid == pid && ctx->watch.peers[i]->start == start) {
       c->watch = i;
-      return ctx->watch[i]->dead;
+      return ctx->watch.peers[i]->dead;
     }
-  if (ctx->nwatch == ctx->capwatch) {
-    int ncap = ctx->capwatch ? ctx->capwatch * 2 : 8;
-    asr_watch_t **n = realloc(ctx->watch, (size_t)ncap * sizeof *n);
+  if (ctx->watch.n == ctx->watch.cap) {
+    int ncap = ctx->watch.cap ? ctx->watch.cap * 2 : 8;
+    asr_watch_t **n = realloc(ctx->watch.peers, (size_t)ncap * sizeof *n);
     if (!n) return 0; /* unwatched: no worse than before */
-    ctx->watch = n;
-    ctx->capwatch = ncap;
+    ctx->watch.peers = n;
+    ctx->watch.cap = ncap;
   }
   asr_watch_t *e = calloc(1, sizeof *e);
   if (!e) return 0;
-  *e = (asr_watch_t){.ctx = ctx, .index = ctx->nwatch, .pid = pid, .start = start};
-  int rc = asr_loop_pid_start(ctx->loop, &e->exit_watch, (pid_t)pid, 0, on_peer_exit, e);
+  *e = (asr_watch_t){.ctx = ctx, .index = ctx->watch.n, .pid = pid, .start = start};
+  int rc = asr_loop_pid_start(ctx->svc.loop, &e->exit_watch, (pid_t)pid, 0, on_peer_exit, e);
   if (rc) {
     asr_debug("svc", "lnc %d: cannot watch peer process %u: %s", ctx->lnc, pid, asr_strerror(rc));
     free(e);
     return 0;
   }
-  ctx->watch[ctx->nwatch++] = e;
-  ctx->nwatch_live++;
+  ctx->watch.peers[ctx->watch.n++] = e;
+  ctx->watch.live++;
   c->watch = e->index;
   /* The pid may already name another process, or none (the peer died and
    * its pid was reused before the watch): the start time tells. */
@@ -181,11 +181,11 @@ int asr__watch_comm(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OF
 }
 
 void asr__watch_free(asr_ctx_t *ctx) {
-  for (int i = 0; i < ctx->nwatch; i++) {
-    asr_loop_pid_stop(ctx->loop, &ctx->watch[i]->exit_watch);
-    free(ctx->watch[i]);
+  for (int i = 0; i < ctx->watch.n; i++) {
+    asr_loop_pid_stop(ctx->svc.loop, &ctx->watch.peers[i]->exit_watch);
+    free(ctx->watch.peers[i]);
   }
-  free(ctx->watch);
-  ctx->watch = NULL;
-  ctx->nwatch = ctx->capwatch = ctx->nwatch_live = 0;
+  free(ctx->watch.peers);
+  ctx->watch.peers = NULL;
+  ctx->watch.n = ctx->watch.cap = ctx->watch.live = 0;
 }

@@ -179,23 +179,23 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
 
   /* SLOW PATH: stash for the service thread. Count the work unit before the
    * request becomes visible in the ring (the seed's order): the service
-   * thread may drain it the moment it is pushed and un-count it, and task_n
+   * thread may drain it the moment it is pushed and un-count it, and task.n
    * must never go below zero. The wakeup comes after the push, so the
    * thread cannot look at the ring too early and then sleep through it. */
   req_set_status(r, ASR_REQ_STASHED);
-  pthread_mutex_lock(&ctx->task_mutex);
-  ctx->task_n++;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  ctx->task.n++;
+  pthread_mutex_unlock(&ctx->task.mutex);
   pthread_mutex_lock(&comm->stash_mutex);
   uint64_t tail = atomic_load(&comm->stash_tail);
   pool->stash[tail % ASR_RING] = r; /* cannot overflow: at most 128 requests exist */
-  pool->stash_ticket[tail % ASR_RING] = atomic_fetch_add(&ctx->stash_tickets, 1);
+  pool->stash_ticket[tail % ASR_RING] = atomic_fetch_add(&ctx->stash.tickets, 1);
   atomic_store(&comm->stash_tail, tail + 1);
   pthread_mutex_unlock(&comm->stash_mutex);
-  atomic_fetch_add(&ctx->stashed, 1);
-  pthread_mutex_lock(&ctx->task_mutex);
+  atomic_fetch_add(&ctx->stash.count, 1);
+  pthread_mutex_lock(&ctx->task.mutex);
   asr__ctx_wake(ctx);
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_unlock(&ctx->task.mutex);
   *out = r;
   return ASR_SUCCESS;
 }
@@ -217,7 +217,7 @@ typedef enum {
 
 /* Posts the head of c's stash (lazy MR registration). When the provider's
  * queue is full (asr__ofi_irecv_locked) the head stays STASHED and a later
- * tick tries again, soon (ctx->queue_full bounds the thread's sleep, and
+ * tick tries again, soon (ctx->stash.queue_full bounds the thread's sleep, and
  * asr__drain_stashes reads the CQ so that arriving messages make room even
  * while the application only polls). */
 static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms) {
@@ -233,7 +233,7 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
     int rc = has_va ? asr__mr_get_or_register(c, r->tensor, &mr) : ASR_EINVAL;
     if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, spin_ms);
     if (rc == ASR_EAGAIN) {
-      ctx->queue_full = 1;
+      ctx->stash.queue_full = 1;
       return DRAIN_WAITS;
     }
     if (rc != 0) {
@@ -246,10 +246,10 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
   }
   /* Advance only after the post: an empty ring means "everything stashed is posted". */
   atomic_store(&c->stash_head, head + 1);
-  atomic_fetch_sub(&ctx->stashed, 1);
-  pthread_mutex_lock(&ctx->task_mutex);
-  ctx->task_n--;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  atomic_fetch_sub(&ctx->stash.count, 1);
+  pthread_mutex_lock(&ctx->task.mutex);
+  ctx->task.n--;
+  pthread_mutex_unlock(&ctx->task.mutex);
   return DRAIN_LEFT;
 }
 
@@ -276,15 +276,15 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
  * The CQ is read once after a pass that left something waiting (not in
  * between: an entry freed mid-pass would go to a later request, ahead of
  * the earlier one still waiting). Sends and receives are drained apart:
- * neither waits for room in the other's queue. Called with comms_mutex
+ * neither waits for room in the other's queue. Called with comms.mutex
  * held. */
 int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
   int posted = 0, waiting = 0;
-  uint64_t pass = ++ctx->drain_pass; /* marks the comms held back in this pass */
+  uint64_t pass = ++ctx->stash.drain_pass; /* marks the comms held back in this pass */
   for (;;) {
     struct asr_comm *first = NULL;
     uint64_t first_ticket = UINT64_MAX;
-    for (struct asr_comm *c = ctx->connected; c; c = c->next) {
+    for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) {
       if (c->type != type || c->drain_blocked == pass) continue;
       uint64_t head = atomic_load(&c->stash_head);
       if (head == atomic_load(&c->stash_tail)) continue;
@@ -306,7 +306,8 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
   }
   if (waiting)
     for (int i = 0; i < ASR_NEPS; i++)
-      if (atomic_load_explicit(&ctx->ep_open[i], memory_order_acquire)) asr__ofi_progress(&ctx->eps[i]);
+      if (atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire))
+        asr__ofi_progress(&ctx->fab.eps[i]);
   return posted;
 }
 

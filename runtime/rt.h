@@ -3,6 +3,7 @@
  *
  * Seed name map:
  *   asr_ctx_t            async_sr_context (one per LNC, 0..127)
+ *   ctx->task.n, .mutex  its task_n, task_mutex (the work count and its lock)
  *   asr_comm             nrt_async_sendrecv_comm
  *   asr_request          nrt_async_sendrecv_request (56 bytes, asserted below)
  *   asr__post            enc_async_sr_post_op
@@ -72,7 +73,7 @@ _Static_assert(sizeof(struct asr_request) == 56, "the seed's request record is 5
 /* One registration in a comm's MR cache. Written once, before it is
  * published; never changed. Freed when the comm is freed or, beyond the
  * seed, when asr_forget drops the memory it covers (unlinked under the
- * context's mr_mutex and ep_lock, which every lookup holds). */
+ * context's mr.mutex and ep_lock, which every lookup holds). */
 typedef struct asr_mr_entry {
   uintptr_t va;
   size_t len;
@@ -114,7 +115,7 @@ struct asr_comm {
   _Atomic int status; /* asr_comm_status_t */
 
   /* rendezvous (service thread only) */
-  asr_kv_call_t *kv_req; /* on the context's pool (ctx->kv) */
+  asr_kv_call_t *kv_req; /* on the context's pool (ctx->kv.pool) */
   uint8_t net_handle[ASR_KV_NET_HANDLE_LEN];
   uint8_t peer_hostname[ASR_KV_HOSTNAME_LEN];
   int handle_len, hostname_len;
@@ -123,7 +124,7 @@ struct asr_comm {
   uint64_t connect_warn_ms;       /* NET_CONNECT (SEND): warn once about ASR_EAGAIN after this */
   uint64_t connect_timeout_ms;    /* NET_CONNECT (SEND): ASR_KV_TIMEOUT_MS when it began */
   int sched;                      /* the schedule list it is on (ASR_SCHED_*, connect_sched.c) */
-  struct asr_comm *sprev, *snext; /* on ctx->sched[sched] */
+  struct asr_comm *sprev, *snext; /* on ctx->sched.lists[sched] */
   struct asr_peerq *q;            /* its peer queue (from the handover on) */
   int kv_first_publish;           /* RECV: kv_req is its handle's first SET, not yet answered */
   unsigned wait_ms;               /* NET_CONNECT: the next re-check's delay (1, 2, 4, 8 ms) */
@@ -135,7 +136,7 @@ struct asr_comm {
    * CONNECTED; everything that uses it either runs on that thread or first
    * saw CONNECTED (a sequentially consistent load) */
   asr__ofi_t *_Atomic ofi;
-  int ep;   /* its index in ctx->eps, or -1 while ofi is NULL */
+  int ep;   /* its index in ctx->fab.eps, or -1 while ofi is NULL */
   int path; /* ASR_PATH_LOCAL or ASR_PATH_NET once chosen, else 0 */
   asr__ofi_send_t osend;
   asr__ofi_recv_t orecv;
@@ -155,23 +156,23 @@ struct asr_comm {
    * the application says memory is going away (asr_forget, asr_tensor_free
    * of an allocated tensor), so a program that sends from fresh memory each
    * time (Python's habit) keeps it bounded. Inserts (the service thread's
-   * lazy registration) and removals serialise on the context's mr_mutex;
+   * lazy registration) and removals serialise on the context's mr.mutex;
    * lookups (every post) walk it under ep_lock, which removals take too, so
    * no lookup ever stands on an entry being freed. */
   asr_mr_entry_t *_Atomic mrs;
-  struct asr_comm *mr_next; /* in ctx->mr_comms once it has a registration (mr_mutex) */
-  int mr_listed;            /* it is there (mr_mutex) */
+  struct asr_comm *mr_next; /* in ctx->mr.comms once it has a registration (mr.mutex) */
+  int mr_listed;            /* it is there (mr.mutex) */
 
   /* service-thread bookkeeping */
   struct asr_comm *next; /* in a pending queue or the connected list */
   _Atomic int waiters;   /* asr_comm_wait_connected calls sleeping on this comm (comm.c) */
   _Atomic int close_requested;
   _Atomic int detached; /* the service thread let go of it */
-  int watch;            /* index in ctx->watch of the peer process, or -1 (peer_watch.c) */
+  int watch;            /* index in ctx->watch.peers of the peer process, or -1 (peer_watch.c) */
   char err[320];
 
   /* the close handshake (drain.c; service thread, but where said) */
-  _Atomic int drain;          /* SEND: asr_drain_state_t (OPEN -> POSTING by the closer, under task_mutex) */
+  _Atomic int drain;          /* SEND: asr_drain_state_t (OPEN -> POSTING by the closer, under task.mutex) */
   uint64_t drain_deadline_ms; /* SEND: set with POSTING */
   uint64_t drain_sent;        /* SEND: the FIN's count */
   int peer_said;              /* SEND: 0, or ASR_CTL_ACK / ASR_CTL_CLOSED from the peer */
@@ -212,7 +213,7 @@ static inline void asr__rep_count(_Atomic uint64_t *n) {
 /* A peer process on this node whose death fails its comms (peer_watch.c). */
 typedef struct {
   struct asr_ctx *ctx;
-  int index; /* in ctx->watch, as comms name it (c->watch) */
+  int index; /* in ctx->watch.peers, as comms name it (c->watch) */
   uint32_t pid;
   uint64_t start;            /* its start time: a reused pid is another process */
   asr_loop_pid_t exit_watch; /* its exit, on the service thread's loop */
@@ -229,9 +230,9 @@ typedef struct {
 } asr_peer_host_t;
 
 /* FIFO of comms to one (peer_ip, peer_lnc) in one direction. Every queue
- * stays on its direction's list (ctx->pending: next_ordinal must go on
+ * stays on its direction's list (ctx->conn.pending: next_ordinal must go on
  * counting for as long as the LNC is up); the queues with comms in them are
- * also on ctx->active (anext), which the safety walk and the "hostname"
+ * also on ctx->conn.active (anext), which the safety walk and the "hostname"
  * waiters' wake walk (a tick steps only the heads on READY,
  * connect_sched.c): an empty queue may stay there until the next safety
  * walk drops it, a queue with comms in it is always there. */
@@ -241,7 +242,7 @@ typedef struct asr_peerq {
   uint32_t next_ordinal;
   struct asr_comm *head, *tail;
   struct asr_peerq *next;
-  struct asr_peerq *anext; /* on ctx->active while listed */
+  struct asr_peerq *anext; /* on ctx->conn.active while listed */
   int listed;
 } asr_peerq_t;
 
@@ -259,85 +260,165 @@ typedef struct {
   struct asr_comm *head, *tail;
 } asr_schedq_t;
 
+/* One LNC's context (seed: async_sr_context). Its state is grouped by the
+ * module that writes it, one sub-struct each; the comment on each says who
+ * writes it, under which lock, and which threads read it. "asr_init" means
+ * written before the service thread starts and the context is published
+ * (asr__ctxs, a release store), so every thread may read it without a lock;
+ * "service thread only" means no other thread touches it while that thread
+ * runs (asr_close frees it after joining the thread). */
 typedef struct asr_ctx {
+  /* Who this context is (context.c, asr_init; read by every thread). */
   int lnc;
   int trace; /* svc trace logging was on at asr_init: spares asr_test a check per completion */
-  /* The endpoints: eps[0] serves the local path and eps[1] the network
-   * path, or eps[0] every peer when one provider is forced (one_ep). Each
-   * is opened by the first comm that needs it (asr__ctx_endpoint; forced:
-   * at asr_init), on the service thread, under ep_mutex; ep_open[i] is
-   * set, with release, once eps[i] is whole, and cleared only by asr_close
-   * after the service thread stopped. */
-  asr__ofi_t eps[ASR_NEPS];
-  _Atomic int ep_open[ASR_NEPS];
-  char ep_prov[ASR_NEPS][64]; /* the provider each endpoint runs (set at asr_init) */
-  int one_ep;                 /* ASR_PROVIDER / FI_PROVIDER forced one provider for all */
-  char paths_desc[192];       /* "shm" or "shm on host h, tcp;ofi_rxm to other hosts" (logs, reports) */
-  pthread_mutex_t ep_mutex;
-  uint8_t who[ASR_OFI_WHO_LEN]; /* ours (peer_watch.c), copied into every endpoint */
-  char hostname[ASR_KV_HOSTNAME_LEN];
-  uint16_t port;
-  pthread_t thread;
+  char hostname[ASR_KV_HOSTNAME_LEN]; /* this LNC's host identity (paths.c: asr__same_host; its KV keys) */
+  uint8_t who[ASR_OFI_WHO_LEN];       /* ours (peer_watch.c), copied into every endpoint */
 
-  asr_loop_t *loop;  /* the service thread's (its KV sockets, its peers' exits, its wakeups) */
-  asr_kv_pool_t *kv; /* the service thread's KV connections, one per server (kv_conn.h) */
+  /* The service thread (context.c). thread and loop are made by asr_init;
+   * the loop is the thread's (its KV sockets, its peers' exits, its
+   * wakeups), and any thread wakes it through asr__ctx_wake. */
+  struct {
+    pthread_t thread;
+    asr_loop_t *loop;
+  } svc;
 
-  pthread_mutex_t task_mutex; /* guards everything up to detach_cv */
-  int task_n;
-  int shutdown;
-  int queue_full;             /* service thread only: a stash waits for room in the provider's queue */
-  int accept_cq_rc[ASR_NEPS]; /* service thread only: this tick's CQ read for accepts (asr__sched_accepts) */
-  uint64_t accept_at_ms;      /* service thread only: the next CQ read for accepting comms */
-  unsigned accept_wait_ms;    /* service thread only: its delay (1, 2, 4, 8 ms: connect_comms) */
-  uint64_t yield_until_ms;    /* service thread only: connects poll, yielding, until then (connect.c) */
-  asr_schedq_t sched[ASR_SCHED_N];     /* service thread only: which heads step when (connect_sched.c) */
-  uint64_t timed_due_ms;               /* service thread only: the earliest retry_at_ms on TIMED */
-  uint64_t safety_at_ms;               /* service thread only: the next walk of every head */
-  unsigned long accept_seen[ASR_NEPS]; /* service thread only: eps[i].completions at the last look */
-  unsigned accept_epoch;               /* service thread only: asr__kv_host_epoch() at the last look */
-  _Atomic unsigned long
-      sched_missed;                /* heads only the safety walk scheduled (written by the service thread) */
-  _Atomic unsigned stashed;        /* requests stashed and not yet drained, over all comms */
-  _Atomic uint64_t stash_tickets;  /* numbers every stashed request, in post order */
-  uint64_t drain_pass;             /* service thread: numbers asr__drain_stashes's passes */
-  struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
-  unsigned ring_head, ring_tail;
-  struct asr_comm *closing[ASR_RING]; /* comms asr_comm_close wants detached */
-  unsigned nclosing;
-  int closers; /* asr_comm_close calls past their handover: asr_close waits for them */
-  pthread_cond_t detach_cv;
+  /* The KV link (context.c, asr_init): the service thread's KV connections,
+   * one per server (kv_conn.h), used by the connect machine (connect.c) on
+   * that thread alone; and the bootstrap port every KV server listens on,
+   * read by any thread (the state report names servers by it). */
+  struct {
+    asr_kv_pool_t *pool;
+    uint16_t port;
+  } kv;
 
-  /* owned by the service thread */
-  asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
-  asr_peerq_t *active[2];  /* the queues of pending[dir] that may hold comms (asr_peerq_t) */
-  asr_peer_host_t *hosts;  /* "hostname" of every peer IP asked so far (connect.c) */
-  int nhosts, caphosts;
+  /* The fabric (paths.c). eps[0] serves the local path and eps[1] the
+   * network path, or eps[0] every peer when one provider is forced
+   * (one_ep). Each is opened by the first comm that needs it
+   * (asr__ctx_endpoint; forced: at asr_init), on the service thread, under
+   * ep_mutex; ep_open[i] is set, with release, once eps[i] is whole, and
+   * cleared only by asr_close after the service thread stopped. Any thread
+   * reads an open endpoint (a comm's ofi points into eps: the data path,
+   * under that endpoint's own locks, ofi.c "locking"). ep_prov, one_ep and
+   * paths_desc are set by asr_init (asr__paths_choose) and read by any
+   * thread. */
+  struct {
+    asr__ofi_t eps[ASR_NEPS];
+    _Atomic int ep_open[ASR_NEPS];
+    char ep_prov[ASR_NEPS][64]; /* the provider each endpoint runs */
+    int one_ep;                 /* ASR_PROVIDER / FI_PROVIDER forced one provider for all */
+    char paths_desc[192];       /* "shm" or "shm on host h, tcp;ofi_rxm to other hosts" (logs, reports) */
+    pthread_mutex_t ep_mutex;
+  } fab;
 
-  pthread_mutex_t comms_mutex; /* guards connected/error lists */
-  struct asr_comm *connected;
-  struct asr_comm *errored;
+  /* The service thread's work (seed: task_mutex, task_n, the connect-task
+   * ring), all under task.mutex. Producers on any thread (asr_connect /
+   * asr_accept: comm.c; asr_comm_close: close.c; stashing posts:
+   * request.c; asr_close: context.c) add to it and wake the thread; the
+   * service thread (context.c) takes it. n counts the units of work
+   * (comms connecting, requests stashed) and is never negative: the
+   * thread sleeps while it is 0. detach_cv wakes the closers waiting for
+   * the service thread to let go of a comm, and those waiting for a drain
+   * (drain.c). */
+  struct {
+    pthread_mutex_t mutex;
+    int n;
+    int shutdown;                    /* asr_close: the thread stops */
+    struct asr_comm *ring[ASR_RING]; /* handover ring of new comms */
+    unsigned ring_head, ring_tail;
+    struct asr_comm *closing[ASR_RING]; /* comms asr_comm_close wants detached */
+    unsigned nclosing;
+    int closers; /* asr_comm_close calls past their handover: asr_close waits for them */
+    pthread_cond_t detach_cv;
+  } task;
 
-  /* peer liveness (peer_watch.c; service thread only) */
-  uint64_t self_node;  /* our node id, from who */
-  asr_watch_t **watch; /* each entry allocated once: the loop holds its exit watch */
-  int nwatch, capwatch, nwatch_live;
+  /* The stash rings' bookkeeping over all comms (request.c). count and
+   * tickets are raised by the posting threads (any thread) and count
+   * lowered by the service thread's drain (or its detach of a closing
+   * comm, context.c); drain_pass and queue_full are the service thread's
+   * only (context.c clears queue_full at each tick's drain). */
+  struct {
+    _Atomic unsigned count;   /* requests stashed and not yet drained */
+    _Atomic uint64_t tickets; /* numbers every stashed request, in post order */
+    uint64_t drain_pass;      /* numbers asr__drain_stashes's passes */
+    int queue_full;           /* a stash waits for room in the provider's queue */
+  } stash;
 
-  /* asr_comm_wait_connected's sleepers: a comm that reaches CONNECTED or
-   * CONNECTION_ERROR wakes them (comm.c) when some wait on that comm */
-  pthread_mutex_t wait_mutex;
-  pthread_cond_t wait_cv;
+  /* The connect scheduler (connect_sched.c): which queue heads step when.
+   * Service thread only, but for missed (atomic), which the tests read.
+   * connect.c also writes accept_wait_ms and accept_at_ms
+   * (asr__connect_accept_soon) and reads accept_cq_rc. */
+  struct {
+    asr_schedq_t lists[ASR_SCHED_N];
+    uint64_t timed_due_ms;               /* the earliest retry_at_ms on TIMED */
+    uint64_t safety_at_ms;               /* the next walk of every head */
+    _Atomic unsigned long missed;        /* heads only the safety walk scheduled */
+    uint64_t accept_at_ms;               /* the next CQ read for accepting comms */
+    unsigned accept_wait_ms;             /* its delay (1, 2, 4, 8 ms: asr__sched_accepts) */
+    int accept_cq_rc[ASR_NEPS];          /* this tick's CQ read for accepts */
+    unsigned long accept_seen[ASR_NEPS]; /* eps[i].completions at the last look */
+    unsigned accept_epoch;               /* asr__kv_host_epoch() at the last look */
+  } sched;
 
-  /* the close handshake (drain.c) */
-  long drain_timeout_ms; /* ASR_DRAIN_TIMEOUT_MS, read at asr_init */
-  int ndraining;         /* SEND comms in POSTING or WAIT_TAKEN (task_mutex) */
-  int nwatching;         /* service thread: RECV comms with a FIN to answer, or lingering */
-  int peer_exits;        /* service thread: RECV comms marked peer_exited, not yet looked at */
-  uint64_t ctl_poll_at;  /* service thread: when the CQ is read next for the mailbox */
+  /* The connecting comms (service thread only): the peer queues, which
+   * context.c fills at pickup and empties as comms connect, fail or are
+   * detached (connect_sched.c drops emptied queues from active); the
+   * "hostname" of each peer IP, which connect.c asks and keeps; and
+   * connect.c's polling window. */
+  struct {
+    asr_peerq_t *pending[2]; /* per direction, keyed by (peer_ip, peer_lnc) */
+    asr_peerq_t *active[2];  /* the queues of pending[dir] that may hold comms (asr_peerq_t) */
+    asr_peer_host_t *hosts;  /* "hostname" of every peer IP asked so far (connect.c) */
+    int nhosts, caphosts;
+    uint64_t yield_until_ms; /* connects poll, yielding, until then (connect.c) */
+  } conn;
 
-  /* The comms with registrations (their mr_next), for asr_forget: every
-   * change to a comm's MR list, and to this list, holds mr_mutex. */
-  pthread_mutex_t mr_mutex;
-  struct asr_comm *mr_comms;
+  /* The comms that left their peer queue (context.c: connected or failed),
+   * under comms.mutex. connected is written by the service thread alone,
+   * which therefore reads it without the lock (drain.c); errored also by a
+   * closer (close.c). Other threads read them under the lock (asr_close's
+   * drain, drain.c), or after the service thread stopped (asr_close). */
+  struct {
+    pthread_mutex_t mutex;
+    struct asr_comm *connected;
+    struct asr_comm *errored;
+  } comms;
+
+  /* Peer liveness (peer_watch.c; service thread only). self_node is set
+   * by asr_init from who. Each entry of peers is allocated once: the loop
+   * holds its exit watch; a comm names its entry by index (c->watch). */
+  struct {
+    uint64_t self_node; /* our node id, from who */
+    asr_watch_t **peers;
+    int n, cap, live;
+  } watch;
+
+  /* asr_comm_wait_connected's sleepers (comm.c): a comm that reaches
+   * CONNECTED or CONNECTION_ERROR wakes them when some wait on that comm. */
+  struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cv; /* on the monotonic clock */
+  } wait;
+
+  /* The close handshake (drain.c). timeout_ms is set by asr_init
+   * (ASR_DRAIN_TIMEOUT_MS); ndraining is written by the closers and the
+   * service thread under task.mutex; the rest is the service thread's
+   * (peer_watch.c raises peer_exits). */
+  struct {
+    long timeout_ms;
+    int ndraining;        /* SEND comms in POSTING or WAIT_TAKEN */
+    int nwatching;        /* RECV comms with a FIN to answer, or lingering */
+    int peer_exits;       /* RECV comms marked peer_exited, not yet looked at */
+    uint64_t ctl_poll_at; /* when the CQ is read next for the mailbox */
+  } drain;
+
+  /* The comms with registrations (their mr_next), for asr_forget (comm.c):
+   * every change to a comm's MR list, and to this list, holds mr.mutex.
+   * The service thread adds (lazy registration); asr_forget and a comm's
+   * free remove. */
+  struct {
+    pthread_mutex_t mutex;
+    struct asr_comm *comms;
+  } mr;
 } asr_ctx_t;
 
 /* The endpoint of comm c (rt.h: its ofi), for the data path: c is
@@ -351,7 +432,7 @@ static inline asr__ofi_t *asr__comm_ofi(const struct asr_comm *c) {
 int asr__same_host(const asr_ctx_t *ctx, const uint8_t *name);
 
 /* The endpoint for path (ASR_PATH_*), opened when it is not yet: 0 with
- * *ep its index in ctx->eps, or an ASR_E* code with err saying why and
+ * *ep its index in ctx->fab.eps, or an ASR_E* code with err saying why and
  * what to set (paths.c). Service thread, or asr_init before it starts. */
 int asr__ctx_endpoint(asr_ctx_t *ctx, int path, int *ep, char *err, size_t errlen);
 
@@ -364,7 +445,7 @@ void asr__ctx_endpoints_close(asr_ctx_t *ctx);
 
 /* The endpoint index path goes to in ctx. */
 static inline int asr__ctx_ep_index(const asr_ctx_t *ctx, int path) {
-  return ctx->one_ep || path != ASR_PATH_NET ? 0 : 1;
+  return ctx->fab.one_ep || path != ASR_PATH_NET ? 0 : 1;
 }
 
 /* The contexts by LNC (context.c). A slot is published with a release store
@@ -380,7 +461,7 @@ static inline asr_ctx_t *asr__ctx_get(int lnc) {
 
 /* Wakes the service thread after adding work (publish the work first: the
  * loop's wake protocol then guarantees the next tick sees it). */
-static inline void asr__ctx_wake(asr_ctx_t *ctx) { asr_loop_wake(ctx->loop); }
+static inline void asr__ctx_wake(asr_ctx_t *ctx) { asr_loop_wake(ctx->svc.loop); }
 
 /* c is failing or going away: a "hostname" it was asking for is asked again
  * by the next comm that needs it (connect.c). */
@@ -416,7 +497,7 @@ int asr__connect_step(asr_ctx_t *ctx, struct asr_comm *c);
  * between ticks) rather than sleep on their timers (connect.c:
  * CONNECT_YIELD_MS sets yield_until_ms). */
 static inline int asr__connect_yielding(const asr_ctx_t *ctx, uint64_t now) {
-  return now < ctx->yield_until_ms;
+  return now < ctx->conn.yield_until_ms;
 }
 
 /* Post drain of the stashed requests of one direction, in post order
@@ -482,7 +563,7 @@ void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms);
 void asr__drain_detached(asr_ctx_t *ctx, struct asr_comm *c);
 /* Fails connected comm c, whose peer process pid exited (peer_watch.c):
  * CONNECTION_ERROR with c->err, its posted receives cancelled. Service
- * thread, comms_mutex held. */
+ * thread, comms.mutex held. */
 void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid);
 
 /* The shm region of each open LNC, unlinked at exit for those never closed

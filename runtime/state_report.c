@@ -74,10 +74,10 @@ static void wait_key(const struct asr_comm *c, int st, char *key, size_t keylen,
   if (c->type == ASR_SEND_COMM && (st == ASR_COMM_START_INIT || st == ASR_COMM_WAIT_FOR_NET_HANDLE_GET)) {
     if (asr_kv_handle_key(k, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0) return;
     asr_kv_key_render(k, sizeof k, key, keylen);
-    snprintf(server, slen, "%s:%u", c->peer_ip, ctx->port);
+    snprintf(server, slen, "%s:%u", c->peer_ip, ctx->kv.port);
   } else if (c->type == ASR_RECV_COMM && (st == ASR_COMM_START_INIT || st == ASR_COMM_WAIT_FOR_HOSTNAME)) {
     asr_kv_key_render((const uint8_t *)ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN, key, keylen);
-    snprintf(server, slen, "%s:%u", c->peer_ip, ctx->port);
+    snprintf(server, slen, "%s:%u", c->peer_ip, ctx->kv.port);
   } else if (c->type == ASR_RECV_COMM && (st == ASR_COMM_LISTEN || st == ASR_COMM_WAIT_FOR_NET_HANDLE_SET ||
                                           st == ASR_COMM_NET_CONNECT)) {
     /* peer_hostname was written before the state moved past WAIT_FOR_HOSTNAME */
@@ -86,7 +86,7 @@ static void wait_key(const struct asr_comm *c, int st, char *key, size_t keylen,
     host[ASR_KV_HOSTNAME_LEN] = '\0';
     if (asr_kv_handle_key(k, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, host) < 0) return;
     asr_kv_key_render(k, sizeof k, key, keylen);
-    snprintf(server, slen, "127.0.0.1:%u", ctx->port);
+    snprintf(server, slen, "127.0.0.1:%u", ctx->kv.port);
   }
 }
 
@@ -135,7 +135,7 @@ static void render(void *arg, asr_buf_t *b) {
     const asr_ctx_t *ctx = asr__ctx_get(lnc);
     if (!ctx) continue;
     int n = snprintf(line, sizeof line, "lnc\tlnc=%d\thost=%s\tprovider=%s\tport=%u\n", lnc, ctx->hostname,
-                     ctx->one_ep ? ctx->ep_prov[0] : "shm+tcp;ofi_rxm", ctx->port);
+                     ctx->fab.one_ep ? ctx->fab.ep_prov[0] : "shm+tcp;ofi_rxm", ctx->kv.port);
     asr_buf_put(b, line, (size_t)n);
   }
   for (struct asr_comm *c = asr__rep_comms; c; c = c->rep_next) render_comm(c, now, b);

@@ -162,7 +162,7 @@ static void pairwise_proc(int rank, void *arg) {
   }
   /* Lazily opened: a context opens the endpoints its peers need, no more. */
   asr_ctx_t *ctx = sc[rank == 0 ? 1 : 0]->ctx;
-  int open0 = atomic_load(&ctx->ep_open[0]), open1 = atomic_load(&ctx->ep_open[1]);
+  int open0 = atomic_load(&ctx->fab.ep_open[0]), open1 = atomic_load(&ctx->fab.ep_open[1]);
   if (forced) {
     ASSERT_MSG(open0 && !open1, "rank %d: forced provider, endpoints open %d %d", rank, open0, open1);
   } else if (rank == 2) {
@@ -393,7 +393,7 @@ static void shm_alone_proc(int rank, void *arg) {
   if (rank != 2) {
     int peer = 1 - rank;
     asr_ctx_t *ctx = sc[peer]->ctx;
-    asr__ofi_t *tcp = &ctx->eps[1];
+    asr__ofi_t *tcp = &ctx->fab.eps[1];
     if (rank == 0) ASSERT_STREQ(asr_comm_provider(sc[2]), "tcp;ofi_rxm");
     /* warm up: every registration made (later posts take the fast path,
      * which needs no service thread) */
@@ -475,7 +475,7 @@ static void api_proc(int rank, void *arg) {
   ASSERT_OK(asr_comm_wait_connected(rc, 30000));
   ASSERT_STREQ(asr_comm_provider(sc), "shm");
   ASSERT_STREQ(asr_comm_provider(rc), "shm");
-  ASSERT_EQ(atomic_load(&sc->ctx->ep_open[1]), 0); /* no network endpoint paid for */
+  ASSERT_EQ(atomic_load(&sc->ctx->fab.ep_open[1]), 0); /* no network endpoint paid for */
   ASSERT_OK(asr_comm_close(sc));
   ASSERT_OK(asr_comm_close(rc));
   ASSERT_OK(asr_close(0));

@@ -67,7 +67,7 @@
 #include "asr_tsan.h"
 #include "rt_util.h"
 /* Internal records: the tests read a request's status and hold a context's
- * comms_mutex to keep its service thread from draining stash rings. */
+ * comms.mutex to keep its service thread from draining stash rings. */
 #include "../../runtime/rt.h"
 
 static int req_status(asr_request_t *r) { return atomic_load(&r->status); }
@@ -75,7 +75,7 @@ static int req_status(asr_request_t *r) { return atomic_load(&r->status); }
 /* The lock the service thread holds while it drains stash rings (context.c:
  * post_sendrecv_tasks). Holding it freezes every stashed post of the
  * context, deterministically, while fast-path posts still go through. */
-static pthread_mutex_t *drain_lock(asr_comm_t *c) { return &c->ctx->comms_mutex; }
+static pthread_mutex_t *drain_lock(asr_comm_t *c) { return &c->ctx->comms.mutex; }
 
 static void alloc_tensor(size_t size, asr_tensor_t **t) { ASSERT_OK(asr_tensor_alloc(size, t)); }
 
@@ -1531,7 +1531,7 @@ static void sched_proc(int rank, void *arg) {
       ASSERT_MSG(rv[i] == (((uint64_t)q << 32) | ((uint64_t)rank << 8) | (uint64_t)k),
                  "rank %d comm %d from %d got 0x%llx", rank, k, q, (unsigned long long)rv[i]);
     }
-  unsigned long missed = atomic_load(&sc[rank == 0][0]->ctx->sched_missed); /* the LNC's context */
+  unsigned long missed = atomic_load(&sc[rank == 0][0]->ctx->sched.missed); /* the LNC's context */
   ASSERT_MSG(missed == 0, "%lu connecting comms stepped only because the safety walk found them", missed);
   rt_barrier();
   for (int q = 0; q < SCHED_RANKS; q++)
@@ -2091,7 +2091,7 @@ TEST(settings_checked_at_init) {
 }
 
 /* =========================================================================
- * Regression: a stashed post is counted in task_n before it can be drained
+ * Regression: a stashed post is counted in task.n before it can be drained
  * ========================================================================= */
 
 typedef struct {
@@ -2108,13 +2108,13 @@ static void *tn_poster(void *arg) {
 }
 
 /* A slow-path post used to push its request onto the stash ring first and
- * count it in task_n (the service thread's work count) afterwards, while the
+ * count it in task.n (the service thread's work count) afterwards, while the
  * seed counts first. In between, the service thread could drain the request
- * and decrement task_n for it, driving the count below zero: it then logged
+ * and decrement task.n for it, driving the count below zero: it then logged
  * "task count went negative" once per millisecond for as long as the poster
  * was descheduled (seen under load in four_by_eight). Made deterministic here
  * with the context's locks: the service thread is parked inside its stash
- * drain (on comms_mutex), task_mutex is held by the test, and a cold send is
+ * drain (on comms.mutex), task.mutex is held by the test, and a cold send is
  * posted from a second thread; once the drain is let go, a request drained
  * while its post has not counted it yet is the bug. */
 static void task_count_proc(int rank, void *arg) {
@@ -2124,44 +2124,44 @@ static void task_count_proc(int rank, void *arg) {
   asr_comm_t *sc, *rc, *pending;
   rt_pair_up(0, 0, &sc, &rc);
   asr_ctx_t *ctx = sc->ctx;
-  /* wait for the service thread to retire both connects: task_n == 0 */
+  /* wait for the service thread to retire both connects: task.n == 0 */
   for (int i = 0;; i++) {
-    pthread_mutex_lock(&ctx->task_mutex);
-    int n = ctx->task_n;
-    pthread_mutex_unlock(&ctx->task_mutex);
+    pthread_mutex_lock(&ctx->task.mutex);
+    int n = ctx->task.n;
+    pthread_mutex_unlock(&ctx->task.mutex);
     if (n == 0) break;
-    ASSERT_MSG(i < 5000, "task_n stays at %d with nothing to do", n);
+    ASSERT_MSG(i < 5000, "task.n stays at %d with nothing to do", n);
     asr_sleep_ms(1);
   }
   asr_tensor_t *t, *rt;
   alloc_tensor(64, &t);
   alloc_tensor(64, &rt);
   rt_fill(va_of(t), 64, 0x7C01);
-  /* park the service thread on comms_mutex inside its stash drain: wake it
+  /* park the service thread on comms.mutex inside its stash drain: wake it
    * with a comm that will stay pending (nobody answers LNC 99) */
-  pthread_mutex_lock(&ctx->comms_mutex);
+  pthread_mutex_lock(&ctx->comms.mutex);
   ASSERT_OK(asr_connect(0, RT_PEER_IP, 99, &pending));
   asr_sleep_ms(100);
-  pthread_mutex_lock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
   uint64_t tail0 = atomic_load(&sc->stash_tail);
   tn_post_t p = {.c = sc, .t = t};
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, tn_poster, &p), 0);
   for (int i = 0; i < 100 && atomic_load(&sc->stash_tail) == tail0; i++) asr_sleep_ms(1);
   int pushed = atomic_load(&sc->stash_tail) != tail0;
-  pthread_mutex_unlock(&ctx->comms_mutex); /* the drain goes on */
+  pthread_mutex_unlock(&ctx->comms.mutex); /* the drain goes on */
   for (int i = 0; i < 200 && pushed && atomic_load(&sc->stash_head) != atomic_load(&sc->stash_tail); i++)
     asr_sleep_ms(1);
   int drained = pushed && atomic_load(&sc->stash_head) == atomic_load(&sc->stash_tail);
-  int n = ctx->task_n; /* we hold task_mutex */
-  pthread_mutex_unlock(&ctx->task_mutex);
+  int n = ctx->task.n; /* we hold task.mutex */
+  pthread_mutex_unlock(&ctx->task.mutex);
   pthread_join(th, NULL);
   ASSERT_OK(p.rc);
   /* 1 for the pending comm, 1 for the send the service thread just drained
-   * (and has not un-counted yet: it waits for task_mutex too) */
+   * (and has not un-counted yet: it waits for task.mutex too) */
   ASSERT_MSG(
       !drained || n >= 2,
-      "%s: a stashed send was drained before its post counted it in task_n (task_n %d, should be 2): the "
+      "%s: a stashed send was drained before its post counted it in task.n (task.n %d, should be 2): the "
       "count goes negative",
       rt_g.provider, n);
   asr_request_t *q;
@@ -2172,9 +2172,9 @@ static void task_count_proc(int rank, void *arg) {
   ASSERT_OK(asr_comm_close(pending));
   ASSERT_OK(asr_comm_close(sc));
   ASSERT_OK(asr_comm_close(rc));
-  pthread_mutex_lock(&ctx->task_mutex);
-  n = ctx->task_n;
-  pthread_mutex_unlock(&ctx->task_mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  n = ctx->task.n;
+  pthread_mutex_unlock(&ctx->task.mutex);
   ASSERT_EQ(n, 0);
   ASSERT_OK(asr_close(0));
   asr_tensor_free(t);
@@ -2221,10 +2221,10 @@ static void slow_peer_proc(int rank, void *arg) {
       if (st != ASR_COMM_NET_CONNECT) asr_sleep_ms(1);
     }
     ASSERT_EQ(st, ASR_COMM_NET_CONNECT); /* the handle is published */
-    pthread_mutex_lock(rc->ctx->eps[0].lock);
+    pthread_mutex_lock(rc->ctx->fab.eps[0].lock);
     rt_send_u64(0, 1);
     asr_sleep_ms(SP_FREEZE_MS);
-    pthread_mutex_unlock(rc->ctx->eps[0].lock);
+    pthread_mutex_unlock(rc->ctx->fab.eps[0].lock);
     ASSERT_OK(asr_comm_wait_connected(rc, 60000));
     asr_request_t *q;
     size_t got;

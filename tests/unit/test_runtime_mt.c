@@ -28,7 +28,7 @@
 #include <stdlib.h>
 
 #include "rt_util.h"
-/* Internal records: the close race holds a context's comms_mutex and reads
+/* Internal records: the close race holds a context's comms.mutex and reads
  * its count of closers. */
 #include "../../runtime/rt.h"
 
@@ -384,7 +384,7 @@ TEST_TIMEOUT(mt_connect_close_cycles, 120) {
  * lists, so both its closer and asr_close freed it (an ASan build aborts on
  * the second free) and the closer's cancels ran on a closed endpoint. To
  * have every close in flight when asr_close starts, the test holds the
- * context's comms_mutex (the service thread needs it to let go of a comm)
+ * context's comms.mutex (the service thread needs it to let go of a comm)
  * until all closers wait inside asr_comm_close and asr_close has begun. */
 #define CR_ROUNDS 10
 #define CR_COMMS 8
@@ -414,15 +414,15 @@ static void close_race_proc(int rank, void *arg) {
     pthread_t tid[CR_COMMS], lt;
     for (int i = 0; i < CR_COMMS; i += 2) rt_pair_up(0, 0, &a[i].c, &a[i + 1].c);
     asr_ctx_t *ctx = a[0].c->ctx;
-    pthread_mutex_lock(&ctx->comms_mutex);
+    pthread_mutex_lock(&ctx->comms.mutex);
     for (int i = 0; i < CR_COMMS; i++) {
       a[i].rc = -99;
       ASSERT_EQ(pthread_create(&tid[i], NULL, cr_closer, &a[i]), 0);
     }
     for (int waited = 0;; waited++) { /* every closer handed its comm over */
-      pthread_mutex_lock(&ctx->task_mutex);
-      int n = ctx->closers;
-      pthread_mutex_unlock(&ctx->task_mutex);
+      pthread_mutex_lock(&ctx->task.mutex);
+      int n = ctx->task.closers;
+      pthread_mutex_unlock(&ctx->task.mutex);
       if (n == CR_COMMS) break;
       ASSERT_MSG(waited < 5000, "%s: %d of %d closers arrived", rt_g.provider, n, CR_COMMS);
       asr_sleep_ms(1);
@@ -430,7 +430,7 @@ static void close_race_proc(int rank, void *arg) {
     int lrc = -99;
     ASSERT_EQ(pthread_create(&lt, NULL, cr_lnc_closer, &lrc), 0);
     asr_sleep_ms(round % 3 * 5); /* let asr_close get to its join, or not */
-    pthread_mutex_unlock(&ctx->comms_mutex);
+    pthread_mutex_unlock(&ctx->comms.mutex);
     pthread_join(lt, NULL);
     ASSERT_MSG(lrc == 0, "%s: round %d: asr_close returned %d", rt_g.provider, round, lrc);
     for (int i = 0; i < CR_COMMS; i++) {
