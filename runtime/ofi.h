@@ -119,7 +119,7 @@
  * call, none of which blocks: an uncontended lock is one atomic exchange and
  * its unlock a plain release store, where a pthread mutex costs two atomic
  * read-modify-writes and two library calls. A waiter yields after a short
- * spin, so a holder that was descheduled (2 cores, busy pollers) gets the
+ * spin, so a holder that was descheduled (few cores, busy pollers) gets the
  * CPU back instead of the waiter burning its time slice. */
 typedef atomic_int asr__spin_t;
 

@@ -296,7 +296,8 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
     }
     if (!first) break;
     /* a send may spin for room once per pass (ofi.h), not once per comm:
-     * the pass would otherwise hold this thread for 50 ms per blocked comm */
+     * the pass would otherwise hold this thread for ASR_OFI_SEND_SPIN_MS
+     * per blocked comm */
     if (drain_one(ctx, first, waiting ? 0 : ASR_OFI_SEND_SPIN_MS) == DRAIN_LEFT) {
       posted = 1;
     } else {

@@ -14,8 +14,9 @@
 
 /* BENCH_PIN=1 (tests/bench/ofi_bench.sh sets it): rank r runs on CPU r modulo
  * the CPUs it may use, as asrrun --bind-to core would place it; threads it
- * starts later inherit the CPU. Unpinned, two spinning ranks on a 2-CPU
- * machine swing up to 2x from run to run with the scheduler's placement. */
+ * starts later inherit the CPU. Unpinned, two spinning ranks on a machine
+ * with few CPUs get figures that swing from run to run with the scheduler's
+ * placement of them, more than any change they are run to compare. */
 static inline void bench_pin(int r) {
   const char *v = getenv("BENCH_PIN");
   if (!v || strcmp(v, "1") != 0) return;
@@ -33,9 +34,9 @@ static inline void bench_pin(int r) {
 
 /* Untimed round trips before the first latency size. Each size also gets 10
  * of its own, but on tcp;ofi_rxm the first size measured after connecting
- * still ran 30% slow (1 B: 8.5-9.0 us, then 6.6 us from 2 B on; a run of
- * 1 B alone: 6.6-7.6 us): the socket path needs more than 10 exchanges to
- * settle. Both pingpong and ofi_raw run these, so both sides start alike. */
+ * still ran slow, well above the sizes after it: the socket path needs more
+ * than 10 exchanges to settle. Both pingpong and ofi_raw run these, so both
+ * sides start alike. */
 #define BENCH_WARMUP_ROUNDS 1000
 
 /* Timed round trips for a latency size: iters, a tenth of it (at least 10)
@@ -58,11 +59,10 @@ static inline uint64_t bench_bw_stamp(int i, int k, size_t size) {
 
 /* How many windows the bandwidth of a size is timed over: enough to move
  * 256 MiB, between 5 and 16384 windows. Up to 256 B that is the cap, about
- * a million messages at a window of 64 (shm: a fifth of a second here;
- * tcp;ofi_rxm: about five seconds at 1 B). The cap was 2000 windows, 36 ms
- * of shm traffic at 4 B, where one preemption of a rank counts. Longer runs
- * do not remove this VM's own swings (raw libfabric's 4 B figure moved
- * between 15 and 31 MB/s from one 30000-window run to the next): that is
+ * a million messages at a window of 64: long enough that one preemption of
+ * a rank does not decide a small size's figure, short enough that
+ * tcp;ofi_rxm's smallest sizes take seconds, not minutes. Longer runs would
+ * not remove the machine's own swings from one run to the next: that is
  * what ofi_bench.sh's repeated, interleaved runs and paired ratios are for. */
 static inline int bench_bw_windows(size_t size, int w) {
   size_t per = size * (size_t)w, n = per ? ((size_t)256 << 20) / per : 16384;

@@ -196,8 +196,10 @@ static void pause_reader(job_t *j, int pause_ms, long *asrrun_kb, long *asrd_kb)
 /* ---------------------------------------------------------------------------------- */
 /* 1. back-pressure                                                                    */
 
-/* A reader that pauses 3 s gets every line, the job exits 0 (at bbdac0b:
- * 2,222 of 12,049 lines and 125, "asrd on host ... died"). */
+/* A reader that pauses 3 s gets every line, and the job exits 0: a paused
+ * reader holds the ranks back, never loses their lines, and never makes
+ * asrd look dead (before flow control it did both: most lines lost, and
+ * 125, "asrd on host ... died"). */
 TEST_TIMEOUT(paused_reader_gets_every_line, 60) {
   setup();
   job_t j;
@@ -215,8 +217,9 @@ TEST_TIMEOUT(paused_reader_gets_every_line, 60) {
 }
 
 /* 4 ranks x 50 MB behind a reader paused 4 s: asrrun and asrd stay within
- * their bounds (asrrun a fixed few MiB, asrd 1 MiB per rank plus a base;
- * at bbdac0b 134 MB and 169 MB), and every line arrives. */
+ * their bounds (asrrun a fixed few MiB, asrd 1 MiB per rank plus a base,
+ * however much the ranks write; before flow control both grew with it),
+ * and every line arrives. */
 TEST_TIMEOUT(output_memory_bounded, 240) {
   setup();
   job_t j;
@@ -285,7 +288,7 @@ TEST_TIMEOUT(reader_goes_away, 60) {
 
 /* A 1 MiB line is one tagged line; a 3 MB one continues without an added
  * newline or a second tag, and the other rank's lines stay whole around it
- * (at bbdac0b: a 1 MB line arrived as 16 tagged lines). */
+ * (before, a long line arrived cut into many tagged lines). */
 TEST_TIMEOUT(long_lines_stay_whole, 90) {
   setup();
   const char *og = bin("tests/apps/outgen");
@@ -395,7 +398,7 @@ TEST_TIMEOUT(output_dir_full_disk, 60) {
 
 /* 64 MiB into rank 0's stdin while it reads nothing for 4 s: asrrun and asrd
  * hold a bounded amount (the writer blocks), and rank 0 then reads every byte
- * (at bbdac0b asrd held all of it: 430 MB resident for 300 MB). */
+ * (before, asrd held all of it, resident, until the rank read it). */
 TEST_TIMEOUT(unread_stdin_bounded, 120) {
   setup();
   job_t j;

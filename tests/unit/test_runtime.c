@@ -688,13 +688,13 @@ static void stashed_proc(int rank, void *arg) {
 
   /* Natural: poll cold posts right away, as an application would. A single
    * cold post is usually registered and posted by the service thread before
-   * asr_isend has even returned (it wakes on the other core while the poster
+   * asr_isend has even returned (it wakes on another core while the poster
    * is still in the futex calls), so post bursts of ST_BURST cold tensors
    * and poll each one from the first: the later ones are usually still in
-   * the stash ring when the poll reaches them. Usually, not always (on two
-   * cores the poster can lose its CPU in the middle of a burst), so bursts
-   * go on until one poll saw STASHED; a runtime that registered and posted
-   * cold tensors synchronously would never show one. */
+   * the stash ring when the poll reaches them. Usually, not always (on a
+   * busy machine the poster can lose its CPU in the middle of a burst), so
+   * bursts go on until one poll saw STASHED; a runtime that registered and
+   * posted cold tensors synchronously would never show one. */
   int seen = 0, rounds = 0, peer_seen = 0;
   for (int round = 0; round < ST_ROUNDS && !(seen && peer_seen); round++, rounds++) {
     asr_request_t *q[ST_BURST];
@@ -1034,8 +1034,8 @@ TEST_TIMEOUT(four_by_eight, 200) {
  * connections to one elected server, every connection then proven by a
  * stamped message from its sender that its receiver checks (the work of
  * tests/bench/asr_bench -m mesh, which exits non-zero on any miss). Under
- * the sanitizers, whose processes are several times slower on 2 CPUs, 16
- * ranks (4 x 4) walk the same paths. */
+ * the sanitizers, which slow every process down, 16 ranks (4 x 4) walk the
+ * same paths within the case's time. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MESH_RANKS "16"
 #else
@@ -1162,8 +1162,9 @@ static void close_pending_proc(int rank, void *arg) {
     int n = 0;
     /* 8 receives, 24 large sends that are never matched (rendezvous / CMA:
      * no provider can complete or cancel them while the peer ignores them;
-     * this many used to make asr_comm_close wait 2 s for each in turn), and 4
-     * small ones (eager) */
+     * a close that waited for each in turn, as asr_comm_close once did,
+     * would pass the bound asserted below with this many), and 4 small
+     * ones (eager) */
     for (int i = 0; i < 8; i++) ASSERT_OK(asr_irecv(rc, big, (size_t)i * CP_BIG, CP_BIG, &r[n++]));
     for (int i = 0; i < 24; i++) ASSERT_OK(asr_isend(sc, big, (size_t)i * CP_BIG, CP_BIG, &r[n++]));
     for (int i = 0; i < 4; i++) ASSERT_OK(asr_isend(sc, small, (size_t)i * 64, 64, &r[n++]));
@@ -1457,8 +1458,8 @@ TEST(recv_comm_does_not_wait_for_its_set) { rt_group_run(3, "shm", set_nowait_pr
  * comm entered NET_CONNECT the service thread polls the provider, yielding
  * the CPU between ticks (connect.c: CONNECT_YIELD_MS), and then goes back
  * to sleeping on its timers: over the next second the process uses a small
- * part of one CPU, not all of it (a poll that never stopped would use
- * about 1 s of CPU here). */
+ * part of one CPU (a quarter at most), not all of it, as a poll that never
+ * stopped would. */
 static void yield_bound_proc(int rank, void *arg) {
   (void)rank, (void)arg;
   setenv("ASR_KV_BIND", "127.0.0.1", 1);
@@ -1566,9 +1567,9 @@ TEST(connects_stepped_by_events) {
  * without end left no receive to fail). It is killed once its own sends
  * completed: libfabric 1.17's shm takes the receiver's region spinlock to
  * write into it, and a sender killed holding it leaves it held, so the
- * survivor's next CQ read spins on it for good (1 run in 40-100 under load:
- * the service thread in pthread_spin_lock under fi_cq_read, the main thread
- * in asr_test waiting for the endpoint lock). */
+ * survivor's next CQ read spins on it for good (as it did, now and then,
+ * under load: the service thread in pthread_spin_lock under fi_cq_read, the
+ * main thread in asr_test waiting for the endpoint lock). */
 static void kill_mid_proc(int rank, void *arg) {
   (void)arg;
   const int orch = 2;
@@ -2313,9 +2314,10 @@ static void kallsyms_proc(int rank, void *arg) {
 }
 
 /* Run once with ASR_OFI_KALLSYMS=1, the read is there to see (the premise:
- * this libfabric's verbs provider reads the whole file, several MB, at its
- * init); by default it is not: what asr_init reads is a small fraction of
- * that. */
+ * this libfabric's verbs provider reads the whole file, a line per kernel
+ * symbol, at its init; where asr_init reads less than a MiB, it does not,
+ * and the case skips); by default it is not: asr_init reads less than an
+ * eighth of that. */
 TEST(libfabric_init_skips_kallsyms) {
   uint64_t got[2];
   for (int keep = 1; keep >= 0; keep--) {
@@ -2364,9 +2366,11 @@ static void nopsm_proc(int rank, void *arg) {
 }
 
 /* With ASR_OFI_PSM=1 the real libraries load (the premise: their
- * constructors sleep 100 ms each); by default libasr's stand-ins take their
- * place and asr_init is far quicker. Fails if the stand-ins are not found or
- * not taken for libfabric's dependencies. */
+ * constructors sleep to calibrate a clock; where asr_init takes less than
+ * 150 ms with them, they do not, and the case skips); by default libasr's
+ * stand-ins take their place and asr_init is quicker by at least 100 ms
+ * (the bound below: at least one constructor's sleep spared). Fails if the
+ * stand-ins are not found or not taken for libfabric's dependencies. */
 TEST(libfabric_load_skips_psm_constructors) {
   glob_t g;
   if (glob("/dev/hfi1*", 0, NULL, &g) == 0) {
@@ -2374,7 +2378,7 @@ TEST(libfabric_load_skips_psm_constructors) {
     SKIP("this host has an Omni-Path device (/dev/hfi1*): the real libpsm2 is kept");
   }
   /* The fastest of three interleaved runs of each: asr_init's own cost
-   * swings by a hundred ms on a loaded machine, the sleeps do not. */
+   * swings with the machine's load, the sleeps do not. */
   uint64_t ms[2] = {UINT64_MAX, UINT64_MAX}, which[2] = {0, 0};
   for (int run = 0; run < 3; run++)
     for (int keep = 1; keep >= 0; keep--) {
@@ -2428,10 +2432,12 @@ static void rxm_rx_proc(int rank, void *arg) {
   rt_send_u64(1, before < 0 || after < 0 ? UINT64_MAX : (uint64_t)(after > before ? after - before : 0));
 }
 
-/* libfabric 1.17's own default is 4096 buffers of 16 KiB per LNC: with it
- * (set by hand, which libasr must leave alone) asr_init adds about 70 MB;
- * with libasr's 1024 about a quarter of that. Fails if the default is not
- * set, or set too late (after libfabric read its environment). */
+/* libfabric 1.17's own default is 4096 buffers of 16 KiB per LNC, 64 MiB:
+ * with it (set by hand, which libasr must leave alone) asr_init's resident
+ * memory grows by about that (where it grows by less than 48 MiB, this
+ * libfabric does not preallocate them, and the case skips); with libasr's
+ * 1024 by less than half as much. Fails if the default is not set, or set
+ * too late (after libfabric read its environment). */
 TEST(rxm_bounce_buffers_default_1024) {
   uint64_t got[2];
   const char *vals[2] = {NULL, "4096"};
@@ -2580,9 +2586,8 @@ TEST(ofi_open_unwinds) {
 
 /* Under a sanitizer, freed memory stays in its allocator (ASan's
  * quarantine, TSan's shadow), so RSS says nothing of what libasr keeps, and
- * each send costs tens of microseconds more: there the case checks the data
- * and the forgetting only, on fewer sends; the default build checks the
- * bound. */
+ * each send costs many times more: there the case checks the data and the
+ * forgetting only, on fewer sends; the default build checks the bound. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define FORGET_SANITIZED 1
 #elif defined(__has_feature)
@@ -2655,11 +2660,11 @@ static void forget_proc(int rank, void *arg) {
       fprintf(stderr, "%s%s: RSS %lld -> %lld KiB; first tenth %.2f us/msg, all %.2f us/msg\n", rt_g.provider,
               alloc_each ? " (alloc)" : "", rss0, rss1, t_first / 1e3 / (FORGET_N / 10),
               t_all / 1e3 / FORGET_N);
-      /* Registrations kept grow it by about 300 bytes each on shm (and
-       * make each post walk them), four times the bound below at 27,000. tcp;ofi_rxm grows by
-       * about 48 bytes a message on both sides even when every message comes
-       * from one address (libfabric 1.17, measured here): only shm's RSS
-       * says what libasr keeps. */
+      /* Registrations kept would grow it with every send on shm (and make
+       * each post walk them), well past the bound below over FORGET_N
+       * sends. tcp;ofi_rxm's own memory grows with every message on both
+       * sides even when every message comes from one address (libfabric
+       * 1.17): only shm's RSS says what libasr keeps. */
 #ifdef FORGET_SANITIZED
     fprintf(stderr, "forget_keeps_registrations_bounded: RSS not checked under a sanitizer (%lld KiB)\n",
             rss1 - rss0);
