@@ -852,6 +852,18 @@ static int op_start(asr_kv_pool_t *p, const char *ip, uint16_t port, uint8_t opc
   return 0;
 }
 
+/* The last step of every pool request: op, filled in by its caller, is
+ * queued on its connection, which is kicked to write it. */
+static int op_queue(asr_kv_call_t *op, asr_kv_call_done_cb done, void *done_arg, asr_kv_call_t **out) {
+  op->done = done;
+  op->done_arg = done_arg;
+  op->state = OP_QUEUED;
+  queue_push_tail(op->conn, op);
+  conn_kick(op->conn);
+  *out = op;
+  return 0;
+}
+
 int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen, int vtype,
                     int retry, asr_kv_get_cb cb, void *cb_arg, asr_kv_call_done_cb done, void *done_arg,
                     asr_kv_call_t **out) {
@@ -863,18 +875,12 @@ int asr_kv_pool_get(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
   op->retry = retry != 0;
   op->cb = cb;
   op->cb_arg = cb_arg;
-  op->done = done;
-  op->done_arg = done_arg;
   /* at most half the request's own time, so that the server's NOT_FOUND,
    * and the reason a deadline names, come before the deadline */
   op->aux = retry ? GET_WAIT_MS : 0;
   if (retry && p->timeout_ms > 0 && (uint32_t)p->timeout_ms / 2 < op->aux)
     op->aux = (uint32_t)p->timeout_ms / 2;
-  op->state = OP_QUEUED;
-  queue_push_tail(op->conn, op);
-  conn_kick(op->conn);
-  *out = op;
-  return 0;
+  return op_queue(op, done, done_arg, out);
 }
 
 int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen,
@@ -888,13 +894,7 @@ int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
   op->vtype = (uint8_t)vtype;
   if (vlen) memcpy(op->val, val, vlen);
   op->vlen = (uint16_t)vlen;
-  op->done = done;
-  op->done_arg = done_arg;
-  op->state = OP_QUEUED;
-  queue_push_tail(op->conn, op);
-  conn_kick(op->conn);
-  *out = op;
-  return 0;
+  return op_queue(op, done, done_arg, out);
 }
 
 int asr_kv_pool_list(asr_kv_pool_t *p, const char *ip, uint16_t port, uint32_t index, asr_kv_entry_cb cb,
@@ -905,13 +905,7 @@ int asr_kv_pool_list(asr_kv_pool_t *p, const char *ip, uint16_t port, uint32_t i
   op->aux = index;
   op->ecb = cb;
   op->cb_arg = cb_arg;
-  op->done = done;
-  op->done_arg = done_arg;
-  op->state = OP_QUEUED;
-  queue_push_tail(op->conn, op);
-  conn_kick(op->conn);
-  *out = op;
-  return 0;
+  return op_queue(op, done, done_arg, out);
 }
 
 int asr_kv_call_done(const asr_kv_call_t *op, int *rc) {

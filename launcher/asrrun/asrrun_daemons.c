@@ -389,6 +389,22 @@ static int below(const daemon_t *top, uint32_t h) {
          asr_tree_in_subtree(top->run->tree.radix, top->index, (int)h);
 }
 
+/* Daemon d called back (its own HELLO, or its parent's relayed): conn is
+ * how it is reached (its own, or its top's). One that calls back while the
+ * job is ending ends too: 0 then, else 1 (the JOB may go to it). */
+static int daemon_joined(daemon_t *d, asr_ctl_conn_t *conn) {
+  asrrun_t *run = d->run;
+  d->conn = conn;
+  d->stdin_credit = ASR_CTL_STDIN_WINDOW;
+  daemon_set_state(d, DAEMON_JOINED);
+  asrrun_report_daemon_up(run, d, ++run->tree.daemons_up, asr_loop_now(run->loop) - run->tree.launch_ms);
+  if (run->tree.daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->tree.progress);
+  if (run->state < RUN_ABORTING) return 1;
+  asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
+  (void)dsend(d, &k);
+  return 0;
+}
+
 /* A routed daemon called its parent back (its parent checked the HELLO's
  * secret and sent it the JOB). */
 static void routed_join(daemon_t *top, daemon_t *d, const asr_ctl_msg_t *hello) {
@@ -399,16 +415,8 @@ static void routed_join(daemon_t *top, daemon_t *d, const asr_ctl_msg_t *hello) 
                  host_of(top), host_of(d));
     return;
   }
-  d->conn = top->conn;
   d->top = top;
-  d->stdin_credit = ASR_CTL_STDIN_WINDOW;
-  daemon_set_state(d, DAEMON_JOINED);
-  asrrun_report_daemon_up(run, d, ++run->tree.daemons_up, asr_loop_now(run->loop) - run->tree.launch_ms);
-  if (run->tree.daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->tree.progress);
-  if (run->state >= RUN_ABORTING) {
-    asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
-    (void)dsend(d, &k);
-  }
+  (void)daemon_joined(d, top->conn);
 }
 
 static void on_routed(daemon_t *top, asr_ctl_msg_t *m) {
@@ -550,17 +558,7 @@ static void on_up(asr_tree_node_t *n, asr_tree_child_t *ch, const asr_ctl_msg_t 
   (void)hello;
   asrrun_t *run = n->owner;
   daemon_t *d = ch->data;
-  d->conn = ch->conn;
-  d->stdin_credit = ASR_CTL_STDIN_WINDOW;
-  daemon_set_state(d, DAEMON_JOINED);
-  asrrun_report_daemon_up(run, d, ++run->tree.daemons_up, asr_loop_now(run->loop) - run->tree.launch_ms);
-  if (run->tree.daemons_up == run->map.nhosts) asr_loop_timer_stop(run->loop, &run->tree.progress);
-  if (run->state >= RUN_ABORTING) {
-    /* it called back while the job is ending: it ends too */
-    asr_ctl_msg_t k = {.type = ASR_CTL_KILL, .u.kill.sig = SIGKILL};
-    (void)asr_ctl_send(d->conn, &k);
-    return;
-  }
+  if (!daemon_joined(d, ch->conn)) return;
   if (run->job.master_later && d->index == run->map.ranks[0].host) {
     /* rank 0's host as the others reach it: the address its asrd called us
      * from (the job's network, as asrd's own default --if-include) */
