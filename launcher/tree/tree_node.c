@@ -531,6 +531,7 @@ void asr_tree_node_flush(asr_tree_node_t *n) {
 }
 
 void asr_tree_node_close(asr_tree_node_t *n) {
+  if (!n->ops) return; /* never set up: a daemon that got no JOB has no children */
   for (int i = 0; i < n->nchildren; i++) {
     asr_tree_child_t *ch = &n->children[i];
     ch->state = ASR_TREE_CHILD_OVER;

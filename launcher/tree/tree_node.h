@@ -186,7 +186,8 @@ void asr_tree_node_flush(asr_tree_node_t *n);
 int asr_tree_node_active(const asr_tree_node_t *n);
 
 /* Ends every child's connection now (this node's parent is gone); the
- * children are over without a word. */
+ * children are over without a word. A node never set up (all zero: a
+ * daemon that got no JOB) may be closed, and finished, all the same. */
 void asr_tree_node_close(asr_tree_node_t *n);
 
 /* Stops everything, kills (SIGKILL) the agents not reaped yet when kill_left
