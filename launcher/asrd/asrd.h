@@ -205,6 +205,7 @@ struct asrd {
     asr_loop_async_t async;
     pthread_mutex_t ev_lock;
     asrd_ev_t *ev_head, *ev_tail;
+    int stopped; /* under ev_lock: asrd_pmix_stop ran, the hand-over is closed */
   } pmix;
 
   /* the open state-report request (asrd_report.c) */

@@ -36,16 +36,28 @@
 
 static asrd_t *the_daemon; /* the upcalls carry no pointer of ours */
 
+/* Hands ev from PMIx's thread to the loop. The wake-up is sent under
+ * ev_lock, and asrd_pmix_stop marks the hand-over closed under it too:
+ * libpmix's threads outlive the loop (asrd_pmix_stop does not finalize the
+ * library), so once stopped nothing of theirs may touch the loop, which
+ * main frees next. */
 static void queue_event(asrd_ev_t *ev) {
   asrd_t *d = the_daemon;
   pthread_mutex_lock(&d->pmix.ev_lock);
+  if (d->pmix.stopped) {
+    pthread_mutex_unlock(&d->pmix.ev_lock);
+    free(ev->msg);
+    free(ev->data);
+    free(ev);
+    return;
+  }
   if (d->pmix.ev_tail)
     d->pmix.ev_tail->next = ev;
   else
     d->pmix.ev_head = ev;
   d->pmix.ev_tail = ev;
-  pthread_mutex_unlock(&d->pmix.ev_lock);
   asr_loop_async_send(&d->pmix.async);
+  pthread_mutex_unlock(&d->pmix.ev_lock);
 }
 
 /* A rank joined or finalized: asrrun hears it (the early-exit rule).
@@ -437,8 +449,11 @@ void asrd_pmix_stop(asrd_t *d) {
     d->pmix.up = 0;
   }
   /* What the library queued and the loop did not take is dropped: every
-   * client is gone. (Its thread lives on until asrd exits; what it queues
-   * from now on stays queued.) */
+   * client is gone. (Its threads live on until asrd exits; what they queue
+   * from now on is dropped in queue_event, which no longer wakes the loop.) */
+  pthread_mutex_lock(&d->pmix.ev_lock);
+  d->pmix.stopped = 1;
+  pthread_mutex_unlock(&d->pmix.ev_lock);
   asr_loop_async_stop(d->loop, &d->pmix.async);
   asrd_pmix_log_stop(d->loop);
   pthread_mutex_lock(&d->pmix.ev_lock);
