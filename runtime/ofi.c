@@ -392,19 +392,23 @@ typedef struct {
   ofi_post_kind_t kind;
   void *buf;
   size_t len;
-  void *desc;          /* the registration's descriptor, or NULL (an inject takes none) */
-  fi_addr_t peer;      /* a send's destination; FI_ADDR_UNSPEC for a receive */
-  uint64_t ctrl;       /* TAG_CTRL for the control path's messages, else 0 */
-  uint32_t comm_id;    /* the receiving comm's id, in the tag */
-  const uint64_t *seq; /* the comm's next sequence number, read at each try; NULL: 0 */
-  asr__ofi_op_t *op;   /* the op context; NULL for an inject, which completes nothing */
+  void *desc;     /* the registration's descriptor, or NULL (an inject takes none) */
+  fi_addr_t peer; /* a send's destination; FI_ADDR_UNSPEC for a receive */
+  uint64_t ctrl;  /* TAG_CTRL for the control path's messages, else 0 */
+  /* The tag's comm id and sequence number are read where they live, at
+   * each try: the sequence number may move while ep_lock is let go, and
+   * a copy of the comm id taken ahead of the loop made the compiler keep
+   * the tag's half on the stack, a few instructions more per post. */
+  const uint32_t *comm_id; /* the receiving comm's id */
+  const uint64_t *seq;     /* the comm's next sequence number; NULL: 0 */
+  asr__ofi_op_t *op;       /* the op context; NULL for an inject, which completes nothing */
 } ofi_post_t;
 
 /* One try of post p: the provider's return code (0 or a -FI_E* code).
  * Called with ep_lock held. Always inlined, with p's fields known at each
  * call site, so that a post costs what the provider call alone costs. */
 static inline __attribute__((always_inline)) ssize_t post_try(asr__ofi_t *o, const ofi_post_t *p) {
-  uint64_t tag = p->ctrl | make_tag(p->comm_id, p->seq ? *p->seq : 0, o->seq_mask);
+  uint64_t tag = p->ctrl | make_tag(*p->comm_id, p->seq ? *p->seq : 0, o->seq_mask);
   switch (p->kind) {
     case OFI_POST_TSEND: return fi_tsend(o->ep, p->buf, p->len, p->desc, p->peer, tag, p->op);
     case OFI_POST_TINJECT: return fi_tinject(o->ep, p->buf, p->len, p->peer, tag);
@@ -487,7 +491,7 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
                   .len = sizeof r->ctrl_buf,
                   .peer = FI_ADDR_UNSPEC,
                   .ctrl = TAG_CTRL,
-                  .comm_id = r->comm_id,
+                  .comm_id = &r->comm_id,
                   .op = &r->ctrl_op};
   ssize_t rc = post_ctl_locked(o, &p);
   if (rc) op_unarm(&r->ctrl_op);
@@ -608,7 +612,7 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
                     .buf = buf,
                     .len = len,
                     .peer = s->peer,
-                    .comm_id = s->peer_comm_id,
+                    .comm_id = &s->peer_comm_id,
                     .seq = &s->seq};
     rc = post_data_locked(o, &p, spin_ms);
     if (rc == 0) {
@@ -622,7 +626,7 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
                     .len = len,
                     .desc = desc,
                     .peer = s->peer,
-                    .comm_id = s->peer_comm_id,
+                    .comm_id = &s->peer_comm_id,
                     .seq = &s->seq,
                     .op = op};
     rc = post_data_locked(o, &p, spin_ms);
@@ -648,7 +652,7 @@ int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t l
                   .len = len,
                   .desc = desc,
                   .peer = FI_ADDR_UNSPEC,
-                  .comm_id = r->comm_id,
+                  .comm_id = &r->comm_id,
                   .seq = &r->seq,
                   .op = op};
   ssize_t rc = post_data_locked(o, &p, 0);
