@@ -115,8 +115,8 @@ build_target() {
     -newer "$bin" -print -quit)" ]; then
     return 0
   fi
-  # The configured build's config.h comes first: launcher/config.h includes
-  # <config.h> and must not find itself.
+  # The configured build's config.h (autoconf's, which every source
+  # includes first) comes first on the include path.
   if ! "$FUZZ_CC" "${CFLAGS_FUZZ[@]}" -I "$confdir" "${flags[@]}" "${srcs[@]/#/$top/}" "${pkgflags[@]}" \
     -o "$bin.new" >"$out/fuzz_$1.build.log" 2>&1; then
     sed 's/^/    /' "$out/fuzz_$1.build.log" | head -20
