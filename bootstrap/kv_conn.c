@@ -397,7 +397,9 @@ static void conn_broken(pconn_t *c, int reason) {
     p->st.breaks++;
     unsigned d = c->backoff_ms ? c->backoff_ms : BACKOFF_MIN_MS;
     c->backoff_ms = d * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : d * 2;
-    c->not_before_ms = asr_loop_now(p->loop) + d / 2 + asr_rand_u64() % (d / 2 + 1);
+    unsigned wait = d / 2 + (unsigned)(asr_rand_u64() % (d / 2 + 1));
+    p->st.backoff_ms += wait;
+    c->not_before_ms = asr_loop_now(p->loop) + wait;
     arm_at(p, c->not_before_ms);
     asr_debug("kvs", "connection to %s lost (%s): %u requests go out again on a new one", c->name,
               asr_strerror(reason), c->nqueued);

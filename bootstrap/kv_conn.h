@@ -88,6 +88,7 @@ typedef struct {
   unsigned open;             /* connections open (or opening) now */
   unsigned long connects;    /* connections opened (attempts that got through) */
   unsigned long breaks;      /* connections lost with requests in flight or queued */
+  unsigned long backoff_ms;  /* the waits chosen after those breaks, in total (jittered) */
   unsigned long idle_closes; /* connections closed for being idle */
   unsigned long reissued;    /* requests sent again on a new connection */
   unsigned long stale;       /* answers to no request in flight (dropped) */
