@@ -12,6 +12,7 @@ common_libasrcommon_la_SOURCES = \
 	common/asr_rand.c common/asr_rand.h \
 	common/asr_netif.c common/asr_netif.h \
 	common/asr_sig.c common/asr_sig.h \
+	common/asr_sm_name.h \
 	common/asr_sock.c common/asr_sock.h \
 	common/asr_time.c common/asr_time.h \
 	common/asr_tsan.h

@@ -100,7 +100,8 @@
   X(ASRRUN_BOOTSTRAP_PORT, "ASRRUN_BOOTSTRAP_PORT", PORT, 0, 65535, NULL, "0", ASR_ENV_ASRRUN,               \
     "the job's KV server port (0: a free one), as --bootstrap-port")                                         \
   X(ASRRUN_PROVIDER, "ASRRUN_PROVIDER", STR, 0, 63, NULL, NULL, ASR_ENV_ASRRUN,                              \
-    "libfabric provider, as --provider (default: shm on one host, tcp;ofi_rxm across hosts)")                \
+    "libfabric provider for every peer, as --provider (default: none; libasr's own sm path within a host, "   \
+    "tcp;ofi_rxm across hosts)")                                                                               \
   X(ASRRUN_LAUNCHER, "ASRRUN_LAUNCHER", WORD, 0, 0, ASR_ENV_WORDS("auto", "local", "rsh", "slurm"),          \
     "auto", ASR_ENV_ASRRUN, "how the host daemons are started, as --launcher")                               \
   /* not empty: the rsh backend puts the agent in front of every remote command, */                          \
@@ -189,7 +190,7 @@
     "external: asrd serves it")                                                                              \
   X(PROVIDER, "ASR_PROVIDER", STR, 0, 63, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_SET,                          \
     "one libfabric provider for every peer, shm or tcp;ofi_rxm (default: FI_PROVIDER, else a path per "     \
-    "peer: shm to the same host, tcp;ofi_rxm to others)")                                                    \
+    "peer: libasr's own sm to the same host, tcp;ofi_rxm to others)")                                        \
   X(IF_ADDR, "ASR_IF_ADDR", IPV4, 0, 0, NULL, "127.0.0.1", ASR_ENV_LIBASR | ASR_ENV_SET,                     \
     "the local address a network provider listens on and peers reach this rank at")                          \
   X(REPORT_FD, "ASR_REPORT_FD", INT, 0, 1048575, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_SET,                   \
@@ -211,6 +212,15 @@
   X(INJECT_MAX, "ASR_INJECT_MAX", BYTES, 0, 2147483647, NULL, NULL, ASR_ENV_LIBASR,                          \
     "largest send that goes out with fi_tinject, capped at the provider's inject size (0: none; "            \
     "default: the inject size on shm, none on other providers)")                                             \
+  X(SM_REGION, "ASR_SM_REGION", BYTES, 4096, 67108864, NULL, "16384", ASR_ENV_LIBASR,                      \
+    "shared memory per comm on asr's own same-host path (sm), its 256-byte header and its ring; a multiple " \
+    "of 64: the bound of a host's sm memory is this times its comms")                                          \
+  X(SM_INLINE_MAX, "ASR_SM_INLINE_MAX", BYTES, 0, 67108864, NULL, "4096", ASR_ENV_LIBASR,                     \
+    "largest message the sm path copies through its ring whole; larger ones are copied once from the "       \
+    "sender's memory, or pipelined through the ring (capped at half the ring)")                                 \
+  X(SM_CMA, "ASR_SM_CMA", BOOL, 0, 1, NULL, "true", ASR_ENV_LIBASR,                                          \
+    "false: the sm path never copies from another process's memory (process_vm_readv); large messages are "  \
+    "pipelined through the ring")                                                                              \
   X(SEQ_BITS, "ASR_SEQ_BITS", INT, 8, 40, NULL, "40", ASR_ENV_LIBASR,                                        \
     "bits of the per-comm sequence number in a message's tag (tests use 8 to wrap it soon)")                 \
   X(OFI_PSM, "ASR_OFI_PSM", BOOL, 0, 1, NULL, "false", ASR_ENV_LIBASR,                                       \

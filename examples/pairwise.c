@@ -6,7 +6,8 @@
  *   asrrun -n 4 build/examples/pairwise [-s BYTES] [-n ITERS] [-p RANK]... [-v]
  *
  * -v prints, for each peer, the provider its SEND and RECV comms took
- * (asr_comm_provider: shm to a peer on the same host, tcp;ofi_rxm across).
+ * (asr_comm_provider: sm, asr's own path, to a peer on the same host,
+ * tcp;ofi_rxm across).
  *
  * The quick start's job (scripts/quickstart.sh). Build it against an
  * installed asr with  cc pairwise.c $(pkg-config --cflags --libs asr)

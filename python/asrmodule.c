@@ -860,8 +860,9 @@ static PyGetSetDef Comm_getset[] = {
      NULL},
     {"status_name", (getter)Comm_get_status_name, NULL, "the connect state's name, e.g. 'CONNECTED'", NULL},
     {"provider", (getter)Comm_get_provider, NULL,
-     "the libfabric provider carrying its data (asr_comm_provider): 'shm' to a peer on this host, "
-     "'tcp;ofi_rxm' across hosts, or the one ASR_PROVIDER forces; None until its path is chosen",
+     "what carries its data (asr_comm_provider): 'sm', asr's own path, to a peer on this host, "
+     "'tcp;ofi_rxm' across hosts, or the libfabric provider ASR_PROVIDER forces ('shm' is libfabric's); "
+     "None until its path is chosen",
      NULL},
     {"closed", (getter)Comm_get_closed, NULL, "whether it is closed (or its LNC is)", NULL},
     {"pending", (getter)Comm_get_pending, NULL, "requests posted on it and not finished", NULL},

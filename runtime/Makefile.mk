@@ -19,7 +19,11 @@ runtime_libasr_la_SOURCES = \
 	runtime/ofi_av.c \
 	runtime/shm_names.c \
 	runtime/state_registry.c \
-	runtime/state_report.c
+	runtime/state_report.c \
+	runtime/sm/sm.h runtime/sm/sm_layout.h \
+	runtime/sm/sm_region.c \
+	runtime/sm/sm_record.c \
+	runtime/sm/sm_data.c
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS) $(PMIX_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # libfabric is dlopened on first use (ofi_dl.c), not linked.

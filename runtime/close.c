@@ -57,6 +57,8 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
    * operations rather than stay within one bound. */
   /* Its sender takes back nothing more from us: it need not wait (drain.c). */
   asr__drain_closed(ctx, comm, asr_time_ms() + 100);
+  /* An sm comm's ops are ours alone: given back at once (sm/sm.h). */
+  if (asr__comm_sm(comm)) asr__sm_cancel_all(asr__comm_sm(comm));
   asr__ofi_op_t *ctrl = comm->type == ASR_RECV_COMM ? &comm->orecv.ctrl_op : &comm->osend.ctrl_op;
   /* Everything of comm libfabric can own is on its own endpoint; a comm
    * that never got one (closed before its path was chosen) owns nothing. */

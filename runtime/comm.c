@@ -127,6 +127,7 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
     asr__ofi_mr_dereg(e->mr);
     free(e);
   }
+  asr__sm_free(asr__comm_sm(c)); /* its region: unmapped (and unlinked, if its sender never came) */
   pthread_mutex_destroy(&c->stash_mutex);
   free(pool);
   free(c);
@@ -194,6 +195,7 @@ const char *asr_comm_provider(const asr_comm_t *comm) {
   /* the acquire pairs with the service thread's release in connect.c
    * (use_endpoint): the endpoint, its provider name included, was whole
    * before the comm was given it */
+  if (atomic_load_explicit(&((struct asr_comm *)comm)->sm, memory_order_acquire)) return ASR_SM_PROVIDER;
   const asr__ofi_t *o = atomic_load_explicit(&((struct asr_comm *)comm)->ofi, memory_order_acquire);
   return o ? o->provider : NULL;
 }

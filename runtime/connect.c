@@ -177,7 +177,7 @@ void asr__connect_accept_soon(asr_ctx_t *ctx) {
   if (ctx->sched.accept_at_ms > at) ctx->sched.accept_at_ms = at;
 }
 
-static const char *path_name(int path) { return path == ASR_PATH_LOCAL ? "local" : "network"; }
+static const char *path_name(int path) { return path == ASR_PATH_NET ? "network" : "local"; }
 
 /* Gives c the endpoint of path, opening it for the first comm that needs
  * it. Returns 1 when c failed (no endpoint: the message says why and what
@@ -203,6 +203,16 @@ static int take_path_send(asr_ctx_t *ctx, struct asr_comm *c) {
   uint32_t tag;
   if (asr__ofi_handle_path(c->net_handle, &path, &tag) != 0)
     return fail(c, "the peer's net handle names no path (a peer of another libasr version?)");
+  if (path == ASR_PATH_SM) {
+    if (ctx->fab.one_ep || tag != asr__ofi_prov_tag(ASR_SM_PROVIDER))
+      return fail(
+          c,
+          "the peer listens for this comm on asr's own same-host path (sm), but this LNC uses %s: set "
+          "ASR_PROVIDER alike on every rank of the job, or on none",
+          ctx->fab.paths_desc);
+    c->path = ASR_PATH_SM;
+    return 0;
+  }
   const char *mine = ctx->fab.ep_prov[asr__ctx_ep_index(ctx, path)];
   if (tag != asr__ofi_prov_tag(mine))
     return fail(c,
@@ -225,10 +235,27 @@ static const char *path_hint(const asr_ctx_t *ctx, const struct asr_comm *c) {
 static void say_path(const asr_ctx_t *ctx, const struct asr_comm *c) {
   asr_info("svc", "lnc %d %s comm %s %s/lnc %d: provider %s (%s path%s)", c->lnc,
            c->type == ASR_SEND_COMM ? "SEND" : "RECV", c->type == ASR_SEND_COMM ? "to" : "from", c->peer_ip,
-           c->peer_lnc, c->ofi->provider, path_name(c->path),
-           ctx->fab.one_ep             ? ", one provider forced by ASR_PROVIDER/FI_PROVIDER"
-           : c->path == ASR_PATH_LOCAL ? ": same host identity"
-                                       : ": another host");
+           c->peer_lnc, c->sm ? ASR_SM_PROVIDER : c->ofi->provider, path_name(c->path),
+           ctx->fab.one_ep           ? ", one provider forced by ASR_PROVIDER/FI_PROVIDER"
+           : c->path != ASR_PATH_NET ? ": same host identity"
+                                     : ": another host");
+}
+
+/* SEND, NET_CONNECT on the sm path: maps the receiver's region (no
+ * provider set-up to wait for). Returns 1 (a step made; c failed or is
+ * CONNECTED). */
+static int connect_sm(asr_ctx_t *ctx, struct asr_comm *c) {
+  char err[512];
+  uint8_t peer_who[ASR_OFI_WHO_LEN];
+  asr__sm_t *s = NULL;
+  if (asr__sm_connect(&s, &ctx->fab.sm, c->net_handle, ctx->who, peer_who, err, sizeof err) != 0)
+    return fail(c, "sm connect failed: %s", err);
+  atomic_store_explicit(&c->sm, s, memory_order_release);
+  if (asr__watch_comm(ctx, c, peer_who)) return fail(c, "the peer process exited while connecting");
+  say_path(ctx, c);
+  asr__connect_done(ctx, c);
+  connect_moved(ctx);
+  return 1;
 }
 
 static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
@@ -282,7 +309,8 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
         c->connect_deadline_ms = asr_time_ms() + c->connect_timeout_ms;
         c->connect_warn_ms = asr_time_ms() + CONNECT_WARN_MS;
       }
-      if (!c->ofi && take_path_send(ctx, c)) return 1;
+      if (!c->ofi && !c->path && take_path_send(ctx, c)) return 1;
+      if (c->path == ASR_PATH_SM) return connect_sm(ctx, c);
       int rc = asr__ofi_connect(c->ofi, c->net_handle, &c->osend);
       if (rc == ASR_EAGAIN) {
         uint64_t now = asr_time_ms();
@@ -319,7 +347,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
       if (asr__watch_comm(ctx, c, c->osend.peer_who))
         return fail(c, "the peer process exited while connecting");
       say_path(ctx, c);
-      asr__comm_set_status(c, ASR_COMM_CONNECTED);
+      asr__connect_done(ctx, c);
       connect_moved(ctx);
       return 1;
     }
@@ -475,13 +503,27 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       return 1;
     }
     case ASR_COMM_LISTEN: {
-      /* The path is chosen here, by the receiver alone (asr__same_host). */
-      int path = asr__same_host(ctx, c->peer_hostname) ? ASR_PATH_LOCAL : ASR_PATH_NET;
-      if (use_endpoint(ctx, c, path)) return 1;
-      int rc = asr__ofi_listen(c->ofi, &c->orecv, c->net_handle, path);
-      if (rc) return fail(c, "libfabric listen failed: %s", asr_strerror(rc));
+      /* The path is chosen here, by the receiver alone (asr__same_host):
+       * asr's own path to a peer of this host, unless one provider is forced. */
+      int same = asr__same_host(ctx, c->peer_hostname);
+      int path = same && !ctx->fab.one_ep ? ASR_PATH_SM : same ? ASR_PATH_LOCAL : ASR_PATH_NET;
+      if (path == ASR_PATH_SM) {
+        char err[512];
+        asr__sm_t *s = NULL;
+        if (asr__sm_listen(&s, &ctx->fab.sm, ctx->lnc, ctx->who, c->net_handle, err, sizeof err) != 0)
+          return fail(c, "sm listen failed: %s", err);
+        c->path = ASR_PATH_SM;
+        atomic_store_explicit(&c->sm, s, memory_order_release);
+        c->net_handle[ASR_OFI_HANDLE_PATH_OFF] = ASR_PATH_SM;
+        uint32_t tag = asr__ofi_prov_tag(ASR_SM_PROVIDER);
+        for (int i = 0; i < 3; i++) c->net_handle[ASR_OFI_HANDLE_PROV_OFF + i] = (uint8_t)(tag >> (8 * i));
+      } else {
+        if (use_endpoint(ctx, c, path)) return 1;
+        int rc = asr__ofi_listen(c->ofi, &c->orecv, c->net_handle, path);
+        if (rc) return fail(c, "libfabric listen failed: %s", asr_strerror(rc));
+      }
       asr_le_put32(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, c->ordinal);
-      rc = start_handle_set(ctx, c);
+      int rc = start_handle_set(ctx, c);
       if (rc == ASR_EINVAL)
         return fail(c, "cannot build the handle key (peer host name '%s')", (const char *)c->peer_hostname);
       if (rc) return fail(c, "cannot start the handle SET: %s", asr_strerror(rc));
@@ -509,6 +551,22 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
     }
     case ASR_COMM_NET_CONNECT: {
       if (republish_step(ctx, c, &made)) return 1;
+      if (c->path == ASR_PATH_SM) {
+        /* the sender attaches to the region: polled, as a SEND comm's
+         * provider wait is (wait_a_little), no CQ to read */
+        uint8_t who[ASR_OFI_WHO_LEN];
+        if (!asr__sm_accept(c->sm, ctx->lnc, who)) return wait_a_little(c) || made;
+        if (asr__watch_comm(ctx, c, who)) return fail(c, "the peer process exited while connecting");
+        if (c->kv_req) {
+          asr_kv_call_free(c->kv_req);
+          c->kv_req = NULL;
+          c->kv_first_publish = 0;
+        }
+        say_path(ctx, c);
+        asr__connect_done(ctx, c);
+        connect_moved(ctx);
+        return 1;
+      }
       int ready = 0;
       int rc = ctx->sched.accept_cq_rc[c->ep]; /* asr__sched_accepts read this endpoint's CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
@@ -522,7 +580,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
         c->kv_first_publish = 0;
       }
       say_path(ctx, c);
-      asr__comm_set_status(c, ASR_COMM_CONNECTED);
+      asr__connect_done(ctx, c);
       connect_moved(ctx);
       return 1;
     }

@@ -1,7 +1,8 @@
 /*
  * connect_sched.c -- which connecting comms a tick of the service thread
  * steps (beyond the seed, whose async_sr_connect_comms steps the head of
- * every peer queue on every pass of its busy loop).
+ * every peer queue on every pass of its busy loop), and how a head that
+ * connected or failed leaves its queue (asr__sched_leave_queue).
  *
  * Only a queue head steps (peer queues are FIFO, context.c), and a head can
  * move only after an event: its KV answer came (on_kv_done, connect.c), its
@@ -68,7 +69,7 @@ void asr__sched_put(asr_ctx_t *ctx, struct asr_comm *c, int which) {
 
 void asr__sched_after_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
   if (c->sched == ASR_SCHED_READY) return; /* an event during its step */
-  if (c->type == ASR_RECV_COMM && atomic_load(&c->status) == ASR_COMM_NET_CONNECT) {
+  if (c->type == ASR_RECV_COMM && atomic_load(&c->status) == ASR_COMM_NET_CONNECT && c->path != ASR_PATH_SM) {
     /* Its connect message may have completed in a read (on any thread)
      * whose count was seen while it was not on ACCEPT: look once now; a
      * completion after this look raises the count past what was seen. Its
@@ -192,4 +193,37 @@ int asr__sched_timeout(const asr_ctx_t *ctx, uint64_t now) {
     if (d < (uint64_t)tmo) tmo = (int)d;
   }
   return tmo;
+}
+
+/* c connected or failed: it leaves its peer queue (it is the head), and the
+ * next comm of the queue, now its head, steps in the next tick. A comm
+ * that connected is put on the connected list and only then, under the
+ * same hold of comms.mutex, turns CONNECTED (asr__connect_done): an
+ * application that sees CONNECTED and closes its LNC at once finds it
+ * there (asr__drain_lnc walks that list under the mutex), however soon. */
+void asr__sched_leave_queue(asr_ctx_t *ctx, struct asr_comm *c, int st) {
+  asr_peerq_t *q = c->q;
+  asr__sched_unlink(ctx, c);
+  q->head = c->next;
+  if (q->head)
+    asr__sched_put(ctx, q->head, ASR_SCHED_READY);
+  else
+    q->tail = NULL;
+  pthread_mutex_lock(&ctx->comms.mutex);
+  if (st == ASR_COMM_CONNECTED) {
+    c->next = ctx->comms.connected;
+    ctx->comms.connected = c;
+    asr__comm_set_status(c, ASR_COMM_CONNECTED);
+  } else {
+    c->next = ctx->comms.errored;
+    ctx->comms.errored = c;
+  }
+  pthread_mutex_unlock(&ctx->comms.mutex);
+  pthread_mutex_lock(&ctx->task.mutex);
+  ctx->task.n--;
+  pthread_mutex_unlock(&ctx->task.mutex);
+}
+
+void asr__connect_done(asr_ctx_t *ctx, struct asr_comm *c) {
+  asr__sched_leave_queue(ctx, c, ASR_COMM_CONNECTED);
 }

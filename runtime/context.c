@@ -89,9 +89,15 @@ int asr_init(int lnc) {
     asr_error("svc", "asr_init: %s", err);
     goto out;
   }
+  asr__sm_cfg_t sm_cfg;
+  if (asr__sm_cfg_read(&sm_cfg, err, sizeof err) != 0) {
+    asr_error("svc", "asr_init: %s", err);
+    goto out;
+  }
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) goto out;
   ctx->drain.timeout_ms = drain_ms;
+  ctx->fab.sm = sm_cfg;
   ctx->lnc = lnc;
   ctx->kv.port = port;
   ctx->trace = asr_log_enabled(ASR_LOG_TRACE, "svc");
@@ -370,30 +376,6 @@ found:
   atomic_store(&c->detached, 1);
 }
 
-/* c connected or failed: it leaves its peer queue (it is the head), and the
- * next comm of the queue, now its head, steps in the next tick. */
-static void leave_queue(asr_ctx_t *ctx, struct asr_comm *c, int st) {
-  asr_peerq_t *q = c->q;
-  asr__sched_unlink(ctx, c);
-  q->head = c->next;
-  if (q->head)
-    asr__sched_put(ctx, q->head, ASR_SCHED_READY);
-  else
-    q->tail = NULL;
-  pthread_mutex_lock(&ctx->comms.mutex);
-  if (st == ASR_COMM_CONNECTED) {
-    c->next = ctx->comms.connected;
-    ctx->comms.connected = c;
-  } else {
-    c->next = ctx->comms.errored;
-    ctx->comms.errored = c;
-  }
-  pthread_mutex_unlock(&ctx->comms.mutex);
-  pthread_mutex_lock(&ctx->task.mutex);
-  ctx->task.n--;
-  pthread_mutex_unlock(&ctx->task.mutex);
-}
-
 /* async_sr_connect_comms: one step for each queue head that can move
  * (connect_sched.c says which: READY, after the timers and the CQ read for
  * accepts put theirs there). */
@@ -416,8 +398,10 @@ static int connect_comms(asr_ctx_t *ctx) {
     if (c->q->head != c) continue; /* only a head steps (never the case: off every list when not) */
     progressed |= asr__connect_step(ctx, c);
     int st = atomic_load(&c->status);
-    if (st == ASR_COMM_CONNECTED || st == ASR_COMM_CONNECTION_ERROR) {
-      leave_queue(ctx, c, st);
+    if (st == ASR_COMM_CONNECTED) {
+      progressed = 1; /* it left its queue in the step (asr__connect_done) */
+    } else if (st == ASR_COMM_CONNECTION_ERROR) {
+      asr__sched_leave_queue(ctx, c, st);
       progressed = 1;
     } else {
       asr__sched_after_step(ctx, c, asr_time_ms());
@@ -481,6 +465,13 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
   progressed |= post_sendrecv_tasks(ctx);
   int ctl_tmo = ASR_LOOP_FOREVER; /* the close handshake's next look (drain.c) */
   progressed |= asr__drain_tick(ctx, &ctl_tmo);
+  /* A pipelined sm send moves only when someone polls (sm_data.c): this
+   * thread pushes it too, every millisecond while one is under way, so a
+   * sender that polls nothing else still gets its message out. */
+  if (asr__sm_pipes_active()) {
+    progressed |= asr__sm_progress_waiting(NULL);
+    if (ctl_tmo < 0 || ctl_tmo > 1) ctl_tmo = 1;
+  }
   if (progressed) return 0; /* another tick at once: what moved may let more move */
 
   pthread_mutex_lock(&ctx->task.mutex);

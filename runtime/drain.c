@@ -78,6 +78,7 @@ static int watched(const struct asr_comm *c) {
  * whether or not the application has tested it yet. */
 static uint64_t recv_taken(asr_ctx_t *ctx, struct asr_comm *c) {
   (void)ctx;
+  if (asr__comm_sm(c)) return asr__sm_taken(asr__comm_sm(c)); /* counted where it is taken */
   asr__ofi_t *o = asr__comm_ofi(c);
   asr__ofi_lock(o);
   (void)asr__ofi_drain_locked(o);
@@ -156,12 +157,26 @@ static void drain_timed_out(asr_ctx_t *ctx, struct asr_comm *c, uint64_t stashed
   drain_set(ctx, c, ASR_DRAIN_DONE);
 }
 
+/* What the receiver of sm comm c said, read where it says it (the
+ * region's taken and closed words, sm/sm_layout.h): the ACK and CLOSED of
+ * the mailbox path. */
+static void sm_peer_said(struct asr_comm *c) {
+  uint64_t taken;
+  int closed;
+  asr__sm_peer_state(asr__comm_sm(c), &taken, &closed);
+  if (c->peer_said == ASR_CTL_CLOSED) return;
+  c->peer_said = closed ? ASR_CTL_CLOSED : ASR_CTL_ACK;
+  c->peer_taken = taken;
+}
+
 /* One step of SEND comm c's drain. comms.mutex held. Returns 1 when it moved. */
 static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
   if (atomic_load(&c->status) != ASR_COMM_CONNECTED) { /* the peer exited (peer_watch.c) */
     drain_set(ctx, c, ASR_DRAIN_DONE);
     return 1;
   }
+  asr__sm_t *sm = asr__comm_sm(c);
+  if (sm) sm_peer_said(c);
   if (c->peer_said == ASR_CTL_CLOSED) { /* the peer takes nothing more */
     asr_debug("svc", "lnc %d SEND comm to %s/lnc %d: the peer closed its comm having taken %llu messages",
               ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)c->peer_taken);
@@ -175,14 +190,23 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
         if (now >= c->drain_deadline_ms) drain_timed_out(ctx, c, stashed);
         return 0;
       }
-      asr__ofi_lock(asr__comm_ofi(c));
-      uint64_t n = c->osend.seq; /* every send of c is posted: the FIN's count is final */
-      asr__ofi_unlock(asr__comm_ofi(c));
+      uint64_t n; /* every send of c is posted: the FIN's count is final */
+      if (sm) {
+        n = asr__sm_sent(sm);
+      } else {
+        asr__ofi_lock(asr__comm_ofi(c));
+        n = c->osend.seq;
+        asr__ofi_unlock(asr__comm_ofi(c));
+      }
       if (n == 0 || (c->peer_said == ASR_CTL_ACK && c->peer_taken >= n)) {
         drain_set(ctx, c, ASR_DRAIN_DONE);
         return 1;
       }
-      int rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_FIN, n);
+      int rc = 0;
+      if (sm)
+        asr__sm_fin(sm, n); /* a word of the region: nothing to retry */
+      else
+        rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_FIN, n);
       if (rc == ASR_EAGAIN) {
         if (now >= c->drain_deadline_ms) drain_timed_out(ctx, c, 0);
         return 0;
@@ -261,12 +285,23 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
 }
 
 /* Whether RECV comm c, whose sender exited, must stay CONNECTED for what
- * the sender announced and c has not taken yet (then it lingers). */
+ * the sender announced and c has not taken yet (then it lingers). On the
+ * sm path what the sender left is what its ring holds whole (asr.h: data
+ * wholly there before the sender died still completes): that count is
+ * its announcement. */
 static int linger(asr_ctx_t *ctx, struct asr_comm *c) {
-  if (!c->fin) return 0; /* it never said how many: nothing to wait for */
-  uint64_t taken = recv_taken(ctx, c);
-  if (taken >= c->fin_count) return 0;
   int before = watched(c);
+  uint64_t in_ring = 0, taken;
+  if (asr__comm_sm(c))
+    in_ring = asr__sm_in_ring(asr__comm_sm(c), &taken);
+  else
+    taken = recv_taken(ctx, c);
+  if (in_ring) {
+    c->fin = 1;
+    c->fin_count = taken + in_ring;
+  }
+  if (!c->fin) return 0; /* it never said how many: nothing to wait for */
+  if (taken >= c->fin_count) return 0;
   c->lingering = 1;
   c->answered = 1; /* nobody to answer */
   c->linger_taken = taken;
@@ -365,10 +400,16 @@ void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c) {
   /* A comm that posted nothing has nothing to drain: no need to involve
    * the service thread (its close stays as quick as it was). */
   asr__ofi_t *o = asr__comm_ofi(c);
-  if (!o) return; /* never connected: nothing posted */
-  asr__ofi_lock(o);
-  uint64_t posted = c->osend.seq;
-  asr__ofi_unlock(o);
+  asr__sm_t *sm = asr__comm_sm(c);
+  if (!o && !sm) return; /* never connected: nothing posted */
+  uint64_t posted;
+  if (sm) {
+    posted = asr__sm_sent(sm);
+  } else {
+    asr__ofi_lock(o);
+    posted = c->osend.seq;
+    asr__ofi_unlock(o);
+  }
   if (posted == 0 && atomic_load(&c->stash_head) == atomic_load(&c->stash_tail)) return;
   pthread_mutex_lock(&ctx->task.mutex);
   if (!ctx->task.shutdown && drain_start(ctx, c, asr_time_ms() + (uint64_t)ctx->drain.timeout_ms)) {
@@ -398,6 +439,11 @@ void asr__drain_lnc(asr_ctx_t *ctx) {
 
 void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms) {
   if (c->type != ASR_RECV_COMM || c->answered || atomic_load(&c->status) != ASR_COMM_CONNECTED) return;
+  if (asr__comm_sm(c)) { /* a word of the region (sm/sm_layout.h: closed) */
+    asr__sm_closed(asr__comm_sm(c));
+    c->answered = 1;
+    return;
+  }
   uint64_t taken = recv_taken(ctx, c);
   int rc;
   while ((rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_CLOSED, taken)) == ASR_EAGAIN &&

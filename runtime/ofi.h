@@ -49,9 +49,11 @@
  *              a SEND comm takes only the handle with its own ordinal (see
  *              connect.c: why same-peer comms need it)
  *   124    1  path the listener chose for this comm: 1 local (the peer has
- *              the listener's host identity), 2 network (context.c,
- *              asr__same_host); 0 is never written (a handle without a path
- *              is refused)
+ *              the listener's host identity, one provider forced), 2
+ *              network (context.c, asr__same_host), 3 asr's own same-host
+ *              path, whose handle holds a region's name instead of an
+ *              address in bytes 4..119 (sm/sm_layout.h); 0 is never
+ *              written (a handle without a path is refused)
  *   125    3  provider tag: 24-bit FNV-1a hash of the name of the provider
  *              the listener's endpoint runs (asr__ofi_prov_tag), so a
  *              SEND comm whose own endpoint for that path runs another
@@ -319,7 +321,7 @@ int asr__ofi_progress(asr__ofi_t *o);
  * provider (seed: async_sr_ofi_listen). */
 int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HANDLE_LEN], int path);
 
-/* What a handle says of its path: 0 with *path (1 local, 2 network) and
+/* What a handle says of its path: 0 with *path (1 local, 2 network, 3 sm) and
  * *prov_tag, or ASR_EPROTO when it is not a handle or names no path (the
  * handle comes from the KV store: outside bytes). Pure, inline so that the
  * tests can feed it any bytes. */
@@ -327,7 +329,7 @@ static inline int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN],
                                        uint32_t *prov_tag) {
   if (asr_le_get32(handle) != ASR_OFI_HANDLE_MAGIC) return ASR_EPROTO;
   int p = handle[ASR_OFI_HANDLE_PATH_OFF];
-  if (p != 1 && p != 2) return ASR_EPROTO;
+  if (p != 1 && p != 2 && p != 3) return ASR_EPROTO;
   uint32_t tag = 0;
   for (int i = 0; i < 3; i++) tag |= (uint32_t)handle[ASR_OFI_HANDLE_PROV_OFF + i] << (8 * i);
   *path = p;

@@ -19,8 +19,8 @@
 #include "rt.h"
 
 /*
- * Same host (doc/design.md, "The data path": shm for a peer on the same
- * host, as the launcher names hosts). Two LNCs are on the same host when
+ * Same host (doc/design.md, "The data path": asr's own path, sm, for a
+ * peer on the same host, as the launcher names hosts). Two LNCs are on the same host when
  * their host identities are equal: the name this LNC took at asr_init
  * (ctx->hostname: ASR_HOSTNAME, which asrd sets to its host's name and
  * asr_job_init to the PMIx node name under a direct launch; else
@@ -28,10 +28,11 @@
  * "hostname" the peer's host KV server holds, which asrd (or the elected
  * server, kv_host.c) seeds with that same name. Names, not kernels or
  * addresses: emulated hosts in network namespaces, or Slurm's emulated
- * nodes, share a kernel and could reach each other's shm, yet they are
- * separate hosts and take the network path, as separate machines would;
- * and two machines given one name would be told to use shm, which fails
- * loudly at connect (connect.c), never silently. Only the RECV side
+ * nodes, share a kernel and could reach each other's shared memory, yet they
+ * are separate hosts and take the network path, as separate machines
+ * would; and two machines given one name would be told to use sm, which
+ * fails loudly at connect (the region is not there: connect.c), never
+ * silently. Only the RECV side
  * decides (it learns the peer's name in WAIT_FOR_HOSTNAME) and writes its
  * choice into the handle, which the SEND side follows, so both ends of a
  * comm always agree.
@@ -42,9 +43,11 @@ int asr__same_host(const asr_ctx_t *ctx, const uint8_t *name) {
 
 /* Which provider serves which path (rt.h: eps, one_ep): ASR_PROVIDER or
  * FI_PROVIDER forces one for every peer, as before per-peer paths;
- * otherwise shm to the peers on this host and tcp;ofi_rxm to the others
- * (doc/design.md, "The data path"). A job on one host then opens only shm:
- * no peer ever has another host identity. */
+ * otherwise asr's own path (sm, no endpoint: connect.c) to the peers on
+ * this host and tcp;ofi_rxm to the others (doc/design.md, "The data
+ * path"). A job on one host then opens no endpoint at all: no peer ever
+ * has another host identity. ep_prov[0] (shm) serves only a forced
+ * provider. */
 int asr__paths_choose(asr_ctx_t *ctx, char *err, size_t errlen) {
   const char *forced = NULL;
   if (asr__ofi_forced_provider(&forced, err, errlen) != 0) return ASR_ECONFIG;
@@ -56,7 +59,7 @@ int asr__paths_choose(asr_ctx_t *ctx, char *err, size_t errlen) {
     snprintf(ctx->fab.ep_prov[0], sizeof ctx->fab.ep_prov[0], "shm");
     snprintf(ctx->fab.ep_prov[1], sizeof ctx->fab.ep_prov[1], "tcp;ofi_rxm");
     snprintf(ctx->fab.paths_desc, sizeof ctx->fab.paths_desc,
-             "per peer: shm on host %s, tcp;ofi_rxm to other hosts", ctx->hostname);
+             "per peer: sm on host %s, tcp;ofi_rxm to other hosts", ctx->hostname);
   }
   return 0;
 }

@@ -39,10 +39,11 @@ static inline void req_set_status(struct asr_request *r, asr_req_status_t to) {
   atomic_store_explicit(&r->status, to, memory_order_release);
 }
 
-/* Resets r and pushes it back on its comm's freelist; ep_lock is held. */
+/* Resets r and pushes it back on its comm's freelist; the comm's data-path
+ * lock is held (asr__comm_lock: ep_lock, or the sm end's). */
 static void recycle_locked(struct asr_request *r) {
   struct asr_comm *c = r->comm;
-  assert(asr__ofi_locked(asr__comm_ofi(c)));
+  assert(asr__comm_locked(c));
   r->tensor = NULL;
   r->offset = 0;
   r->length = 0;
@@ -55,10 +56,21 @@ static void recycle_locked(struct asr_request *r) {
 }
 
 void asr__req_recycle(struct asr_request *r) {
-  asr__ofi_t *o = asr__comm_ofi(r->comm);
-  asr__ofi_lock(o);
+  asr__comm_lock(r->comm);
   recycle_locked(r);
-  asr__ofi_unlock(o);
+  asr__comm_unlock(r->comm);
+}
+
+/* Posts r on c's sm end (sm/sm.h); its lock is held. No registration:
+ * the sm path copies from and into the application's memory as it is. */
+static inline int post_sm_locked(struct asr_comm *c, struct asr_request *r, void *va) {
+  asr__sm_t *s = asr__comm_sm(c);
+  asr__ofi_op_t *op = op_of(r);
+  char *buf = (char *)va + r->offset;
+  int rc = c->type == ASR_SEND_COMM ? asr__sm_send_locked(s, buf, r->length, op)
+                                    : asr__sm_recv_locked(s, buf, r->length, op);
+  if (rc == 0) r->ofi_req = op;
+  return rc;
 }
 
 /* Posts r to libfabric. Lock rule: the caller holds the comm's ep_lock
@@ -135,17 +147,20 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   /* The MR lookup, the freelist pop and the fast path's post share one
    * hold of ep_lock (the lookup needs it: asr_forget frees entries under it),
    * the lock of the comm's own endpoint: a post on a shm comm never waits
-   * for a tcp comm's post or poll in the same context. */
-  asr__ofi_t *o = asr__comm_ofi(comm);
-  asr__ofi_lock(o);
+   * for a tcp comm's post or poll in the same context. An sm comm's lock
+   * is its own (asr__comm_lock). */
+  asr__sm_t *sm = asr__comm_sm(comm);
+  asr__comm_lock(comm);
   /* FAST PATH only if the MR is cached AND the stash ring is empty: once
    * anything is stashed every later post stashes too, so the service thread
-   * can never let a registration-pending request be overtaken (seed §2 QUIRK). */
-  struct fid_mr *mr;
+   * can never let a registration-pending request be overtaken (seed §2 QUIRK).
+   * The sm path registers nothing: its fast path is "stash ring empty and
+   * room in the ring" (no room: ASR_EAGAIN below, the request stashes). */
+  struct fid_mr *mr = NULL;
   int fast = atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) &&
-             asr__mr_lookup(comm, va, tensor->size, &mr);
+             (sm || asr__mr_lookup(comm, va, tensor->size, &mr));
   if (pool->free_top == 0) {
-    asr__ofi_unlock(o);
+    asr__comm_unlock(comm);
     asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);
     return ASR_QUEUE_FULL;
   }
@@ -155,19 +170,20 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   r->length = length;
   r->type = want == ASR_SEND_COMM ? ASR_REQ_SEND : ASR_REQ_RECV;
   if (fast) {
-    int rc = post_ofi_locked(comm, r, va, mr, ASR_OFI_SEND_SPIN_MS);
+    int rc = sm ? post_sm_locked(comm, r, va) : post_ofi_locked(comm, r, va, mr, ASR_OFI_SEND_SPIN_MS);
     if (rc == 0) {
       req_set_status(r, ASR_REQ_OFI_POSTED);
       asr__rep_count(&comm->rep_posted);
-      asr__ofi_unlock(o);
+      asr__comm_unlock(comm);
       *out = r;
       return ASR_SUCCESS;
     }
     if (rc != ASR_EAGAIN) {
       recycle_locked(r);
-      asr__ofi_unlock(o);
-      asr_error("fab", "%s: Failed to post ofi %s request: %s", fn, want == ASR_SEND_COMM ? "send" : "recv",
-                asr_strerror(rc));
+      asr__comm_unlock(comm);
+      asr_error("fab", "%s: Failed to post %s %s request: %s%s%s", fn, sm ? "sm" : "ofi",
+                want == ASR_SEND_COMM ? "send" : "recv", asr_strerror(rc), sm && sm->why ? ": " : "",
+                sm && sm->why ? sm->why : "");
       return ASR_INVALID;
     }
     /* the provider's queue is full: the service thread posts it once there
@@ -175,7 +191,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
      * behind it */
   }
   asr__rep_count(&comm->rep_posted); /* stashed: posted, as the application sees it */
-  asr__ofi_unlock(o);
+  asr__comm_unlock(comm);
 
   /* SLOW PATH: stash for the service thread. Count the work unit before the
    * request becomes visible in the ring (the seed's order): the service
@@ -230,8 +246,15 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
     req_set_status(r, ASR_REQ_ERROR);
   } else {
     int has_va = r->tensor && r->tensor->va;
-    int rc = has_va ? asr__mr_get_or_register(c, r->tensor, &mr) : ASR_EINVAL;
-    if (rc == 0) rc = post_ofi(c, r, r->tensor->va, mr, spin_ms);
+    asr__sm_t *sm = asr__comm_sm(c);
+    int rc = !has_va ? ASR_EINVAL : sm ? 0 : asr__mr_get_or_register(c, r->tensor, &mr);
+    if (rc == 0 && sm) {
+      asr__sm_lock(sm);
+      rc = post_sm_locked(c, r, r->tensor->va);
+      asr__sm_unlock(sm);
+    } else if (rc == 0) {
+      rc = post_ofi(c, r, r->tensor->va, mr, spin_ms);
+    }
     if (rc == ASR_EAGAIN) {
       ctx->stash.queue_full = 1;
       return DRAIN_WAITS;
@@ -325,14 +348,21 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
        * service thread), or not yet: then drain the CQ. Either way one hold
        * of ep_lock also pushes the request back when it is done. Only the
        * comm's own endpoint is read: a shm request's test never drives the
-       * network endpoint's progress (nor takes its lock). */
-      asr__ofi_t *o = asr__comm_ofi(c);
+       * network endpoint's progress (nor takes its lock). An sm request's
+       * test moves its own comm alone (sm/sm.h: progress). */
+      asr__sm_t *sm = asr__comm_sm(c);
       asr__ofi_op_t *op = req->ofi_req;
       int d = asr__ofi_op_done(op);
-      asr__ofi_lock(o);
+      asr__comm_lock(c);
       if (!d) {
-        asr__ofi_drain_locked(o);
+        if (sm)
+          asr__sm_progress_locked(sm);
+        else
+          asr__ofi_drain_locked(asr__comm_ofi(c));
         d = asr__ofi_op_done(op);
+        /* not done: the other sm comms that wait move too (sm_data.c: a
+         * poll moves them all, as a CQ read moves a whole endpoint) */
+        if (!d && sm && asr__sm_progress_waiting(sm)) d = asr__ofi_op_done(op);
       }
       size_t len = 0;
       int rc = d ? asr__ofi_op_result(op, &len) : 0;
@@ -340,13 +370,13 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
         size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
         recycle_locked(req);
         asr__rep_count(&c->rep_done);
-        asr__ofi_unlock(o);
+        asr__comm_unlock(c);
         *done = 1;
         if (size) *size = moved;
         if (c->ctx->trace) asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
         return ASR_SUCCESS;
       }
-      asr__ofi_unlock(o);
+      asr__comm_unlock(c);
       /* Not done and the peer died (peer_watch.c): nothing will complete it.
        * Its op stays libfabric's (a send cannot be cancelled), but no post
        * reuses it: the comm takes no more posts. */
@@ -393,6 +423,13 @@ int asr_flush(asr_comm_t *comm) {
   /* Host memory needs no read-back: a receive's data is visible to the host
    * once its completion has been read. Harvest every completion now so the
    * fence covers receives that finished but were not yet polled. */
-  asr__ofi_progress(asr__comm_ofi(comm)); /* the comm's own endpoint */
+  asr__sm_t *sm = asr__comm_sm(comm);
+  if (sm) {
+    asr__sm_lock(sm);
+    asr__sm_progress_locked(sm);
+    asr__sm_unlock(sm);
+  } else {
+    asr__ofi_progress(asr__comm_ofi(comm)); /* the comm's own endpoint */
+  }
   return ASR_SUCCESS;
 }

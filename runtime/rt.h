@@ -24,6 +24,7 @@
 #include "kv_conn.h"
 #include "kv_keys.h"
 #include "ofi.h"
+#include "sm/sm.h"
 
 #define ASR_RING 128 /* handover ring, stash ring, request pool, freelist */
 
@@ -137,7 +138,11 @@ struct asr_comm {
    * saw CONNECTED (a sequentially consistent load) */
   asr__ofi_t *_Atomic ofi;
   int ep;   /* its index in ctx->fab.eps, or -1 while ofi is NULL */
-  int path; /* ASR_PATH_LOCAL or ASR_PATH_NET once chosen, else 0 */
+  int path; /* ASR_PATH_LOCAL, ASR_PATH_NET or ASR_PATH_SM once chosen, else 0 */
+  /* asr's own same-host path (sm/sm.h) instead of an endpoint: set, like
+   * ofi, once by the service thread before the comm turns CONNECTED (RECV:
+   * LISTEN, SEND: NET_CONNECT); a comm has one of the two, never both */
+  asr__sm_t *_Atomic sm;
   asr__ofi_send_t osend;
   asr__ofi_recv_t orecv;
 
@@ -246,10 +251,11 @@ typedef struct asr_peerq {
   int listed;
 } asr_peerq_t;
 
-/* The two paths a comm can take (paths.c: asr__same_host says which),
+/* The paths a comm can take (paths.c: asr__same_host says which),
  * as the handle names them (ofi.h, byte 124). */
-#define ASR_PATH_LOCAL 1 /* the peer has this LNC's host identity: shm */
+#define ASR_PATH_LOCAL 1 /* the peer has this LNC's host identity, one provider forced: its endpoint */
 #define ASR_PATH_NET 2   /* any other peer: the network provider */
+#define ASR_PATH_SM 3    /* the peer has this LNC's host identity: asr's own path (sm/sm.h) */
 #define ASR_NEPS 2       /* endpoints a context may open */
 
 /* The schedule lists of connecting comms (connect_sched.c): each queue
@@ -306,8 +312,9 @@ typedef struct asr_ctx {
     _Atomic int ep_open[ASR_NEPS];
     char ep_prov[ASR_NEPS][64]; /* the provider each endpoint runs */
     int one_ep;                 /* ASR_PROVIDER / FI_PROVIDER forced one provider for all */
-    char paths_desc[192];       /* "shm" or "shm on host h, tcp;ofi_rxm to other hosts" (logs, reports) */
+    char paths_desc[192];       /* "shm" or "sm on host h, tcp;ofi_rxm to other hosts" (logs, reports) */
     pthread_mutex_t ep_mutex;
+    asr__sm_cfg_t sm; /* the sm path's settings (ASR_SM_*, read by asr_init) */
   } fab;
 
   /* The service thread's work (seed: task_mutex, task_n, the connect-task
@@ -422,10 +429,40 @@ typedef struct asr_ctx {
 } asr_ctx_t;
 
 /* The endpoint of comm c (rt.h: its ofi), for the data path: c is
- * CONNECTED, so it is set. */
+ * CONNECTED, so it is set (unless c is on the sm path). */
 static inline asr__ofi_t *asr__comm_ofi(const struct asr_comm *c) {
   return atomic_load_explicit(&c->ofi, memory_order_relaxed);
 }
+
+/* c's end of the sm path, or NULL when c is on an endpoint (or its path
+ * is not chosen yet). */
+static inline asr__sm_t *asr__comm_sm(const struct asr_comm *c) {
+  return atomic_load_explicit(&c->sm, memory_order_relaxed);
+}
+
+/* The data path's lock of a CONNECTED comm: its endpoint's ep_lock, or
+ * its sm end's own lock (request.c holds it around a post, a poll and a
+ * freelist push or pop, whichever path). */
+static inline void asr__comm_lock(struct asr_comm *c) {
+  asr__sm_t *s = asr__comm_sm(c);
+  if (s)
+    asr__sm_lock(s);
+  else
+    asr__ofi_lock(asr__comm_ofi(c));
+}
+static inline void asr__comm_unlock(struct asr_comm *c) {
+  asr__sm_t *s = asr__comm_sm(c);
+  if (s)
+    asr__sm_unlock(s);
+  else
+    asr__ofi_unlock(asr__comm_ofi(c));
+}
+#ifndef NDEBUG
+static inline int asr__comm_locked(const struct asr_comm *c) {
+  const asr__sm_t *s = asr__comm_sm(c);
+  return s ? asr__sm_locked(s) : asr__ofi_locked(asr__comm_ofi(c));
+}
+#endif
 
 /* Whether a peer whose host is called name (its "hostname" key, 128 bytes
  * zero-padded) is on this LNC's host (paths.c says what that means). */
@@ -490,6 +527,13 @@ void asr__connect_accept_soon(asr_ctx_t *ctx);
 
 /* Service thread entry (context.c). */
 void *asr__svc_main(void *arg);
+
+/* c (its queue's head) connected or failed (st): it leaves its peer queue
+ * for the connected or the error list (connect_sched.c). asr__connect_done
+ * is the connect machine's last step: the list, then CONNECTED, in that
+ * order (asr__sched_leave_queue says why). Service thread. */
+void asr__sched_leave_queue(asr_ctx_t *ctx, struct asr_comm *c, int st);
+void asr__connect_done(asr_ctx_t *ctx, struct asr_comm *c);
 
 /* One step of the connect machine (connect.c). Returns 1 when it made progress. */
 int asr__connect_step(asr_ctx_t *ctx, struct asr_comm *c);

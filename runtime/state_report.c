@@ -135,7 +135,7 @@ static void render(void *arg, asr_buf_t *b) {
     const asr_ctx_t *ctx = asr__ctx_get(lnc);
     if (!ctx) continue;
     int n = snprintf(line, sizeof line, "lnc\tlnc=%d\thost=%s\tprovider=%s\tport=%u\n", lnc, ctx->hostname,
-                     ctx->fab.one_ep ? ctx->fab.ep_prov[0] : "shm+tcp;ofi_rxm", ctx->kv.port);
+                     ctx->fab.one_ep ? ctx->fab.ep_prov[0] : "sm+tcp;ofi_rxm", ctx->kv.port);
     asr_buf_put(b, line, (size_t)n);
   }
   for (struct asr_comm *c = asr__rep_comms; c; c = c->rep_next) render_comm(c, now, b);

@@ -1,6 +1,7 @@
 /*
  * asrd_shm.c -- what libfabric's shm provider leaves of a rank that did not
- * close its endpoints.
+ * close its endpoints, and the sm regions a killed rank made that no
+ * sender mapped (and so unlinked) yet.
  *
  * Each shm endpoint is a 16 MiB region in /dev/shm named
  * "<pid>:<uid>:<endpoint index>" (libfabric 1.17, smr_endpoint_name). The
@@ -51,6 +52,7 @@
 
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_sm_name.h"
 #include "asrd_shm.h"
 
 #ifndef SYS_pidfd_open
@@ -69,8 +71,12 @@
  * close-on-exec and closed in the watcher. */
 static int watch_fd = -1;
 
-/* The pid of a "<pid>:<uid>:<digits>" name whose uid is ours, or 0. */
+/* The pid of a "<pid>:<uid>:<digits>" name whose uid is ours (libfabric
+ * shm's), or of an sm region a rank made and no sender unlinked yet
+ * (asr_sm_name.h: a RECV comm whose peer never came), or 0. */
 static pid_t region_pid(const char *name, uid_t uid) {
+  pid_t sm = asr_sm_name_pid(name, uid);
+  if (sm) return sm;
   char *end;
   long pid = strtol(name, &end, 10);
   if (end == name || *end != ':' || pid <= 0) return 0;

@@ -130,11 +130,10 @@ static int build_base_env(asrd_t *d) {
   if (d->bind_addr[0] && d->nhosts > 1) SETENV("ASR_KV_BIND=%s", d->bind_addr);
   SETENV("ASR_NUM_HOSTS=%d", d->nhosts);
   SETENV("ASR_HOST_INDEX=%d", d->host_index);
-  /* One provider for every peer where the user named one, or where the job
-   * is on one host (shm). A job over several hosts without --provider gets
-   * no ASR_PROVIDER: libasr then takes a path per peer, shm to the ranks of
-   * this host and tcp;ofi_rxm to the others (runtime/paths.c). */
-  if (d->job.provider && *d->job.provider && (d->job.provider_given || d->nhosts == 1))
+  /* One provider for every peer where the user named one. Otherwise no
+   * ASR_PROVIDER: libasr then takes a path per peer, its own (sm) to the
+   * ranks of this host and tcp;ofi_rxm to the others (runtime/paths.c). */
+  if (d->job.provider && *d->job.provider && d->job.provider_given)
     SETENV("ASR_PROVIDER=%s", d->job.provider);
   if (d->if_addr && *d->if_addr) SETENV("ASR_IF_ADDR=%s", d->if_addr);
   /* MPICH's simple PMI (asrd_pmi.c): PMI_FD and PMI_RANK are per rank */

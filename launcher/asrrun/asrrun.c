@@ -496,8 +496,8 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asr_loop_signal_start(run->loop, &sig_cont, SIGCONT, on_cont, run);
   asrrun_report_map(run,
                     run->cfg.provider[0]  ? run->cfg.provider
-                    : run->map.nhosts > 1 ? "shm within a host, tcp;ofi_rxm across"
-                                          : "shm",
+                    : run->map.nhosts > 1 ? "sm within a host, tcp;ofi_rxm across"
+                                          : "sm",
                     run->cfg.provider[0]  ? "--provider"
                     : run->map.nhosts > 1 ? "the job spans hosts"
                                           : "the job is on one host");

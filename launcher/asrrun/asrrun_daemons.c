@@ -519,7 +519,7 @@ static void send_job(daemon_t *d) {
       .port = (uint32_t)run->job.port,
       .provider = (char *)(cfg->provider[0]  ? cfg->provider
                            : map->nhosts > 1 ? "tcp;ofi_rxm"
-                                             : "shm"),
+                                             : "sm"),
       .nspace = run->job.nspace,
       /* the spec each asrd resolves on its host ("" = the address it reached us from) */
       .if_spec = (char *)(map->nhosts == 1 && !cfg->if_include[0] ? "127.0.0.1" : cfg->if_include),

@@ -20,13 +20,14 @@
  * asr_job_init) needs to set nothing. Without a launcher, asr_init needs
  * ASR_BOOTSTRAP_PORT (or the seed's NEURON_RT_ASYNC_SENDRECV_BOOTSTRAP_PORT),
  * the same port on every host of the job. Each comm takes a path by its
- * peer: shm to a peer with this host's identity (ASR_HOSTNAME), tcp;ofi_rxm
- * to any other, each endpoint opened by its first comm (asr_comm_provider
- * says which a comm took); ASR_PROVIDER (else FI_PROVIDER) forces one
- * provider for every peer. ASR_IF_ADDR is the address peers reach this
- * process at over the network (default 127.0.0.1). A bad value
- * of any variable libasr reads makes asr_init and asr_job_init fail with a
- * message that names it. `asrrun --list-env`, and README.md's table
+ * peer: asr's own path ("sm": rings in shared memory, large messages
+ * copied once) to a peer with this host's identity (ASR_HOSTNAME),
+ * tcp;ofi_rxm to any other, its endpoint opened by its first comm
+ * (asr_comm_provider says which a comm took); ASR_PROVIDER (else
+ * FI_PROVIDER) forces one libfabric provider for every peer ("shm" is
+ * libfabric's own shared-memory provider). ASR_SM_* tune the sm path. ASR_IF_ADDR is the address peers reach
+ * this process at over the network (default 127.0.0.1). A bad value of any variable libasr reads makes
+ * asr_init and asr_job_init fail with a message that names it. `asrrun --list-env`, and README.md's table
  * "Environment variables", list every variable with its type and default.
  */
 #ifndef ASR_H
@@ -143,10 +144,11 @@ ASR_API int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **
  * CONNECTION_ERROR only once all of those were taken (see asr_isend). */
 ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
 
-/* The libfabric provider that carries the comm's data: "shm" when its peer
- * is on this host (the same host identity: ASR_HOSTNAME, which asrrun sets
- * to the host's name), "tcp;ofi_rxm" when it is on another, or the one
- * provider ASR_PROVIDER (else FI_PROVIDER) forces for every peer. Set once
+/* What carries the comm's data: "sm", asr's own same-host path, when its
+ * peer is on this host (the same host identity: ASR_HOSTNAME, which asrrun
+ * sets to the host's name), "tcp;ofi_rxm" when it is on another, or the
+ * one libfabric provider ASR_PROVIDER (else FI_PROVIDER) forces for every
+ * peer ("shm" then names libfabric's). Set once
  * the comm's path is chosen (a RECV comm: once it learnt its peer's host;
  * a SEND comm: once it read its peer's handle), so always by the time the
  * comm is CONNECTED; NULL before that, and for NULL. The string lives as

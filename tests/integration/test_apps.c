@@ -20,7 +20,9 @@
 
 #include "asr_test.h"
 
-static const char *const providers[] = {"shm", "tcp;ofi_rxm"};
+/* asr's own same-host path ("sm": no provider forced), and each libfabric one */
+static const char *const providers[] = {"sm", "shm", "tcp;ofi_rxm"};
+#define NPROV (sizeof providers / sizeof providers[0])
 
 /* Runs build-relative program rel with args (NULL-terminated) under
  * provider prov, with a free bootstrap port and the case's own lock
@@ -33,7 +35,10 @@ static int run_app(const char *rel, const char *prov, const char *const *args, i
   argv[n++] = path;
   for (int i = 0; args[i] && n < 31; i++) argv[n++] = (char *)args[i];
   argv[n] = NULL;
-  ASSERT_OK(setenv("ASR_PROVIDER", prov, 1));
+  if (strcmp(prov, "sm") == 0)
+    unsetenv("ASR_PROVIDER");
+  else
+    ASSERT_OK(setenv("ASR_PROVIDER", prov, 1));
   ASSERT_OK(setenv("ASR_KV_LOCK_DIR", asr_test_tmpdir(), 1));
   /* a port below the ephemeral range (the programs' own pick takes one from it) */
   char port[16];
@@ -55,7 +60,7 @@ static int run_app(const char *rel, const char *prov, const char *const *args, i
 }
 
 TEST_TIMEOUT(ring_both_providers, 120) {
-  for (size_t p = 0; p < 2; p++) {
+  for (size_t p = 0; p < NPROV; p++) {
     char *out = NULL;
     const char *args[] = {"-n", "6", "-k", "60", "-q", NULL};
     int rc = run_app("tests/apps/ring", providers[p], args, 60000, &out);
@@ -80,7 +85,7 @@ TEST_TIMEOUT(ring_checker_fails_on_a_spoilt_byte, 120) {
  * receives posted, within shm's 1024 per endpoint (more than that is
  * test_runtime's provider_receive_queue_full), and 3 processes on 2 CPUs. */
 TEST_TIMEOUT(stress_both_providers, 240) {
-  for (size_t p = 0; p < 2; p++) {
+  for (size_t p = 0; p < NPROV; p++) {
     char *out = NULL;
     const char *args[] = {"-P", "3", "-c", "2", "-m", "500", "-S", "262144", "-T", "8388608", NULL};
     int rc = run_app("tests/apps/stress", providers[p], args, 110000, &out);

@@ -850,7 +850,7 @@ TEST_TIMEOUT(verbose_and_quiet, 60) {
   job_t j;
   RUN(&j, 30000, "-v", "-n", "3", "true");
   ASSERT_CODE(&j, 0);
-  ASSERT_CONTAINS(j.err, "asrrun: 3 ranks of 'true' on 1 host; provider shm");
+  ASSERT_CONTAINS(j.err, "asrrun: 3 ranks of 'true' on 1 host; provider sm");
   ASSERT_CONTAINS(j.err, fmt("asrrun: host %s: 3 ranks (0..2)", my_hostname()));
   ASSERT_CONTAINS(j.err, fmt("asrrun: asrd on host %s is up (1 of 1,", my_hostname()));
   ASSERT_CONTAINS(j.err, fmt("asrrun: host %s started 3 ranks (pids ", my_hostname()));

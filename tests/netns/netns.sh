@@ -410,7 +410,7 @@ check_clean
 result "the report on demand across hosts (SIGQUIT, --status), then the job ends normally"
 
 # Per-peer paths (issue 23): 2 hosts x 4 LNCs. Each comm's provider must be
-# shm between two ranks of one host and tcp;ofi_rxm across (pairwise -v
+# sm (asr's own path) between two ranks of one host and tcp;ofi_rxm across (pairwise -v
 # prints it per peer: asr_comm_provider), every pair verified; then with
 # ASR_PROVIDER=tcp;ofi_rxm, every comm on tcp; then a rank killed
 # mid-transfer on each path.
@@ -441,16 +441,16 @@ case=paths_2x4 failed=0 out=$work/$case
 run_job "$out" -H "$H1:4,$H2:4" -x ASR_LOG_LEVEL=info "$EXAMPLES/pairwise" -v -s 65536 -n 200 -p 1 -p 4
 rc=$?
 [ $rc = 0 ] || fail "exit $rc"
-check_paths "$out" shm 'tcp;ofi_rxm'
-grep -q 'rank 0 <-> rank 1: one-way latency .*provider shm)' "$out" || fail "no same-host (shm) latency line"
+check_paths "$out" sm 'tcp;ofi_rxm'
+grep -q 'rank 0 <-> rank 1: one-way latency .*provider sm)' "$out" || fail "no same-host (sm) latency line"
 grep -q 'rank 0 <-> rank 4: one-way latency .*provider tcp;ofi_rxm)' "$out" || fail "no cross-host latency line"
 # ASR_LOG_LEVEL=info: one line per comm naming its path
-n=$(grep -c 'comm .* provider shm (local path: same host identity)' "$out")
-[ "$n" = 48 ] || fail "$n of 48 info lines name a comm's shm path"
+n=$(grep -c 'comm .* provider sm (local path: same host identity)' "$out")
+[ "$n" = 48 ] || fail "$n of 48 info lines name a comm's sm path"
 n=$(grep -c 'comm .* provider tcp;ofi_rxm (network path: another host)' "$out")
 [ "$n" = 64 ] || fail "$n of 64 info lines name a comm's network path"
 check_clean
-result "8 ranks on 2 hosts, 56 pairs verified, shm within a host, tcp;ofi_rxm across"
+result "8 ranks on 2 hosts, 56 pairs verified, sm within a host, tcp;ofi_rxm across"
 
 case=paths_forced_tcp failed=0 out=$work/$case
 run_job "$out" -H "$H1:4,$H2:4" -x 'ASR_PROVIDER=tcp;ofi_rxm' "$EXAMPLES/pairwise" -v -s 65536 -n 50
@@ -461,9 +461,10 @@ check_clean
 result "ASR_PROVIDER=tcp;ofi_rxm puts all 56 pairs on tcp;ofi_rxm"
 
 # A rank killed mid-transfer, on each path: rank 0 (host 1) ping-pongs with
-# rank 1 (host 1, shm) or rank 4 (host 2, tcp) without end; the victim is
+# rank 1 (host 1, sm) or rank 4 (host 2, tcp) without end; the victim is
 # SIGKILLed: the job ends 137 naming it, nothing is left on any host (no
-# process, no shm region of the job's ranks).
+# process, no shared-memory region of the job's ranks: libfabric shm's
+# <pid>:<uid>:<n> or the sm path's asrsm:<pid>:...).
 case=paths_kill_mid_transfer failed=0 out=$work/$case
 for victim in 1 4; do
   vh=$H1; [ $victim = 4 ] && vh=$H2
@@ -489,8 +490,8 @@ for victim in 1 4; do
   [ $rc = 137 ] || fail "killing rank $victim: exit $rc, wanted 137"
   grep -q "rank $victim on host $vh was killed by signal 9" "$out" || fail "no summary naming rank $victim"
   check_clean
-  left=$(ls /dev/shm 2>/dev/null | grep -c "^$pid:" || true)
-  [ "$left" = 0 ] || fail "rank $victim's shm region is left in /dev/shm"
+  left=$(ls /dev/shm 2>/dev/null | grep -c -e "^$pid:" -e "^asrsm:$pid:" || true)
+  [ "$left" = 0 ] || fail "rank $victim's shared-memory region is left in /dev/shm"
   out=$work/$case
 done
-result "rank 1 (shm peer) and rank 4 (tcp peer) killed mid-transfer: the job ends 137, nothing left"
+result "rank 1 (sm peer) and rank 4 (tcp peer) killed mid-transfer: the job ends 137, nothing left"

@@ -47,9 +47,10 @@ def test_case(case):
     all_ok(case, stdout, 2)
 
 
-@pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm"])
+@pytest.mark.parametrize("provider", ["sm", "shm", "tcp;ofi_rxm"])
 def test_basic_provider(provider):
-    stdout, _ = job("basic", extra=("--provider", provider))
+    # sm: asr's own same-host path, libasr's default (no --provider)
+    stdout, _ = job("basic", extra=() if provider == "sm" else ("--provider", provider))
     all_ok("basic", stdout, 2)
 
 

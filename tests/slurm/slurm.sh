@@ -123,7 +123,7 @@ bad=$(awk '
   }
   END {
     for (k in pairs) {
-      split(k, a, ","); want = host[a[1]] == host[a[2]] ? "shm" : "tcp;ofi_rxm"
+      split(k, a, ","); want = host[a[1]] == host[a[2]] ? "sm" : "tcp;ofi_rxm"
       if (s[k] != want || v[k] != want) print "rank " a[1] " -> " a[2] ": send " s[k] ", recv " v[k] ", wanted " want
       n++
     }

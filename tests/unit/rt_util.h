@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "asr.h"
+#include "asr_sm_name.h"
 #include "asr_test.h"
 #include "asr_time.h"
 
@@ -38,8 +39,11 @@
 #define RT_PEER_IP "127.0.0.1"
 #define RT_MAXP 4
 
-/* Every test that moves data runs on both providers. */
-static const char *const rt_providers[] = {"shm", "tcp;ofi_rxm"};
+/* Every test that moves data runs on each path: asr's own same-host path
+ * ("sm": ASR_PROVIDER unset), the same without cross-process copies
+ * ("sm-nocma": ASR_SM_CMA=false, large messages pipelined through the
+ * ring), and libfabric's shm and tcp;ofi_rxm forced (rt_provider_env). */
+static const char *const rt_providers[] = {"sm", "sm-nocma", "shm", "tcp;ofi_rxm"};
 #define RT_NPROV ((int)(sizeof rt_providers / sizeof rt_providers[0]))
 
 /* --- data pattern -------------------------------------------------------- */
@@ -168,7 +172,28 @@ static inline void rt_leak_check(void) {
 #endif
 }
 
-/* Counts the shm provider's regions of process pid, removing them when
+/* Whether test path prov is asr's own same-host path (no libfabric endpoint). */
+static inline int rt_is_sm(const char *prov) { return strncmp(prov, "sm", 2) == 0; }
+
+/* The environment of a test path (rt_providers): "sm" and "sm-nocma"
+ * leave ASR_PROVIDER unset (libasr's default: its own path to peers on
+ * this host), the others force that libfabric provider. */
+static inline void rt_provider_env(const char *prov) {
+  unsetenv("FI_PROVIDER");
+  unsetenv("ASR_SM_CMA");
+  if (rt_is_sm(prov)) {
+    unsetenv("ASR_PROVIDER");
+    if (strcmp(prov, "sm-nocma") == 0) setenv("ASR_SM_CMA", "false", 1);
+  } else {
+    setenv("ASR_PROVIDER", prov, 1);
+  }
+}
+
+/* The provider name asr_comm_provider reports for a same-host comm on path prov. */
+static inline const char *rt_provider_name(const char *prov) { return rt_is_sm(prov) ? "sm" : prov; }
+
+/* Counts the shared-memory regions of process pid (libfabric shm's, and
+ * the sm path's that no sender unlinked yet), removing them when
  * unlink_them is set. */
 static inline int rt_shm_regions(pid_t pid, int unlink_them) {
   char prefix[64];
@@ -178,7 +203,7 @@ static inline int rt_shm_regions(pid_t pid, int unlink_them) {
   struct dirent *e;
   int found = 0;
   while ((e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, prefix, (size_t)n) != 0) continue;
+    if (strncmp(e->d_name, prefix, (size_t)n) != 0 && asr_sm_name_pid(e->d_name, getuid()) != pid) continue;
     found++;
     if (!unlink_them) continue;
     char path[300];
@@ -278,7 +303,7 @@ static inline void rt_group_start(int n, const char *prov, rt_proc_fn fn, void *
     ASSERT(rt_g.pid[i] >= 0);
     if (rt_g.pid[i] == 0) {
       rt_g.rank = i;
-      setenv("ASR_PROVIDER", prov, 1);
+      rt_provider_env(prov);
       rt_shm_unlink_pid(getpid());
       rt_pattern_reserve((size_t)16 << 20);
       for (int a = 0; a <= n; a++)

@@ -1,7 +1,8 @@
 /*
  * test_paths.c -- a path per peer (runtime/paths.c: asr__same_host): one
- * context reaches the peers of its host over shm and the others over
- * tcp;ofi_rxm, each endpoint opened by the first comm that needs it.
+ * context reaches the peers of its host on asr's own path (sm, no
+ * endpoint) and the others over tcp;ofi_rxm, whose endpoint is opened by
+ * the first comm that needs it.
  *
  * Emulated hosts on the loopback, as asr_bench -H makes them: host h is
  * 127.0.0.(h+1), named rt-path-h<h>, with a KV server of its own (its own
@@ -11,28 +12,31 @@
  *
  * Cases:
  *   paths_pairwise          every ordered pair moves 8 B, 64 KiB and 1 MiB
- *                           both ways; each comm's asr_comm_provider is shm
- *                           within the host and tcp;ofi_rxm across; rank 2
- *                           never opened a shm endpoint, rank 0 has both
+ *                           both ways; each comm's asr_comm_provider is sm
+ *                           within the host and tcp;ofi_rxm across; no rank
+ *                           opened libfabric's shm endpoint
  *   paths_forced_one        ASR_PROVIDER=tcp;ofi_rxm: every comm on it, and
  *                           one endpoint per context
  *   paths_provider_mismatch rank 2 forces shm while its receiver listens on
  *                           tcp;ofi_rxm: the SEND comm fails, saying so
- *   paths_kill_each_path    rank 0 receives from rank 1 (shm) and rank 2
+ *   paths_provider_mismatch_sm  the same on one host: rank 1 forces shm
+ *                           while rank 0 listens on sm
+ *   paths_kill_each_path    rank 0 receives from rank 1 (sm) and rank 2
  *                           (tcp); rank 1 is SIGKILLed mid-transfer: its
  *                           comm fails, the tcp comm still moves data; then
  *                           rank 2 is killed and its comm fails too
- *   paths_shm_alone         rank 0 has both endpoints; with its tcp
- *                           endpoint's lock held by the test, its shm comm
- *                           to rank 1 still moves 200 ping-pongs and 1 MiB
- *                           windows: a shm post or test never takes the tcp
+ *   paths_shm_alone         rank 0 has a tcp endpoint; with its locks held
+ *                           by the test, its same-host comm to rank 1 (sm)
+ *                           still moves 200 ping-pongs and 1 MiB windows: a
+ *                           same-host post or test never takes the tcp
  *                           endpoint's lock nor reads its CQ
  *   paths_api               asr_comm_provider: NULL comm, a comm not yet
  *                           connected, a connected one
  *   paths_handle_validated  what the SEND side reads of a handle's path
  *                           (bytes 124..127, from the KV store): a bad magic
- *                           or a path other than 1 or 2 is refused; the
- *                           provider tag round-trips and tells shm from tcp
+ *                           or a path other than 1, 2 or 3 is refused; the
+ *                           provider tag round-trips and tells shm, sm and
+ *                           tcp apart
  */
 #include "config.h"
 
@@ -74,7 +78,7 @@ static void rt_barrier2(int rank) {
   (void)rt_recv_u64(1 - rank);
 }
 
-static const char *want_provider(int a, int b) { return host_of[a] == host_of[b] ? "shm" : "tcp;ofi_rxm"; }
+static const char *want_provider(int a, int b) { return host_of[a] == host_of[b] ? "sm" : "tcp;ofi_rxm"; }
 
 static void alloc_tensor(size_t size, asr_tensor_t **t) { ASSERT_OK(asr_tensor_alloc(size, t)); }
 static uint8_t *va_of(asr_tensor_t *t) { return asr_tensor_va(t); }
@@ -165,10 +169,9 @@ static void pairwise_proc(int rank, void *arg) {
   int open0 = atomic_load(&ctx->fab.ep_open[0]), open1 = atomic_load(&ctx->fab.ep_open[1]);
   if (forced) {
     ASSERT_MSG(open0 && !open1, "rank %d: forced provider, endpoints open %d %d", rank, open0, open1);
-  } else if (rank == 2) {
-    ASSERT_MSG(!open0 && open1, "rank 2 (alone on its host): endpoints open shm %d tcp %d", open0, open1);
   } else {
-    ASSERT_MSG(open0 && open1, "rank %d: endpoints open shm %d tcp %d", rank, open0, open1);
+    /* every rank has a peer on another host; the same-host ones take sm */
+    ASSERT_MSG(!open0 && open1, "rank %d: endpoints open shm %d tcp %d", rank, open0, open1);
   }
   exchange(rank, sc, rc, forced ? "forced tcp" : "per-peer paths");
   close_all(rank, sc, rc);
@@ -221,6 +224,41 @@ static void mismatch_proc(int rank, void *arg) {
 }
 
 TEST(paths_provider_mismatch) { rt_group_run(NR, "shm", mismatch_proc, NULL, 40000); }
+
+/* Rank 1 forces shm; rank 0, per peer, listens for it on sm (one host). */
+static void mismatch_sm_proc(int rank, void *arg) {
+  (void)arg;
+  if (rank == 2) {
+    rt_barrier();
+    rt_barrier();
+    return;
+  }
+  per_peer();
+  if (rank == 1) setenv("ASR_PROVIDER", "shm", 1);
+  setenv("ASR_KV_TIMEOUT_MS", "3000", 1);
+  up(rank);
+  rt_barrier();
+  asr_comm_t *c;
+  if (rank == 0) {
+    ASSERT_OK(asr_accept(0, ip_of(1), 1, &c));
+    uint64_t until = asr_time_ms() + 20000;
+    while (!asr_comm_provider(c) && asr_time_ms() < until) asr_sleep_ms(1);
+    ASSERT_STREQ(asr_comm_provider(c), "sm");
+    int w = asr_comm_wait_connected(c, 200);
+    ASSERT_MSG(w == ASR_TIMEOUT || w == ASR_CONN_ERROR, "the RECV comm: %d", w);
+  } else {
+    ASSERT_OK(asr_connect(1, ip_of(0), 0, &c));
+    ASSERT_EQ(asr_comm_wait_connected(c, 20000), ASR_CONN_ERROR);
+    ASSERT_MSG(strstr(c->err, "own same-host path (sm)") && strstr(c->err, "set ASR_PROVIDER alike"),
+               "the SEND comm's error does not say why and what to set: %s", c->err);
+    ASSERT(asr_comm_provider(c) == NULL); /* it never took a path */
+  }
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(c));
+  ASSERT_OK(asr_close(lnc_of[rank]));
+}
+
+TEST(paths_provider_mismatch_sm) { rt_group_run(NR, "shm", mismatch_sm_proc, NULL, 40000); }
 
 #define KP_MSG ((size_t)256 << 10)
 #define KP_RECVS 8
@@ -469,13 +507,14 @@ static void api_proc(int rank, void *arg) {
   ASSERT(asr_comm_provider(c) == NULL);
   ASSERT_OK(asr_comm_close(c));
   asr_comm_t *sc, *rc;
-  ASSERT_OK(asr_connect(0, "127.0.0.1", 0, &sc)); /* to itself: shm (the same host) */
+  ASSERT_OK(asr_connect(0, "127.0.0.1", 0, &sc)); /* to itself: sm (the same host) */
   ASSERT_OK(asr_accept(0, "127.0.0.1", 0, &rc));
   ASSERT_OK(asr_comm_wait_connected(sc, 30000));
   ASSERT_OK(asr_comm_wait_connected(rc, 30000));
-  ASSERT_STREQ(asr_comm_provider(sc), "shm");
-  ASSERT_STREQ(asr_comm_provider(rc), "shm");
-  ASSERT_EQ(atomic_load(&sc->ctx->fab.ep_open[1]), 0); /* no network endpoint paid for */
+  ASSERT_STREQ(asr_comm_provider(sc), "sm");
+  ASSERT_STREQ(asr_comm_provider(rc), "sm");
+  ASSERT_EQ(atomic_load(&sc->ctx->fab.ep_open[0]), 0); /* no libfabric endpoint paid for */
+  ASSERT_EQ(atomic_load(&sc->ctx->fab.ep_open[1]), 0);
   ASSERT_OK(asr_comm_close(sc));
   ASSERT_OK(asr_comm_close(rc));
   ASSERT_OK(asr_close(0));
@@ -489,7 +528,7 @@ TEST(paths_handle_validated) {
   int path = 0;
   memcpy(h, &magic, 4);
   for (int i = 0; i < 3; i++) h[ASR_OFI_HANDLE_PROV_OFF + i] = (uint8_t)(tag >> (8 * i));
-  const int paths[] = {0, 3, 255}; /* none of them a path */
+  const int paths[] = {0, 4, 255}; /* none of them a path */
   for (int i = 0; i < 3; i++) {
     h[ASR_OFI_HANDLE_PATH_OFF] = (uint8_t)paths[i];
     ASSERT_EQ(asr__ofi_handle_path(h, &path, &got_tag), ASR_EPROTO);
@@ -498,7 +537,11 @@ TEST(paths_handle_validated) {
   ASSERT_OK(asr__ofi_handle_path(h, &path, &got_tag));
   ASSERT_EQ(path, ASR_PATH_NET);
   ASSERT_EQ(got_tag, tag);
-  ASSERT(tag <= 0xffffff && tag != asr__ofi_prov_tag("shm"));
+  ASSERT(tag <= 0xffffff && tag != asr__ofi_prov_tag("shm") && tag != asr__ofi_prov_tag(ASR_SM_PROVIDER));
+  ASSERT(asr__ofi_prov_tag("shm") != asr__ofi_prov_tag(ASR_SM_PROVIDER));
+  h[ASR_OFI_HANDLE_PATH_OFF] = ASR_PATH_SM;
+  ASSERT_OK(asr__ofi_handle_path(h, &path, &got_tag));
+  ASSERT_EQ(path, ASR_PATH_SM);
   h[0] ^= 1; /* not a handle */
   ASSERT_EQ(asr__ofi_handle_path(h, &path, &got_tag), ASR_EPROTO);
 }

@@ -1,0 +1,181 @@
+/*
+ * sm.h -- asr's own same-host path, one comm's end of it (sm_layout.h
+ * says what the two ends share; doc/design.md, "The data path").
+ *
+ * An asr__sm_t is process-local: the mapping of the comm's region, the
+ * lock that serialises this process's threads on it (never shared with the
+ * peer), and what this end keeps of the transfers in flight. Its
+ * operations are the asr__ofi_op_t of the comm's request pool, as on the
+ * libfabric paths: a post marks its op posted, and the progress that
+ * finishes it sets done (release), err and len, so that asr_test
+ * (request.c) reads an sm op as it reads a libfabric one.
+ *
+ *   send, inline (len <= ASR_SM_INLINE_MAX): copied into the ring at the
+ *        post; done at once (its bytes may be overwritten: asr.h's promise).
+ *   send, large, the receiver able to copy from us (cma = 1): a CMA record
+ *        names the buffer; done once the receiver's head passed the record
+ *        (it copied the message with process_vm_readv, one copy).
+ *   send, large, otherwise (ASR_SM_CMA=0 on either end, or the kernel
+ *        refused the probe): CHUNK records, pushed as the ring has room by
+ *        each progress of the comm; done when the last one is in.
+ *   recv: queued in post order; the progress that finds the n-th message
+ *        in the ring copies it into the n-th receive.
+ * A post that finds no room returns ASR_EAGAIN (the caller stashes, seed
+ * §2: "a full ring stashes the request as an EAGAIN from the provider").
+ */
+#ifndef ASR_SM_H
+#define ASR_SM_H
+
+#include <stdint.h>
+
+#include "../ofi.h"
+#include "sm_layout.h"
+
+typedef struct {
+  asr__ofi_op_t *op;
+  uint8_t *buf;
+  size_t cap;
+} asr__sm_recv_slot_t;
+
+typedef struct {
+  asr__ofi_op_t *op;
+  uint64_t end; /* the head that completes it */
+} asr__sm_wait_t;
+
+/* The settings an LNC read at asr_init (ASR_SM_*). */
+typedef struct {
+  uint32_t region;   /* bytes per comm's region */
+  uint32_t inline_max;
+  int cma; /* 0: large messages never copied across processes */
+} asr__sm_cfg_t;
+
+typedef struct asr__sm {
+  asr__spin_t lock;
+#ifndef NDEBUG
+  _Atomic uintptr_t owner; /* the thread holding lock (debug builds) */
+#endif
+  uint8_t *base; /* the mapping */
+  size_t len;
+  uint8_t *ring;
+  uint64_t ring_bytes;
+  char name[ASR_SM_NAME_MAX];
+  int named;    /* the name may still be in /dev/shm (ours to unlink) */
+  int is_send;
+  uint32_t peer_pid; /* 0 until known */
+  asr__sm_cfg_t cfg;
+  int err;          /* ASR_EPROTO once the peer broke the layout (sticky) */
+  const char *why;  /* what it broke */
+  /* SEND */
+  uint64_t tail;      /* absolute position of the next record */
+  uint64_t toff;      /* its offset in the ring */
+  uint64_t head_seen; /* the receiver's head, as last read */
+  uint64_t sent;      /* messages whose first record is in the ring */
+  asr__sm_wait_t wait[128]; /* CMA sends waiting for the head, in ring order */
+  unsigned wait_h, wait_t;
+  struct {
+    asr__ofi_op_t *op; /* the pipelined send being pushed, or NULL */
+    const uint8_t *buf;
+    uint64_t total, off;
+  } pipe;
+  /* RECV */
+  uint64_t head;  /* absolute position of the next record to read */
+  uint64_t hoff;  /* its offset in the ring */
+  uint64_t taken; /* messages consumed */
+  uint64_t posted;
+  asr__sm_recv_slot_t rq[128]; /* posted receives, in post order */
+  unsigned rq_h, rq_t;
+  uint64_t in_msg, msg_total; /* the pipelined message being taken */
+  int msg_skip;               /* it is refused (truncated): its chunks are dropped */
+  /* on the process's list of ends with work that only a progress moves
+   * (sm_data.c: "the waiting ends") */
+  struct asr__sm *wprev, *wnext;
+  int waiting;
+} asr__sm_t;
+
+static inline void asr__sm_lock(asr__sm_t *s) {
+  asr__spin_lock(&s->lock);
+#ifndef NDEBUG
+  atomic_store_explicit(&s->owner, asr_thread_id(), memory_order_relaxed);
+#endif
+}
+static inline void asr__sm_unlock(asr__sm_t *s) {
+#ifndef NDEBUG
+  atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
+#endif
+  asr__spin_unlock(&s->lock);
+}
+#ifndef NDEBUG
+static inline int asr__sm_locked(const asr__sm_t *s) {
+  return atomic_load_explicit(&s->owner, memory_order_relaxed) == asr_thread_id();
+}
+#endif
+
+/* Reads ASR_SM_REGION, ASR_SM_INLINE_MAX and ASR_SM_CMA: 0, or ASR_ECONFIG
+ * with err (asr_init fails with it). */
+int asr__sm_cfg_read(asr__sm_cfg_t *cfg, char *err, size_t errlen);
+
+/* RECV, LISTEN: makes the comm's region (lnc names it), writes the handle
+ * (ordinal and path bytes aside: connect.c). 0, or an ASR_E* with err. */
+int asr__sm_listen(asr__sm_t **out, const asr__sm_cfg_t *cfg, int lnc, const uint8_t who[ASR_OFI_WHO_LEN],
+                   uint8_t handle[ASR_OFI_HANDLE_LEN], char *err, size_t errlen);
+
+/* RECV, NET_CONNECT: 1 once the sender attached (its who in *who), 0 not
+ * yet. At the first 1 it probes whether it may copy from the sender and
+ * says which way large messages go (info log). */
+int asr__sm_accept(asr__sm_t *s, int lnc, uint8_t who[ASR_OFI_WHO_LEN]);
+
+/* SEND, NET_CONNECT: maps the region the handle names, checks it, writes
+ * our who and unlinks the name. 0, or an ASR_E* with err. */
+int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t handle[ASR_OFI_HANDLE_LEN],
+                    const uint8_t who[ASR_OFI_WHO_LEN], uint8_t peer_who[ASR_OFI_WHO_LEN], char *err,
+                    size_t errlen);
+
+/* Unmaps and frees s (a RECV end whose sender never attached unlinks its
+ * name first). NULL is allowed. */
+void asr__sm_free(asr__sm_t *s);
+
+/* Posts (the caller holds s's lock): 0, ASR_EAGAIN (no room: stash), or
+ * the sticky ASR_EPROTO. */
+int asr__sm_send_locked(asr__sm_t *s, const void *buf, size_t len, asr__ofi_op_t *op);
+int asr__sm_recv_locked(asr__sm_t *s, void *buf, size_t cap, asr__ofi_op_t *op);
+
+/* Moves what can move on s (the caller holds its lock): a SEND end reads
+ * the head, completes the CMA sends it passed and pushes the pipelined
+ * send; a RECV end takes the messages in the ring into its receives.
+ * Returns 1 when something moved. */
+int asr__sm_progress_locked(asr__sm_t *s);
+
+/* Completes every op s still holds as ASR_ECANCELED (asr_comm_close, before
+ * the comm's pool is freed: no later progress may touch them). */
+void asr__sm_cancel_all(asr__sm_t *s);
+
+/* Progress for the ends of this process that wait on their peers: each
+ * SEND end pushing a pipelined message, each RECV end with receives
+ * posted (sm_data.c says why a poll of one comm moves the others).
+ * skip (locked by the caller, or NULL) is left out. Any thread; takes no
+ * lock it would wait for. Returns 1 when something moved. */
+int asr__sm_progress_waiting(asr__sm_t *skip);
+/* Whether some SEND end of this process pushes a pipelined message (the
+ * service thread then ticks every millisecond, pushing it). */
+int asr__sm_pipes_active(void);
+/* Takes s off that list (asr__sm_free does, before it unmaps s). */
+void asr__sm_unlist(asr__sm_t *s);
+
+/* The close handshake (drain.c), on the region's words. SEND: the
+ * messages sent; fin writes them; peer_state reads taken and closed.
+ * RECV: closed tells the sender; in_ring counts the whole messages the
+ * ring holds that nothing took yet (their sender died: they can still
+ * complete; CMA ones cannot, their memory went with it), and *taken the
+ * messages taken before them, read at the same moment. */
+uint64_t asr__sm_sent(asr__sm_t *s);
+void asr__sm_fin(asr__sm_t *s, uint64_t n);
+void asr__sm_peer_state(asr__sm_t *s, uint64_t *taken, int *closed);
+void asr__sm_closed(asr__sm_t *s);
+uint64_t asr__sm_taken(asr__sm_t *s);
+uint64_t asr__sm_in_ring(asr__sm_t *s, uint64_t *taken);
+
+/* An exit handler unlinks the regions made and not yet attached (a
+ * process that exits with RECV comms still waiting for their senders). */
+void asr__sm_names_exit(void);
+
+#endif /* ASR_SM_H */
