@@ -1,0 +1,96 @@
+/*
+ * fuzz_sm.c -- libFuzzer target for the sm path's receiver (runtime/sm/:
+ * asr__sm_rec_read, and the progress that takes records into posted
+ * receives): the ring and its header are written by the peer process,
+ * which asr does not trust to be well-formed (another process of the same
+ * user, perhaps buggy).
+ *
+ * The input is a ring size, up to four receive capacities, a stamp mask,
+ * and the ring's bytes. The target posts the receives (each buffer
+ * allocated at exactly its capacity, so ASan sees any write past it), and
+ * then, step by step, writes the stamp the next record's position expects
+ * where the mask says so (random bytes alone would rarely carry one) and
+ * lets the receiver progress. It checks what the receiver promises: its
+ * head stays a 64-byte boundary inside the ring; a receive completes with
+ * no more than its capacity, or with ASR_ETRUNC / ASR_EPROTO /
+ * ASR_ECONNRESET (a CMA record: the "sender" is no process); a broken
+ * layout makes the end fail for good, its receives with it. Nothing reads
+ * or writes outside the region and the buffers (ASan).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr_err.h"
+#include "fuzz.h"
+#include "sm.h"
+
+#define NRECV 4
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1 + 2 * NRECV + 2) return 0;
+  uint64_t ring_bytes = ASR_SM_LINE * (2 + data[0] % 62);
+  size_t caps[NRECV];
+  for (int i = 0; i < NRECV; i++) caps[i] = (size_t)(data[1 + 2 * i] | data[2 + 2 * i] << 8) % 9000;
+  uint16_t stamp_mask = (uint16_t)(data[1 + 2 * NRECV] | data[2 + 2 * NRECV] << 8);
+  const uint8_t *ring_in = data + 3 + 2 * NRECV;
+  size_t ring_len = size - (3 + 2 * NRECV);
+
+  size_t region = ASR_SM_RING_OFF + ring_bytes;
+  uint8_t *base = calloc(1, region);
+  asr__sm_t *s = calloc(1, sizeof *s);
+  uint8_t *bufs[NRECV];
+  asr__ofi_op_t ops[NRECV];
+  int posted[NRECV] = {0};
+  memset(ops, 0, sizeof ops);
+  if (!base || !s) abort();
+  memcpy(base + ASR_SM_RING_OFF, ring_in, ring_len < ring_bytes ? ring_len : ring_bytes);
+  s->base = base;
+  s->len = region;
+  s->ring = base + ASR_SM_RING_OFF;
+  s->ring_bytes = ring_bytes;
+  s->cfg.inline_max = 4096;
+  s->peer_pid = 0; /* no process: a CMA record's copy fails (ESRCH), never reads */
+  snprintf(s->name, sizeof s->name, "/fuzz");
+
+  asr__sm_lock(s);
+  for (int i = 0; i < NRECV; i++) {
+    bufs[i] = malloc(caps[i] ? caps[i] : 1);
+    if (!bufs[i]) abort();
+    int rc = asr__sm_recv_locked(s, bufs[i], caps[i], &ops[i]);
+    FUZZ_ASSERT(rc == 0 || (rc == ASR_EPROTO && s->err), "a post failed with %d", rc);
+    posted[i] = rc == 0;
+  }
+  for (int step = 0; step < 16 && !s->err; step++) {
+    FUZZ_ASSERT(s->hoff < ring_bytes && s->hoff % ASR_SM_LINE == 0 && s->head % ring_bytes == s->hoff,
+                "head %llu / offset %llu", (unsigned long long)s->head, (unsigned long long)s->hoff);
+    if (stamp_mask & (1u << step)) {
+      uint32_t st = asr__sm_stamp(s->head);
+      memcpy(s->ring + s->hoff, &st, 4);
+    }
+    (void)asr__sm_progress_locked(s);
+  }
+  FUZZ_ASSERT(s->hoff < ring_bytes && s->hoff % ASR_SM_LINE == 0, "offset %llu", (unsigned long long)s->hoff);
+  FUZZ_ASSERT(s->taken <= NRECV, "took %llu messages for %d receives", (unsigned long long)s->taken, NRECV);
+  for (int i = 0; i < NRECV; i++) {
+    if (!posted[i]) continue; /* refused: the end broke before it */
+    if (!__atomic_load_n(&ops[i].done, __ATOMIC_ACQUIRE)) {
+      FUZZ_ASSERT(!s->err, "receive %d left pending by a broken end", i);
+      continue;
+    }
+    int err = ops[i].err;
+    FUZZ_ASSERT(err == 0 || err == ASR_ETRUNC || err == ASR_EPROTO || err == ASR_ECONNRESET,
+                "receive %d failed with %d", i, err);
+    FUZZ_ASSERT(err != 0 || ops[i].len <= caps[i], "receive %d took %zu bytes into %zu", i, ops[i].len, caps[i]);
+  }
+  asr__sm_unlock(s);
+  uint64_t taken = 0;
+  (void)asr__sm_in_ring(s, &taken);
+  asr__sm_cancel_all(s);
+  asr__sm_unlist(s);
+  for (int i = 0; i < NRECV; i++) free(bufs[i]);
+  free(s);
+  free(base);
+  return 0;
+}
