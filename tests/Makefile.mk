@@ -109,8 +109,9 @@ tests_apps_stress_SOURCES = tests/apps/stress.c tests/apps/asr_launch.h tests/ap
 tests_apps_stress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_stress_LDADD = runtime/libasr.la
 # Helpers of tests/bench/ofi_bench.sh: the raw libfabric baselines (two-rank
-# patterns; mesh connect) and the asr mesh-connect / 128-in-flight
-# message-rate side.
+# patterns; mesh connect), the asr mesh-connect / 128-in-flight
+# message-rate side, and the physical floor (one cache line between two
+# CPUs).
 noinst_PROGRAMS += tests/bench/ofi_raw
 tests_bench_ofi_raw_SOURCES = tests/bench/ofi_raw.c tests/bench/raw_ofi.h tests/apps/bench_util.h
 tests_bench_ofi_raw_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps
@@ -123,6 +124,9 @@ noinst_PROGRAMS += tests/bench/asr_bench
 tests_bench_asr_bench_SOURCES = tests/bench/asr_bench.c tests/apps/asr_launch.h tests/apps/bench_util.h
 tests_bench_asr_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include -I$(top_srcdir)/tests/apps
 tests_bench_asr_bench_LDADD = runtime/libasr.la
+noinst_PROGRAMS += tests/bench/cacheline_floor
+tests_bench_cacheline_floor_SOURCES = tests/bench/cacheline_floor.c tests/apps/bench_util.h
+tests_bench_cacheline_floor_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/apps
 EXTRA_DIST += tests/bench/ofi_bench.sh
 # The launch benchmark's app (tests/bench/launch_bench.sh): init, barrier, finalize.
 noinst_PROGRAMS += tests/apps/init_barrier
