@@ -110,8 +110,8 @@ tests_apps_stress_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_stress_LDADD = runtime/libasr.la
 # Helpers of tests/bench/ofi_bench.sh: the raw libfabric baselines (two-rank
 # patterns; mesh connect), the asr mesh-connect / 128-in-flight
-# message-rate side, and the physical floor (one cache line between two
-# CPUs).
+# message-rate / per-call breakdown side, and the physical floor (one cache
+# line between two CPUs).
 noinst_PROGRAMS += tests/bench/ofi_raw
 tests_bench_ofi_raw_SOURCES = tests/bench/ofi_raw.c tests/bench/raw_ofi.h tests/apps/bench_util.h
 tests_bench_ofi_raw_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps

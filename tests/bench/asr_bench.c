@@ -5,6 +5,7 @@
  *
  *   asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-H HOSTS] [-l LNC0] [-t TIMEOUT_S]
  *   asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]
+ *   asr_bench -m breakdown [-n ITERS] [-l LNC0] [-t TIMEOUT_S]
  *
  * mesh: forks RANKS / LNCS_PER_PROC processes (default 16 ranks, 1 LNC per
  * process); rank r is LNC LNC0 + r and lives in process r / LNCS_PER_PROC.
@@ -37,7 +38,30 @@
  * checked. Prints
  *   rate 8 msgs/s
  *
- * Environment: ASR_PROVIDER (shm or 'tcp;ofi_rxm'); without
+ * breakdown: what libasr's own calls cost, with no second process in the
+ * way: ONE process brings up LNC0 and LNC0 + 1, connects a SEND comm from
+ * the first to the second and a RECV comm on the second from the first, and
+ * sends ITERS (default 1000) 8-byte messages, one at a time: asr_irecv,
+ * asr_isend, then asr_test on the send until it completes and on the
+ * receive until it completes (each stamp checked). A first pass times the
+ * whole loop (the cost of one message through libasr within a process,
+ * memory traffic of one CPU's caches only); a second times every call on
+ * its own, less what a clock read costs (measured first), and splits it.
+ * Prints one line each:
+ *   breakdown provider NAME      the path the comms took (asr_comm_provider)
+ *   breakdown clock NS           one clock read, subtracted from each below
+ *   breakdown message NS         one message (first pass: no clock per call)
+ *   breakdown isend NS           per asr_isend
+ *   breakdown irecv NS           per asr_irecv
+ *   breakdown test_send NS       per asr_test call that completes a send
+ *   breakdown test_recv NS       per asr_test call that completes a receive
+ *   breakdown test_poll NS       per asr_test call that found its request
+ *                                not yet done
+ *   breakdown polls N            such calls per message
+ * The process runs on one CPU with BENCH_PIN=1, as each rank of rate.
+ *
+ * Environment: ASR_PROVIDER (shm or 'tcp;ofi_rxm'; unset: libasr picks the
+ * path for a peer on this host); without
  * ASR_BOOTSTRAP_PORT / ASR_KV_LOCK_DIR a free port / private lock directory
  * is used (asr_launch.h). Exits non-zero on any failure or wrong payload.
  */
@@ -270,6 +294,121 @@ static int rate_rank(int rank, int nranks, void *arg) {
   return bad ? 1 : 0;
 }
 
+/* --- breakdown ------------------------------------------------------------ */
+
+/* Sums of the per-call times (ns) of the instrumented pass, and counts. */
+typedef struct {
+  double isend, irecv, test_send, test_recv, poll;
+  long polls;
+} breakdown_t;
+
+/* Polls r until it completes; with b, times each call (less clock_ns) into
+ * *done_sum (the completing call) and b->poll (the others). Returns the
+ * bytes it moved, or -1 on failure. */
+static long bd_wait(asr_request_t *r, breakdown_t *b, double clock_ns, double *done_sum) {
+  for (;;) {
+    int done = 0;
+    size_t sz = 0;
+    uint64_t t0 = b ? launch_now_ns() : 0;
+    int st = asr_test(r, &done, &sz);
+    double dt = b ? (double)(launch_now_ns() - t0) - clock_ns : 0;
+    if (st) {
+      fprintf(stderr, "asr_bench breakdown: asr_test: %s\n", asr_strerror(st));
+      return -1;
+    }
+    if (done) {
+      if (b) *done_sum += dt;
+      return (long)sz;
+    }
+    if (b) {
+      b->poll += dt;
+      b->polls++;
+    }
+  }
+}
+
+/* Rounds i in [from, to) of the one-message loop; with b, each call timed. */
+static int bd_rounds(asr_comm_t *sc, asr_comm_t *rc, asr_tensor_t *sbuf, asr_tensor_t *rbuf, int from, int to,
+                     breakdown_t *b, double clock_ns) {
+  uint64_t *s = asr_tensor_va(sbuf), *r = asr_tensor_va(rbuf);
+  for (int i = from; i < to; i++) {
+    asr_request_t *sq, *rq;
+    *s = bench_lat_stamp(i, 8);
+    uint64_t t0 = b ? launch_now_ns() : 0;
+    int st = asr_irecv(rc, rbuf, 0, 8, &rq);
+    uint64_t t1 = b ? launch_now_ns() : 0;
+    if (!st) st = asr_isend(sc, sbuf, 0, 8, &sq);
+    uint64_t t2 = b ? launch_now_ns() : 0;
+    if (st) {
+      fprintf(stderr, "asr_bench breakdown: post: %s\n", asr_strerror(st));
+      return -1;
+    }
+    if (b) {
+      b->irecv += (double)(t1 - t0) - clock_ns;
+      b->isend += (double)(t2 - t1) - clock_ns;
+    }
+    if (bd_wait(sq, b, clock_ns, b ? &b->test_send : NULL) != 8) return -1;
+    if (bd_wait(rq, b, clock_ns, b ? &b->test_recv : NULL) != 8 || *r != bench_lat_stamp(i, 8)) {
+      fprintf(stderr, "asr_bench breakdown: message %d arrived wrong\n", i);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* What one clock read costs: the mean gap between two back-to-back reads,
+ * which each timed call above carries once. */
+static double bd_clock_ns(void) {
+  enum { N = 100000 };
+  uint64_t sum = 0;
+  for (int i = 0; i < N; i++) {
+    uint64_t a = launch_now_ns();
+    sum += launch_now_ns() - a;
+  }
+  return (double)sum / N;
+}
+
+static int breakdown_proc(int proc, int nprocs, void *arg) {
+  const bench_opts_t *o = arg;
+  int a = o->lnc0, b = o->lnc0 + 1, n = o->iters, st;
+  (void)proc, (void)nprocs;
+  asr_comm_t *sc, *rc;
+  if ((st = asr_init(a)) || (st = asr_init(b)) || (st = asr_connect(a, "127.0.0.1", b, &sc)) ||
+      (st = asr_accept(b, "127.0.0.1", a, &rc)) || (st = asr_comm_wait_connected(sc, 60000)) ||
+      (st = asr_comm_wait_connected(rc, 60000))) {
+    fprintf(stderr, "asr_bench breakdown: setup: %s\n", asr_strerror(st));
+    return 1;
+  }
+  asr_tensor_t *sbuf, *rbuf;
+  if (asr_tensor_alloc(4096, &sbuf) || asr_tensor_alloc(4096, &rbuf)) return 1;
+  int warm = n < BENCH_WARMUP_ROUNDS ? n : BENCH_WARMUP_ROUNDS;
+  double clock_ns = bd_clock_ns();
+  if (bd_rounds(sc, rc, sbuf, rbuf, -warm, 0, NULL, 0)) return 1;
+  uint64_t t0 = launch_now_ns();
+  if (bd_rounds(sc, rc, sbuf, rbuf, 0, n, NULL, 0)) return 1;
+  double msg = (double)(launch_now_ns() - t0) / n;
+  breakdown_t sum = {0};
+  if (bd_rounds(sc, rc, sbuf, rbuf, n, 2 * n, &sum, clock_ns)) return 1;
+  const char *prov = asr_comm_provider(sc);
+  printf("breakdown provider %s\n", prov ? prov : "?");
+  printf("breakdown clock %.1f\n", clock_ns);
+  printf("breakdown message %.1f\n", msg);
+  printf("breakdown isend %.1f\n", sum.isend / n);
+  printf("breakdown irecv %.1f\n", sum.irecv / n);
+  printf("breakdown test_send %.1f\n", sum.test_send / n);
+  printf("breakdown test_recv %.1f\n", sum.test_recv / n);
+  printf("breakdown test_poll %.1f\n", sum.polls ? sum.poll / (double)sum.polls : 0.0);
+  printf("breakdown polls %.2f\n", (double)sum.polls / n);
+  fflush(stdout);
+  asr_comm_close(sc);
+  asr_comm_close(rc);
+  asr_tensor_free(sbuf);
+  asr_tensor_free(rbuf);
+  asr_close(b);
+  asr_close(a);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   bench_opts_t o = {
       .ranks = 16, .per_proc = 1, .lnc0 = 0, .window = ASR_MAX_REQUESTS, .iters = 1000, .hosts = 1};
@@ -316,9 +455,19 @@ int main(int argc, char **argv) {
     }
     return launch_run(2, rate_rank, &o, timeout_s, "asr_bench") ? 1 : 0;
   }
+  if (mode && !strcmp(mode, "breakdown")) {
+    if (o.iters < 1 || o.iters > (1 << 28) || o.lnc0 < 0 || o.lnc0 + 2 > ASR_MAX_LNC) {
+      fprintf(stderr, "asr_bench: breakdown needs 1 <= -n <= 2^28, -l <= 126\n");
+      return 2;
+    }
+    /* one process, launched as the others are: its environment made
+     * self-contained (port, lock directory) and, with BENCH_PIN, pinned */
+    return launch_run(1, breakdown_proc, &o, timeout_s, "asr_bench") ? 1 : 0;
+  }
 usage:
   fprintf(stderr,
           "usage: asr_bench -m mesh [-R RANKS] [-L LNCS_PER_PROC] [-H HOSTS] [-l LNC0] [-t TIMEOUT_S]\n"
-          "       asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]\n");
+          "       asr_bench -m rate [-w WINDOW] [-n ITERS] [-l LNC0] [-t TIMEOUT_S]\n"
+          "       asr_bench -m breakdown [-n ITERS] [-l LNC0] [-t TIMEOUT_S]\n");
   return 2;
 }
