@@ -111,7 +111,8 @@ tests_apps_stress_LDADD = runtime/libasr.la
 # Helpers of tests/bench/ofi_bench.sh: the raw libfabric baselines (two-rank
 # patterns; mesh connect), the asr mesh-connect / 128-in-flight
 # message-rate / per-call breakdown side, and the physical floor (one cache
-# line between two CPUs).
+# line between two CPUs). mpich_pingpong.c is compiled by the script itself
+# with mpicc.mpich, when that is installed.
 noinst_PROGRAMS += tests/bench/ofi_raw
 tests_bench_ofi_raw_SOURCES = tests/bench/ofi_raw.c tests/bench/raw_ofi.h tests/apps/bench_util.h
 tests_bench_ofi_raw_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps
@@ -127,7 +128,7 @@ tests_bench_asr_bench_LDADD = runtime/libasr.la
 noinst_PROGRAMS += tests/bench/cacheline_floor
 tests_bench_cacheline_floor_SOURCES = tests/bench/cacheline_floor.c tests/apps/bench_util.h
 tests_bench_cacheline_floor_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/apps
-EXTRA_DIST += tests/bench/ofi_bench.sh
+EXTRA_DIST += tests/bench/ofi_bench.sh tests/bench/mpich_pingpong.c
 # The launch benchmark's app (tests/bench/launch_bench.sh): init, barrier, finalize.
 noinst_PROGRAMS += tests/apps/init_barrier
 tests_apps_init_barrier_SOURCES = tests/apps/init_barrier.c
