@@ -83,7 +83,7 @@ background() {
       bgstep fuzz "$0/tests/fuzz/run.sh" "$0/build"
       bgstep kv-bench make -C "$0/build" -s bench BENCH_ARGS=-q
       bgstep ofi-bench env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
-        RATE_ITERS=100 "$0/tests/bench/ofi_bench.sh" "$0/build"
+        RATE_ITERS=100 FLOOR_ITERS=100000 MPICH_REPS=1 "$0/tests/bench/ofi_bench.sh" "$0/build"
     ' "$top" ) &
   bgpid=$!
 }
