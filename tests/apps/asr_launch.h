@@ -143,16 +143,19 @@ static void launch_rmdir(const char *dir) {
 }
 
 /* A process that dies without closing its libfabric shm endpoints leaves
- * their regions behind as /dev/shm/<pid>:<n>:<ep>: remove those of a child
- * that was killed or crashed. */
+ * their regions behind as /dev/shm/<pid>:<n>:<ep>, and the sm regions of
+ * its comms whose sender never mapped them as /dev/shm/asrsm:<pid>:...
+ * (common/asr_sm_name.h): remove those of a child that was killed or
+ * crashed. */
 static void launch_rm_shm(pid_t pid) {
-  char pre[32];
+  char pre[32], sm[48];
   int n = snprintf(pre, sizeof pre, "%d:", (int)pid);
+  int m = snprintf(sm, sizeof sm, "asrsm:%d:", (int)pid);
   DIR *d = opendir("/dev/shm");
   if (!d) return;
   struct dirent *e;
   while ((e = readdir(d)))
-    if (!strncmp(e->d_name, pre, (size_t)n)) {
+    if (!strncmp(e->d_name, pre, (size_t)n) || !strncmp(e->d_name, sm, (size_t)m)) {
       char p[512];
       snprintf(p, sizeof p, "/dev/shm/%s", e->d_name);
       unlink(p);

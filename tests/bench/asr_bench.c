@@ -21,7 +21,12 @@
  * checks, so every connection is proven to reach the right peer. Prints
  *   mesh RANKS PROCS init_ms connected_ms
  * (init_ms: until the last asr_init returned; connected_ms: until all were
- * connected, both from the start).
+ * connected, both from the start), then
+ *   mesh_sm COMMS comms MAPPED KiB mapped RSS KiB resident (K KiB per comm)
+ * the shared memory of the sm path's regions once every comm was connected
+ * and had carried its stamp (half the sums of each process's mappings of
+ * /dev/shm/asrsm:* from /proc/self/smaps: each region has two ends; zero
+ * on the libfabric providers).
  *
  * With -H HOSTS (default 1) the ranks are split evenly over HOSTS "hosts"
  * on this machine's loopback addresses 127.0.0.1, 127.0.0.2, ...: host h
@@ -121,6 +126,29 @@ static int wait_req(asr_request_t *r, size_t *got) {
 
 /* --- mesh ---------------------------------------------------------------- */
 
+/* This process's mappings of sm regions (/proc/self/smaps: the files
+ * /dev/shm/asrsm:*, unlinked once both ends mapped them): their size and
+ * their resident pages, in KiB. Every region is mapped by its two ends, so
+ * the sums over a mesh's processes are twice the host's sm memory. */
+static void sm_maps(double *mapped_kib, double *rss_kib) {
+  *mapped_kib = *rss_kib = 0;
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return;
+  char line[1024];
+  int in_sm = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    long kb;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, ' ')) {
+      in_sm = strstr(line, "/dev/shm/asrsm:") != NULL;
+      if (in_sm) *mapped_kib += (double)(hi - lo) / 1024.0;
+    } else if (in_sm && sscanf(line, "Rss: %ld kB", &kb) == 1) {
+      *rss_kib += (double)kb;
+    }
+  }
+  fclose(f);
+}
+
 static int mesh_proc(int proc, int nprocs, void *arg) {
   const bench_opts_t *o = arg;
   int R = o->ranks, L = o->per_proc, first = proc * L;
@@ -209,6 +237,10 @@ static int mesh_proc(int proc, int nprocs, void *arg) {
       }
       k++;
     }
+  /* every comm connected and proven: the sm memory of the whole mesh */
+  double rep2[4] = {rep[0], rep[1], 0, 0};
+  sm_maps(&rep2[2], &rep2[3]);
+  launch_report(rep2, 4);
   if (launch_barrier() != 0) return 1;
   for (int k = 0; k < n; k++) {
     asr_comm_close(sc[k]);
@@ -445,6 +477,16 @@ int main(int argc, char **argv) {
       return 1;
     }
     printf("mesh %d %d %.1f %.1f\n", o.ranks, procs, ms[0], ms[1]);
+    /* the host's sm memory once all of it was connected: half the sums of
+     * every process's mappings (each region has two ends) */
+    double mapped = 0, rss = 0;
+    for (int r = 0; r < procs; r++) {
+      mapped += launch_reports[r][2];
+      rss += launch_reports[r][3];
+    }
+    int comms = o.ranks * (o.ranks - 1);
+    printf("mesh_sm %d comms %.0f KiB mapped %.0f KiB resident (%.1f KiB per comm)\n", comms, mapped / 2,
+           rss / 2, comms ? mapped / 2 / comms : 0.0);
     return 0;
   }
   if (mode && !strcmp(mode, "rate")) {

@@ -1089,6 +1089,49 @@ TEST_TIMEOUT(mesh_64_ranks_each_provider, 400) {
   }
 }
 
+/* A full mesh of 128 LNCs on one host on the sm path (32 processes x 4
+ * LNCs: 16,256 directed comms) connects and carries a verified stamp on
+ * every comm, and its regions take what ASR_SM_REGION says per comm, no
+ * more (asr_bench's mesh_sm line: the sums of every process's mappings of
+ * /dev/shm/asrsm:*, halved for the two ends of each region). Sanitizer
+ * builds: 32 LNCs. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SM_MESH_RANKS "32"
+#else
+#define SM_MESH_RANKS "128"
+#endif
+TEST_TIMEOUT(mesh_128_lncs_sm, 300) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/tests/bench/asr_bench", asr_test_builddir());
+  if (access(path, X_OK) != 0) SKIP("%s is not built", path);
+  rt_env_fresh();
+  rt_provider_env("sm");
+  setenv("ASR_IF_ADDR", "127.0.0.1", 1);
+  char *argv[] = {path, "-m", "mesh", "-R", SM_MESH_RANKS, "-L", "4", "-t", "250", NULL};
+  int out = -1, err = -1;
+  pid_t pid = asr_test_spawn(argv, &out, &err);
+  ASSERT(pid > 0);
+  char *o = asr_test_read_all(out, 260000);
+  char *e = asr_test_read_all(err, 10000);
+  int st = asr_test_wait(pid, 10000);
+  close(out);
+  close(err);
+  ASSERT_MSG(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "asr_bench -m mesh failed (status 0x%x): %s",
+             st, e ? e : "");
+  int ranks = atoi(SM_MESH_RANKS), comms = 0;
+  double mapped = 0, rss = 0, per = 0;
+  const char *l = o ? strstr(o, "mesh_sm ") : NULL;
+  ASSERT_MSG(l && sscanf(l, "mesh_sm %d comms %lf KiB mapped %lf KiB resident (%lf", &comms, &mapped, &rss,
+                         &per) == 4,
+             "no mesh_sm line: %s", o ? o : "");
+  ASSERT_EQ(comms, ranks * (ranks - 1));
+  /* every comm has its region, 16 KiB by default, and nothing else is mapped */
+  ASSERT_MSG(per > 15.9 && per < 16.1, "%.2f KiB of sm regions per comm, expected 16", per);
+  ASSERT_MSG(rss <= mapped, "%.0f KiB resident of %.0f mapped", rss, mapped);
+  free(o);
+  free(e);
+}
+
 /* =========================================================================
  * 7b. A comm's request pool is made by its first post
  * ========================================================================= */
@@ -2482,6 +2525,97 @@ TEST(rxm_bounce_buffers_default_1024) {
       "1024 did not reach libfabric",
       (unsigned long long)got[0], (unsigned long long)got[1]);
 }
+
+/* =========================================================================
+ * asr_init after asr_close, 100 times in one process with fork() between,
+ * leaks no descriptor, mapping or region (the sm path's regions included)
+ * ========================================================================= */
+
+static int count_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+static int count_lines(const char *file) {
+  FILE *f = fopen(file, "r");
+  int n = 0, c;
+  if (!f) return -1;
+  while ((c = fgetc(f)) != EOF) n += c == '\n';
+  fclose(f);
+  return n;
+}
+
+#define IC_CYCLES 100
+
+/* Each cycle: LNCs 0 and 1 up; a RECV comm on 1 from 0 makes its region;
+ * a child is forked and leaves through exit() (it inherits the exit
+ * handler that unlinks unattached regions: it must leave its parent's
+ * alone, or the connect below fails); the SEND comm connects, an inline and
+ * a large message go through, verified; everything closes. After the
+ * first cycle the process's descriptors, mappings and regions are counted;
+ * every later cycle must end with the same counts. */
+static void init_cycles_proc(int rank, void *arg) {
+  (void)rank, (void)arg;
+  asr_tensor_t *t, *u;
+  alloc_tensor(1 << 20, &t);
+  alloc_tensor(1 << 20, &u);
+  int fds0 = -1, maps0 = -1, regions0 = -1;
+  for (int cyc = 0; cyc < IC_CYCLES; cyc++) {
+    ASSERT_OK(asr_init(0));
+    ASSERT_OK(asr_init(1));
+    asr_comm_t *sc, *rc;
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &rc));
+    uint64_t until = asr_time_ms() + 20000;
+    while (!asr_comm_provider(rc) && asr_time_ms() < until) asr_sleep_ms(1);
+    ASSERT_STREQ(asr_comm_provider(rc), "sm");
+    fflush(NULL);
+    pid_t child = fork();
+    ASSERT(child >= 0);
+    if (child == 0) {
+      alarm(5); /* exit_open_proc says why a bound */
+      exit(0);
+    }
+    int st;
+    ASSERT(waitpid(child, &st, 0) == child);
+    ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &sc));
+    ASSERT_OK(asr_comm_wait_connected(sc, 30000));
+    ASSERT_OK(asr_comm_wait_connected(rc, 30000));
+    const size_t lens[2] = {64, 1 << 20};
+    for (int k = 0; k < 2; k++) {
+      asr_request_t *a, *b;
+      size_t got = 0;
+      rt_fill(va_of(t), lens[k], (uint64_t)cyc * 2 + (uint64_t)k);
+      ASSERT_OK(asr_irecv(rc, u, 0, lens[k], &a));
+      ASSERT_OK(asr_isend(sc, t, 0, lens[k], &b));
+      ASSERT_OK(rt_wait_req(a, &got, 30000));
+      ASSERT_OK(rt_wait_req(b, NULL, 30000));
+      ASSERT_EQ(got, lens[k]);
+      RT_ASSERT_DATA(va_of(u), lens[k], (uint64_t)cyc * 2 + (uint64_t)k, "cycle %d message %d", cyc, k);
+    }
+    ASSERT_OK(asr_comm_close(sc));
+    ASSERT_OK(asr_comm_close(rc));
+    ASSERT_OK(asr_close(0));
+    ASSERT_OK(asr_close(1));
+    int fds = count_dir("/proc/self/fd"), maps = count_lines("/proc/self/maps"),
+        regions = rt_shm_regions(getpid(), 0);
+    if (cyc == 0) {
+      fds0 = fds, maps0 = maps, regions0 = regions;
+      ASSERT_EQ(regions0, 0);
+      continue;
+    }
+    ASSERT_MSG(fds == fds0, "cycle %d: %d descriptors open, %d after the first", cyc, fds, fds0);
+    ASSERT_MSG(maps == maps0, "cycle %d: %d mappings, %d after the first", cyc, maps, maps0);
+    ASSERT_MSG(regions == 0, "cycle %d: %d regions of ours in /dev/shm", cyc, regions);
+  }
+  asr_tensor_free(t);
+  asr_tensor_free(u);
+}
+
+TEST_TIMEOUT(init_close_cycles_leak_nothing, 200) { rt_group_run(1, "sm", init_cycles_proc, NULL, 180000); }
 
 /* =========================================================================
  * A process that exits with an LNC still open leaves no shm region
