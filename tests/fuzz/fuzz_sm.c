@@ -82,7 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int err = ops[i].err;
     FUZZ_ASSERT(err == 0 || err == ASR_ETRUNC || err == ASR_EPROTO || err == ASR_ECONNRESET,
                 "receive %d failed with %d", i, err);
-    FUZZ_ASSERT(err != 0 || ops[i].len <= caps[i], "receive %d took %zu bytes into %zu", i, ops[i].len, caps[i]);
+    FUZZ_ASSERT(err != 0 || ops[i].len <= caps[i], "receive %d took %zu bytes into %zu", i, ops[i].len,
+                caps[i]);
   }
   asr__sm_unlock(s);
   uint64_t taken = 0;
