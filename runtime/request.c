@@ -352,6 +352,12 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
        * test moves its own comm alone (sm/sm.h: progress). */
       asr__sm_t *sm = asr__comm_sm(c);
       asr__ofi_op_t *op = req->ofi_req;
+      /* The peer's death is read BEFORE the poll: what it completed before
+       * dying (an sm receiver's head past our send, a completion in the
+       * CQ) is then seen by the poll below, since its death, which turned
+       * the comm CONNECTION_ERROR, came after. Read after the poll, a death
+       * between the two would fail a request that had completed. */
+      int peer_gone = atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR;
       int d = asr__ofi_op_done(op);
       asr__comm_lock(c);
       if (!d) {
@@ -380,7 +386,7 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
       /* Not done and the peer died (peer_watch.c): nothing will complete it.
        * Its op stays libfabric's (a send cannot be cancelled), but no post
        * reuses it: the comm takes no more posts. */
-      int gone = !d && atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR;
+      int gone = !d && peer_gone;
       if (rc || gone) {
         asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req,
                   atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : asr_strerror(rc));
