@@ -110,22 +110,23 @@ int asr__sm_pipes_active(void) { return atomic_load_explicit(&npipes, memory_ord
 
 /* --- SEND ------------------------------------------------------------------ */
 
-/* Reads the receiver's head: 0, or -1 when it is impossible (broken). */
+/* Reads the receiver's head: 0, or ASR_EPROTO when it is impossible (broken). */
 static int read_head(asr__sm_t *s) {
   uint64_t h = __atomic_load_n(word64(s, ASR_SM_OFF_HEAD), __ATOMIC_ACQUIRE);
   if (h < s->head_seen || h > s->tail) {
     broken(s, "its head moved backwards, or past what was written");
-    return -1;
+    return ASR_EPROTO;
   }
   s->head_seen = h;
   return 0;
 }
 
 /* Whether need bytes are free after the tail (the head is read again only
- * when what was last seen of it leaves too little): 1, 0, or -1 (broken). */
+ * when what was last seen of it leaves too little): 1, 0, or ASR_EPROTO
+ * (broken). */
 static int room(asr__sm_t *s, uint64_t need) {
   if (s->ring_bytes - (s->tail - s->head_seen) >= need) return 1;
-  if (read_head(s)) return -1;
+  if (read_head(s)) return ASR_EPROTO;
   return s->ring_bytes - (s->tail - s->head_seen) >= need;
 }
 
@@ -148,7 +149,7 @@ static void put_rec(asr__sm_t *s, uint16_t kind, uint16_t flags, const void *dat
 }
 
 /* Room for a record of size bytes in one piece, a PAD first when it would
- * cross the ring's end: 1, 0 (not now), or -1 (broken). */
+ * cross the ring's end: 1, 0 (not now), or ASR_EPROTO (broken). */
 static int make_room(asr__sm_t *s, uint64_t size) {
   uint64_t pad = s->toff + size > s->ring_bytes ? s->ring_bytes - s->toff : 0;
   int r = room(s, pad + size);
