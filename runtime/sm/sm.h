@@ -44,7 +44,7 @@ typedef struct {
 
 /* The settings an LNC read at asr_init (ASR_SM_*). */
 typedef struct {
-  uint32_t region;   /* bytes per comm's region */
+  uint32_t region; /* bytes per comm's region */
   uint32_t inline_max;
   int cma; /* 0: large messages never copied across processes */
 } asr__sm_cfg_t;
@@ -59,17 +59,17 @@ typedef struct asr__sm {
   uint8_t *ring;
   uint64_t ring_bytes;
   char name[ASR_SM_NAME_MAX];
-  int named;    /* the name may still be in /dev/shm (ours to unlink) */
+  int named; /* the name may still be in /dev/shm (ours to unlink) */
   int is_send;
   uint32_t peer_pid; /* 0 until known */
   asr__sm_cfg_t cfg;
-  int err;          /* ASR_EPROTO once the peer broke the layout (sticky) */
-  const char *why;  /* what it broke */
+  int err;         /* ASR_EPROTO once the peer broke the layout (sticky) */
+  const char *why; /* what it broke */
   /* SEND */
-  uint64_t tail;      /* absolute position of the next record */
-  uint64_t toff;      /* its offset in the ring */
-  uint64_t head_seen; /* the receiver's head, as last read */
-  uint64_t sent;      /* messages whose first record is in the ring */
+  uint64_t tail;            /* absolute position of the next record */
+  uint64_t toff;            /* its offset in the ring */
+  uint64_t head_seen;       /* the receiver's head, as last read */
+  uint64_t sent;            /* messages whose first record is in the ring */
   asr__sm_wait_t wait[128]; /* CMA sends waiting for the head, in ring order */
   unsigned wait_h, wait_t;
   struct {

@@ -41,14 +41,14 @@ static void broken(asr__sm_t *s, const char *why) {
   if (s->err) return;
   s->err = ASR_EPROTO;
   s->why = why;
-  asr_error("fab", "sm region %s: the peer process %u broke the ring's layout: %s; failing the comm's transfers",
+  asr_error("fab",
+            "sm region %s: the peer process %u broke the ring's layout: %s; failing the comm's transfers",
             s->name, s->peer_pid, why);
   for (; s->rq_h != s->rq_t; s->rq_h++) op_done(s->rq[s->rq_h % 128].op, 0, ASR_EPROTO);
   for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % 128].op, 0, ASR_EPROTO);
   if (s->pipe.op) op_done(s->pipe.op, 0, ASR_EPROTO);
   s->pipe.op = NULL;
 }
-
 
 /* --- the waiting ends --------------------------------------------------------
  * Under libfabric a poll of any request reads the endpoint's CQ, which
@@ -160,7 +160,9 @@ static int make_room(asr__sm_t *s, uint64_t size) {
 
 /* The largest payload of one CHUNK record: a quarter of the ring, so that
  * the receiver takes one while the sender writes the next. */
-static uint64_t chunk_max(const asr__sm_t *s) { return (s->ring_bytes / 4) / ASR_SM_LINE * ASR_SM_LINE - ASR_SM_REC_HDR; }
+static uint64_t chunk_max(const asr__sm_t *s) {
+  return (s->ring_bytes / 4) / ASR_SM_LINE * ASR_SM_LINE - ASR_SM_REC_HDR;
+}
 
 /* Pushes the pipelined send's chunks while they fit; completes it when
  * its last is in. Returns how many it pushed. */
@@ -238,14 +240,15 @@ static int send_progress(asr__sm_t *s) {
 static int cma_copy(asr__sm_t *s, uint8_t *buf, uint64_t addr, uint64_t total) {
   uint64_t got = 0;
   while (got < total) {
-    struct iovec l = {buf + got, (size_t)(total - got)}, r = {(void *)(uintptr_t)(addr + got), (size_t)(total - got)};
+    struct iovec l = {buf + got, (size_t)(total - got)},
+                 r = {(void *)(uintptr_t)(addr + got), (size_t)(total - got)};
     ssize_t n = process_vm_readv((pid_t)s->peer_pid, &l, 1, &r, 1, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int e = errno;
       /* EFAULT: the sender named memory it does not have; ESRCH: it is gone */
-      asr_debug("fab", "sm region %s: copying %llu bytes from process %u: %s", s->name, (unsigned long long)total,
-                s->peer_pid, strerror(e));
+      asr_debug("fab", "sm region %s: copying %llu bytes from process %u: %s", s->name,
+                (unsigned long long)total, s->peer_pid, strerror(e));
       return e == EFAULT ? ASR_EPROTO : e == ESRCH ? ASR_ECONNRESET : asr_err_from_errno(e);
     }
     if (n == 0) return ASR_EIO;
@@ -345,7 +348,8 @@ int asr__sm_progress_waiting(asr__sm_t *skip) {
   pthread_mutex_lock(&waiting_lock);
   for (asr__sm_t *s = waiting_head, *n; s; s = n) {
     n = s->wnext;
-    if (s == skip || atomic_exchange_explicit(&s->lock, 1, memory_order_acquire)) continue; /* busy: its holder moves it */
+    if (s == skip || atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
+      continue; /* busy: its holder moves it */
 #ifndef NDEBUG
     atomic_store_explicit(&s->owner, asr_thread_id(), memory_order_relaxed);
 #endif
@@ -381,7 +385,9 @@ uint64_t asr__sm_sent(asr__sm_t *s) {
   return n;
 }
 
-void asr__sm_fin(asr__sm_t *s, uint64_t n) { __atomic_store_n(word64(s, ASR_SM_OFF_FIN), n + 1, __ATOMIC_RELEASE); }
+void asr__sm_fin(asr__sm_t *s, uint64_t n) {
+  __atomic_store_n(word64(s, ASR_SM_OFF_FIN), n + 1, __ATOMIC_RELEASE);
+}
 
 void asr__sm_peer_state(asr__sm_t *s, uint64_t *taken, int *closed) {
   asr__sm_lock(s);

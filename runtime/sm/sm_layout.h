@@ -125,8 +125,8 @@ static inline uint64_t asr__sm_rec_size(uint64_t len) {
 typedef struct {
   uint32_t kind, flags, len;
   uint64_t total;
-  uint64_t size;      /* ring bytes it takes (PAD: to the ring's end) */
-  uint64_t cma_addr;  /* CMA: where the message lies in the sender */
+  uint64_t size;       /* ring bytes it takes (PAD: to the ring's end) */
+  uint64_t cma_addr;   /* CMA: where the message lies in the sender */
   const uint8_t *data; /* INLINE, CHUNK: its payload, in the ring */
 } asr__sm_rec_t;
 

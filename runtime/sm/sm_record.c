@@ -56,12 +56,16 @@ int asr__sm_rec_read(const uint8_t *ring, uint64_t ring_bytes, uint64_t off, uin
     }
     case ASR_SM_CHUNK: {
       int first = (flags & ASR_SM_FIRST) != 0, last = (flags & ASR_SM_LAST) != 0;
-      if (flags & ~(unsigned)(ASR_SM_FIRST | ASR_SM_LAST)) return (*why = "a CHUNK record with unknown flags"), ASR_EPROTO;
+      if (flags & ~(unsigned)(ASR_SM_FIRST | ASR_SM_LAST))
+        return (*why = "a CHUNK record with unknown flags"), ASR_EPROTO;
       if (len == 0) return (*why = "an empty CHUNK record"), ASR_EPROTO;
       if (first != (in_msg == 0)) return (*why = "a CHUNK record out of its message's order"), ASR_EPROTO;
-      if (!first && total != msg_total) return (*why = "a CHUNK record of another message's length"), ASR_EPROTO;
-      if (total < in_msg || len > total - in_msg) return (*why = "a CHUNK record beyond its message"), ASR_EPROTO;
-      if (last != (in_msg + len == total)) return (*why = "a CHUNK record whose last flag is wrong"), ASR_EPROTO;
+      if (!first && total != msg_total)
+        return (*why = "a CHUNK record of another message's length"), ASR_EPROTO;
+      if (total < in_msg || len > total - in_msg)
+        return (*why = "a CHUNK record beyond its message"), ASR_EPROTO;
+      if (last != (in_msg + len == total))
+        return (*why = "a CHUNK record whose last flag is wrong"), ASR_EPROTO;
       r->data = h + ASR_SM_REC_HDR;
       return 1;
     }

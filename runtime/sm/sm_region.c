@@ -35,8 +35,8 @@ int asr__sm_cfg_read(asr__sm_cfg_t *cfg, char *err, size_t errlen) {
       asr_env_bool(ASR_ENV_SM_CMA, &cma, err, errlen) != 0)
     return ASR_ECONFIG;
   if (region % ASR_SM_LINE)
-    return asr_errf(err, errlen, ASR_ECONFIG, "ASR_SM_REGION: %ld is not a multiple of 64: use, say, %ld", region,
-                    region / ASR_SM_LINE * ASR_SM_LINE);
+    return asr_errf(err, errlen, ASR_ECONFIG, "ASR_SM_REGION: %ld is not a multiple of 64: use, say, %ld",
+                    region, region / ASR_SM_LINE * ASR_SM_LINE);
   uint64_t ring = (uint64_t)region - ASR_SM_RING_OFF, cap = ring / 2 - ASR_SM_REC_HDR;
   cfg->region = (uint32_t)region;
   cfg->inline_max = (uint32_t)((uint64_t)inl < cap ? (uint64_t)inl : cap);
@@ -190,7 +190,8 @@ int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t han
   void *m = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   close(fd);
-  if (m == MAP_FAILED) return asr_errf(err, errlen, asr_err_from_errno(e), "cannot map the sm region %s: %s", name, strerror(e));
+  if (m == MAP_FAILED)
+    return asr_errf(err, errlen, asr_err_from_errno(e), "cannot map the sm region %s: %s", name, strerror(e));
   asr__sm_t *s = sm_new(cfg);
   if (!s) {
     munmap(m, region);
@@ -210,10 +211,11 @@ int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t han
       memcmp(s->base + ASR_SM_OFF_RECV_WHO, handle + ASR_SM_H_WHO, ASR_OFI_WHO_LEN) != 0 ||
       __atomic_load_n(u32_at(s, ASR_SM_OFF_ATTACHED), __ATOMIC_ACQUIRE) != 0) {
     asr__sm_free(s);
-    return asr_errf(err, errlen, ASR_EPROTO,
-                    "the peer's sm region %s does not hold what its handle says (another version of libasr, or "
-                    "a region taken by another sender)",
-                    name);
+    return asr_errf(
+        err, errlen, ASR_EPROTO,
+        "the peer's sm region %s does not hold what its handle says (another version of libasr, or "
+        "a region taken by another sender)",
+        name);
   }
   s->ring = s->base + ASR_SM_RING_OFF;
   s->ring_bytes = ring;
@@ -252,12 +254,15 @@ int asr__sm_accept(asr__sm_t *s, int lnc, uint8_t who[ASR_OFI_WHO_LEN]) {
   }
   __atomic_store_n(u32_at(s, ASR_SM_OFF_CMA), (uint32_t)cma, __ATOMIC_RELEASE);
   if (cma == ASR_SM_CMA_YES)
-    asr_info("fab", "lnc %d: sm comm from process %u: messages over %u bytes are copied once, from the sender's "
-             "memory (process_vm_readv)", lnc, s->peer_pid, s->cfg.inline_max);
+    asr_info("fab",
+             "lnc %d: sm comm from process %u: messages over %u bytes are copied once, from the sender's "
+             "memory (process_vm_readv)",
+             lnc, s->peer_pid, s->cfg.inline_max);
   else
-    asr_info("fab", "lnc %d: sm comm from process %u: messages over %u bytes are pipelined through the ring: %s",
+    asr_info("fab",
+             "lnc %d: sm comm from process %u: messages over %u bytes are pipelined through the ring: %s",
              lnc, s->peer_pid, s->cfg.inline_max,
-             !s->cfg.cma ? "ASR_SM_CMA=false"
+             !s->cfg.cma  ? "ASR_SM_CMA=false"
              : e == EPERM ? "the kernel refuses cross-process copies (process_vm_readv: EPERM; ptrace rules)"
                           : strerror(e));
   return 1;
