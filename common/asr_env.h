@@ -231,7 +231,7 @@
   X(BUILDDIR, "ASR_BUILDDIR", PATH, 0, 0, NULL, NULL, ASR_ENV_TESTS,                                         \
     "the build tree the tests and kv_bench use (default: found from the program's path)")                    \
   X(TEST_VERBOSE, "ASR_TEST_VERBOSE", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS,                                  \
-    "set: test_runtime prints what the provider did where a case observes it")                               \
+    "set: test_runtime prints what the provider did where a case observes it; test_peer_kill, each kill")    \
   X(TEST_REPORT, "ASR_TEST_REPORT", WORD, 0, 0, ASR_ENV_WORDS("answer", "exit", "mute"), "answer",          \
     ASR_ENV_TESTS, "what libasr's report thread does when asked: answer; exit (the process, status 3); "   \
     "mute (never answers)")                                                                                  \
@@ -239,6 +239,12 @@
     "run the runtime tests on this provider only")                                                           \
   X(LONG, "ASR_LONG", BOOL, 0, 1, NULL, "false", ASR_ENV_TESTS,                                             \
     "run the test suite's long tier too: soaks, long stalls, large emulations (scripts/test.sh)")          \
+  X(TEST_KILLS, "ASR_TEST_KILLS", INT, 1, 8001, NULL, NULL, ASR_ENV_TESTS,                                  \
+    "test_peer_kill's default-tier cases kill this many peers per path instead of 50 "                       \
+    "(tests/bench/kill_bench.sh)")                                                                           \
+  X(TEST_SEED, "ASR_TEST_SEED", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS,                                        \
+    "test_peer_kill: the seed of its random sizes, delays and directions, to replay a run (default: "        \
+    "from the clock; each case prints the one it used)")                                                     \
   X(TEST_OFI_FAIL, "ASR_TEST_OFI_FAIL", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS,                                \
     "debug builds: this step of opening an LNC's endpoint fails (test_runtime ofi_open_unwinds)")            \
   X(SLURM_TEST, "ASR_SLURM_", STR, 0, 0, NULL, NULL, ASR_ENV_TESTS | ASR_ENV_FAMILY,                         \

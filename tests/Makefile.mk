@@ -26,7 +26,8 @@ TIMED_UNIT_TESTS = \
 	tests/unit/test_kv_server \
 	tests/unit/test_kv_elect \
 	tests/unit/test_asrkv_cli \
-	tests/unit/test_paths
+	tests/unit/test_paths \
+	tests/unit/test_peer_kill
 UNIT_TESTS = $(DISTCHECK_TESTS) $(TIMED_UNIT_TESTS) tests/unit/test_runtime tests/unit/test_runtime_mt
 
 check_PROGRAMS += $(UNIT_TESTS)
@@ -76,6 +77,9 @@ tests_unit_test_runtime_mt_LDADD = runtime/libasr.la $(TEST_LIBS)
 tests_unit_test_paths_SOURCES = tests/unit/test_paths.c tests/unit/rt_util.h
 tests_unit_test_paths_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
 tests_unit_test_paths_LDADD = runtime/libasr.la $(TEST_LIBS)
+tests_unit_test_peer_kill_SOURCES = tests/unit/test_peer_kill.c tests/unit/rt_util.h
+tests_unit_test_peer_kill_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
+tests_unit_test_peer_kill_LDADD = runtime/libasr.la $(TEST_LIBS)
 
 # Benchmarks are built and run by `make bench` (BENCH_ARGS=-q for a smoke run).
 EXTRA_PROGRAMS = tests/bench/kv_bench
@@ -138,6 +142,8 @@ tests_apps_init_barrier_LDADD = runtime/libasr.la
 # a shell and several seds to every rank's start-up and skew the timings).
 tests_apps_init_barrier_LDFLAGS = -no-install
 EXTRA_DIST += tests/bench/launch_bench.sh tests/bench/mpi_init_barrier.c
+# The detection time of a peer's death (tests/unit/test_peer_kill's cases, many kills).
+EXTRA_DIST += tests/bench/kill_bench.sh
 # The job-control tests' programs (tests/integration/test_jobctl.c).
 noinst_PROGRAMS += tests/apps/outgen tests/apps/early_exit
 tests_apps_outgen_SOURCES = tests/apps/outgen.c
