@@ -286,19 +286,21 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
 
 /* Whether RECV comm c, whose sender exited, must stay CONNECTED for what
  * the sender announced and c has not taken yet (then it lingers). On the
- * sm path what the sender left is what its ring holds whole (asr.h: data
- * wholly there before the sender died still completes): that count is
- * its announcement. */
+ * sm path the announcement is the region's fin word, written by a sender
+ * that closed (a killed one wrote none: the comm fails at once, and its
+ * posted receives whose messages are wholly in the ring still complete
+ * at their next poll, request.c). */
 static int linger(asr_ctx_t *ctx, struct asr_comm *c) {
   int before = watched(c);
-  uint64_t in_ring = 0, taken;
-  if (asr__comm_sm(c))
-    in_ring = asr__sm_in_ring(asr__comm_sm(c), &taken);
-  else
+  uint64_t taken;
+  if (asr__comm_sm(c)) {
+    uint64_t fin = asr__sm_peer_fin(asr__comm_sm(c), &taken);
+    if (fin && !c->fin) {
+      c->fin = 1;
+      c->fin_count = fin - 1;
+    }
+  } else {
     taken = recv_taken(ctx, c);
-  if (in_ring) {
-    c->fin = 1;
-    c->fin_count = taken + in_ring;
   }
   if (!c->fin) return 0; /* it never said how many: nothing to wait for */
   if (taken >= c->fin_count) return 0;

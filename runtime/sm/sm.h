@@ -163,16 +163,15 @@ void asr__sm_unlist(asr__sm_t *s);
 
 /* The close handshake (drain.c), on the region's words. SEND: the
  * messages sent; fin writes them; peer_state reads taken and closed.
- * RECV: closed tells the sender; in_ring counts the whole messages the
- * ring holds that nothing took yet (their sender died: they can still
- * complete; CMA ones cannot, their memory went with it), and *taken the
- * messages taken before them, read at the same moment. */
+ * RECV: closed tells the sender; taken counts what was taken; peer_fin is
+ * 1 + the count the sender's fin announced (0: none: it died without
+ * closing), with *taken read at the same moment. */
 uint64_t asr__sm_sent(asr__sm_t *s);
 void asr__sm_fin(asr__sm_t *s, uint64_t n);
 void asr__sm_peer_state(asr__sm_t *s, uint64_t *taken, int *closed);
 void asr__sm_closed(asr__sm_t *s);
 uint64_t asr__sm_taken(asr__sm_t *s);
-uint64_t asr__sm_in_ring(asr__sm_t *s, uint64_t *taken);
+uint64_t asr__sm_peer_fin(asr__sm_t *s, uint64_t *taken);
 
 /* An exit handler unlinks the regions made and not yet attached (a
  * process that exits with RECV comms still waiting for their senders). */

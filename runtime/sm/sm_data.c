@@ -410,31 +410,12 @@ uint64_t asr__sm_taken(asr__sm_t *s) {
   return n;
 }
 
-uint64_t asr__sm_in_ring(asr__sm_t *s, uint64_t *taken) {
+uint64_t asr__sm_peer_fin(asr__sm_t *s, uint64_t *taken) {
   asr__sm_lock(s);
   (void)recv_progress(s);
   relist(s);
-  uint64_t n = 0, pos = s->head, off = s->hoff, in_msg = s->in_msg, total = s->msg_total;
-  /* walk what is there without taking it (at most one lap) */
-  while (!s->err && pos - s->head < s->ring_bytes) {
-    asr__sm_rec_t r;
-    const char *why;
-    if (asr__sm_rec_read(s->ring, s->ring_bytes, off, pos, in_msg, total, &r, &why) != 1) break;
-    if (r.kind == ASR_SM_CHUNK) {
-      if (r.flags & ASR_SM_FIRST) total = r.total;
-      in_msg += r.len;
-      if (r.flags & ASR_SM_LAST) {
-        n++;
-        in_msg = 0;
-      }
-    } else if (r.kind != ASR_SM_PAD) {
-      n++; /* INLINE, or CMA (its copy fails now, but it is taken all the same) */
-    }
-    pos += r.size;
-    off += r.size;
-    if (off == s->ring_bytes) off = 0;
-  }
+  uint64_t fin = __atomic_load_n(word64(s, ASR_SM_OFF_FIN), __ATOMIC_ACQUIRE);
   *taken = s->taken;
   asr__sm_unlock(s);
-  return n;
+  return fin;
 }

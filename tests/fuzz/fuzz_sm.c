@@ -87,7 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   asr__sm_unlock(s);
   uint64_t taken = 0;
-  (void)asr__sm_in_ring(s, &taken);
+  (void)asr__sm_peer_fin(s, &taken);
+  FUZZ_ASSERT(taken == s->taken, "taken %llu", (unsigned long long)taken);
   asr__sm_cancel_all(s);
   asr__sm_unlist(s);
   for (int i = 0; i < NRECV; i++) free(bufs[i]);

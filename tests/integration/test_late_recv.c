@@ -101,6 +101,23 @@ TEST_TIMEOUT(late_recv_after_sender_gave_up_shm, 60) {
   teardown();
 }
 
+/* The same on the sm path, with what its ring holds (10 messages of 64 B):
+ * the sender's fin word announces them, and the receiver's comm lingers
+ * until it took them. */
+TEST_TIMEOUT(late_recv_after_sender_gave_up_sm, 60) {
+  setup();
+  job_t j;
+  late_job(&j, "sm", "finalize", "0 1 10 64", "100");
+  ASSERT_CODE(&j, 0);
+  ASSERT_JOB(
+      &j, strstr(j.out, "[1] rank 1: took 0, receiving the rest after the sender exited (comm CONNECTED)"));
+  ASSERT_JOB(&j, strstr(j.out, "[1] rank 1: received 10 messages, all verified\n"));
+  ASSERT_JOB(&j, strstr(j.out, "[1] rank 1: comm CONNECTION_ERROR after the sender left\n"));
+  ASSERT_JOB(&j, strstr(j.err, "confirmed it took 0 of the 10 messages sent"));
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  teardown();
+}
+
 /* A receiver that never takes anything: the sender waits ASR_DRAIN_TIMEOUT_MS
  * (here 500 ms) and no longer, naming the peer and what it did not take. */
 TEST_TIMEOUT(late_recv_drain_bounded, 60) {
