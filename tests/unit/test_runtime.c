@@ -1,7 +1,8 @@
 /*
- * test_runtime.c -- libasr end to end: real processes, real libfabric
- * providers (shm and tcp;ofi_rxm, each test loops over both), every byte
- * verified.
+ * test_runtime.c -- libasr end to end: real processes, real paths (libasr's
+ * own same-host path sm, with and without cross-process copies, and
+ * libfabric's shm and tcp;ofi_rxm forced: each test loops over the paths
+ * of rt_util.h's rt_providers), every byte verified.
  *
  * Cases (see rt_util.h for the process model):
  *   payload_sizes          1 B .. 64 MiB (16 MiB under TSan; powers of two
