@@ -947,6 +947,31 @@ TEST_TIMEOUT(killed_rank_leaves_no_shm_region, 60) {
   teardown();
 }
 
+/* The same on the sm path: rank 1's RECV comm made its region in LISTEN
+ * (/dev/shm/asrsm:<pid>:<uid>:<lnc>:<n>), which only its sender's mapping
+ * unlinks; rank 0 never connects, rank 1 is killed, and asrd removes the
+ * region (asrd_shm.c knows the name's form: common/asr_sm_name.h). */
+TEST_TIMEOUT(killed_rank_leaves_no_sm_region, 60) {
+  setup();
+  job_t j;
+  const char *script = fmt(
+      "if [ \"$ASR_RANK\" = 1 ]; then (i=0; r=; while [ -z \"$r\" ] && [ $i -lt 1000 ]; do "
+      "r=$(ls /dev/shm/asrsm:$$:$(id -u):* 2>/dev/null | head -1); [ -z \"$r\" ] && sleep 0.02; i=$((i+1)); "
+      "done; [ -n \"$r\" ] && echo \"region $r seen\"; kill -9 $$) & "
+      "exec '%s' -l 1 -p 0 -r 1 -m lat -s 8 -S 8; else exec sleep 30; fi",
+      bin("tests/apps/pingpong"));
+  RUN(&j, 50000, "--timeout", "40", "-n", "2", "sh", "-c", script);
+  ASSERT_CODE(&j, 137);
+  const char *seen = strstr(j.out, "[1] region /dev/shm/asrsm:");
+  if (!seen) JOB_FAIL(&j, "rank 1 never saw its sm region (the premise)");
+  char path[160];
+  if (sscanf(seen, "[1] region %159s seen", path) != 1) JOB_FAIL(&j, "cannot read the region's name");
+  ASSERT_MSG(access(path, F_OK) != 0, "%s is still there after the job: the killed rank's sm region leaked",
+             path);
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  teardown();
+}
+
 TEST_TIMEOUT(pmix_only_client, 80) {
   setup();
   static const int sizes[] = {1, 4, 8};
