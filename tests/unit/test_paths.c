@@ -14,7 +14,8 @@
  *   paths_pairwise          every ordered pair moves 8 B, 64 KiB and 1 MiB
  *                           both ways; each comm's asr_comm_provider is sm
  *                           within the host and tcp;ofi_rxm across; no rank
- *                           opened libfabric's shm endpoint
+ *                           opened libfabric's shm endpoint; again with
+ *                           ASR_SM_CMA=false (large messages pipelined)
  *   paths_forced_one        ASR_PROVIDER=tcp;ofi_rxm: every comm on it, and
  *                           one endpoint per context
  *   paths_provider_mismatch rank 2 forces shm while its receiver listens on
@@ -24,7 +25,8 @@
  *   paths_kill_each_path    rank 0 receives from rank 1 (sm) and rank 2
  *                           (tcp); rank 1 is SIGKILLed mid-transfer: its
  *                           comm fails, the tcp comm still moves data; then
- *                           rank 2 is killed and its comm fails too
+ *                           rank 2 is killed and its comm fails too; again
+ *                           with ASR_SM_CMA=false
  *   paths_shm_alone         rank 0 has a tcp endpoint; with its locks held
  *                           by the test, its same-host comm to rank 1 (sm)
  *                           still moves 200 ping-pongs and 1 MiB windows: a
@@ -180,6 +182,8 @@ static void pairwise_proc(int rank, void *arg) {
 TEST(paths_pairwise) {
   int forced = 0;
   rt_group_run(NR, "shm", pairwise_proc, &forced, 50000);
+  /* the same-host comms without cross-process copies (rt_util.h) */
+  rt_group_run(NR, "sm-nocma", pairwise_proc, &forced, 50000);
 }
 
 TEST(paths_forced_one) {
@@ -383,8 +387,8 @@ static void kill_proc(int rank, void *arg) {
   asr_tensor_free(rt);
 }
 
-TEST(paths_kill_each_path) {
-  rt_group_start(NR, "shm", kill_proc, NULL);
+static void kill_each_path(const char *label) {
+  rt_group_start(NR, label, kill_proc, NULL);
   for (int k = 0; k < 2; k++) {
     int victim = (int)rt_recv_u64(0);
     ASSERT_EQ(kill(rt_g.pid[victim], SIGKILL), 0);
@@ -396,6 +400,11 @@ TEST(paths_kill_each_path) {
     rt_send_u64(0, 1);
   }
   rt_group_finish(40000);
+}
+
+TEST(paths_kill_each_path) {
+  kill_each_path("shm");
+  kill_each_path("sm-nocma"); /* the same-host peer's 256 KiB messages pipelined */
 }
 
 /* Ranks 0 and 1 (shm) ping-pong; rank 0 also has a comm to rank 2, so its
