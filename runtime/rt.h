@@ -27,6 +27,7 @@
 #include "sm/sm.h"
 
 #define ASR_RING 128 /* handover ring, stash ring, request pool, freelist */
+_Static_assert(ASR_RING == ASR_SM_SLOTS, "an sm end holds a slot for every request of its comm");
 
 typedef enum { ASR_SEND_COMM = 0, ASR_RECV_COMM = 1 } asr_comm_type_t;
 

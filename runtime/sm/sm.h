@@ -31,6 +31,10 @@
 #include "../ofi.h"
 #include "sm_layout.h"
 
+/* The requests a comm can have in flight (rt.h: ASR_RING, the seed's
+ * 128-request pool; asserted there): so many slots never overflow. */
+#define ASR_SM_SLOTS 128
+
 typedef struct {
   asr__ofi_op_t *op;
   uint8_t *buf;
@@ -66,11 +70,11 @@ typedef struct asr__sm {
   int err;         /* ASR_EPROTO once the peer broke the layout (sticky) */
   const char *why; /* what it broke */
   /* SEND */
-  uint64_t tail;            /* absolute position of the next record */
-  uint64_t toff;            /* its offset in the ring */
-  uint64_t head_seen;       /* the receiver's head, as last read */
-  uint64_t sent;            /* messages whose first record is in the ring */
-  asr__sm_wait_t wait[128]; /* CMA sends waiting for the head, in ring order */
+  uint64_t tail;                     /* absolute position of the next record */
+  uint64_t toff;                     /* its offset in the ring */
+  uint64_t head_seen;                /* the receiver's head, as last read */
+  uint64_t sent;                     /* messages whose first record is in the ring */
+  asr__sm_wait_t wait[ASR_SM_SLOTS]; /* CMA sends waiting for the head, in ring order */
   unsigned wait_h, wait_t;
   struct {
     asr__ofi_op_t *op; /* the pipelined send being pushed, or NULL */
@@ -82,7 +86,7 @@ typedef struct asr__sm {
   uint64_t hoff;  /* its offset in the ring */
   uint64_t taken; /* messages consumed */
   uint64_t posted;
-  asr__sm_recv_slot_t rq[128]; /* posted receives, in post order */
+  asr__sm_recv_slot_t rq[ASR_SM_SLOTS]; /* posted receives, in post order */
   unsigned rq_h, rq_t;
   uint64_t in_msg, msg_total; /* the pipelined message being taken */
   int msg_skip;               /* it is refused (truncated): its chunks are dropped */

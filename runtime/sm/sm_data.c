@@ -44,8 +44,8 @@ static void broken(asr__sm_t *s, const char *why) {
   asr_error("fab",
             "sm region %s: the peer process %u broke the ring's layout: %s; failing the comm's transfers",
             s->name, s->peer_pid, why);
-  for (; s->rq_h != s->rq_t; s->rq_h++) op_done(s->rq[s->rq_h % 128].op, 0, ASR_EPROTO);
-  for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % 128].op, 0, ASR_EPROTO);
+  for (; s->rq_h != s->rq_t; s->rq_h++) op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, 0, ASR_EPROTO);
+  for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_EPROTO);
   if (s->pipe.op) op_done(s->pipe.op, 0, ASR_EPROTO);
   s->pipe.op = NULL;
 }
@@ -205,7 +205,8 @@ int asr__sm_send_locked(asr__sm_t *s, const void *buf, size_t len, asr__ofi_op_t
     op_posted(op);
     put_rec(s, ASR_SM_CMA, 0, at, sizeof at, len, ASR_SM_LINE);
     s->sent++;
-    s->wait[s->wait_t++ % 128] = (asr__sm_wait_t){op, s->tail}; /* at most 128 requests exist */
+    s->wait[s->wait_t++ % ASR_SM_SLOTS] =
+        (asr__sm_wait_t){op, s->tail}; /* at most ASR_SM_SLOTS requests exist */
     return 0;
   }
   op_posted(op);
@@ -227,8 +228,9 @@ static int send_progress(asr__sm_t *s) {
   int moved = 0;
   if (s->wait_h != s->wait_t || s->pipe.op) {
     if (read_head(s)) return 1;
-    for (; s->wait_h != s->wait_t && s->head_seen >= s->wait[s->wait_h % 128].end; s->wait_h++, moved = 1)
-      op_done(s->wait[s->wait_h % 128].op, 0, 0);
+    for (; s->wait_h != s->wait_t && s->head_seen >= s->wait[s->wait_h % ASR_SM_SLOTS].end;
+         s->wait_h++, moved = 1)
+      op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, 0);
     moved |= push_chunks(s) > 0;
   }
   return moved;
@@ -259,7 +261,7 @@ static int cma_copy(asr__sm_t *s, uint8_t *buf, uint64_t addr, uint64_t total) {
 
 /* The head receive took its message (or refused it: err). */
 static void take(asr__sm_t *s, size_t len, int err) {
-  op_done(s->rq[s->rq_h % 128].op, len, err);
+  op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, len, err);
   s->rq_h++;
   s->taken++;
   __atomic_store_n(word64(s, ASR_SM_OFF_TAKEN), s->taken, __ATOMIC_RELEASE);
@@ -291,7 +293,7 @@ static int recv_progress(asr__sm_t *s) {
       continue;
     }
     if (s->rq_h == s->rq_t) break; /* no receive for it yet: it waits in the ring */
-    asr__sm_recv_slot_t *q = &s->rq[s->rq_h % 128];
+    asr__sm_recv_slot_t *q = &s->rq[s->rq_h % ASR_SM_SLOTS];
     switch (r.kind) {
       case ASR_SM_INLINE:
         if (r.total > q->cap) {
@@ -328,7 +330,8 @@ int asr__sm_recv_locked(asr__sm_t *s, void *buf, size_t cap, asr__ofi_op_t *op) 
   assert(asr__sm_locked(s) && !s->is_send);
   if (s->err) return s->err;
   op_posted(op);
-  s->rq[s->rq_t++ % 128] = (asr__sm_recv_slot_t){op, buf, cap}; /* at most 128 requests exist */
+  s->rq[s->rq_t++ % ASR_SM_SLOTS] =
+      (asr__sm_recv_slot_t){op, buf, cap}; /* at most ASR_SM_SLOTS requests exist */
   s->posted++;
   (void)recv_progress(s); /* what already waits in the ring completes it now */
   relist(s);
@@ -367,8 +370,8 @@ int asr__sm_progress_waiting(asr__sm_t *skip) {
 
 void asr__sm_cancel_all(asr__sm_t *s) {
   asr__sm_lock(s);
-  for (; s->rq_h != s->rq_t; s->rq_h++) op_done(s->rq[s->rq_h % 128].op, 0, ASR_ECANCELED);
-  for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % 128].op, 0, ASR_ECANCELED);
+  for (; s->rq_h != s->rq_t; s->rq_h++) op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, 0, ASR_ECANCELED);
+  for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_ECANCELED);
   if (s->pipe.op) op_done(s->pipe.op, 0, ASR_ECANCELED);
   s->pipe.op = NULL;
   s->err = s->err ? s->err : ASR_ECANCELED; /* nothing more is posted or taken */
