@@ -346,7 +346,9 @@ int asr__sm_progress_locked(asr__sm_t *s) {
 }
 
 int asr__sm_progress_waiting(asr__sm_t *skip) {
-  if (atomic_load_explicit(&nwaiting, memory_order_relaxed) == 0) return 0;
+  /* nobody but skip (whose lock the caller holds, so its flag is steady)
+   * waits: the usual case of a poll, and no lock taken for it */
+  if (atomic_load_explicit(&nwaiting, memory_order_relaxed) <= (skip && skip->waiting ? 1 : 0)) return 0;
   int moved = 0;
   pthread_mutex_lock(&waiting_lock);
   for (asr__sm_t *s = waiting_head, *n; s; s = n) {
