@@ -452,6 +452,22 @@ void asr__peer_host_forget(asr_ctx_t *ctx, struct asr_comm *c) {
     }
 }
 
+/* RECV, NET_CONNECT: the sender came (its connect message, or its attach
+ * to the sm region), who it is in who. Returns 1 (c failed or is
+ * CONNECTED). */
+static int accepted(asr_ctx_t *ctx, struct asr_comm *c, const uint8_t who[ASR_OFI_WHO_LEN]) {
+  if (asr__watch_comm(ctx, c, who)) return fail(c, "the peer process exited while connecting");
+  if (c->kv_req) { /* a SET in flight: the handle is not needed any more (its answer is dropped) */
+    asr_kv_call_free(c->kv_req);
+    c->kv_req = NULL;
+    c->kv_first_publish = 0;
+  }
+  say_path(ctx, c);
+  asr__connect_done(ctx, c);
+  connect_moved(ctx);
+  return 1;
+}
+
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
   int made = 0;
   switch (atomic_load(&c->status)) {
@@ -556,33 +572,14 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
          * provider wait is (wait_a_little), no CQ to read */
         uint8_t who[ASR_OFI_WHO_LEN];
         if (!asr__sm_accept(c->sm, ctx->lnc, who)) return wait_a_little(c) || made;
-        if (asr__watch_comm(ctx, c, who)) return fail(c, "the peer process exited while connecting");
-        if (c->kv_req) {
-          asr_kv_call_free(c->kv_req);
-          c->kv_req = NULL;
-          c->kv_first_publish = 0;
-        }
-        say_path(ctx, c);
-        asr__connect_done(ctx, c);
-        connect_moved(ctx);
-        return 1;
+        return accepted(ctx, c, who);
       }
       int ready = 0;
       int rc = ctx->sched.accept_cq_rc[c->ep]; /* asr__sched_accepts read this endpoint's CQ for this tick */
       if (!rc) rc = asr__ofi_accept(&c->orecv, &ready);
       if (rc) return fail(c, "libfabric accept failed: %s", asr_strerror(rc));
       if (!ready) return made; /* asr__sched_accepts looks again after its next CQ read */
-      if (asr__watch_comm(ctx, c, c->orecv.ctrl_buf + 4))
-        return fail(c, "the peer process exited while connecting");
-      if (c->kv_req) { /* a SET in flight: the handle is not needed any more (its answer is dropped) */
-        asr_kv_call_free(c->kv_req);
-        c->kv_req = NULL;
-        c->kv_first_publish = 0;
-      }
-      say_path(ctx, c);
-      asr__connect_done(ctx, c);
-      connect_moved(ctx);
-      return 1;
+      return accepted(ctx, c, c->orecv.ctrl_buf + 4);
     }
     default:
       /* States 2, 6, 7 are not steps of a pending RECV comm (seed asserts at

@@ -1,7 +1,8 @@
 /*
  * bench_util.h -- what the benchmark programs share, so that libasr's side
- * (tests/apps/pingpong.c, tests/apps/asr_launch.h) and the raw libfabric
- * baseline (tests/bench/ofi_raw.c) measure alike. Header-only.
+ * (tests/apps/pingpong.c, tests/apps/asr_launch.h), the raw libfabric
+ * baseline (tests/bench/ofi_raw.c) and MPICH's (tests/bench/mpich_pingpong.c)
+ * measure alike. Header-only.
  */
 #ifndef ASR_BENCH_UTIL_H
 #define ASR_BENCH_UTIL_H
@@ -67,6 +68,23 @@ static inline uint64_t bench_bw_stamp(int i, int k, size_t size) {
 static inline int bench_bw_windows(size_t size, int w) {
   size_t per = size * (size_t)w, n = per ? ((size_t)256 << 20) / per : 16384;
   return n < 5 ? 5 : n > 16384 ? 16384 : (int)n;
+}
+
+/* Writes a message's stamp (its low byte, below 8 bytes) and, when full,
+ * a pattern of (offset, size) in the rest: the payload every benchmark
+ * program sends (pingpong, ofi_raw, mpich_pingpong). */
+static inline void bench_fill(unsigned char *p, size_t size, uint64_t stamp, int full) {
+  if (full)
+    for (size_t i = 0; i < size; i++) p[i] = (unsigned char)((i * 131 + size) & 0xff);
+  if (size >= 8)
+    memcpy(p, &stamp, 8);
+  else if (size)
+    p[0] = (unsigned char)stamp;
+}
+
+/* Whether a message of size bytes carries stamp (bench_fill's). */
+static inline int bench_stamp_ok(const unsigned char *p, size_t size, uint64_t stamp) {
+  return size >= 8 ? memcmp(p, &stamp, 8) == 0 : !size || p[0] == (unsigned char)stamp;
 }
 
 #endif /* ASR_BENCH_UTIL_H */

@@ -46,23 +46,13 @@ static void wait_req(asr_request_t *r, size_t *size) {
   if (size) *size = sz;
 }
 
-/* Fills the send window slot with a pattern for (size, iteration). */
-static void fill(unsigned char *p, size_t size, uint64_t stamp, int full) {
-  if (full)
-    for (size_t i = 0; i < size; i++) p[i] = (unsigned char)((i * 131 + size) & 0xff);
-  if (size >= 8)
-    memcpy(p, &stamp, 8);
-  else if (size)
-    p[0] = (unsigned char)stamp;
-}
-
 static void check(const unsigned char *p, size_t size, uint64_t stamp, int full, size_t got) {
   if (got != size) {
     fprintf(stderr, "pingpong rank %d: received %zu bytes, expected %zu\n", rank, got, size);
     errors++;
     return;
   }
-  if (size >= 8 ? memcmp(p, &stamp, 8) != 0 : (size && p[0] != (unsigned char)stamp)) {
+  if (!bench_stamp_ok(p, size, stamp)) {
     fprintf(stderr, "pingpong rank %d: wrong stamp in a %zu-byte message\n", rank, size);
     errors++;
   }
@@ -77,7 +67,7 @@ static void check(const unsigned char *p, size_t size, uint64_t stamp, int full,
 
 static double run_lat(size_t size, int n) {
   unsigned char *s = asr_tensor_va(sbuf), *r = asr_tensor_va(rbuf);
-  fill(s, size, 0, 1);
+  bench_fill(s, size, 0, 1);
   uint64_t t0 = 0;
   for (int i = -10; i < n; i++) { /* 10 warm-up rounds */
     if (i == 0) t0 = asr_time_ns();
@@ -86,7 +76,7 @@ static double run_lat(size_t size, int n) {
     asr_request_t *q;
     size_t got;
     if (rank == 0) {
-      fill(s, size, stamp, full);
+      bench_fill(s, size, stamp, full);
       int st = asr_isend(sc, sbuf, 0, size, &q);
       if (st) die("asr_isend", st);
       wait_req(q, NULL);
@@ -98,7 +88,7 @@ static double run_lat(size_t size, int n) {
       if (st) die("asr_irecv", st);
       wait_req(q, &got);
       check(r, size, stamp, full, got);
-      fill(s, size, stamp, full);
+      bench_fill(s, size, stamp, full);
       if ((st = asr_isend(sc, sbuf, 0, size, &q))) die("asr_isend", st);
       wait_req(q, NULL);
     }
@@ -113,7 +103,7 @@ static double run_bw(size_t size, int n, int w) {
   unsigned char *s = asr_tensor_va(sbuf), *r = asr_tensor_va(rbuf);
   asr_request_t *q[ASR_MAX_REQUESTS];
   uint64_t t0 = 0;
-  for (int k = 0; k < w; k++) fill(s + (size_t)k * size, size, 0, 1);
+  for (int k = 0; k < w; k++) bench_fill(s + (size_t)k * size, size, 0, 1);
   for (int i = -2; i < n; i++) {
     if (i == 0) t0 = asr_time_ns();
     /* Every byte of the first window is checked here and of the last once
@@ -123,7 +113,7 @@ static double run_bw(size_t size, int n, int w) {
     int full = i == -2;
     for (int k = 0; k < w; k++) {
       uint64_t stamp = bench_bw_stamp(i, k, size);
-      int st = rank == 0 ? (fill(s + (size_t)k * size, size, stamp, 0),
+      int st = rank == 0 ? (bench_fill(s + (size_t)k * size, size, stamp, 0),
                             asr_isend(sc, sbuf, (size_t)k * size, size, &q[k]))
                          : asr_irecv(rc, rbuf, (size_t)k * size, size, &q[k]);
       if (st) die(rank == 0 ? "asr_isend" : "asr_irecv", st);

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
+
 static int rank;
 
 static void fail(const char *msg) {
@@ -38,21 +40,9 @@ static void fail(const char *msg) {
 
 static uint64_t stamp_of(long i, size_t size) { return ((uint64_t)i << 32) ^ (uint64_t)size; }
 
-/* Writes the stamp (its low byte below 8 bytes) and, when full, a pattern
- * in the rest of the message. */
-static void fill(unsigned char *p, size_t size, uint64_t stamp, int full) {
-  if (full)
-    for (size_t i = 0; i < size; i++) p[i] = (unsigned char)((i * 131 + size) & 0xff);
-  if (size >= 8)
-    memcpy(p, &stamp, 8);
-  else if (size)
-    p[0] = (unsigned char)stamp;
-}
-
 static void check(const unsigned char *p, size_t size, uint64_t stamp, int full, size_t got) {
   if (got != size) fail("a message of the wrong length");
-  if (size >= 8 ? memcmp(p, &stamp, 8) != 0 : (size && p[0] != (unsigned char)stamp))
-    fail("a message with the wrong stamp");
+  if (!bench_stamp_ok(p, size, stamp)) fail("a message with the wrong stamp");
   if (full)
     for (size_t i = size >= 8 ? 8 : 1; i < size; i++)
       if (p[i] != (unsigned char)((i * 131 + size) & 0xff)) fail("a message whose bytes differ");
@@ -69,12 +59,12 @@ static double rounds(unsigned char *s, unsigned char *r, size_t size, long from,
   for (long i = from; i < to; i++) {
     uint64_t stamp = stamp_of(i, size);
     if (rank == 0) {
-      fill(s, size, stamp, 0);
+      bench_fill(s, size, stamp, 0);
       MPI_Send(s, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
       MPI_Recv(r, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, &st);
     } else {
       MPI_Recv(r, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &st);
-      fill(s, size, stamp, 0);
+      bench_fill(s, size, stamp, 0);
       MPI_Send(s, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
     }
     int got = 0;
@@ -115,7 +105,7 @@ int main(int argc, char **argv) {
     size_t size = (size_t)atol(argv[k]);
     long n = size >= ((size_t)1 << 20) ? (iters / 10 > 10 ? iters / 10 : 10) : iters;
     long w = warm >= 0 ? warm : (n < 1000 ? n : 1000);
-    fill(s, size, 0, 1);
+    bench_fill(s, size, 0, 1);
     MPI_Barrier(MPI_COMM_WORLD);
     if (w > 0) rounds(s, r, size, -w, 0, -w);
     double t = rounds(s, r, size, 0, n, -1);

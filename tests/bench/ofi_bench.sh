@@ -389,7 +389,7 @@ if in_list sm $PROVIDERS && [ -n "$MPICH_SIZES" ] && [ "$MPICH_REPS" -gt 0 ]; th
     MPICH_NOTE="skipped: mpicc.mpich not found"
   elif ! command -v mpiexec.mpich >/dev/null; then
     MPICH_NOTE="skipped: mpiexec.mpich not found"
-  elif ! mpicc.mpich -O2 -o "$WORK/mpich_pingpong" "$(dirname "$0")/mpich_pingpong.c" >"$WORK/mpicc.log" 2>&1; then
+  elif ! mpicc.mpich -O2 -D_GNU_SOURCE -I "$(dirname "$0")/../apps" -o "$WORK/mpich_pingpong" "$(dirname "$0")/mpich_pingpong.c" >"$WORK/mpicc.log" 2>&1; then
     MPICH_NOTE="skipped: mpicc.mpich failed"
     sed 's/^/    /' "$WORK/mpicc.log" | tail -n 15 >&2
   else

@@ -151,22 +151,13 @@ static void post_recv(size_t off, size_t len, op_t *op) {
   rtag = (rtag + 1) & ((1ull << 40) - 1);
 }
 
-static void fill(unsigned char *p, size_t size, uint64_t stamp, int full) {
-  if (full)
-    for (size_t i = 0; i < size; i++) p[i] = (unsigned char)((i * 131 + size) & 0xff);
-  if (size >= 8)
-    memcpy(p, &stamp, 8);
-  else if (size)
-    p[0] = (unsigned char)stamp;
-}
-
 static void check(const unsigned char *p, size_t size, uint64_t stamp, int full, size_t got) {
   if (got != size) {
     fprintf(stderr, "ofi_raw rank %d: received %zu bytes, expected %zu\n", rank, got, size);
     errors++;
     return;
   }
-  if (size >= 8 ? memcmp(p, &stamp, 8) != 0 : (size && p[0] != (unsigned char)stamp)) {
+  if (!bench_stamp_ok(p, size, stamp)) {
     fprintf(stderr, "ofi_raw rank %d: wrong stamp in a %zu-byte message\n", rank, size);
     errors++;
   }
@@ -181,13 +172,13 @@ static void check(const unsigned char *p, size_t size, uint64_t stamp, int full,
 
 static double run_lat(size_t size, int n) {
   uint64_t t0 = 0;
-  fill(sbuf, size, 0, 1);
+  bench_fill(sbuf, size, 0, 1);
   for (int i = -10; i < n; i++) {
     if (i == 0) t0 = now_ns();
     int full = i == -10; /* the last round's every byte is checked once the clock has stopped */
     uint64_t stamp = bench_lat_stamp(i, size);
     if (rank == 0) {
-      fill(sbuf, size, stamp, full);
+      bench_fill(sbuf, size, stamp, full);
       post_send(0, size, &ops[0]);
       wait_op(&ops[0]);
       post_recv(0, size, &ops[1]);
@@ -197,7 +188,7 @@ static double run_lat(size_t size, int n) {
       post_recv(0, size, &ops[1]);
       wait_op(&ops[1]);
       check(rbuf, size, stamp, full, ops[1].len);
-      fill(sbuf, size, stamp, full);
+      bench_fill(sbuf, size, stamp, full);
       post_send(0, size, &ops[0]);
       wait_op(&ops[0]);
     }
@@ -209,14 +200,14 @@ static double run_lat(size_t size, int n) {
 
 static double run_bw(size_t size, int n, int w) {
   uint64_t t0 = 0;
-  for (int k = 0; k < w; k++) fill(sbuf + (size_t)k * size, size, 0, 1);
+  for (int k = 0; k < w; k++) bench_fill(sbuf + (size_t)k * size, size, 0, 1);
   for (int i = -2; i < n; i++) {
     if (i == 0) t0 = now_ns();
     int full = i == -2; /* the last window's every byte is checked once the clock has stopped (as pingpong) */
     for (int k = 0; k < w; k++) {
       uint64_t stamp = bench_bw_stamp(i, k, size);
       if (rank == 0) {
-        fill(sbuf + (size_t)k * size, size, stamp, 0);
+        bench_fill(sbuf + (size_t)k * size, size, stamp, 0);
         post_send((size_t)k * size, size, &ops[k]);
       } else {
         post_recv((size_t)k * size, size, &ops[k]);
