@@ -31,6 +31,8 @@
 #include "../ofi.h"
 #include "sm_layout.h"
 
+_Static_assert(ASR_SM_HANDLE_LEN == ASR_OFI_HANDLE_LEN, "an sm handle is a net handle");
+
 /* The requests a comm can have in flight (rt.h: ASR_RING, the seed's
  * 128-request pool; asserted there): so many slots never overflow. */
 #define ASR_SM_SLOTS 128

@@ -98,6 +98,7 @@
 #define ASR_SM_OFF_CLOSED 148
 
 /* the handle's fields */
+#define ASR_SM_HANDLE_LEN 128 /* ofi.h's ASR_OFI_HANDLE_LEN (asserted in sm.h) */
 #define ASR_SM_H_NAMELEN 8
 #define ASR_SM_H_NAME 10
 #define ASR_SM_NAME_MAX 64 /* with its NUL */
@@ -141,5 +142,12 @@ typedef struct {
  * the fuzz target feeds it any bytes (tests/fuzz/fuzz_sm.c). */
 int asr__sm_rec_read(const uint8_t *ring, uint64_t ring_bytes, uint64_t off, uint64_t pos, uint64_t in_msg,
                      uint64_t msg_total, asr__sm_rec_t *r, const char **why);
+
+/* Reads what an sm handle names (from the KV store: outside bytes): 0 with
+ * the region's name (NUL-ended, "/asrsm:...", made by the process whose
+ * pid the handle's "who" carries, of user uid) and size, or ASR_EPROTO
+ * with why (a static string). Pure: the fuzz target feeds it any bytes. */
+int asr__sm_handle_read(const uint8_t handle[ASR_SM_HANDLE_LEN], unsigned uid, char name[ASR_SM_NAME_MAX],
+                        uint32_t *region, const char **why);
 
 #endif /* ASR_SM_LAYOUT_H */

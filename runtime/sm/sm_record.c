@@ -1,13 +1,17 @@
 /*
- * sm_record.c -- the receiver's reader of one ring record (sm_layout.h):
- * every field the sender wrote is checked before it is used, so that no
- * stamp, kind, length or offset can send the receiver outside its ring.
+ * sm_record.c -- the readers of what a peer wrote (sm_layout.h): one ring
+ * record, for the receiver, whose every field is checked before it is
+ * used, so that no stamp, kind, length or offset can send it outside its
+ * ring; and the sm handle, for the sender, so that it opens only a region
+ * of the form and the process the handle says.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "asr_err.h"
+#include "asr_le.h"
+#include "asr_sm_name.h"
 #include "sm_layout.h"
 
 int asr__sm_rec_read(const uint8_t *ring, uint64_t ring_bytes, uint64_t off, uint64_t pos, uint64_t in_msg,
@@ -71,4 +75,25 @@ int asr__sm_rec_read(const uint8_t *ring, uint64_t ring_bytes, uint64_t off, uin
     }
     default: return (*why = "a record of unknown kind"), ASR_EPROTO;
   }
+}
+
+int asr__sm_handle_read(const uint8_t handle[ASR_SM_HANDLE_LEN], unsigned uid, char name[ASR_SM_NAME_MAX],
+                        uint32_t *region, const char **why) {
+  *why = NULL;
+  uint16_t n = asr_le_get16(handle + ASR_SM_H_NAMELEN);
+  if (n < 2 || n >= ASR_SM_NAME_MAX || memchr(handle + ASR_SM_H_NAME, 0, n))
+    return (*why = "its region name's length is out of range"), ASR_EPROTO;
+  memcpy(name, handle + ASR_SM_H_NAME, n);
+  name[n] = '\0';
+  uint32_t pid = asr_le_get32(handle + ASR_SM_H_WHO);
+  if (name[0] != '/' || strchr(name + 1, '/') || asr_sm_name_pid(name + 1, (uid_t)uid) <= 0 ||
+      (uint32_t)asr_sm_name_pid(name + 1, (uid_t)uid) != pid) {
+    name[0] = '\0';
+    return (*why = "it names no sm region of its own process"), ASR_EPROTO;
+  }
+  uint32_t r = asr_le_get32(handle + ASR_SM_H_REGION);
+  if (r < ASR_SM_REGION_MIN || r > ASR_SM_REGION_MAX || r % ASR_SM_LINE)
+    return (*why = "its region size is out of range"), ASR_EPROTO;
+  *region = r;
+  return 0;
 }

@@ -162,17 +162,11 @@ static volatile uint64_t probe_word = 0x61737220736d2121ull; /* "asr sm!!" */
 int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t handle[ASR_OFI_HANDLE_LEN],
                     const uint8_t who[ASR_OFI_WHO_LEN], uint8_t peer_who[ASR_OFI_WHO_LEN], char *err,
                     size_t errlen) {
-  uint16_t n = asr_le_get16(handle + ASR_SM_H_NAMELEN);
-  uint32_t region = asr_le_get32(handle + ASR_SM_H_REGION);
   char name[ASR_SM_NAME_MAX];
-  if (n == 0 || n >= ASR_SM_NAME_MAX || memchr(handle + ASR_SM_H_NAME, 0, n))
-    return asr_errf(err, errlen, ASR_EPROTO, "the peer's sm handle names no region");
-  memcpy(name, handle + ASR_SM_H_NAME, n);
-  name[n] = '\0';
-  if (name[0] != '/' || strchr(name + 1, '/') || region < ASR_SM_REGION_MIN || region > ASR_SM_REGION_MAX ||
-      region % ASR_SM_LINE)
-    return asr_errf(err, errlen, ASR_EPROTO, "the peer's sm handle is malformed (region %s, %u bytes)", name,
-                    region);
+  uint32_t region = 0;
+  const char *why;
+  if (asr__sm_handle_read(handle, geteuid(), name, &region, &why) != 0)
+    return asr_errf(err, errlen, ASR_EPROTO, "the peer's sm handle is malformed: %s", why);
   int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
     int e = errno;

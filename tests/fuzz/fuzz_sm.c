@@ -1,9 +1,11 @@
 /*
- * fuzz_sm.c -- libFuzzer target for the sm path's receiver (runtime/sm/:
- * asr__sm_rec_read, and the progress that takes records into posted
- * receives): the ring and its header are written by the peer process,
- * which asr does not trust to be well-formed (another process of the same
- * user, perhaps buggy).
+ * fuzz_sm.c -- libFuzzer target for the sm path's readers of what a peer
+ * wrote (runtime/sm/): the receiver's (asr__sm_rec_read, and the progress
+ * that takes records into posted receives: the ring and its header are
+ * written by the peer process, which asr does not trust to be well-formed,
+ * another process of the same user, perhaps buggy), and, when the first
+ * byte is 0xff, the sender's reader of the handle (asr__sm_handle_read:
+ * the rest of the input is the 128 bytes the KV store gave it).
  *
  * The input is a ring size, up to four receive capacities, a stamp mask,
  * and the ring's bytes. The target posts the receives (each buffer
@@ -28,7 +30,31 @@
 
 #define NRECV 4
 
+/* The sender's reader of the 128-byte handle (from the KV store): a
+ * region it accepts has a name of the sm form, made by the process the
+ * handle names, and a size in bounds. */
+static void handle_case(const uint8_t *data, size_t size) {
+  uint8_t h[ASR_SM_HANDLE_LEN] = {0};
+  memcpy(h, data, size < sizeof h ? size : sizeof h);
+  char name[ASR_SM_NAME_MAX];
+  uint32_t region = 0;
+  const char *why = NULL;
+  int rc = asr__sm_handle_read(h, 0, name, &region, &why);
+  if (rc) {
+    FUZZ_ASSERT(rc == ASR_EPROTO && why && *why, "a refused handle without a reason");
+    return;
+  }
+  FUZZ_ASSERT(strlen(name) < ASR_SM_NAME_MAX && strncmp(name, "/asrsm:", 7) == 0 && !strchr(name + 1, '/'),
+              "accepted name '%s'", name);
+  FUZZ_ASSERT(region >= ASR_SM_REGION_MIN && region <= ASR_SM_REGION_MAX && region % ASR_SM_LINE == 0,
+              "accepted size %u", region);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size >= 1 && data[0] == 0xff) { /* the first byte 0xff: a handle */
+    handle_case(data + 1, size - 1);
+    return 0;
+  }
   if (size < 1 + 2 * NRECV + 2) return 0;
   uint64_t ring_bytes = ASR_SM_LINE * (2 + data[0] % 62);
   size_t caps[NRECV];
