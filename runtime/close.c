@@ -22,6 +22,9 @@ int asr_comm_close(asr_comm_t *comm) {
     asr_error("svc", "asr_comm_close: comm %p is already being closed", (void *)comm);
     return ASR_INVALID;
   }
+  /* A thread waiting for it to connect leaves now, with an error, and is
+   * gone before the comm is freed (it slept on freed memory before). */
+  asr__comm_release_waiters(comm);
   /* A SEND comm first waits, bounded, for its peer to take what it was
    * sent (drain.c): its posts are refused from here on (close_requested). */
   if (comm->type == ASR_SEND_COMM) asr__drain_comm(ctx, comm);
@@ -89,6 +92,7 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
     pthread_mutex_unlock(&ctx->comms.mutex);
     return ASR_SUCCESS;
   }
+  asr__comm_release_waiters(comm); /* one that came since the first look is gone too */
   asr__comm_free(comm, 0);
   return ASR_SUCCESS;
 }

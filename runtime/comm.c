@@ -225,6 +225,13 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
       rc = ASR_CONN_ERROR;
       break;
     }
+    /* closed meanwhile: the closer waits for us to leave before it frees
+     * the comm (asr__comm_release_waiters) */
+    if (atomic_load(&comm->close_requested)) {
+      asr_error("svc", "asr_comm_wait_connected: comm %p was closed while waiting to connect", (void *)comm);
+      rc = ASR_CONN_ERROR;
+      break;
+    }
     int w = timeout_ms >= 0 ? pthread_cond_timedwait(&ctx->wait.cv, &ctx->wait.mutex, &until)
                             : pthread_cond_wait(&ctx->wait.cv, &ctx->wait.mutex);
     if (w == ETIMEDOUT) {
@@ -235,9 +242,20 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
       break;
     }
   }
-  atomic_fetch_sub(&comm->waiters, 1);
+  if (atomic_fetch_sub(&comm->waiters, 1) == 1 && atomic_load(&comm->close_requested))
+    pthread_cond_broadcast(&ctx->wait.cv); /* the closer waits for the last of us */
   pthread_mutex_unlock(&ctx->wait.mutex);
   return rc;
+}
+
+void asr__comm_release_waiters(struct asr_comm *c) {
+  asr_ctx_t *ctx = c->ctx;
+  pthread_mutex_lock(&ctx->wait.mutex);
+  while (atomic_load(&c->waiters) > 0) {
+    pthread_cond_broadcast(&ctx->wait.cv);
+    pthread_cond_wait(&ctx->wait.cv, &ctx->wait.mutex);
+  }
+  pthread_mutex_unlock(&ctx->wait.mutex);
 }
 
 /* --- MR cache (seed: mhandle_cache keyed by (va, comm), never evicted) -----

@@ -561,6 +561,10 @@ static inline asr_comm_pool_t *asr__comm_pool_of(struct asr_comm *c) {
   return atomic_load_explicit(&c->pool, memory_order_acquire);
 }
 void asr__comm_set_status(struct asr_comm *c, int status);
+/* Wakes the threads in asr_comm_wait_connected on c, whose close was
+ * requested (close_requested set before: each then leaves with an error),
+ * and waits until the last has left, so that c can be freed (close.c). */
+void asr__comm_release_waiters(struct asr_comm *c);
 int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr);
 void asr__req_recycle(struct asr_request *r);
 

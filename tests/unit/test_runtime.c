@@ -1374,6 +1374,57 @@ TEST(close_connecting) {
     for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], close_connecting_proc, &v, 30000);
 }
 
+/* asr_comm_close of a comm that other threads wait on, in
+ * asr_comm_wait_connected without a timeout: each of them returns
+ * ASR_CONN_ERROR (before, they slept on for good, on the freed comm's
+ * memory), and the close returns once they have left. Its peer never comes:
+ * a SEND comm to LNC 5 and a RECV comm from LNC 6, no process there. */
+#define CW_WAITERS 3
+
+typedef struct {
+  asr_comm_t *c;
+  _Atomic int rc, done;
+} cw_waiter_t;
+
+static void *cw_wait(void *arg) {
+  cw_waiter_t *w = arg;
+  atomic_store(&w->rc, asr_comm_wait_connected(w->c, -1));
+  atomic_store(&w->done, 1);
+  return NULL;
+}
+
+static void close_wakes_proc(int rank, void *arg) {
+  (void)rank, (void)arg;
+  ASSERT_OK(asr_init(0));
+  asr_comm_t *c[2];
+  ASSERT_OK(asr_connect(0, RT_PEER_IP, 5, &c[0]));
+  ASSERT_OK(asr_accept(0, RT_PEER_IP, 6, &c[1]));
+  for (int k = 0; k < 2; k++) {
+    cw_waiter_t w[CW_WAITERS];
+    pthread_t tid[CW_WAITERS];
+    for (int i = 0; i < CW_WAITERS; i++) {
+      w[i].c = c[k];
+      atomic_init(&w[i].rc, -1);
+      atomic_init(&w[i].done, 0);
+      ASSERT_EQ(pthread_create(&tid[i], NULL, cw_wait, &w[i]), 0);
+    }
+    /* every waiter asleep in it (they count themselves before they sleep) */
+    uint64_t until = asr_time_ms() + 10000;
+    while (atomic_load(&c[k]->waiters) < CW_WAITERS && asr_time_ms() < until) asr_sleep_ms(1);
+    ASSERT_EQ(atomic_load(&c[k]->waiters), CW_WAITERS);
+    ASSERT_OK(asr_comm_close(c[k]));
+    for (int i = 0; i < CW_WAITERS; i++) {
+      ASSERT_MSG(atomic_load(&w[i].done),
+                 "comm %d: waiter %d still in asr_comm_wait_connected after the close", k, i);
+      pthread_join(tid[i], NULL);
+      ASSERT_EQ(atomic_load(&w[i].rc), ASR_CONN_ERROR);
+    }
+  }
+  ASSERT_OK(asr_close(0));
+}
+
+TEST(close_wakes_connect_waiters) { rt_group_run(1, "sm", close_wakes_proc, NULL, 30000); }
+
 /* A peer IP's "hostname" is asked once (connect.c): a second RECV comm to
  * the same IP waits in START_INIT while the first asks; when the asking comm
  * goes away (closed here) or fails (its deadline), a waiting one asks in its
