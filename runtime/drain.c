@@ -27,6 +27,9 @@
  *    stays CONNECTED (it lingers): what arrived can still be taken. It
  *    turns CONNECTION_ERROR once all n are taken, or when no receive of it
  *    completes for ASR_DRAIN_TIMEOUT_MS (then it says how many were lost).
+ *  - A SEND comm whose receiver said CLOSED while it was not closing
+ *    itself turns CONNECTION_ERROR, saying so: nothing it has in flight,
+ *    stashed or posts later can complete any more (peer_closed).
  * The service thread reads the CQ every ms while a handshake is under way,
  * and every ASR_CTL_POLL_MS while any comm is connected, so that a FIN
  * reaches an LNC whose application is busy elsewhere (under manual
@@ -103,6 +106,21 @@ static struct asr_comm *find(asr_ctx_t *ctx, const asr__ofi_t *o, asr_comm_type_
   return NULL;
 }
 
+/* SEND comm c's receiver closed its comm having taken `taken` messages:
+ * it takes nothing more, so what c still has in flight or stashed, and
+ * whatever is posted on it later, can never complete. Unless c is closing
+ * itself (its drain ends at the CLOSED: send_step), it fails now, saying
+ * so (its requests fail at their next asr_test, request.c). comms.mutex
+ * held. */
+static void peer_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t taken) {
+  if (atomic_load(&c->drain) != ASR_DRAIN_OPEN || atomic_load(&c->status) != ASR_COMM_CONNECTED) return;
+  snprintf(c->err, sizeof c->err,
+           "the peer (%s, lnc %d) closed its RECV comm having taken %llu messages: it takes nothing more",
+           c->peer_ip, c->peer_lnc, (unsigned long long)taken);
+  asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
+  asr_debug("svc", "lnc %d SEND comm to %s/lnc %d: %s", ctx->lnc, c->peer_ip, c->peer_lnc, c->err);
+}
+
 /* One mailbox message, which came to endpoint o. comms.mutex held. */
 static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *m) {
   struct asr_comm *c = find(ctx, o, m->kind == ASR_CTL_FIN ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
@@ -131,6 +149,7 @@ static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *
       if (c->peer_said == ASR_CTL_CLOSED) return; /* nothing follows a CLOSED */
       c->peer_said = (int)m->kind;
       c->peer_taken = m->count;
+      if (m->kind == ASR_CTL_CLOSED) peer_closed(ctx, c, m->count);
       return;
     default:
       /* asr__ofi_ctl_decode lets no other kind through */
@@ -363,6 +382,18 @@ int asr__drain_tick(asr_ctx_t *ctx, int *tmo) {
     peers_exited(ctx);
     pthread_mutex_unlock(&ctx->comms.mutex);
     moved = 1;
+  }
+  /* the sm path's CLOSED is a word of the region (sm_peer_said), read at
+   * each poll of the mailboxes */
+  if (poll) {
+    pthread_mutex_lock(&ctx->comms.mutex);
+    for (struct asr_comm *c = ctx->comms.connected; c; c = c->next)
+      if (c->type == ASR_SEND_COMM && asr__comm_sm(c) && atomic_load(&c->drain) == ASR_DRAIN_OPEN &&
+          atomic_load(&c->status) == ASR_COMM_CONNECTED) {
+        sm_peer_said(c);
+        if (c->peer_said == ASR_CTL_CLOSED) peer_closed(ctx, c, c->peer_taken);
+      }
+    pthread_mutex_unlock(&ctx->comms.mutex);
   }
   pthread_mutex_lock(&ctx->task.mutex);
   busy = ctx->drain.ndraining > 0 || ctx->drain.nwatching > 0;

@@ -1425,6 +1425,58 @@ static void close_wakes_proc(int rank, void *arg) {
 
 TEST(close_wakes_connect_waiters) { rt_group_run(1, "sm", close_wakes_proc, NULL, 30000); }
 
+/* A receiver that closes its RECV comm takes nothing more: its sender's
+ * send still in flight (1 MiB: copied from the sender by the receiver on
+ * sm, pipelined on sm-nocma, a rendezvous on shm and tcp;ofi_rxm, so it
+ * cannot complete without the receiver) fails within 5 s, the SEND comm
+ * turns CONNECTION_ERROR saying why, and a later post is refused (before,
+ * the send stayed pending for good and the comm said CONNECTED). */
+#define RC_LEN ((size_t)1 << 20)
+
+static void recv_closed_proc(int rank, void *arg) {
+  (void)arg;
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *c;
+  asr_tensor_t *t;
+  alloc_tensor(RC_LEN, &t);
+  if (rank == 1) {
+    ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c));
+    ASSERT_OK(asr_comm_wait_connected(c, 60000));
+    rt_barrier(); /* the send is posted */
+    ASSERT_OK(asr_comm_close(c));
+    rt_barrier(); /* the sender saw it */
+  } else {
+    ASSERT_OK(asr_connect(0, RT_PEER_IP, 1, &c));
+    ASSERT_OK(asr_comm_wait_connected(c, 60000));
+    rt_fill(va_of(t), RC_LEN, 77);
+    asr_request_t *r;
+    ASSERT_OK(asr_isend(c, t, 0, RC_LEN, &r));
+    rt_barrier();
+    uint64_t t0 = asr_time_ms();
+    int done = 0, st = ASR_SUCCESS;
+    while (!done && (st = asr_test(r, &done, NULL)) == ASR_SUCCESS) {
+      ASSERT_MSG(asr_time_ms() - t0 < 5000, "%s: the send is still pending 5 s after its receiver closed",
+                 rt_g.provider);
+      asr_sleep_ms(1);
+    }
+    ASSERT_MSG(!done && st == ASR_INVALID, "%s: the send ended with %d, done %d", rt_g.provider, st, done);
+    int cs = -1;
+    ASSERT_OK(asr_comm_status(c, &cs));
+    ASSERT_EQ(cs, ASR_COMM_CONNECTION_ERROR);
+    ASSERT_MSG(strstr(c->err, "closed its RECV comm"), "%s: the comm's error: %s", rt_g.provider, c->err);
+    asr_request_t *q = NULL;
+    ASSERT_EQ(asr_isend(c, t, 0, 8, &q), ASR_UNCONNECTED);
+    rt_barrier();
+    ASSERT_OK(asr_comm_close(c));
+  }
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(t);
+}
+
+TEST(closed_receiver_fails_sends) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], recv_closed_proc, NULL, 60000);
+}
+
 /* A peer IP's "hostname" is asked once (connect.c): a second RECV comm to
  * the same IP waits in START_INIT while the first asks; when the asking comm
  * goes away (closed here) or fails (its deadline), a waiting one asks in its
