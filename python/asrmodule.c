@@ -746,6 +746,13 @@ static PyObject *Comm_get_provider(CommObject *c, void *unused) {
   return PyUnicode_FromString(p);
 }
 
+static PyObject *Comm_get_error(CommObject *c, void *unused) {
+  if (check_open(c)) return NULL;
+  const char *e = asr_comm_error(c->comm);
+  if (!e) Py_RETURN_NONE;
+  return PyUnicode_FromString(e);
+}
+
 static PyObject *Comm_get_closed(CommObject *c, void *unused) { return PyBool_FromLong(!comm_alive(c)); }
 static PyObject *Comm_get_pending(CommObject *c, void *unused) { return PyLong_FromLong(c->ninflight); }
 
@@ -864,6 +871,8 @@ static PyGetSetDef Comm_getset[] = {
      "'tcp;ofi_rxm' across hosts, or the libfabric provider ASR_PROVIDER forces ('shm' is libfabric's); "
      "None until its path is chosen",
      NULL},
+    {"error", (getter)Comm_get_error, NULL,
+     "why it is CONNECTION_ERROR, in one line (asr_comm_error); None while it is not", NULL},
     {"closed", (getter)Comm_get_closed, NULL, "whether it is closed (or its LNC is)", NULL},
     {"pending", (getter)Comm_get_pending, NULL, "requests posted on it and not finished", NULL},
     {"peer_ip", (getter)Comm_get_peer_ip, NULL, "the peer's address", NULL},

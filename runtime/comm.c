@@ -200,6 +200,14 @@ const char *asr_comm_provider(const asr_comm_t *comm) {
   return o ? o->provider : NULL;
 }
 
+const char *asr_comm_error(const asr_comm_t *comm) {
+  /* c->err is written before the status turns CONNECTION_ERROR (a
+   * sequentially consistent store: connect.c fail, peer_watch.c, drain.c)
+   * and never after */
+  if (!comm || atomic_load(&((struct asr_comm *)comm)->status) != ASR_COMM_CONNECTION_ERROR) return NULL;
+  return comm->err;
+}
+
 int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
   if (!comm) return ASR_INVALID;
   asr_ctx_t *ctx = comm->ctx;

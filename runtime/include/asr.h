@@ -156,6 +156,12 @@ ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
  * comm, when it connects. */
 ASR_API const char *asr_comm_provider(const asr_comm_t *comm);
 
+/* Why the comm is CONNECTION_ERROR, in one line ("the peer process 4711
+ * (127.0.0.1, lnc 1) exited", "the peer (...) closed its RECV comm ...",
+ * a rendezvous that failed); NULL while it is not, and for NULL. The
+ * string lives as long as the comm. */
+ASR_API const char *asr_comm_error(const asr_comm_t *comm);
+
 /* Waits until the comm is CONNECTED (ASR_SUCCESS), fails (ASR_CONN_ERROR) or
  * timeout_ms passes (ASR_TIMEOUT; < 0 waits forever). */
 ASR_API int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms);

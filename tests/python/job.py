@@ -43,6 +43,7 @@ def case_basic(job):
     expect(lnc == job.rank ^ 1 and addr == "127.0.0.1", (addr, lnc))
     peer, tx, rx = pair(job)
     expect(tx.status == asr.COMM_CONNECTED and rx.status_name == "CONNECTED", tx.status)
+    expect(tx.error is None and rx.error is None, (tx.error, rx.error))
     # one host: asr's own path (sm), or --provider's, carries both comms
     want = os.environ.get("ASR_PROVIDER") or "sm"
     expect(tx.provider == want and rx.provider == want, (tx.provider, rx.provider, want))
@@ -327,6 +328,7 @@ def case_kill(job):
         asr.barrier()
         expect(reqs[0].wait(30) == 1 << 20, "first")
         e = raises(asr.Error, reqs[1].wait, 30)
+        expect(rx.error is not None and "exited" in rx.error, (rx.error, tx.error))
         print("OK kill (%s)" % e, flush=True)
         os._exit(0)
     a = np.ones(n, dtype=np.uint8)

@@ -1450,6 +1450,7 @@ static void recv_closed_proc(int rank, void *arg) {
     ASSERT_OK(asr_comm_wait_connected(c, 60000));
     rt_fill(va_of(t), RC_LEN, 77);
     asr_request_t *r;
+    ASSERT(asr_comm_error(c) == NULL); /* CONNECTED: no error to tell */
     ASSERT_OK(asr_isend(c, t, 0, RC_LEN, &r));
     rt_barrier();
     uint64_t t0 = asr_time_ms();
@@ -1463,7 +1464,9 @@ static void recv_closed_proc(int rank, void *arg) {
     int cs = -1;
     ASSERT_OK(asr_comm_status(c, &cs));
     ASSERT_EQ(cs, ASR_COMM_CONNECTION_ERROR);
-    ASSERT_MSG(strstr(c->err, "closed its RECV comm"), "%s: the comm's error: %s", rt_g.provider, c->err);
+    const char *why = asr_comm_error(c);
+    ASSERT_MSG(why && strstr(why, "closed its RECV comm"), "%s: the comm's error: %s", rt_g.provider,
+               why ? why : "(none)");
     asr_request_t *q = NULL;
     ASSERT_EQ(asr_isend(c, t, 0, 8, &q), ASR_UNCONNECTED);
     rt_barrier();
@@ -2123,6 +2126,7 @@ static void validation_proc(int rank, void *arg) {
   ASSERT_STREQ(asr_comm_status_name(st), "CONNECTED");
   ASSERT_STREQ(asr_comm_status_name(ASR_COMM_CONNECTION_ERROR), "CONNECTION_ERROR");
   ASSERT_EQ(asr_comm_status(NULL, &st), ASR_INVALID);
+  ASSERT(asr_comm_error(NULL) == NULL);
   ASSERT_EQ(asr_comm_status(sc, NULL), ASR_INVALID);
 
   asr_tensor_t *t, *u;
