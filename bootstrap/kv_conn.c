@@ -568,7 +568,7 @@ static int conn_answer(pconn_t *c, const uint8_t *f) {
   c->backoff_ms = 0; /* the server answers: a later break starts its backoff over */
   switch (m.opcode) {
     case ASR_KV_OP_SET_ACK:
-      if (op->opcode != ASR_KV_OP_SET) break;
+      if (op->opcode != ASR_KV_OP_SET && op->opcode != ASR_KV_OP_DEL) break;
       op_finish(op, 0);
       return 0;
     case ASR_KV_OP_GET_TEXT:
@@ -584,6 +584,11 @@ static int conn_answer(pconn_t *c, const uint8_t *f) {
       op_finish(op, 0);
       return 0;
     case ASR_KV_OP_NOT_FOUND:
+      if (op->opcode == ASR_KV_OP_DEL) { /* nothing to remove */
+        set_err(op, "key not found");
+        op_finish(op, ASR_ENOTFOUND);
+        return 0;
+      }
       if (op->opcode == ASR_KV_OP_LIST) { /* past the last entry (kv_frame.h) */
         set_err(op, "no entry %u: the server holds %u keys", op->aux, m.aux);
         op_finish(op, ASR_ENOTFOUND);
@@ -899,6 +904,14 @@ int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
   return op_queue(op, done, done_arg, out);
 }
 
+int asr_kv_pool_del(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen,
+                    asr_kv_call_done_cb done, void *done_arg, asr_kv_call_t **out) {
+  asr_kv_call_t *op;
+  int rc = op_start(p, ip, port, ASR_KV_OP_DEL, key, klen, 0, &op);
+  if (rc) return rc;
+  return op_queue(op, done, done_arg, out);
+}
+
 int asr_kv_pool_list(asr_kv_pool_t *p, const char *ip, uint16_t port, uint32_t index, asr_kv_entry_cb cb,
                      void *cb_arg, asr_kv_call_done_cb done, void *done_arg, asr_kv_call_t **out) {
   asr_kv_call_t *op;
@@ -993,6 +1006,27 @@ int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, cons
   rc = asr_kv_pool_set(b.pool, ip ? ip : "", port, key, klen, val, vlen, vtype, NULL, NULL, &op);
   if (rc) {
     if (errbuf) snprintf(errbuf, errlen, "bad SET request: %s", asr_strerror(rc));
+  } else {
+    rc = solo_run(&b, op, errbuf, errlen);
+    asr_kv_call_free(op);
+  }
+  solo_close(&b);
+  return rc;
+}
+
+int asr_kv_del(const char *ip, uint16_t port, const void *key, size_t klen, const asr_kv_pool_opts_t *opts,
+               char *errbuf, size_t errlen) {
+  char why[256];
+  solo_t b;
+  int rc = solo_open(&b, opts, why, sizeof why);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "bad DEL request: %s", why);
+    return rc;
+  }
+  asr_kv_call_t *op;
+  rc = asr_kv_pool_del(b.pool, ip ? ip : "", port, key, klen, NULL, NULL, &op);
+  if (rc) {
+    if (errbuf) snprintf(errbuf, errlen, "bad DEL request: %s", asr_strerror(rc));
   } else {
     rc = solo_run(&b, op, errbuf, errlen);
     asr_kv_call_free(op);

@@ -126,6 +126,12 @@ int asr_kv_pool_set(asr_kv_pool_t *p, const char *ip, uint16_t port, const void 
 typedef void (*asr_kv_entry_cb)(void *arg, uint32_t total, const uint8_t *key, size_t klen,
                                 const uint8_t *val, size_t vlen, int vtype);
 
+/* Starts a DEL of key on ip:port (kv_frame.h: beyond the seed, the keys of
+ * a process that is gone). It ends with 0 when the server held the key,
+ * ASR_ENOTFOUND when it did not. */
+int asr_kv_pool_del(asr_kv_pool_t *p, const char *ip, uint16_t port, const void *key, size_t klen,
+                    asr_kv_call_done_cb done, void *done_arg, asr_kv_call_t **out);
+
 /* Starts a LIST of entry `index` (insertion order) on ip:port (kv_frame.h:
  * beyond the seed, for `asrkv dump`). It ends with ASR_ENOTFOUND when
  * index is past the last entry. */
@@ -171,6 +177,11 @@ int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, cons
  * than cap is ASR_ETOOBIG. *vlen is written only on success. */
 int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val, size_t cap,
                size_t *vlen, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen);
+
+/* DELs key and waits for the answer: 0, or ASR_ENOTFOUND when the server
+ * did not hold it. */
+int asr_kv_del(const char *ip, uint16_t port, const void *key, size_t klen, const asr_kv_pool_opts_t *opts,
+               char *errbuf, size_t errlen);
 
 /* LISTs every key on ip:port in insertion order, one request per entry on
  * the one connection, calling cb with each entry's index, the key count

@@ -10,7 +10,8 @@
 static const uint8_t frame_magic[4] = {'A', 'S', 'R', 'K'};
 
 int asr_kv_op_is_request(int op) {
-  return op == ASR_KV_OP_SET || op == ASR_KV_OP_GET || op == ASR_KV_OP_END || op == ASR_KV_OP_LIST;
+  return op == ASR_KV_OP_SET || op == ASR_KV_OP_GET || op == ASR_KV_OP_END || op == ASR_KV_OP_LIST ||
+         op == ASR_KV_OP_DEL;
 }
 
 int asr_kv_op_is_response(int op) {
@@ -31,6 +32,7 @@ const char *asr_kv_op_name(int op) {
     case ASR_KV_OP_GET: return "GET";
     case ASR_KV_OP_END: return "END";
     case ASR_KV_OP_LIST: return "LIST";
+    case ASR_KV_OP_DEL: return "DEL";
     default: return "UNKNOWN";
   }
 }

@@ -73,6 +73,10 @@
  *      18  END           request    no response; the server closes
  *      19  LIST          request    beyond the seed, for `asrkv dump`: fetch the
  *                                   aux-th key in insertion order
+ *      20  DEL           request    beyond the seed: remove key (the keys of a
+ *                                   process that is gone, so that its successor's
+ *                                   peers never read them); answered SET_ACK when
+ *                                   it was there, NOT_FOUND when it was not
  */
 #ifndef ASR_KV_FRAME_H
 #define ASR_KV_FRAME_H
@@ -115,6 +119,7 @@ typedef enum {
   ASR_KV_OP_GET = 17,
   ASR_KV_OP_END = 18,
   ASR_KV_OP_LIST = 19,
+  ASR_KV_OP_DEL = 20,
 } asr_kv_op_t;
 
 enum { ASR_KV_VTYPE_TEXT = 0, ASR_KV_VTYPE_BINARY = 1 };

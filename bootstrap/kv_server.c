@@ -528,6 +528,20 @@ static req_outcome_t handle_request(asr_kv_server_t *s, conn_t *c, const uint8_t
       reply(c, id, ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
       return REQ_ANSWERED;
     }
+    case ASR_KV_OP_DEL: {
+      if (m.key_len == 0) {
+        refuse(s, c, id, fatal, "DEL with an empty key");
+        return REQ_ANSWERED;
+      }
+      int gone = asr_kv_table_del(&s->table, m.key, m.key_len) == 0;
+      if (asr_log_enabled(ASR_LOG_DEBUG, "kvs")) {
+        char k[200];
+        asr_debug("kvs", "DEL %s%s", asr_kv_key_render(m.key, m.key_len, k, sizeof k),
+                  gone ? "" : " (not there)");
+      }
+      reply(c, id, gone ? ASR_KV_OP_SET_ACK : ASR_KV_OP_NOT_FOUND, m.vtype, 0, m.key, m.key_len, NULL, 0);
+      return REQ_ANSWERED;
+    }
     case ASR_KV_OP_LIST: {
       const asr_kv_entry_t *e = asr_kv_table_at(&s->table, m.aux);
       uint32_t total = (uint32_t)s->table.count;

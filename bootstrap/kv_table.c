@@ -57,6 +57,24 @@ static int grow_index(asr_kv_table_t *t) {
   return 0;
 }
 
+int asr_kv_table_del(asr_kv_table_t *t, const uint8_t *key, size_t klen) {
+  if (!key || klen == 0 || klen > ASR_KV_KEY_MAX) return ASR_EINVAL;
+  const asr_kv_entry_t *ent = asr_kv_table_get(t, key, klen);
+  if (!ent) return ASR_ENOTFOUND;
+  size_t e = (size_t)(ent - t->entries);
+  t->bytes -= t->entries[e].klen + (size_t)t->entries[e].vlen;
+  free(t->entries[e].val);
+  /* the later entries move down one (insertion order stays), so the index,
+   * which names entries by number, is built again: a delete is rare (a
+   * dead process's keys), a lookup is not */
+  memmove(&t->entries[e], &t->entries[e + 1], (t->count - e - 1) * sizeof *t->entries);
+  t->count--;
+  memset(t->index, 0, t->index_cap * sizeof *t->index);
+  for (size_t i = 0; i < t->count; i++)
+    t->index[find_slot(t, t->entries[i].key, t->entries[i].klen)] = (uint32_t)(i + 1);
+  return 0;
+}
+
 const asr_kv_entry_t *asr_kv_table_get(const asr_kv_table_t *t, const uint8_t *key, size_t klen) {
   if (t->count == 0 || klen > ASR_KV_KEY_MAX) return NULL;
   uint32_t e = t->index[find_slot(t, key, klen)];

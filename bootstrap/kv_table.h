@@ -3,9 +3,9 @@
  *
  * Binary keys (compared by length and bytes, never as C strings), values up to
  * ASR_KV_VAL_MAX. Entries are kept in insertion order (LIST walks them by
- * index) with an open-addressing hash index on top. Nothing is ever deleted
- * during a job; SET on an existing key replaces its value. Both the number of
- * keys and the bytes held (keys + values) are bounded.
+ * index) with an open-addressing hash index on top. SET on an existing key
+ * replaces its value; DEL removes a key (the keys of a process that is gone).
+ * Both the number of keys and the bytes held (keys + values) are bounded.
  */
 #ifndef ASR_KV_TABLE_H
 #define ASR_KV_TABLE_H
@@ -40,7 +40,11 @@ void asr_kv_table_fini(asr_kv_table_t *t);
 int asr_kv_table_set(asr_kv_table_t *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
                      int vtype);
 
-/* Returns the entry for key, or NULL. Valid until the next set. */
+/* Removes key and its value: 0, ASR_ENOTFOUND when it is not there, or
+ * ASR_EINVAL for a bad key. The later entries keep their order. */
+int asr_kv_table_del(asr_kv_table_t *t, const uint8_t *key, size_t klen);
+
+/* Returns the entry for key, or NULL. Valid until the next set or del. */
 /* FNV-1a (64-bit) of a key: the table's index, and the server's held GETs. */
 uint64_t asr_kv_key_hash(const uint8_t *key, size_t klen);
 

@@ -24,9 +24,10 @@ TEST(frame_layout_constants) {
 }
 
 TEST(frame_roundtrip_every_opcode) {
-  static const int ops[] = {
-      ASR_KV_OP_SET_ACK,    ASR_KV_OP_GET_TEXT, ASR_KV_OP_GET_BINARY, ASR_KV_OP_NOT_FOUND, ASR_KV_OP_ERROR,
-      ASR_KV_OP_LIST_ENTRY, ASR_KV_OP_SET,      ASR_KV_OP_GET,        ASR_KV_OP_END,       ASR_KV_OP_LIST};
+  static const int ops[] = {ASR_KV_OP_SET_ACK,   ASR_KV_OP_GET_TEXT, ASR_KV_OP_GET_BINARY,
+                            ASR_KV_OP_NOT_FOUND, ASR_KV_OP_ERROR,    ASR_KV_OP_LIST_ENTRY,
+                            ASR_KV_OP_SET,       ASR_KV_OP_GET,      ASR_KV_OP_END,
+                            ASR_KV_OP_LIST,      ASR_KV_OP_DEL};
   uint8_t secret[ASR_KV_SECRET_LEN], key[ASR_KV_KEY_MAX], val[ASR_KV_VAL_MAX];
   for (int i = 0; i < ASR_KV_SECRET_LEN; i++) secret[i] = (uint8_t)(i * 7 + 1);
   for (int i = 0; i < ASR_KV_KEY_MAX; i++) key[i] = (uint8_t)(i % 3 == 0 ? 0 : i); /* zero bytes inside */
@@ -324,6 +325,37 @@ TEST(table_bounds_and_order) {
   ASSERT_EQ(asr_kv_table_set(&t, (const uint8_t *)"c", 1, val, 964, 1), ASR_ENOSPACE);
   ASSERT_EQ(t.count, 2);
   ASSERT_EQ(t.bytes, 2 * 965);
+  asr_kv_table_fini(&t);
+}
+
+/* DEL removes a key, its bytes and nothing else: the others keep their
+ * insertion order and are all still found (the index is built again), the
+ * key can be set again (at the end), and a missing key is ASR_ENOTFOUND. */
+TEST(table_delete) {
+  asr_kv_table_t t;
+  asr_kv_table_init(&t, 1000, 1 << 20);
+  uint8_t key[16];
+  for (int i = 0; i < 300; i++) {
+    int n = snprintf((char *)key, sizeof key, "k%d", i);
+    ASSERT_OK(asr_kv_table_set(&t, key, (size_t)n, key, (size_t)n, 1));
+  }
+  size_t bytes = t.bytes;
+  ASSERT_OK(asr_kv_table_del(&t, (const uint8_t *)"k17", 3));
+  ASSERT_EQ(t.count, 299);
+  ASSERT_EQ(t.bytes, bytes - 6);
+  ASSERT(asr_kv_table_get(&t, (const uint8_t *)"k17", 3) == NULL);
+  ASSERT_EQ(asr_kv_table_del(&t, (const uint8_t *)"k17", 3), ASR_ENOTFOUND);
+  ASSERT_EQ(asr_kv_table_del(&t, (const uint8_t *)"", 0), ASR_EINVAL);
+  for (int i = 0, at = 0; i < 300; i++) {
+    if (i == 17) continue;
+    int n = snprintf((char *)key, sizeof key, "k%d", i);
+    const asr_kv_entry_t *e = asr_kv_table_get(&t, key, (size_t)n);
+    ASSERT_MSG(e && e->vlen == (size_t)n && memcmp(e->val, key, (size_t)n) == 0, "k%d after a delete", i);
+    ASSERT(asr_kv_table_at(&t, (size_t)at++) == e); /* order kept */
+  }
+  ASSERT_OK(asr_kv_table_set(&t, (const uint8_t *)"k17", 3, (const uint8_t *)"x", 1, 0));
+  ASSERT_EQ(t.count, 300);
+  ASSERT(asr_kv_table_at(&t, 299) == asr_kv_table_get(&t, (const uint8_t *)"k17", 3));
   asr_kv_table_fini(&t);
 }
 

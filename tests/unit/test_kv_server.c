@@ -913,6 +913,36 @@ static void list_cb(void *arg, uint32_t index, uint32_t total, const uint8_t *ke
   ls->n++;
 }
 
+/* DEL over the wire (kv_frame.h, beyond the seed): a key that is there is
+ * removed (SET_ACK; a GET then misses, another key stays), one that is not
+ * gets NOT_FOUND, on the seed's connections and pipelined ones (asr_kv_del),
+ * and an empty key is refused. */
+TEST(del_removes_a_key) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  set_ok(port, "gone", 4, "G", 1, ASR_KV_VTYPE_TEXT);
+  set_ok(port, "kept", 4, "K", 1, ASR_KV_VTYPE_TEXT);
+  char err[700] = "";
+  asr_kv_pool_opts_t o = copts(NULL);
+  ASSERT_OK(asr_kv_del(IP, port, "gone", 4, &o, err, sizeof err));
+  get_missing(port, "gone", 4);
+  get_eq(port, "kept", 4, "K", 1);
+  ASSERT_EQ(asr_kv_del(IP, port, "gone", 4, &o, err, sizeof err), ASR_ENOTFOUND);
+  asr_kv_pool_opts_t piped = {.secret = zero_secret, .timeout_ms = 5000};
+  ASSERT_OK(asr_kv_del(IP, port, "kept", 4, &piped, err, sizeof err));
+  get_missing(port, "kept", 4);
+  uint8_t req[ASR_KV_FRAME_LEN], resp[ASR_KV_FRAME_LEN];
+  int fd = raw_open(port);
+  set_ok(port, "raw", 3, "R", 1, ASR_KV_VTYPE_BINARY);
+  kv_raw_build(req, ASR_KV_OP_DEL, 0, 0, "raw", 3, NULL, 0, NULL);
+  raw_rt(fd, req, resp, ASR_KV_OP_SET_ACK);
+  raw_rt(fd, req, resp, ASR_KV_OP_NOT_FOUND);
+  kv_raw_build(req, ASR_KV_OP_DEL, 0, 0, NULL, 0, NULL, 0, NULL);
+  raw_rt(fd, req, resp, ASR_KV_OP_ERROR);
+  close(fd);
+  asr_kv_server_free(s);
+}
+
 TEST(list_insertion_order) {
   asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
   uint16_t port = asr_kv_server_port(s);
