@@ -993,19 +993,38 @@ static void solo_close(solo_t *b) {
   asr_loop_free(b->loop);
 }
 
-int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
-               int vtype, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen) {
+/* One blocking request (SET, GET or DEL): what it asks. */
+typedef struct {
+  uint8_t opcode;
+  const char *ip;
+  uint16_t port;
+  const void *key, *val;
+  size_t klen, vlen;
+  int vtype, retry;
+  asr_kv_get_cb cb; /* GET: where the value goes */
+  void *cb_arg;
+} solo_req_t;
+
+/* Runs r on a loop and pool of its own (the blocking calls' one body). */
+static int solo_do(const solo_req_t *r, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen) {
+  const char *what = asr_kv_op_name(r->opcode), *ip = r->ip ? r->ip : "";
   char why[256];
   solo_t b;
   int rc = solo_open(&b, opts, why, sizeof why);
   if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad SET request: %s", why);
+    if (errbuf) snprintf(errbuf, errlen, "bad %s request: %s", what, why);
     return rc;
   }
   asr_kv_call_t *op;
-  rc = asr_kv_pool_set(b.pool, ip ? ip : "", port, key, klen, val, vlen, vtype, NULL, NULL, &op);
+  if (r->opcode == ASR_KV_OP_SET)
+    rc = asr_kv_pool_set(b.pool, ip, r->port, r->key, r->klen, r->val, r->vlen, r->vtype, NULL, NULL, &op);
+  else if (r->opcode == ASR_KV_OP_GET)
+    rc = asr_kv_pool_get(b.pool, ip, r->port, r->key, r->klen, ASR_KV_VTYPE_BINARY, r->retry, r->cb,
+                         r->cb_arg, NULL, NULL, &op);
+  else
+    rc = asr_kv_pool_del(b.pool, ip, r->port, r->key, r->klen, NULL, NULL, &op);
   if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad SET request: %s", asr_strerror(rc));
+    if (errbuf) snprintf(errbuf, errlen, "bad %s request: %s", what, asr_strerror(rc));
   } else {
     rc = solo_run(&b, op, errbuf, errlen);
     asr_kv_call_free(op);
@@ -1014,25 +1033,23 @@ int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, cons
   return rc;
 }
 
+int asr_kv_set(const char *ip, uint16_t port, const void *key, size_t klen, const void *val, size_t vlen,
+               int vtype, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen) {
+  solo_req_t r = {.opcode = ASR_KV_OP_SET,
+                  .ip = ip,
+                  .port = port,
+                  .key = key,
+                  .klen = klen,
+                  .val = val,
+                  .vlen = vlen,
+                  .vtype = vtype};
+  return solo_do(&r, opts, errbuf, errlen);
+}
+
 int asr_kv_del(const char *ip, uint16_t port, const void *key, size_t klen, const asr_kv_pool_opts_t *opts,
                char *errbuf, size_t errlen) {
-  char why[256];
-  solo_t b;
-  int rc = solo_open(&b, opts, why, sizeof why);
-  if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad DEL request: %s", why);
-    return rc;
-  }
-  asr_kv_call_t *op;
-  rc = asr_kv_pool_del(b.pool, ip ? ip : "", port, key, klen, NULL, NULL, &op);
-  if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad DEL request: %s", asr_strerror(rc));
-  } else {
-    rc = solo_run(&b, op, errbuf, errlen);
-    asr_kv_call_free(op);
-  }
-  solo_close(&b);
-  return rc;
+  solo_req_t r = {.opcode = ASR_KV_OP_DEL, .ip = ip, .port = port, .key = key, .klen = klen};
+  return solo_do(&r, opts, errbuf, errlen);
 }
 
 /* Where a blocking GET's value goes. */
@@ -1051,24 +1068,16 @@ static void get_copy(void *arg, const uint8_t *val, size_t len) {
 
 int asr_kv_get(const char *ip, uint16_t port, const void *key, size_t klen, int retry, void *val, size_t cap,
                size_t *vlen, const asr_kv_pool_opts_t *opts, char *errbuf, size_t errlen) {
-  char why[256];
-  solo_t b;
-  int rc = solo_open(&b, opts, why, sizeof why);
-  if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad GET request: %s", why);
-    return rc;
-  }
   get_sink_t sink = {.buf = val, .cap = val ? cap : 0};
-  asr_kv_call_t *op;
-  rc = asr_kv_pool_get(b.pool, ip ? ip : "", port, key, klen, ASR_KV_VTYPE_BINARY, retry, get_copy, &sink,
-                       NULL, NULL, &op);
-  if (rc) {
-    if (errbuf) snprintf(errbuf, errlen, "bad GET request: %s", asr_strerror(rc));
-  } else {
-    rc = solo_run(&b, op, errbuf, errlen);
-    asr_kv_call_free(op);
-  }
-  solo_close(&b);
+  solo_req_t r = {.opcode = ASR_KV_OP_GET,
+                  .ip = ip,
+                  .port = port,
+                  .key = key,
+                  .klen = klen,
+                  .retry = retry,
+                  .cb = get_copy,
+                  .cb_arg = &sink};
+  int rc = solo_do(&r, opts, errbuf, errlen);
   if (rc == 0 && sink.too_big) {
     if (errbuf)
       snprintf(errbuf, errlen, "value of %zu bytes does not fit the %zu-byte buffer", sink.len, sink.cap);
