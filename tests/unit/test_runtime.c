@@ -1413,10 +1413,16 @@ static void close_wakes_proc(int rank, void *arg) {
     while (atomic_load(&c[k]->waiters) < CW_WAITERS && asr_time_ms() < until) asr_sleep_ms(1);
     ASSERT_EQ(atomic_load(&c[k]->waiters), CW_WAITERS);
     ASSERT_OK(asr_comm_close(c[k]));
+    /* the close returned once every waiter left asr_comm_wait_connected
+     * (each thread's return and its store of rc come after that): each
+     * ends, with the error (the bound only catches a hang) */
     for (int i = 0; i < CW_WAITERS; i++) {
-      ASSERT_MSG(atomic_load(&w[i].done),
-                 "comm %d: waiter %d still in asr_comm_wait_connected after the close", k, i);
-      pthread_join(tid[i], NULL);
+      struct timespec join_by;
+      clock_gettime(CLOCK_REALTIME, &join_by);
+      join_by.tv_sec += 10;
+      ASSERT_MSG(pthread_timedjoin_np(tid[i], NULL, &join_by) == 0,
+                 "comm %d: waiter %d still in asr_comm_wait_connected 10 s after the close", k, i);
+      ASSERT(atomic_load(&w[i].done));
       ASSERT_EQ(atomic_load(&w[i].rc), ASR_CONN_ERROR);
     }
   }
