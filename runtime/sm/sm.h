@@ -161,8 +161,9 @@ void asr__sm_cancel_all(asr__sm_t *s);
  * skip (locked by the caller, or NULL) is left out. Any thread; takes no
  * lock it would wait for. Returns 1 when something moved. */
 int asr__sm_progress_waiting(asr__sm_t *skip);
-/* Whether some SEND end of this process pushes a pipelined message (the
- * service thread then ticks every millisecond, pushing it). */
+/* Whether some SEND end of this process pushes a pipelined message, or did
+ * until the last walk (the service thread then ticks every millisecond,
+ * pushing it; the walk takes an end whose push ended off the list). */
 int asr__sm_pipes_active(void);
 /* Takes s off that list (asr__sm_free does, before it unmaps s). */
 void asr__sm_unlist(asr__sm_t *s);

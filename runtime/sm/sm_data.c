@@ -81,22 +81,25 @@ static void unlist_locked(asr__sm_t *s) {
   if (s->is_send) atomic_fetch_sub(&npipes, 1);
 }
 
-/* Puts s on the list, or takes it off, as its state says (s's lock held). */
+/* Whether s has something only a progress moves (s's lock held). */
+static int wants_progress(const asr__sm_t *s) {
+  return !s->err && (s->is_send ? s->pipe.op != NULL : s->rq_h != s->rq_t);
+}
+
+/* Puts s on the list when its state wants it there (s's lock held). It
+ * comes off lazily, in the walk that finds it wanting nothing (or at its
+ * free): a receiver's ping-pong would otherwise take the list's mutex
+ * twice a message, listed at each post and off at each completion. */
 static void relist(asr__sm_t *s) {
-  int want = !s->err && (s->is_send ? s->pipe.op != NULL : s->rq_h != s->rq_t);
-  if (want == s->waiting) return;
+  if (s->waiting || !wants_progress(s)) return;
   pthread_mutex_lock(&waiting_lock);
-  if (want) {
-    s->wprev = NULL;
-    s->wnext = waiting_head;
-    if (waiting_head) waiting_head->wprev = s;
-    waiting_head = s;
-    s->waiting = 1;
-    atomic_fetch_add(&nwaiting, 1);
-    if (s->is_send) atomic_fetch_add(&npipes, 1);
-  } else {
-    unlist_locked(s);
-  }
+  s->wprev = NULL;
+  s->wnext = waiting_head;
+  if (waiting_head) waiting_head->wprev = s;
+  waiting_head = s;
+  s->waiting = 1;
+  atomic_fetch_add(&nwaiting, 1);
+  if (s->is_send) atomic_fetch_add(&npipes, 1);
   pthread_mutex_unlock(&waiting_lock);
 }
 
@@ -358,12 +361,8 @@ int asr__sm_progress_waiting(asr__sm_t *skip) {
 #ifndef NDEBUG
     atomic_store_explicit(&s->owner, asr_thread_id(), memory_order_relaxed);
 #endif
-    int m = s->is_send ? send_progress(s) : recv_progress(s);
-    moved |= m;
-    if (m) { /* relist's work, under the mutex we hold */
-      int want = !s->err && (s->is_send ? s->pipe.op != NULL : s->rq_h != s->rq_t);
-      if (!want) unlist_locked(s);
-    }
+    moved |= s->is_send ? send_progress(s) : recv_progress(s);
+    if (!wants_progress(s)) unlist_locked(s); /* relist leaves that to us */
     asr__sm_unlock(s);
   }
   pthread_mutex_unlock(&waiting_lock);
