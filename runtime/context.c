@@ -62,6 +62,17 @@ static void own_hostname(char *out, size_t len) {
     snprintf(out, len, "localhost");
 }
 
+/* Destroys the context's locks and condition variables, in the reverse of
+ * asr_init's order (its failure path and asr_close). */
+static void sync_destroy(asr_ctx_t *ctx) {
+  pthread_cond_destroy(&ctx->wait.cv);
+  pthread_mutex_destroy(&ctx->mr.mutex);
+  pthread_mutex_destroy(&ctx->wait.mutex);
+  pthread_mutex_destroy(&ctx->comms.mutex);
+  pthread_cond_destroy(&ctx->task.detach_cv);
+  pthread_mutex_destroy(&ctx->task.mutex);
+}
+
 int asr_init(int lnc) {
   if (lnc < 0 || lnc >= ASR_MAX_LNC) {
     asr_error("svc", "asr_init: LNC %d is out of range 0..%d", lnc, ASR_MAX_LNC - 1);
@@ -170,12 +181,7 @@ int asr_init(int lnc) {
   goto out;
   /* every failure undoes, in reverse, what came before it */
 err_sync:
-  pthread_cond_destroy(&ctx->wait.cv);
-  pthread_mutex_destroy(&ctx->mr.mutex);
-  pthread_mutex_destroy(&ctx->wait.mutex);
-  pthread_mutex_destroy(&ctx->comms.mutex);
-  pthread_cond_destroy(&ctx->task.detach_cv);
-  pthread_mutex_destroy(&ctx->task.mutex);
+  sync_destroy(ctx);
   asr_kv_pool_free(ctx->kv.pool);
 err_loop:
   asr_loop_free(ctx->svc.loop);
@@ -262,12 +268,7 @@ int asr_close(int lnc) {
   asr__watch_free(ctx);
   free(ctx->conn.hosts);
   assert(!ctx->mr.comms); /* each comm freed above took itself off */
-  pthread_cond_destroy(&ctx->wait.cv);
-  pthread_mutex_destroy(&ctx->mr.mutex);
-  pthread_mutex_destroy(&ctx->wait.mutex);
-  pthread_mutex_destroy(&ctx->comms.mutex);
-  pthread_cond_destroy(&ctx->task.detach_cv);
-  pthread_mutex_destroy(&ctx->task.mutex);
+  sync_destroy(ctx);
   asr_kv_pool_free(ctx->kv.pool); /* every comm's request went with its comm */
   asr_loop_free(ctx->svc.loop);   /* every source on it was stopped (asserted in debug builds) */
   asr__ctx_endpoints_close(ctx);
