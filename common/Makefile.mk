@@ -11,6 +11,7 @@ common_libasrcommon_la_SOURCES = \
 	common/asr_loop.c common/asr_loop.h \
 	common/asr_rand.c common/asr_rand.h \
 	common/asr_netif.c common/asr_netif.h \
+	common/asr_rank_ev.h \
 	common/asr_sig.c common/asr_sig.h \
 	common/asr_sm_name.h \
 	common/asr_sock.c common/asr_sock.h \
