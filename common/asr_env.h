@@ -122,6 +122,11 @@
     "daemons each asrd starts and relays for, as --tree-radix (0: asrrun starts every one)")                 \
   X(ASRRUN_ALLOW_EARLY_EXIT, "ASRRUN_ALLOW_EARLY_EXIT", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \
     "let a rank exit before joining or finalizing while others run, as --allow-early-exit")                  \
+  X(ASRRUN_ON_FAILURE, "ASRRUN_ON_FAILURE", WORD, 0, 0, ASR_ENV_WORDS("abort", "continue", "restart"),       \
+    "abort", ASR_ENV_ASRRUN,                                                                                   \
+    "what a rank's death does (end the job, let it go on, restart the rank in place), as --on-failure")    \
+  X(ASRRUN_MAX_RESTARTS, "ASRRUN_MAX_RESTARTS", INT, 0, 1000000, NULL, "3", ASR_ENV_ASRRUN,                   \
+    "restarts the whole job may spend under --on-failure restart, as --max-restarts")                        \
   X(ASRRUN_REPORT_STATE_ON_TIMEOUT, "ASRRUN_REPORT_STATE_ON_TIMEOUT", BOOL, 0, 1, NULL, "false",             \
     ASR_ENV_ASRRUN, "print the job's state report and diagnosis before --timeout ends it, as "               \
     "--report-state-on-timeout")                                                                             \
@@ -154,6 +159,8 @@
     "the number of ranks in the job")                                                                        \
   X(LNC, "ASR_LNC", INT, 0, 127, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,                     \
     "this rank's LNC on its host, for asr_job_init (default: the local rank)")                               \
+  X(INCARNATION, "ASR_INCARNATION", INT, 0, 1000000, NULL, "0", ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,  \
+    "how many times this rank was restarted in place (asrrun --on-failure restart)")                         \
   X(LOCAL_RANK, "ASR_LOCAL_RANK", INT, 0, 127, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                        \
     "this rank's number among the ranks of its host")                                                        \
   X(LOCAL_SIZE, "ASR_LOCAL_SIZE", INT, 1, 128, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,       \

@@ -140,6 +140,8 @@ script_suite python "$top/tests/python/run.sh" "$top/build"
 section "multi-host (network namespaces)"
 script_suite netns "$top/tests/netns/netns.sh" "$top/build"
 script_suite verdict "$top/tests/netns/verdict.sh" "$top/build"
+# the failure policy across hosts: 5 runs of each case, 100 in the long tier
+script_suite failure "$top/tests/netns/failure.sh" "$top/build" "$([ "${ASR_LONG:-0}" = 1 ] && echo 100 || echo 5)"
 section "the tree of daemons (emulated hosts, many to a network namespace)"
 script_suite tree "$top/tests/netns/tree.sh" "$top/build"
 section "Slurm (a private two-node cluster)"

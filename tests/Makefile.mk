@@ -171,7 +171,8 @@ tests_apps_tsan_racy_recv_LDADD = runtime/libasr.la
 tests_apps_tsan_racy_recv_LDFLAGS = -no-install
 # Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh, verdict.sh, tree.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh \
-	tests/netns/tree.sh tests/netns/agent.sh tests/netns/verdict.sh tests/bench/tree_bench.sh
+	tests/netns/tree.sh tests/netns/agent.sh tests/netns/verdict.sh tests/netns/failure.sh \
+	tests/bench/tree_bench.sh
 # Slurm tests on a private cluster (scripts/test.sh runs slurm.sh).
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/slurm.sh tests/slurm/README
 # Fuzz targets, their runner and seed corpora (scripts/test.sh runs run.sh);
@@ -182,7 +183,8 @@ EXTRA_DIST += tests/fuzz
 # distcheck configures --disable-integration-tests: its tree runs the unit
 # tests only (scripts/test.sh runs these from the default build).
 INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_jobctl tests/integration/test_apps \
-	tests/integration/test_late_recv tests/integration/test_mpi tests/integration/test_stall
+	tests/integration/test_late_recv tests/integration/test_mpi tests/integration/test_stall \
+	tests/integration/test_policy
 if ASR_INTEGRATION_TESTS
 check_PROGRAMS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
@@ -209,6 +211,10 @@ EXTRA_DIST += tests/apps/mpi
 tests_integration_test_late_recv_SOURCES = tests/integration/test_late_recv.c tests/integration/job_util.c \
 	tests/integration/job_util.h
 tests_integration_test_late_recv_LDADD = $(TEST_LIBS)
+# asrrun's failure policy on one host (tests/integration/test_policy.c).
+tests_integration_test_policy_SOURCES = tests/integration/test_policy.c tests/integration/job_util.c \
+	tests/integration/job_util.h
+tests_integration_test_policy_LDADD = $(TEST_LIBS)
 # The late receiver's job (tests/integration/test_late_recv.c).
 noinst_PROGRAMS += tests/apps/late_recv
 tests_apps_late_recv_SOURCES = tests/apps/late_recv.c
@@ -220,6 +226,11 @@ noinst_PROGRAMS += tests/apps/pmix_client
 tests_apps_pmix_client_SOURCES = tests/apps/pmix_client.c
 tests_apps_pmix_client_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_apps_pmix_client_LDADD = $(PMIX_LIBS)
+# A libpmix client that lives through a rank's death (asrrun --on-failure).
+noinst_PROGRAMS += tests/apps/pmix_ft
+tests_apps_pmix_ft_SOURCES = tests/apps/pmix_ft.c
+tests_apps_pmix_ft_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) -I$(top_srcdir)/common
+tests_apps_pmix_ft_LDADD = $(PMIX_LIBS) -lpthread
 # A PMIx tool that asks a job's server for an identifier (asrd refuses it).
 noinst_PROGRAMS += tests/apps/pmix_tool
 tests_apps_pmix_tool_SOURCES = tests/apps/pmix_tool.c

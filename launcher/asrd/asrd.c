@@ -27,6 +27,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,7 +173,7 @@ static void on_started(asrd_t *d, int ok, const char *err) {
  * than after asrrun's SHUTDOWN. With several, other hosts' ranks may still
  * read our KV server until asrrun says the whole job is done. */
 static void job_check_done(asrd_t *d) {
-  if (d->state == ASRD_RUNNING && asrd_ranks_all_done(d)) {
+  if (d->state == ASRD_RUNNING && asrd_ranks_all_done(d) && !asrd_ranks_verdict_owed(d)) {
     asrd_up_send(d, &(asr_ctl_msg_t){.type = ASR_CTL_DONE});
     if (d->nhosts == 1)
       wind_up(d);
@@ -209,6 +210,30 @@ static void on_job(asrd_t *d, asr_ctl_msg_t *m) {
   if (rc) job_failed(d, err);
 }
 
+/* asrrun's RANK_STATE (--on-failure continue|restart): every local rank
+ * hears it; a local rank's verdict may start it again. */
+static void on_rank_state(asrd_t *d, asr_ctl_msg_t *m) {
+  if (!d->have_job || d->state != ASRD_RUNNING) return; /* the job ends: nothing starts again */
+  asrd_pmix_notify_rank(d, m);
+  for (int i = 0; i < d->nlocal; i++) {
+    asrd_rank_t *r = &d->ranks[i];
+    if (r->rank != (int)m->u.rank_state.rank) continue;
+    char err[512];
+    if (asrd_ranks_verdict(d, r, m->u.rank_state.state, m->u.rank_state.incarnation, err, sizeof err) != 0) {
+      char line[700];
+      int n = snprintf(line, sizeof line, "asrrun: cannot start rank %d again on host %s: %s", r->rank,
+                       d->hostname, err);
+      asrd_up_output(d, r->rank, 2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+      /* its end stands: asrrun hears it again, as a failure to run */
+      asr_ctl_msg_t x = {
+          .type = ASR_CTL_EXIT,
+          .u.exit = {.rank = (uint32_t)r->rank, .status = W_EXITCODE(127, 0), .flags = ASR_CTL_EXIT_NOT_RUN}};
+      asrd_up_send(d, &x);
+    }
+  }
+  job_check_done(d);
+}
+
 /* The signals asrrun sends to end the job (the others it forwards, e.g.
  * SIGUSR1, SIGSTOP/SIGCONT, leave the job running). */
 static int ends_job(int sig) {
@@ -234,6 +259,7 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
       break;
     case ASR_CTL_ROUTED: asrd_down_route(d, m); break;
     case ASR_CTL_ENDS_ASK: asrd_ends_ask(d, m->u.ends.id); break;
+    case ASR_CTL_RANK_STATE: on_rank_state(d, m); break;
     case ASR_CTL_REPORT_REQ:
       asrd_report_ask(d, m->u.report_req.id, m->u.report_req.timeout_ms, m->u.report_req.flags);
       break;

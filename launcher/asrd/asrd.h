@@ -109,6 +109,9 @@ struct asrd_rank {
   int end_fd;           /* the read end of its end watch (asrd_ends.c), or -1 */
   asr_loop_io_t end_io; /* while end_fd >= 0 */
   int not_run;          /* its execve failed (asrd_spawn.c) */
+  int incarnation;      /* 0 at first start; one more at each restart in place (ASR_INCARNATION) */
+  int verdict_owed;     /* --on-failure restart: it ended, and asrrun's RANK_STATE is still to come
+                         * (it may be started again: this daemon is not done meanwhile) */
   int joined;           /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (PMIx upcalls, PMI commands) */
   int via;              /* how it joined: ASR_CTL_VIA_PMIX, _PMI1 or _PMI2 (0 until then) */
   asrd_pmi_conn_t *pmi; /* its PMI-1 connection (asrd_pmi.c), or NULL */
@@ -337,6 +340,9 @@ int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env);
 /* Handles what PMIx's thread queued, now (a rank's exit is reported after
  * its JOINED: its upcalls happened before it could exit). */
 void asrd_pmix_take_events(asrd_t *d);
+/* asrrun's RANK_STATE: tells every local client (common/asr_rank_ev.h's
+ * event, and for a death PRRTE's own). */
+void asrd_pmix_notify_rank(asrd_t *d, const asr_ctl_msg_t *m);
 void asrd_pmix_stop(asrd_t *d);
 
 /* asrd_pmi.c */
@@ -350,6 +356,8 @@ int asrd_pmi_open(asrd_t *d, asrd_rank_t *r);
 /* Handles what rank r sent and asrd has not read yet (its process ended:
  * its last commands, its JOINED among them, go before its EXIT). */
 void asrd_pmi_drain(asrd_rank_t *r);
+/* Closes rank r's connection and frees it (r is started again). */
+void asrd_pmi_close_rank(asrd_rank_t *r);
 /* Closes every connection and frees the KVS. */
 void asrd_pmi_stop(asrd_t *d);
 
@@ -422,6 +430,8 @@ int asrd_report_open(asrd_t *d, asrd_rank_t *r);
 void asrd_report_ask(asrd_t *d, uint32_t id, uint32_t timeout_ms, uint32_t flags);
 /* r's process ended: what it still sent is read, and a wait for it ends. */
 void asrd_report_rank_exited(asrd_rank_t *r);
+/* Closes r's channel (r is started again, with a new one). */
+void asrd_report_rank_close(asrd_rank_t *r);
 void asrd_report_stop(asrd_t *d);
 
 /* asrd_ranks.c */
@@ -435,6 +445,13 @@ void asrd_ranks_signal(asrd_t *d, int sig);
 void asrd_ranks_forward(asrd_t *d, int sig);
 /* Every rank's exit was reported and its output ended. */
 int asrd_ranks_all_done(const asrd_t *d);
+/* Whether a rank's end still waits for asrrun's verdict (verdict_owed). */
+int asrd_ranks_verdict_owed(const asrd_t *d);
+/* asrrun's RANK_STATE for a local rank: its verdict came; RESTARTING
+ * starts it again in place as incarnation (asrrun --on-failure restart).
+ * 0, or a negative ASR_E* with err (the rank stays ended). */
+int asrd_ranks_verdict(asrd_t *d, asrd_rank_t *r, uint32_t state, uint32_t incarnation, char *err,
+                       size_t errlen);
 void asrd_ranks_stop(asrd_t *d);
 
 #endif /* ASR_ASRD_H */

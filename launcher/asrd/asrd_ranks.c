@@ -104,6 +104,8 @@ static void on_exit_cb(asr_loop_t *loop, asr_loop_pid_t *p, int have_status, int
   /* not reaped here only if someone else reaped it: no status to tell */
   r->status = have_status ? status : (int)(W_EXITCODE(1, 0));
   d->nalive--;
+  /* under restart every end waits for asrrun's verdict: it may run again */
+  r->verdict_owed = d->job.on_failure == ASR_CTL_ON_FAILURE_RESTART;
   sweep_later(d, r->pid);
   asrd_pmix_take_events(d); /* its JOINED goes before its EXIT */
   asrd_pmi_drain(r);        /* so do its last PMI commands */
@@ -129,7 +131,9 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
   int op[2], ep[2], ip[2] = {-1, -1};
   int rc = pipe_nb(op);
   if (rc == 0 && (rc = pipe_nb(ep)) != 0) close(op[0]), close(op[1]);
-  int reads = d->job.stdin_rank == ASR_CTL_STDIN_ALL || d->job.stdin_rank == (uint32_t)r->rank;
+  /* a restarted incarnation reads no stdin: what its first read is gone */
+  int reads = r->incarnation == 0 &&
+              (d->job.stdin_rank == ASR_CTL_STDIN_ALL || d->job.stdin_rank == (uint32_t)r->rank);
   if (rc == 0 && reads && pipe2(ip, O_CLOEXEC) != 0) {
     rc = asr_err_from_errno(errno);
     close(op[0]), close(op[1]), close(ep[0]), close(ep[1]);
@@ -217,6 +221,51 @@ int asrd_ranks_start(asrd_t *d, char *errbuf, size_t errlen) {
   if (rc == 0) rc = asrd_spawn_prepare(d, errbuf, errlen);
   for (int i = 0; i < d->nlocal && rc == 0; i++) rc = start_rank(d, &d->ranks[i], errbuf, errlen);
   asrd_spawn_done();
+  return rc;
+}
+
+int asrd_ranks_verdict_owed(const asrd_t *d) {
+  for (int i = 0; i < d->nlocal; i++)
+    if (d->ranks[i].verdict_owed) return 1;
+  return 0;
+}
+
+/* Starts r again in place, as incarnation: what its last incarnation held
+ * (output pipes, end watch, report channel) is let go of first; its rank,
+ * LNC and binding are the same. */
+static int restart_rank(asrd_t *d, asrd_rank_t *r, int incarnation, char *errbuf, size_t errlen) {
+  asr_loop_pid_stop(d->loop, &r->exit_watch);
+  asrd_ends_unwatch(r);
+  asrd_stdio_stop(r);
+  asrd_pmi_close_rank(r);
+  asrd_report_rank_close(r);
+  memset(&r->out, 0, sizeof r->out);
+  memset(&r->err, 0, sizeof r->err);
+  r->in_fd = -1;
+  r->in_reads = 0;
+  r->exited = r->status = r->exit_sent = r->not_run = r->joined = r->via = 0;
+  r->end_seq = 0;
+  r->end_fd = -1;
+  r->incarnation = incarnation;
+  int rc = asrd_spawn_prepare(d, errbuf, errlen);
+  if (rc == 0) rc = start_rank(d, r, errbuf, errlen);
+  asrd_spawn_done();
+  if (rc) {
+    /* it stays ended: its EXIT went, and its output is closed */
+    r->exited = r->exit_sent = 1;
+    r->out.ended = r->err.ended = 1;
+    r->out.fd = r->err.fd = -1;
+  }
+  return rc;
+}
+
+int asrd_ranks_verdict(asrd_t *d, asrd_rank_t *r, uint32_t state, uint32_t incarnation, char *err,
+                       size_t errlen) {
+  if (!r->exited || !r->exit_sent) return 0; /* not ended here yet, or a restart it already had */
+  r->verdict_owed = 0;
+  if (state != ASR_CTL_RANK_RESTARTING) return 0;
+  int rc = restart_rank(d, r, (int)incarnation, err, errlen);
+  if (rc == 0) asr_info("asrd", "rank %d started again as incarnation %d", r->rank, r->incarnation);
   return rc;
 }
 

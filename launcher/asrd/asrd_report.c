@@ -141,6 +141,8 @@ void asrd_report_rank_exited(asrd_rank_t *r) {
   }
 }
 
+void asrd_report_rank_close(asrd_rank_t *r) { chan_close(r); }
+
 /* The kernel's word for pid's state, and where it sleeps: "S (sleeping) in
  * hrtimer_nanosleep". */
 static void proc_state(pid_t pid, char *out, size_t len) {

@@ -57,7 +57,7 @@ static int job_sets(const asrd_t *d, const char *name) {
  * rank_env. */
 static char **base_env;
 static size_t nbase, slot_rank, slot_lnc, slot_local, slot_pmi_rank, slot_pmi_fd, slot_trank, slot_tlocal,
-    slot_rep_fd;
+    slot_rep_fd, slot_inc;
 
 /* What MPICH's simple PMI client reads (asrd_pmi.c serves it): asrd's own
  * copies of these (asrd started under another launcher) never reach a rank. */
@@ -104,6 +104,7 @@ static int build_base_env(asrd_t *d) {
     base_env[k++] = strdup(tmp);                 \
   } while (0)
   slot_rank = k++;
+  slot_inc = k++;
   SETENV("ASR_SIZE=%d", d->nranks);
   slot_lnc = k++;
   slot_local = k++;
@@ -192,6 +193,8 @@ static char **rank_env(asrd_rank_t *r, int pmi_fd, int rep_fd) {
       rc = asprintf(&env[k], "ASR_RANK=%d", r->rank);
     else if (i == slot_lnc)
       rc = asprintf(&env[k], "ASR_LNC=%d", r->lnc);
+    else if (i == slot_inc)
+      rc = asprintf(&env[k], "ASR_INCARNATION=%d", r->incarnation);
     else if (i == slot_local)
       rc = asprintf(&env[k], "ASR_LOCAL_RANK=%d", r->local);
     else if (i == slot_pmi_rank)

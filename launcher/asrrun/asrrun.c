@@ -396,6 +396,7 @@ static int prepare(asrrun_t *run, int argc, char **argv, char *ctl_local, char *
     fprintf(stderr, "asrrun: out of memory for a job of %d ranks\n", map->nranks);
     return ASRRUN_EXIT_LAUNCH;
   }
+  asrrun_policy_init(run);
   for (int h = 0; h < map->nhosts; h++) {
     /* a daemon below another in the tree is started by that one, through
      * the agent, even on this host */
@@ -541,6 +542,11 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asr_loop_signal_stop(run->loop, &sig_term);
   asr_loop_signal_stop(run->loop, &sig_int);
   asrrun_output_close(run);
+  /* under --on-failure continue or restart the failures the policy
+   * absorbed decide nothing; the ranks' own exits do (asrrun_policy.c) */
+  if (run->exit_code < 0 && asrrun_policy_active(run)) run->exit_code = asrrun_policy_exit_code(run);
+  asrrun_policy_summary(run);
+  asrrun_policy_free(run);
   return run->exit_code < 0 ? 0 : run->exit_code;
 }
 

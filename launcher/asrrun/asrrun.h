@@ -12,6 +12,8 @@
  *   asrrun_diag.c     rendering it: the diagnosis, a block per host and rank, missing keys
  *   asrrun_status.c   asrrun --status: this job's socket in the user's 0700 directory, and
  *                     the client that asks a running job from another shell
+ *   asrrun_policy.c   --on-failure continue|restart: each rank's state, restarts, the exit
+ *                     code and the summary of failures
  * Files below asrrun.c never call up into it: a failure of the job or a
  * daemon's change goes through the callbacks in asrrun_t.
  */
@@ -102,10 +104,15 @@ typedef struct daemon {
 typedef struct {
   int exited;
   int status;
-  int joined;     /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (its daemon's JOINED) */
-  int via;        /* how it joined: ASR_CTL_VIA_PMIX, _PMI1, _PMI2, or 0 */
-  int out_fd[3];  /* --output-dir files (stdout, stderr): the writer thread's */
-  int partial[3]; /* a line of stream 1 / 2 is open: its next piece has no tag */
+  int joined; /* 0, ASR_CTL_JOINED_INIT or ASR_CTL_JOINED_FINALIZED (its daemon's JOINED) */
+  int via;    /* how it joined: ASR_CTL_VIA_PMIX, _PMI1, _PMI2, or 0 */
+  /* the failure policy's (asrrun_policy.c, --on-failure continue|restart) */
+  int state;        /* ASR_CTL_RANK_*: as every daemon was last told */
+  int incarnation;  /* its current incarnation: 0, one more at each restart */
+  int own_status;   /* the exit status of its last incarnation that exited on its own, or -1 */
+  unsigned own_seq; /* when that exit was told (the policy's order of ends) */
+  int out_fd[3];    /* --output-dir files (stdout, stderr): the writer thread's */
+  int partial[3];   /* a line of stream 1 / 2 is open: its next piece has no tag */
 } rank_t;
 
 /* The job as asrrun runs it (asrrun.c: run_set_state):
@@ -163,6 +170,15 @@ struct asrrun {
     char line[3][1024];
     asr_loop_timer_t deadline; /* ASRRUN_ENDS_MS */
   } verdict;
+
+  /* the failure policy (asrrun_policy.c): under --on-failure continue or
+   * restart, each rank's end that the policy absorbed, in the order told */
+  struct {
+    int restarts_left; /* the job's budget (--max-restarts) */
+    unsigned seq;      /* ends told so far */
+    struct asrrun_failure *fails;
+    int nfails, capfails;
+  } policy;
 
   /* the root of the tree of daemons (asrrun_daemons.c on tree_node.h; the
    * radix and the listener are asrrun.c's, set before the launch) */
@@ -275,6 +291,26 @@ void asrrun_verdict_answer(asrrun_t *run, daemon_t *d, uint32_t id);
 void asrrun_verdict_check(asrrun_t *run);
 /* The job ends: no round waits any more. */
 void asrrun_verdict_stop(asrrun_t *run);
+
+/* asrrun_policy.c: --on-failure continue|restart (issue 50) */
+void asrrun_policy_init(asrrun_t *run);
+/* Whether the policy decides what rank ends do (not abort). */
+int asrrun_policy_active(const asrrun_t *run);
+/* Rank `rank` of daemon d ended with wait status st (flags: EXIT's): it
+ * finished, or it failed and is restarted in place or left failed; every
+ * daemon is told (RANK_STATE). */
+void asrrun_policy_rank_ended(asrrun_t *run, daemon_t *d, int rank, int st, uint32_t flags);
+/* A rank joined (JOINED INIT): a restarted incarnation is alive again. */
+void asrrun_policy_rank_joined(asrrun_t *run, int rank);
+/* Host h was lost (why): its ranks still running failed with it. */
+void asrrun_policy_host_lost(asrrun_t *run, int h, const char *why);
+/* The job's exit code under the policy: 0 when every rank's last
+ * incarnation that exited on its own exited 0, else the first such status. */
+int asrrun_policy_exit_code(const asrrun_t *run);
+/* The last line: each failure and restart, first cause first (nothing
+ * when none). */
+void asrrun_policy_summary(const asrrun_t *run);
+void asrrun_policy_free(asrrun_t *run);
 
 /* asrrun_state.c */
 /* What to do with a state report once it is rendered (text, len). */

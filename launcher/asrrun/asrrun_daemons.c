@@ -138,9 +138,12 @@ static void below_over(daemon_t *d) {
       daemon_set_state(b, DAEMON_FINISHED);
     } else if (!over(b)) {
       /* (when d's own end was a failure, that one was told first) */
-      run->cb.fail(run, ASRRUN_EXIT_LAUNCH,
-                   "asrd on host %s ended before host %s beneath it in the tree finished", host_of(d),
-                   host_of(b));
+      if (asrrun_policy_active(run) && run->state < RUN_ABORTING)
+        asrrun_policy_host_lost(run, h, "its parent in the tree was lost");
+      else
+        run->cb.fail(run, ASRRUN_EXIT_LAUNCH,
+                     "asrd on host %s ended before host %s beneath it in the tree finished", host_of(d),
+                     host_of(b));
       asrrun_output_daemon_lost(run, h);
       daemon_set_state(b, DAEMON_LOST);
     }
@@ -162,7 +165,14 @@ static void daemon_over(daemon_t *d, const char *why) {
   asrrun_output_daemon_lost(run, d->index);
   char more[1600];
   beneath(d, more, sizeof more);
-  run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
+  /* under --on-failure continue or restart a host lost after its ranks
+   * started takes only its ranks (asrrun_policy.c) */
+  if (asrrun_policy_active(run) && run->state == RUN_RUNNING && d->state >= DAEMON_RUNNING) {
+    asrrun_notice(run, "%s%s", why, more);
+    asrrun_policy_host_lost(run, d->index, why);
+  } else {
+    run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
+  }
   daemon_set_state(d, DAEMON_LOST);
   below_over(d);
 }
@@ -233,6 +243,7 @@ static int rank_failed_code(int status) {
 static void early_exit_check(asrrun_t *run, int rank) {
   rank_t *r = &run->ranks[rank];
   if (run->cfg.allow_early_exit || run->state >= RUN_ABORTING || !r->exited) return;
+  if (asrrun_policy_active(run)) return;                            /* the policy judged it when it ended */
   if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) return; /* a failure is reported as one */
   if (r->joined == ASR_CTL_JOINED_FINALIZED || (!r->joined && !run->any_joined)) return;
   /* the last rank to end, with no other end being judged: nobody waited for it */
@@ -260,6 +271,7 @@ static void on_joined_msg(daemon_t *d, uint32_t rank, uint32_t what, uint32_t vi
   rank_t *r = &run->ranks[rank];
   if ((int)what > r->joined) r->joined = (int)what;
   r->via = (int)via;
+  if (what == ASR_CTL_JOINED_INIT && asrrun_policy_active(run)) asrrun_policy_rank_joined(run, (int)rank);
   if (run->any_joined) return;
   run->any_joined = 1;
   /* ranks that left before anyone joined are judged now */
@@ -296,6 +308,10 @@ static void on_exit_msg(daemon_t *d, uint32_t rank, uint32_t status, uint32_t fl
   run->ranks[rank].exited = 1;
   run->ranks[rank].status = st;
   run->ranks_exited++;
+  if (asrrun_policy_active(run) && run->state < RUN_ABORTING) {
+    asrrun_policy_rank_ended(run, d, (int)rank, st, flags);
+    return;
+  }
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
     early_exit_check(run, (int)rank);
     return;
@@ -539,6 +555,7 @@ static void send_job(daemon_t *d) {
       .tree_agent = run->cfg.launch_agent,
       .tree_asrd = run->tree.asrd,
       .tree_ip = run->tree.ip,
+      .on_failure = (uint32_t)cfg->on_failure,
   };
   /* (a failure loses the daemon: on_over says why) */
   (void)asr_tree_node_send_job(&run->tree.node, d->child, &job);

@@ -320,8 +320,19 @@ static void block(diag_t *g) {
       } else {
         snprintf(state, sizeof state, "%s%s%s", s->pstate, ab ? "; " : "", ab ? ab : "");
       }
+      /* the failure policy's word (asrrun_policy.c): failed, restarting, or
+       * which incarnation runs */
+      const rank_t *rk = &g->run->ranks[r];
+      char pol[64] = "";
+      if (rk->state == ASR_CTL_RANK_FAILED)
+        snprintf(pol, sizeof pol, "; FAILED (incarnation %d)", rk->incarnation);
+      else if (rk->state == ASR_CTL_RANK_RESTARTING)
+        snprintf(pol, sizeof pol, "; RESTARTING as incarnation %d", rk->incarnation);
+      else if (rk->incarnation > 0)
+        snprintf(pol, sizeof pol, "; incarnation %d (restarted %d time%s)", rk->incarnation, rk->incarnation,
+                 rk->incarnation == 1 ? "" : "s");
       const asr_report_t *p = g->ok[r] ? &g->rep[r] : NULL;
-      put(g->out, "asrrun:   rank %d (pid %u, lnc %d): %s%s%s%s\n", r, s->pid, m->ranks[r].lnc, state,
+      put(g->out, "asrrun:   rank %d (pid %u, lnc %d): %s%s%s%s%s\n", r, s->pid, m->ranks[r].lnc, state, pol,
           p && p->fence ? "; in " : "", p && p->fence ? fence_words(p->fence) : "",
           p && p->finalized ? "; finalized" : "");
       for (int i = 0; p && i < p->nlnc; i++)

@@ -88,6 +88,8 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     KEY("heartbeat_timeout", ASRRUN_HEARTBEAT_TIMEOUT, heartbeat_timeout_s),
     KEY("tree_radix", ASRRUN_TREE_RADIX, tree_radix),
     KEY("allow_early_exit", ASRRUN_ALLOW_EARLY_EXIT, allow_early_exit),
+    KEY("on_failure", ASRRUN_ON_FAILURE, on_failure),
+    KEY("max_restarts", ASRRUN_MAX_RESTARTS, max_restarts),
     KEY("report_state_on_timeout", ASRRUN_REPORT_STATE_ON_TIMEOUT, report_state_on_timeout),
     KEY("get_stack_traces", ASRRUN_GET_STACK_TRACES, get_stack_traces),
     OWN_KEY("verbose", verbose_row, verbose),

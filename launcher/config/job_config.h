@@ -49,6 +49,9 @@ typedef enum {
   ASR_LAUNCHER_RSH,
   ASR_LAUNCHER_SLURM
 } asr_launcher_t;
+/* --on-failure: what a rank's death does (issue 50; ASRRUN_ON_FAILURE's
+ * words, in this order) */
+typedef enum { ASR_ON_FAILURE_ABORT = 0, ASR_ON_FAILURE_CONTINUE, ASR_ON_FAILURE_RESTART } asr_on_failure_t;
 
 typedef struct {
   char name[128]; /* host name as the user wrote it (or Slurm's node name) */
@@ -105,6 +108,8 @@ typedef struct {
   int heartbeat_timeout_s;      /* --heartbeat-timeout: a host silent this long is lost (default 10) */
   int tree_radix;               /* --tree-radix: children per daemon in the tree (tree.h); 0 = flat */
   int allow_early_exit;         /* --allow-early-exit: a rank may leave before joining or finalizing */
+  int on_failure;               /* --on-failure: asr_on_failure_t (default abort) */
+  int max_restarts;             /* --max-restarts: the job's restart budget under restart (default 3) */
   int report_state_on_timeout;  /* --report-state-on-timeout: the state report before --timeout's end */
   int get_stack_traces;         /* --get-stack-traces: state reports carry the ranks' stacks */
   char program[1024];           /* the program to run (argv[0]) */

@@ -20,7 +20,7 @@ static const char *const type_names[ASR_CTL__COUNT] = {
     "INVALID",    "HELLO",     "JOB",          "STARTED",       "OUTPUT", "EXIT",       "FENCE",
     "FENCE_DONE", "ABORT",     "KILL",         "STDIN",         "ERROR",  "DONE",       "SHUTDOWN",
     "HEARTBEAT",  "CREDIT",    "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT",
-    "ROUTED",     "FENCE_SUB", "LOST",         "ENDS_ASK",      "ENDS"};
+    "ROUTED",     "FENCE_SUB", "LOST",         "ENDS_ASK",      "ENDS",   "RANK_STATE"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -67,7 +67,8 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
        j->stdin_rank != ASR_CTL_STDIN_NONE) ||
       !str_ok(j->master_addr, ASR_CTL_MAX_HOSTNAME) || j->master_port == 0 || j->master_port > 65535 ||
       j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_launch > 1 || !str_ok(j->tree_agent, ASR_CTL_MAX_TEXT) ||
-      !str_ok(j->tree_asrd, ASR_CTL_MAX_TEXT) || !str_ok(j->tree_ip, ASR_CTL_MAX_HOSTNAME))
+      !str_ok(j->tree_asrd, ASR_CTL_MAX_TEXT) || !str_ok(j->tree_ip, ASR_CTL_MAX_HOSTNAME) ||
+      j->on_failure > ASR_CTL_ON_FAILURE_MAX)
     return ASR_EINVAL;
   int rc = asr_buf_put_u32(b, j->nranks) || asr_buf_put_u32(b, j->nhosts) || asr_buf_put_u32(b, j->index);
   for (uint32_t h = 0; h < j->nhosts; h++) {
@@ -104,6 +105,7 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
   rc = rc || asr_buf_put_u32(b, j->tree_radix) || asr_buf_put_u32(b, j->tree_launch) ||
        asr_buf_put_str(b, j->tree_agent) || asr_buf_put_str(b, j->tree_asrd) ||
        asr_buf_put_str(b, j->tree_ip);
+  rc = rc || asr_buf_put_u32(b, j->on_failure);
   return rc ? ASR_ENOMEM : 0;
 }
 
@@ -203,7 +205,11 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->tree_agent = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->tree_asrd = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->tree_ip = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
+  j->on_failure = asr_rd_u32(r);
   if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's tree is truncated or a string in it is too long");
+  if (j->on_failure > ASR_CTL_ON_FAILURE_MAX)
+    return asr_errf(why, wl, ASR_EPROTO, "JOB's failure policy is %u (0..%u)", j->on_failure,
+                    ASR_CTL_ON_FAILURE_MAX);
   if (j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_launch > 1)
     return asr_errf(why, wl, ASR_EPROTO, "JOB's tree radix is %u (0..%u), srun %u", j->tree_radix,
                     ASR_CTL_MAX_RADIX, j->tree_launch);
@@ -576,6 +582,34 @@ static int dec_lost(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   return 0;
 }
 
+/* --- RANK_STATE (issue 50: the failure policy) --------------------------------- */
+
+static int rank_state_ok(const asr_ctl_msg_t *m) {
+  return m->u.rank_state.rank < ASR_CTL_MAX_RANKS && m->u.rank_state.state <= ASR_CTL_RANK_FINISHED &&
+         m->u.rank_state.incarnation <= ASR_CTL_MAX_INCARNATION;
+}
+
+static int enc_rank_state(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (!rank_state_ok(m) || !m->u.rank_state.why || !str_ok(m->u.rank_state.why, ASR_CTL_MAX_TEXT))
+    return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.rank_state.rank) || asr_buf_put_u32(b, m->u.rank_state.state) ||
+         asr_buf_put_u32(b, m->u.rank_state.incarnation) || asr_buf_put_u32(b, m->u.rank_state.status) ||
+         asr_buf_put_str(b, m->u.rank_state.why);
+}
+
+static int dec_rank_state(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.rank_state.rank = asr_rd_u32(r);
+  m->u.rank_state.state = asr_rd_u32(r);
+  m->u.rank_state.incarnation = asr_rd_u32(r);
+  m->u.rank_state.status = asr_rd_u32(r);
+  m->u.rank_state.why = asr_rd_str(r, ASR_CTL_MAX_TEXT);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "RANK_STATE is truncated or its reason too long");
+  if (!rank_state_ok(m))
+    return asr_errf(why, wl, ASR_EPROTO, "RANK_STATE for rank %u, state %u, incarnation %u",
+                    m->u.rank_state.rank, m->u.rank_state.state, m->u.rank_state.incarnation);
+  return 0;
+}
+
 /* --- ENDS_ASK, ENDS (the verdict's round, asrrun_verdict.c) ------------------- */
 
 static int enc_ends(const asr_ctl_msg_t *m, asr_buf_t *b) { return asr_buf_put_u32(b, m->u.ends.id); }
@@ -647,6 +681,7 @@ static const codec_t codecs[ASR_CTL__COUNT] = {
     [ASR_CTL_LOST] = {enc_lost, dec_lost},
     [ASR_CTL_ENDS_ASK] = {enc_ends, dec_ends},
     [ASR_CTL_ENDS] = {enc_ends, dec_ends},
+    [ASR_CTL_RANK_STATE] = {enc_rank_state, dec_rank_state},
 };
 
 int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -687,6 +722,7 @@ void asr_ctl_msg_free(asr_ctl_msg_t *m) {
     case ASR_CTL_ERROR: free(m->u.error.msg); break;
     case ASR_CTL_REPORT: free(m->u.report.pstate); break;
     case ASR_CTL_LOST: free(m->u.lost.why); break;
+    case ASR_CTL_RANK_STATE: free(m->u.rank_state.why); break;
     default: break; /* nothing owned */
   }
   memset(&m->u, 0, sizeof m->u);

@@ -66,6 +66,12 @@
  *   ENDS        asrd -> asrrun   u32 id: the answer, once the EXIT of every local rank
  *                                the kernel showed ended or in its exit when ENDS_ASK id
  *                                came has gone before it; each daemon answers an id once
+ *   RANK_STATE  asrrun -> asrd   u32 rank, u32 state (ASR_CTL_RANK_*), u32 incarnation,
+ *                                u32 wait status of the end (0 for ALIVE), str why: under
+ *                                --on-failure continue or restart, a rank's new state, to
+ *                                every daemon (it tells its PMIx clients: asr_rank_ev.h);
+ *                                RESTARTING also tells the rank's own daemon to start it
+ *                                again, as that incarnation
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
@@ -115,6 +121,7 @@ typedef enum {
   ASR_CTL_LOST,
   ASR_CTL_ENDS_ASK,
   ASR_CTL_ENDS,
+  ASR_CTL_RANK_STATE,
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
@@ -178,6 +185,19 @@ typedef enum {
 #define ASR_CTL_MAX_STACK (64u << 10)
 #define ASR_CTL_MAX_REPORT_TEXT (96u << 10) /* report_fmt.h's ASR_REPORT_TEXT_MAX */
 
+/* RANK_STATE's states: asr.h's ASR_RANK_* (the rank's state as libasr's
+ * asr_job_rank_state tells it) */
+#define ASR_CTL_RANK_ALIVE 0u
+#define ASR_CTL_RANK_FAILED 1u
+#define ASR_CTL_RANK_RESTARTING 2u
+#define ASR_CTL_RANK_FINISHED 3u
+#define ASR_CTL_MAX_INCARNATION 1000000u /* ASR_INCARNATION's range */
+/* JOB's on_failure: job_config.h's asr_on_failure_t */
+#define ASR_CTL_ON_FAILURE_ABORT 0u
+#define ASR_CTL_ON_FAILURE_CONTINUE 1u
+#define ASR_CTL_ON_FAILURE_RESTART 2u
+#define ASR_CTL_ON_FAILURE_MAX ASR_CTL_ON_FAILURE_RESTART
+
 /* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
 #define ASR_CTL_MAX_RANKS (1u << 20)
 #define ASR_CTL_MAX_HOSTS (1u << 16)
@@ -234,6 +254,10 @@ typedef struct {
   uint32_t tree_radix;
   uint32_t tree_launch;
   char *tree_agent, *tree_asrd, *tree_ip;
+  /* the failure policy (--on-failure: 0 abort, 1 continue, 2 restart): under
+   * restart a daemon holds its DONE while a failed rank of its waits for
+   * asrrun's RANK_STATE (it may be started again) */
+  uint32_t on_failure;
 } asr_ctl_job_t;
 
 /* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE, STDIN, ROUTED
@@ -308,6 +332,10 @@ typedef struct {
     struct {
       uint32_t id;
     } ends; /* ENDS_ASK and ENDS */
+    struct {
+      uint32_t rank, state, incarnation, status;
+      char *why;
+    } rank_state;
     struct {
       uint32_t id, rank, pid, flags;
       char *pstate;

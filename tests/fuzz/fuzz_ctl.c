@@ -52,6 +52,7 @@ static void check_fields(const asr_ctl_msg_t *m) {
       FUZZ_ASSERT(j->port >= 1 && j->port <= 65535, "JOB port");
       FUZZ_ASSERT(j->heartbeat_s >= 1 && j->heartbeat_s <= 3600, "JOB heartbeat");
       FUZZ_ASSERT(j->bind_to <= ASR_BIND_AUTO && j->report_bindings <= 1, "JOB binding");
+      FUZZ_ASSERT(j->on_failure <= ASR_CTL_ON_FAILURE_MAX, "JOB failure policy");
       break;
     }
     case ASR_CTL_STARTED:
@@ -74,6 +75,12 @@ static void check_fields(const asr_ctl_msg_t *m) {
       FUZZ_ASSERT(m->u.joined.via == ASR_CTL_VIA_PMIX || m->u.joined.via == ASR_CTL_VIA_PMI1 ||
                       m->u.joined.via == ASR_CTL_VIA_PMI2,
                   "JOINED via");
+      break;
+    case ASR_CTL_RANK_STATE:
+      FUZZ_ASSERT(m->u.rank_state.rank < ASR_CTL_MAX_RANKS &&
+                      m->u.rank_state.state <= ASR_CTL_RANK_FINISHED &&
+                      m->u.rank_state.incarnation <= ASR_CTL_MAX_INCARNATION && m->u.rank_state.why,
+                  "RANK_STATE fields");
       break;
     case ASR_CTL_KILL: FUZZ_ASSERT(m->u.kill.sig >= 1 && m->u.kill.sig <= 64, "KILL signal"); break;
     case ASR_CTL_ABORT: FUZZ_ASSERT(m->u.abort.msg != NULL, "ABORT message"); break;

@@ -83,7 +83,8 @@ static asr_ctl_msg_t example(int type) {
                                 .tree_launch = 1,
                                 .tree_agent = "ssh -p 2222",
                                 .tree_asrd = "/opt/asr/bin/asrd",
-                                .tree_ip = "10.1.0.1"};
+                                .tree_ip = "10.1.0.1",
+                                .on_failure = 2};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -160,6 +161,13 @@ static asr_ctl_msg_t example(int type) {
       break;
     case ASR_CTL_ENDS_ASK:
     case ASR_CTL_ENDS: m.u.ends.id = 0xfffffffeu; break;
+    case ASR_CTL_RANK_STATE:
+      m.u.rank_state.rank = 3;
+      m.u.rank_state.state = ASR_CTL_RANK_RESTARTING;
+      m.u.rank_state.incarnation = 2;
+      m.u.rank_state.status = 9;
+      m.u.rank_state.why = "peer rank 3 on host n2 died: killed by signal 9 (Killed)";
+      break;
     default: break;
   }
   return m;
@@ -216,6 +224,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_STREQ(x->tree_agent, y->tree_agent);
       ASSERT_STREQ(x->tree_asrd, y->tree_asrd);
       ASSERT_STREQ(x->tree_ip, y->tree_ip);
+      ASSERT_EQ(x->on_failure, y->on_failure);
       break;
     }
     case ASR_CTL_STARTED:
@@ -305,6 +314,13 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       break;
     case ASR_CTL_ENDS_ASK:
     case ASR_CTL_ENDS: ASSERT_EQ(a->u.ends.id, b->u.ends.id); break;
+    case ASR_CTL_RANK_STATE:
+      ASSERT_EQ(a->u.rank_state.rank, b->u.rank_state.rank);
+      ASSERT_EQ(a->u.rank_state.state, b->u.rank_state.state);
+      ASSERT_EQ(a->u.rank_state.incarnation, b->u.rank_state.incarnation);
+      ASSERT_EQ(a->u.rank_state.status, b->u.rank_state.status);
+      ASSERT_STREQ(a->u.rank_state.why, b->u.rank_state.why);
+      break;
     default: break;
   }
 }

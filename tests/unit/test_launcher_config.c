@@ -532,6 +532,8 @@ TEST(cli_help_lists_every_flag) {
                                       "--heartbeat-timeout SECONDS",
                                       "--tree-radix N",
                                       "--allow-early-exit",
+                                      "--on-failure abort|continue|restart",
+                                      "--max-restarts N",
                                       "--report-state-on-timeout",
                                       "--get-stack-traces",
                                       "--status[=JOB]",
@@ -1140,7 +1142,8 @@ TEST(yaml_errors_name_file_line_key) {
        "2: npp: unknown key; the keys are np, lnc_per_host, npernode, map_by, bind_to, cpus_per_rank, "
        "oversubscribe, report_bindings, tag_output, timestamp_output, output_dir, wdir, stdin, timeout, "
        "bootstrap_port, provider, launcher, launch_agent, prefix, if_include, heartbeat_timeout, tree_radix, "
-       "allow_early_exit, report_state_on_timeout, get_stack_traces, verbose, quiet, hosts, hostfile, "
+       "allow_early_exit, on_failure, max_restarts, report_state_on_timeout, get_stack_traces, verbose, "
+       "quiet, hosts, hostfile, "
        "rankfile, env, program, args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
       {"np:\n  a: 1\n", "2: np: expected a number, not a mapping"},

@@ -862,16 +862,18 @@ void asrd_pmi_drain(asrd_rank_t *r) {
   if (r->pmi && r->pmi->fd >= 0) conn_read(r->pmi);
 }
 
+void asrd_pmi_close_rank(asrd_rank_t *r) {
+  asrd_pmi_conn_t *c = r->pmi;
+  if (!c) return;
+  conn_close(c);
+  free(c->rd2);
+  free(c->wait_key);
+  free(c);
+  r->pmi = NULL;
+}
+
 void asrd_pmi_stop(asrd_t *d) {
-  for (int i = 0; d->ranks && i < d->nlocal; i++) {
-    asrd_pmi_conn_t *c = d->ranks[i].pmi;
-    if (!c) continue;
-    conn_close(c);
-    free(c->rd2);
-    free(c->wait_key);
-    free(c);
-    d->ranks[i].pmi = NULL;
-  }
+  for (int i = 0; d->ranks && i < d->nlocal; i++) asrd_pmi_close_rank(&d->ranks[i]);
   kv_free(&S.job);
   kv_free(&S.node);
   asr_buf_free(&S.puts);

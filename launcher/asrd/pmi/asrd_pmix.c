@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "asr_err.h"
@@ -33,6 +34,7 @@
 #include "asrd.h"
 #include "asrd_dir.h"
 #include "asrd_pmix_log.h"
+#include "asr_rank_ev.h"
 
 static asrd_t *the_daemon; /* the upcalls carry no pointer of ours */
 
@@ -431,6 +433,72 @@ void asrd_pmix_take_events(asrd_t *d) {
       free(ev);
     }
     ev = next;
+  }
+}
+
+/* --- rank states (issue 50) -------------------------------------------------------- */
+
+/* What one notification owns until the library is done with it. */
+typedef struct {
+  pmix_info_t *info;
+  size_t ninfo;
+} notify_t;
+
+static void notify_done(pmix_status_t st, void *cbdata) {
+  (void)st;
+  notify_t *n = cbdata;
+  PMIX_INFO_FREE(n->info, n->ninfo);
+  free(n);
+}
+
+/* One event to every local client (the library's thread sends it). */
+static void notify(asrd_t *d, pmix_status_t code, const pmix_proc_t *affected, int with_asr,
+                   const asr_ctl_msg_t *m) {
+  notify_t *n = calloc(1, sizeof *n);
+  if (!n) return;
+  n->ninfo = with_asr ? 7 : 3;
+  PMIX_INFO_CREATE(n->info, n->ninfo);
+  if (!n->info) {
+    free(n);
+    return;
+  }
+  bool yes = true;
+  int exit_code = WIFEXITED((int)m->u.rank_state.status)     ? WEXITSTATUS((int)m->u.rank_state.status)
+                  : WIFSIGNALED((int)m->u.rank_state.status) ? 128 + WTERMSIG((int)m->u.rank_state.status)
+                                                             : 0;
+  PMIX_INFO_LOAD(&n->info[0], PMIX_EVENT_AFFECTED_PROC, affected, PMIX_PROC);
+  PMIX_INFO_LOAD(&n->info[1], PMIX_EXIT_CODE, &exit_code, PMIX_INT);
+  if (with_asr) {
+    uint32_t rank = m->u.rank_state.rank, state = m->u.rank_state.state, inc = m->u.rank_state.incarnation;
+    PMIX_INFO_LOAD(&n->info[2], PMIX_EVENT_NON_DEFAULT, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&n->info[3], ASR_RANK_EV_RANK, &rank, PMIX_UINT32);
+    PMIX_INFO_LOAD(&n->info[4], ASR_RANK_EV_STATE, &state, PMIX_UINT32);
+    PMIX_INFO_LOAD(&n->info[5], ASR_RANK_EV_INCARNATION, &inc, PMIX_UINT32);
+    PMIX_INFO_LOAD(&n->info[6], ASR_RANK_EV_WHY, m->u.rank_state.why, PMIX_STRING);
+  } else {
+    PMIX_INFO_LOAD(&n->info[2], PMIX_EVENT_NON_DEFAULT, &yes, PMIX_BOOL);
+  }
+  pmix_proc_t source;
+  PMIX_LOAD_PROCID(&source, d->job.nspace, PMIX_RANK_UNDEF);
+  pmix_status_t st = PMIx_Notify_event(code, &source, PMIX_RANGE_LOCAL, n->info, n->ninfo, notify_done, n);
+  if (st != PMIX_SUCCESS) {
+    if (st != PMIX_OPERATION_SUCCEEDED)
+      asr_warn("pmix", "cannot tell the ranks of rank %u's state: %s", m->u.rank_state.rank,
+               PMIx_Error_string(st));
+    notify_done(st, n);
+  }
+}
+
+void asrd_pmix_notify_rank(asrd_t *d, const asr_ctl_msg_t *m) {
+  if (!d->pmix.up || d->nlocal == 0) return;
+  pmix_proc_t affected;
+  PMIX_LOAD_PROCID(&affected, d->job.nspace, (pmix_rank_t)m->u.rank_state.rank);
+  notify(d, ASR_RANK_EV_CODE, &affected, 1, m);
+  /* what a PRRTE daemon tells of a death, for plain PMIx and MPI programs */
+  uint32_t state = m->u.rank_state.state;
+  if (state == ASR_CTL_RANK_FAILED || state == ASR_CTL_RANK_RESTARTING) {
+    int st = (int)m->u.rank_state.status;
+    notify(d, WIFSIGNALED(st) ? PMIX_ERR_PROC_ABORTED_BY_SIG : PMIX_EVENT_PROC_TERMINATED, &affected, 0, m);
   }
 }
 

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# tests/netns/failure.sh BUILD_DIR [RUNS [CASE...]] -- the failure policy
+# (issue 50, asrrun --on-failure) across hosts: three emulated hosts
+# (lib.sh), each case with the flat star of daemons and with a chain
+# (--tree-radix 1: host 3's daemon is host 2's child, host 2's host 1's),
+# RUNS times in a row (default 5, the issue's count for the default tier;
+# its long tier runs 100). The job is tests/apps/pmix_ft, a plain libpmix
+# client: every rank that lives must hear, within 5 s, PRRTE's event and
+# asr's rank-state event of the rank that died, and say "ok".
+# A case passes only if every run does; its first failing run is shown.
+set -uo pipefail
+build=$(cd "${1:?usage: failure.sh BUILD_DIR [RUNS [CASE...]]}" && pwd)
+RUNS=${2:-5}
+shift $(($# > 1 ? 2 : 1))
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+netns_suite "$build"
+
+all=(remote_rank_killed_continue remote_rank_restarted host_lost_continue)
+cases=("$@")
+[ ${#cases[@]} = 0 ] && cases=("${all[@]}")
+names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
+
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
+  for c in $(names); do echo "SKIP: failure/$c (needs root and iproute2 to create network namespaces)"; done
+  exit 0
+fi
+if ! netns_setup 3; then
+  for c in $(names); do echo "SKIP: failure/$c (network namespaces cannot be created on this machine)"; done
+  exit 0
+fi
+H1=$(netns_host 1) H2=$(netns_host 2) H3=$(netns_host 3)
+
+# run_job OUT ARGS...: asrrun on host 1 with the agent; stdout+stderr to OUT.
+run_job() {
+  local out=$1; shift
+  ip netns exec "$H1" timeout -k 5 60 "$ASRRUN" --launch-agent "ip netns exec" --timeout 45 "$@" \
+    >"$out" 2>&1 </dev/null
+}
+
+why= # what the failing run did wrong
+bad() { [ -z "$why" ] && why=$*; }
+
+# Nothing of the job may be left on any host.
+clean() {
+  if ! netns_wait_empty 15; then
+    bad "processes left behind: $(netns_leftovers | tr '\n' ' ')"
+    local h p
+    for h in "${NETNS_HOSTS[@]}"; do for p in $(netns_pids "$h"); do kill -KILL "$p" 2>/dev/null; done; done
+  fi
+}
+
+# oks N: exactly N ranks said ok.
+oks() {
+  local n; n=$(grep -c "pmix_ft rank [0-9]*: ok" "$out")
+  [ "$n" = "$1" ] || bad "$n ranks said ok, wanted $1"
+}
+
+# rank 4 (host 2) dies of SIGKILL under continue: the 5 others hear of it
+# and finish; the death is absorbed (exit 0) and the last line names it
+remote_rank_killed_continue() {
+  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 3
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  oks 5
+  grep -q "PMIX_ERR_PROC_ABORTED_BY_SIG for rank 3" "$out" || bad "no PRRTE event for rank 3"
+  grep -q "asr rank 3 is FAILED (incarnation 0): peer rank 3 on host $H2 died: killed by signal 9" "$out" ||
+    bad "no asr event naming rank 3 on host $H2"
+  tail -1 "$out" | grep -q "^asrrun: 1 failure, 0 restarts: rank 3 (host $H2, incarnation 0) killed by signal 9" ||
+    bad "the last line is not the summary of rank 3's death"
+}
+
+# the same under restart: rank 3 comes back on host 2 as incarnation 1,
+# and the others hear that it is alive again
+remote_rank_restarted() {
+  run_job "$out" $TREE --on-failure restart -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 3 --expect-restart
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  oks 6
+  grep -q "\[3\] pmix_ft rank 3: incarnation 1 up" "$out" || bad "rank 3's incarnation 1 did not come up"
+  grep -q "asr rank 3 is ALIVE (incarnation 1)" "$out" || bad "nobody heard that rank 3 is alive again"
+  tail -1 "$out" | grep -q "^asrrun: 1 failure, 1 restart: rank 3 (host $H2, incarnation 0) killed by signal 9.*restarted$" ||
+    bad "the last line is not the summary of rank 3's restart"
+}
+
+# rank 5 kills host 3's daemon: ranks 4 and 5 are lost with their host; the
+# 4 others hear of them and finish (exit 0); the job does not end for it
+host_lost_continue() {
+  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 5 --kill-daemon
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  oks 4
+  grep -q "asr rank 5 is FAILED (incarnation 0): peer rank 5 on host $H3 died: lost with its host" "$out" ||
+    bad "no asr event naming rank 5 lost with host $H3"
+  tail -1 "$out" | grep -q "^asrrun: 2 failures, 0 restarts: rank 4 (host $H3, incarnation 0) lost with its host.*rank 5 (host $H3" ||
+    bad "the last line is not the summary of host $H3's ranks"
+}
+
+for c in "${cases[@]}"; do
+  if ! declare -F "$c" >/dev/null; then
+    echo "FAIL: failure/$c (no such case: ${all[*]})"
+    continue
+  fi
+  for t in flat chain; do
+    TREE=; [ $t = chain ] && TREE="--tree-radix 1"
+    name=${c}_$t out=$work/$name.out why= t0=$SECONDS
+    for ((i = 1; i <= RUNS; i++)); do
+      "$c"
+      clean
+      [ -n "$why" ] && break
+    done
+    if [ -n "$why" ]; then
+      echo "FAIL: failure/$name (run $i of $RUNS: $why)"
+      tail -15 "$out" | sed 's/^/    /'
+    else
+      echo "PASS: failure/$name ($RUNS run(s) in a row, $((SECONDS - t0)) s)"
+    fi
+  done
+done
