@@ -951,6 +951,24 @@ int asr_kv_server_put(asr_kv_server_t *s, const void *key, size_t klen, const vo
   return rc;
 }
 
+int asr_kv_server_del_sender(asr_kv_server_t *s, uint32_t send_lnc, const char *host) {
+  pthread_mutex_lock(&s->lock);
+  int n = 0;
+  /* from the last entry down: a removal keeps the earlier ones in place */
+  for (size_t i = s->table.count; i-- > 0;) {
+    const asr_kv_entry_t *e = asr_kv_table_at(&s->table, i);
+    uint32_t sl, rl;
+    char h[ASR_KV_HOSTNAME_LEN];
+    if (!e || asr_kv_handle_key_parse(e->key, e->klen, &sl, &rl, h, sizeof h) != 0) continue;
+    if (sl != send_lnc || strcmp(h, host) != 0) continue;
+    uint8_t key[ASR_KV_HANDLE_KEY_LEN];
+    memcpy(key, e->key, e->klen);
+    if (asr_kv_table_del(&s->table, key, ASR_KV_HANDLE_KEY_LEN) == 0) n++;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
 void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st) {
   pthread_mutex_lock(&s->lock);
   *st = s->st;

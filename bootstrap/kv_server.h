@@ -87,6 +87,13 @@ int asr_kv_server_put(asr_kv_server_t *s, const void *key, size_t klen, const vo
 int asr_kv_server_start_thread(asr_kv_server_t *s);
 void asr_kv_server_stop_thread(asr_kv_server_t *s);
 
+/* Removes every handle key (kv_keys.h) of the SEND LNC send_lnc on host:
+ * the handles receivers published for the comms of a process that is gone
+ * (issue 50: a rank's dead incarnation), which that LNC's next process must
+ * not take for its own. Thread-safe as asr_kv_server_put is. Returns how
+ * many were removed. */
+int asr_kv_server_del_sender(asr_kv_server_t *s, uint32_t send_lnc, const char *host);
+
 void asr_kv_server_stats(asr_kv_server_t *s, asr_kv_server_stats_t *st);
 
 /* Stops the thread if running, closes every connection, takes everything

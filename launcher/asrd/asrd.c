@@ -218,6 +218,14 @@ static void on_rank_state(asrd_t *d, asr_ctl_msg_t *m) {
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
     if (r->rank != (int)m->u.rank_state.rank) continue;
+    uint32_t state = m->u.rank_state.state;
+    if (d->kv && (state == ASR_CTL_RANK_FAILED || state == ASR_CTL_RANK_RESTARTING)) {
+      /* the handles receivers published for its dead incarnation's SEND
+       * comms must not reach its next (issue 50, point 4) */
+      int n = asr_kv_server_del_sender(d->kv, (uint32_t)r->lnc, d->hostname);
+      asr_debug("asrd", "rank %d (LNC %d) died: %d rendezvous key%s of its removed", r->rank, r->lnc, n,
+                n == 1 ? "" : "s");
+    }
     char err[512];
     if (asrd_ranks_verdict(d, r, m->u.rank_state.state, m->u.rank_state.incarnation, err, sizeof err) != 0) {
       char line[700];

@@ -25,6 +25,7 @@
 #include "asr_test.h"
 #include "kv_conn.h"
 #include "kv_frame.h"
+#include "kv_keys.h"
 #include "kv_raw.h"
 #include "kv_secret.h"
 #include "kv_server.h"
@@ -940,6 +941,30 @@ TEST(del_removes_a_key) {
   kv_raw_build(req, ASR_KV_OP_DEL, 0, 0, NULL, 0, NULL, 0, NULL);
   raw_rt(fd, req, resp, ASR_KV_OP_ERROR);
   close(fd);
+  asr_kv_server_free(s);
+}
+
+/* The handles of a dead process's SEND LNC go, and nothing else (issue 50:
+ * asrd removes them when a rank's incarnation dies). */
+TEST(del_sender_removes_its_handles) {
+  asr_kv_server_t *s = srv_start((asr_kv_server_opts_t){0});
+  uint16_t port = asr_kv_server_port(s);
+  uint8_t k[6][ASR_KV_HANDLE_KEY_LEN];
+  ASSERT_EQ(asr_kv_handle_key(k[0], 3, 0, "h1"), ASR_KV_HANDLE_KEY_LEN); /* its: two receivers */
+  ASSERT_EQ(asr_kv_handle_key(k[1], 3, 7, "h1"), ASR_KV_HANDLE_KEY_LEN);
+  ASSERT_EQ(asr_kv_handle_key(k[2], 3, 0, "h2"), ASR_KV_HANDLE_KEY_LEN); /* LNC 3 of another host */
+  ASSERT_EQ(asr_kv_handle_key(k[3], 0, 3, "h1"), ASR_KV_HANDLE_KEY_LEN); /* a receiver of LNC 3 */
+  ASSERT_EQ(asr_kv_handle_key(k[4], 4, 0, "h1"), ASR_KV_HANDLE_KEY_LEN);
+  ASSERT_EQ(asr_kv_handle_key(k[5], 3, 1, "h1"), ASR_KV_HANDLE_KEY_LEN);
+  for (int i = 0; i < 6; i++) set_ok(port, k[i], ASR_KV_HANDLE_KEY_LEN, "H", 1, ASR_KV_VTYPE_BINARY);
+  set_ok(port, "hostname", 8, "h1", 2, ASR_KV_VTYPE_TEXT);
+  ASSERT_EQ(asr_kv_server_del_sender(s, 3, "h1"), 3);
+  get_missing(port, k[0], ASR_KV_HANDLE_KEY_LEN);
+  get_missing(port, k[1], ASR_KV_HANDLE_KEY_LEN);
+  get_missing(port, k[5], ASR_KV_HANDLE_KEY_LEN);
+  for (int i = 2; i < 5; i++) get_eq(port, k[i], ASR_KV_HANDLE_KEY_LEN, "H", 1);
+  get_eq(port, "hostname", 8, "h1", 2);
+  ASSERT_EQ(asr_kv_server_del_sender(s, 3, "h1"), 0);
   asr_kv_server_free(s);
 }
 
