@@ -38,9 +38,9 @@
 /* One end the policy absorbed. */
 struct asrrun_failure {
   int rank, host, incarnation;
-  uint64_t ms;   /* since the launch began */
+  uint64_t ms;    /* since the launch began */
   char cause[96]; /* "killed by signal 9", "exited with status 1", ... */
-  int restarted; /* it was started again as incarnation + 1 */
+  int restarted;  /* it was started again as incarnation + 1 */
 };
 
 int asrrun_policy_active(const asrrun_t *run) { return run->cfg.on_failure != ASR_ON_FAILURE_ABORT; }
@@ -141,7 +141,8 @@ void asrrun_policy_rank_ended(asrrun_t *run, daemon_t *d, int rank, int st, uint
 
 void asrrun_policy_rank_joined(asrrun_t *run, int rank) {
   rank_t *r = &run->ranks[rank];
-  if (r->incarnation > 0 && r->state == ASR_CTL_RANK_RESTARTING) tell(run, rank, ASR_CTL_RANK_ALIVE, 0, "alive");
+  if (r->incarnation > 0 && r->state == ASR_CTL_RANK_RESTARTING)
+    tell(run, rank, ASR_CTL_RANK_ALIVE, 0, "alive");
 }
 
 void asrrun_policy_host_lost(asrrun_t *run, int h, const char *why) {
@@ -183,8 +184,8 @@ void asrrun_policy_summary(const asrrun_t *run) {
   for (int i = 0; i < n; i++) {
     const struct asrrun_failure *f = &run->policy.fails[i];
     char one[400];
-    k = snprintf(one, sizeof one, "%s rank %d (host %s, incarnation %d) %s at %.3f s%s", i ? ";" : "", f->rank,
-                 run->map.host_names[f->host], f->incarnation, f->cause, (double)f->ms / 1000.0,
+    k = snprintf(one, sizeof one, "%s rank %d (host %s, incarnation %d) %s at %.3f s%s", i ? ";" : "",
+                 f->rank, run->map.host_names[f->host], f->incarnation, f->cause, (double)f->ms / 1000.0,
                  f->restarted ? ", restarted" : "");
     asr_buf_put(&b, one, (size_t)k < sizeof one ? (size_t)k : sizeof one - 1);
   }
