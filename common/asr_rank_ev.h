@@ -24,6 +24,17 @@
  * for a death by a signal, else PMIX_EVENT_PROC_TERMINATED, with
  * PMIX_EVENT_AFFECTED_PROC (the rank) and PMIX_EXIT_CODE.
  *
+ * A rank's own incarnation is in its environment (ASR_INCARNATION). It is
+ * no PMIx key of the rank's: libpmix 4.2's server has no call that changes
+ * a registered process's data, and PMIx_Store_internal on the server does
+ * not reach the clients (a client's PMIx_Get of such a key timed out).
+ *
+ * The events are cached by the library and replayed to a client that
+ * registers its handler later (a restarted rank hears its job's history),
+ * in no guaranteed order: a reader keeps, per rank, the latest by
+ * incarnation and, within one incarnation, by the order RESTARTING <
+ * ALIVE < FAILED, FINISHED.
+ *
  * The code lies below PMIx's external base (pmix_common.h: codes of
  * programs and hosts are based on PMIX_EXTERNAL_ERR_BASE, -3000).
  */
@@ -35,9 +46,5 @@
 #define ASR_RANK_EV_STATE "asr.ev.state"
 #define ASR_RANK_EV_INCARNATION "asr.ev.inc"
 #define ASR_RANK_EV_WHY "asr.ev.why"
-
-/* The PMIx key, of each rank (PMIX_UINT32), that holds its incarnation as
- * its daemon registered it (the environment's ASR_INCARNATION says the same). */
-#define ASR_RANK_KEY_INCARNATION "asr.incarnation"
 
 #endif /* ASR_RANK_EV_H */
