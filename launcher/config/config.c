@@ -844,3 +844,21 @@ int asr_config_check_env(char *errbuf, size_t errlen) {
   if (u.failed) return ASR_ECONFIG;
   return asr_env_check_all(~0u, errbuf, errlen);
 }
+
+int asr_config_check_policy(const asr_config_t *cfg, char *errbuf, size_t errlen) {
+  if (cfg->on_failure == ASR_ON_FAILURE_ABORT) return 0;
+  /* the provider the ranks get: --provider, else -x ASR_PROVIDER, else ours */
+  const char *prov = cfg->provider[0] ? cfg->provider : NULL, *how = "--provider";
+  for (int i = 0; !prov && i < cfg->nenv; i++)
+    if (strcmp(cfg->env[i].name, "ASR_PROVIDER") == 0) {
+      prov = cfg->env[i].has_value ? cfg->env[i].value : getenv("ASR_PROVIDER");
+      how = "-x ASR_PROVIDER";
+    }
+  if (!prov) prov = getenv("ASR_PROVIDER"), how = "ASR_PROVIDER";
+  if (!prov || strcmp(prov, "shm") != 0) return 0;
+  return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                  "--on-failure %s with libfabric's shm provider (%s=shm) is refused: a rank killed while "
+                  "it writes to a same-host peer leaves shm's lock in shared memory held, and that peer "
+                  "hangs inside libfabric; use asr's own same-host path (no provider set) or tcp;ofi_rxm",
+                  cfg->on_failure == ASR_ON_FAILURE_CONTINUE ? "continue" : "restart", how);
+}

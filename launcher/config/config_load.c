@@ -79,5 +79,6 @@ int asr_config_load(asr_config_t *cfg, int argc, char **argv, char *errbuf, size
     if (rc == 0) rc = asr_config_load_env(cfg, errbuf, errlen);
   }
   if (rc == 0) rc = asr_config_parse_args(cfg, argc, argv, errbuf, errlen);
+  if (rc == 0) rc = asr_config_check_policy(cfg, errbuf, errlen);
   return rc;
 }

@@ -156,8 +156,15 @@ int asr_config_check_env(char *errbuf, size_t errlen);
  * --list-env was handled. */
 int asr_config_parse_args(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen);
 
+/* Refuses a failure policy the job's path cannot keep: --on-failure
+ * continue or restart with libfabric's shm provider (--provider, -x
+ * ASR_PROVIDER or asrrun's own ASR_PROVIDER), whose lock in shared memory a
+ * killed rank can leave held, hanging its same-host peer inside the
+ * library (README, "State reports"). 0 or ASR_ECONFIG with errbuf. */
+int asr_config_check_policy(const asr_config_t *cfg, char *errbuf, size_t errlen);
+
 /* The whole stack: defaults, system, user, -f (found by a pre-scan of argv),
- * env, command line. */
+ * env, command line; then asr_config_check_policy. */
 int asr_config_load(asr_config_t *cfg, int argc, char **argv, char *errbuf, size_t errlen);
 
 /* Reads a hostfile ("host slots=N", '#' comments, blank lines) into cfg->hosts

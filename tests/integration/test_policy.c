@@ -13,7 +13,7 @@
  *     kept: once spent, the next failure is handled as under continue;
  *   - abort stays the default;
  *   - the settings are checked on the command line, in YAML and in the
- *     environment.
+ *     environment, and continue or restart with libfabric's shm is refused.
  */
 #include "config.h"
 
@@ -162,6 +162,16 @@ TEST_TIMEOUT(policy_settings_checked, 60) {
   RUN(&j, 10000, "--max-restarts", "-1", "-n", "1", "true");
   ASSERT_CODE(&j, 2);
   ASSERT_JOB(&j, strstr(j.err, "--max-restarts"));
+  /* libfabric's shm cannot keep a survivor out of a dead peer's lock */
+  RUN(&j, 10000, "--on-failure", "continue", "--provider", "shm", "-n", "1", "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(
+      &j, strstr(j.err, "--on-failure continue with libfabric's shm provider (--provider=shm) is refused"));
+  RUN(&j, 10000, "--on-failure", "restart", "-x", "ASR_PROVIDER=shm", "-n", "1", "true");
+  ASSERT_CODE(&j, 2);
+  ASSERT_JOB(&j,
+             strstr(j.err, "(-x ASR_PROVIDER=shm) is refused") && strstr(j.err, "asr's own same-host path"));
+  ASSERT_STARTED_NOTHING();
   const char *yaml = fmt("%s/job.yaml", W.dir);
   write_file(yaml, "on_failure: never\n", 0644);
   RUN(&j, 10000, "-f", yaml, "-n", "1", "true");
