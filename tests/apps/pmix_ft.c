@@ -4,14 +4,16 @@
  * library rather than against libasr:
  *
  *   asrrun -n N --on-failure continue|restart pmix_ft --kill RANK [--expect-restart]
- *           [--exit-status S | --kill-daemon] [--always] [--hold PATH]
+ *           [--exit-status S | --kill-daemon | --stop-daemon] [--always] [--hold PATH]
  *
  * Every rank: PMIx_Init; handlers for PMIX_EVENT_PROC_TERMINATED,
  * PMIX_ERR_PROC_ABORTED_BY_SIG (PRRTE's events) and asr's rank-state event
  * (common/asr_rank_ev.h); a fence (incarnation 0 only: a restarted rank
  * meets nobody). Rank RANK then kills itself with SIGKILL (or, with
  * --exit-status S, exits with S without finalizing; with --kill-daemon, it
- * kills its daemon with SIGKILL: its whole host is lost). Every other rank waits
+ * kills its daemon with SIGKILL: its whole host is lost; with --stop-daemon
+ * it stops its daemon and itself with SIGSTOP: its host falls silent, and
+ * is lost after the heartbeat timeout). Every other rank waits
  * (5 s at most) until it has seen PRRTE's event and asr's FAILED or
  * RESTARTING for that rank, each naming it; with --expect-restart also
  * asr's ALIVE of incarnation 1. The restarted rank (ASR_INCARNATION=1)
@@ -111,7 +113,7 @@ static int wait_for(int (*cond)(void)) {
   return ok;
 }
 
-static int victim = -1, expect_restart, kill_daemon, always;
+static int victim = -1, expect_restart, kill_daemon, stop_daemon, always;
 static const char *hold;
 static int died_seen(void) { return saw_prrte == victim && saw_failed == victim; }
 static int alive_seen(void) { return saw_alive_inc == 1; }
@@ -125,6 +127,8 @@ int main(int argc, char **argv) {
       expect_restart = 1;
     else if (!strcmp(argv[i], "--kill-daemon"))
       kill_daemon = 1;
+    else if (!strcmp(argv[i], "--stop-daemon"))
+      stop_daemon = 1;
     else if (!strcmp(argv[i], "--always"))
       always = 1;
     else if (!strcmp(argv[i], "--hold") && i + 1 < argc)
@@ -132,8 +136,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--exit-status") && i + 1 < argc)
       exit_status = atoi(argv[++i]);
     else {
-      fprintf(stderr,
-              "usage: pmix_ft --kill RANK [--expect-restart] [--exit-status S | --kill-daemon] [--always]\n");
+      fprintf(
+          stderr,
+          "usage: pmix_ft --kill RANK [--expect-restart] [--exit-status S | --kill-daemon | --stop-daemon] "
+          "[--always] [--hold PATH]\n");
       return 2;
     }
   }
@@ -170,6 +176,11 @@ int main(int argc, char **argv) {
   fflush(stdout);
   if ((int)me.rank == victim) {
     if (exit_status >= 0) _exit(exit_status);
+    if (stop_daemon) {
+      kill(getppid(), SIGSTOP);
+      raise(SIGSTOP); /* until its lost daemon's end kills it (PDEATHSIG) */
+      pause();
+    }
     if (kill_daemon) {
       kill(getppid(), SIGKILL);
       pause(); /* its end comes with its daemon's (PDEATHSIG) */

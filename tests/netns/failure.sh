@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 netns_suite "$build"
 
-all=(remote_rank_killed_continue remote_rank_restarted host_lost_continue)
+all=(remote_rank_killed_continue remote_rank_restarted host_lost_continue host_silent_continue)
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
 names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
@@ -92,8 +92,25 @@ host_lost_continue() {
   oks 4
   grep -q "asr rank 5 is FAILED (incarnation 0): peer rank 5 on host $H3 died: lost with its host" "$out" ||
     bad "no asr event naming rank 5 lost with host $H3"
+  grep -q "aborting the job" "$out" && bad "a line says the job is aborted"
   tail -1 "$out" | grep -q "^asrrun: 2 failures, 0 restarts: rank 4 (host $H3, incarnation 0) lost with its host.*rank 5 (host $H3" ||
     bad "the last line is not the summary of host $H3's ranks"
+}
+
+# rank 5 stops host 3's daemon and itself (SIGSTOP): the host falls silent
+# and is lost after --heartbeat-timeout 2; the 4 others hear of ranks 4
+# and 5 within pmix_ft's 5 s and finish (exit 0)
+host_silent_continue() {
+  run_job "$out" $TREE --on-failure continue --heartbeat-timeout 2 -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" \
+    --kill 5 --stop-daemon
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  oks 4
+  grep -q "asr rank 4 is FAILED (incarnation 0): peer rank 4 on host $H3 died: lost with its host" "$out" ||
+    bad "no asr event naming rank 4 lost with host $H3"
+  grep -q "^asrrun: lost contact with asrd on host $H3: nothing heard for 2 s (host down or network cut?)" "$out" ||
+    bad "no line saying host $H3 fell silent"
+  grep -q "aborting the job" "$out" && bad "a line says the job is aborted"
 }
 
 for c in "${cases[@]}"; do
