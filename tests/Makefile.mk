@@ -143,7 +143,7 @@ tests_apps_init_barrier_LDADD = runtime/libasr.la
 tests_apps_init_barrier_LDFLAGS = -no-install
 EXTRA_DIST += tests/bench/launch_bench.sh tests/bench/mpi_init_barrier.c
 # The detection time of a peer's death (tests/unit/test_peer_kill's cases, many kills).
-EXTRA_DIST += tests/bench/kill_bench.sh
+EXTRA_DIST += tests/bench/kill_bench.sh tests/bench/fail_bench.sh
 # The job-control tests' programs (tests/integration/test_jobctl.c).
 noinst_PROGRAMS += tests/apps/outgen tests/apps/early_exit
 tests_apps_outgen_SOURCES = tests/apps/outgen.c
@@ -221,6 +221,11 @@ tests_apps_late_recv_SOURCES = tests/apps/late_recv.c
 tests_apps_late_recv_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_late_recv_LDADD = runtime/libasr.la
 tests_integration_test_apps_LDADD = $(TEST_LIBS)
+# The failure benchmark's job (tests/bench/fail_bench.sh).
+noinst_PROGRAMS += tests/apps/ft_bench
+tests_apps_ft_bench_SOURCES = tests/apps/ft_bench.c
+tests_apps_ft_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_ft_bench_LDADD = runtime/libasr.la
 # A job that uses only libpmix's client API (checks asrd's PMIx server).
 noinst_PROGRAMS += tests/apps/pmix_client
 tests_apps_pmix_client_SOURCES = tests/apps/pmix_client.c
