@@ -41,10 +41,10 @@
 static pmix_proc_t me;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int saw_prrte = -1;  /* the rank PRRTE's event named */
-static int saw_failed = -1; /* the rank asr's FAILED / RESTARTING named */
+#define MAX_RANKS 1024
+static char saw_prrte[MAX_RANKS];  /* the ranks PRRTE's events named */
+static char saw_failed[MAX_RANKS]; /* the ranks asr's FAILED / RESTARTING named */
 static int saw_alive_inc = -1;
-static char saw_why[512];
 
 static void on_prrte(size_t id, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                      size_t ninfo, pmix_info_t results[], size_t nresults,
@@ -63,7 +63,7 @@ static void on_prrte(size_t id, pmix_status_t status, const pmix_proc_t *source,
       rank, code);
   fflush(stdout);
   pthread_mutex_lock(&mu);
-  saw_prrte = rank;
+  if (rank >= 0 && rank < MAX_RANKS) saw_prrte[rank] = 1;
   pthread_cond_broadcast(&cv);
   pthread_mutex_unlock(&mu);
   if (cb) cb(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
@@ -90,9 +90,8 @@ static void on_asr(size_t id, pmix_status_t status, const pmix_proc_t *source, p
          state >= 0 && state < 4 ? names[state] : "?", inc, why);
   fflush(stdout);
   pthread_mutex_lock(&mu);
-  if (state == 1 || state == 2) {
-    saw_failed = rank;
-    snprintf(saw_why, sizeof saw_why, "%s", why);
+  if ((state == 1 || state == 2) && rank >= 0 && rank < MAX_RANKS) {
+    saw_failed[rank] = 1;
   }
   if (state == 0) saw_alive_inc = inc;
   pthread_cond_broadcast(&cv);
@@ -115,7 +114,9 @@ static int wait_for(int (*cond)(void)) {
 
 static int victim = -1, expect_restart, kill_daemon, stop_daemon, always;
 static const char *hold;
-static int died_seen(void) { return saw_prrte == victim && saw_failed == victim; }
+static int died_seen(void) {
+  return victim >= 0 && victim < MAX_RANKS && saw_prrte[victim] && saw_failed[victim];
+}
 static int alive_seen(void) { return saw_alive_inc == 1; }
 
 int main(int argc, char **argv) {

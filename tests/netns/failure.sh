@@ -16,7 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 netns_suite "$build"
 
-all=(remote_rank_killed_continue remote_rank_restarted host_lost_continue host_silent_continue)
+all=(remote_rank_killed_continue remote_rank_restarted host_lost_continue middle_host_lost_continue
+  host_silent_continue)
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
 names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
@@ -95,6 +96,27 @@ host_lost_continue() {
   grep -q "aborting the job" "$out" && bad "a line says the job is aborted"
   tail -1 "$out" | grep -q "^asrrun: 2 failures, 0 restarts: rank 4 (host $H3, incarnation 0) lost with its host.*rank 5 (host $H3" ||
     bad "the last line is not the summary of host $H3's ranks"
+}
+
+# rank 3 kills host 2's daemon: in the flat star only host 2's ranks are
+# lost; in the chain host 3 hangs below host 2 and is lost with it (its
+# daemon loses its parent and ends its ranks); either way the job goes on
+# and exits 0, and the ranks of host 1 hear of rank 3
+middle_host_lost_continue() {
+  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 3 --kill-daemon
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  grep -q "\[0\] pmix_ft rank 0: ok" "$out" && grep -q "\[1\] pmix_ft rank 1: ok" "$out" ||
+    bad "a rank of host 1 did not finish"
+  if [ -z "$TREE" ]; then
+    oks 4
+    tail -1 "$out" | grep -q "^asrrun: 2 failures, 0 restarts: rank 2 (host $H2, incarnation 0) lost with its host" ||
+      bad "the last line is not the summary of host $H2's two ranks"
+  else
+    oks 2
+    tail -1 "$out" | grep -q "^asrrun: 4 failures, 0 restarts: .*rank 5 (host $H3, incarnation 0) lost with its host" ||
+      bad "the last line is not the summary of hosts $H2 and $H3's four ranks"
+  fi
 }
 
 # rank 5 stops host 3's daemon and itself (SIGSTOP): the host falls silent
