@@ -12,7 +12,9 @@
  *   ASR_RANK_EV_STATE        PMIX_UINT32  its new state: asr.h's ASR_RANK_*
  *   ASR_RANK_EV_INCARNATION  PMIX_UINT32  the incarnation the state is of
  *                                         (0 at first start; a restart's is
- *                                         one higher, ASR_INCARNATION)
+ *                                         one higher, ASR_INCARNATION):
+ *                                         FAILED's and RESTARTING's is the one
+ *                                         that died, ALIVE's the new one
  *   ASR_RANK_EV_WHY          PMIX_STRING  one line, as asr_comm_error gives it:
  *                                         "peer rank 3 on host h died: killed
  *                                         by signal 9"
@@ -31,9 +33,9 @@
  *
  * The events are cached by the library and replayed to a client that
  * registers its handler later (a restarted rank hears its job's history),
- * in no guaranteed order: a reader keeps, per rank, the latest by
- * incarnation and, within one incarnation, by the order RESTARTING <
- * ALIVE < FAILED, FINISHED.
+ * in no guaranteed order: a reader keeps, per rank, the newest
+ * incarnation, and within one incarnation lets ALIVE turn FAILED,
+ * RESTARTING or FINISHED and RESTARTING turn FAILED, never back.
  *
  * The code lies below PMIx's external base (pmix_common.h: codes of
  * programs and hosts are based on PMIX_EXTERNAL_ERR_BASE, -3000).

@@ -447,8 +447,9 @@ void asrd_ranks_forward(asrd_t *d, int sig);
 int asrd_ranks_all_done(const asrd_t *d);
 /* Whether a rank's end still waits for asrrun's verdict (verdict_owed). */
 int asrd_ranks_verdict_owed(const asrd_t *d);
-/* asrrun's RANK_STATE for a local rank: its verdict came; RESTARTING
- * starts it again in place as incarnation (asrrun --on-failure restart).
+/* asrrun's RANK_STATE for a local rank: its verdict came; RESTARTING (of
+ * the incarnation that died) starts it again in place as incarnation + 1
+ * (asrrun --on-failure restart).
  * 0, or a negative ASR_E* with err (the rank stays ended). */
 int asrd_ranks_verdict(asrd_t *d, asrd_rank_t *r, uint32_t state, uint32_t incarnation, char *err,
                        size_t errlen);

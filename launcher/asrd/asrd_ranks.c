@@ -264,7 +264,7 @@ int asrd_ranks_verdict(asrd_t *d, asrd_rank_t *r, uint32_t state, uint32_t incar
   if (!r->exited || !r->exit_sent) return 0; /* not ended here yet, or a restart it already had */
   r->verdict_owed = 0;
   if (state != ASR_CTL_RANK_RESTARTING) return 0;
-  int rc = restart_rank(d, r, (int)incarnation, err, errlen);
+  int rc = restart_rank(d, r, (int)incarnation + 1, err, errlen); /* RESTARTING is of the one that died */
   if (rc == 0) asr_info("asrd", "rank %d started again as incarnation %d", r->rank, r->incarnation);
   return rc;
 }

@@ -13,9 +13,10 @@
  *             that could not be executed is not started again (it would
  *             fail the same way), nor a rank of a lost host (no migration).
  *
- * Every daemon hears every state: RESTARTING (with the incarnation being
- * started), ALIVE when a restarted incarnation joins, FAILED, FINISHED (an
- * exit 0 after finalizing).
+ * Every daemon hears every state, each of one incarnation: FAILED and
+ * RESTARTING of the incarnation that died (its daemon starts the next),
+ * ALIVE of the new one when it joins, FINISHED (an exit 0 after
+ * finalizing).
  *
  * The exit code: deaths the policy absorbed (a signal, a lost host, an exit
  * without finalizing) do not count. asrrun exits 0 when the last
@@ -57,17 +58,17 @@ void asrrun_policy_init(asrrun_t *run) {
 
 /* RANK_STATE to every daemon still connected (those of lost hosts hear
  * nothing: their ranks are gone with them). */
-static void tell(asrrun_t *run, int rank, int state, int status, const char *why) {
+static void tell(asrrun_t *run, int rank, int state, int incarnation, int status, const char *why) {
   rank_t *r = &run->ranks[rank];
   r->state = state;
   asr_ctl_msg_t m = {.type = ASR_CTL_RANK_STATE,
                      .u.rank_state = {.rank = (uint32_t)rank,
                                       .state = (uint32_t)state,
-                                      .incarnation = (uint32_t)r->incarnation,
+                                      .incarnation = (uint32_t)incarnation,
                                       .status = (uint32_t)status,
                                       .why = (char *)why}};
   asr_tree_node_bcast(&run->tree.node, &m);
-  asr_debug("asrrun", "rank %d incarnation %d: state %d (%s)", rank, r->incarnation, state, why);
+  asr_debug("asrrun", "rank %d incarnation %d: state %d (%s)", rank, incarnation, state, why);
 }
 
 static struct asrrun_failure *add_failure(asrrun_t *run, int rank, int host, const char *cause) {
@@ -99,6 +100,8 @@ static void rank_failed(asrrun_t *run, int rank, int st, const char *cause, int 
   if (may_restart && run->policy.restarts_left > 0 && run->state < RUN_ABORTING) {
     run->policy.restarts_left--;
     if (f) f->restarted = 1;
+    /* RESTARTING is of the incarnation that died; its daemon starts the next */
+    tell(run, rank, ASR_CTL_RANK_RESTARTING, r->incarnation, st, why);
     r->incarnation++;
     /* the rank runs again: its end is to come */
     r->exited = 0;
@@ -107,12 +110,11 @@ static void rank_failed(asrrun_t *run, int rank, int st, const char *cause, int 
     asrrun_notice(run, "rank %d on host %s: %s; restarting it as incarnation %d (%d restart%s left)", rank,
                   hname, cause, r->incarnation, run->policy.restarts_left,
                   run->policy.restarts_left == 1 ? "" : "s");
-    tell(run, rank, ASR_CTL_RANK_RESTARTING, st, why);
     return;
   }
   asrrun_notice(run, "rank %d on host %s: %s; the job goes on without it%s", rank, hname, cause,
                 run->cfg.on_failure == ASR_ON_FAILURE_RESTART && may_restart ? " (no restart left)" : "");
-  tell(run, rank, ASR_CTL_RANK_FAILED, st, why);
+  tell(run, rank, ASR_CTL_RANK_FAILED, r->incarnation, st, why);
 }
 
 void asrrun_policy_rank_ended(asrrun_t *run, daemon_t *d, int rank, int st, uint32_t flags) {
@@ -124,7 +126,7 @@ void asrrun_policy_rank_ended(asrrun_t *run, daemon_t *d, int rank, int st, uint
   }
   int finalized = r->joined == ASR_CTL_JOINED_FINALIZED || (!r->joined && !run->any_joined);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && (finalized || run->cfg.allow_early_exit)) {
-    tell(run, rank, ASR_CTL_RANK_FINISHED, st, "finished");
+    tell(run, rank, ASR_CTL_RANK_FINISHED, r->incarnation, st, "finished");
     return;
   }
   char cause[96];
@@ -142,7 +144,7 @@ void asrrun_policy_rank_ended(asrrun_t *run, daemon_t *d, int rank, int st, uint
 void asrrun_policy_rank_joined(asrrun_t *run, int rank) {
   rank_t *r = &run->ranks[rank];
   if (r->incarnation > 0 && r->state == ASR_CTL_RANK_RESTARTING)
-    tell(run, rank, ASR_CTL_RANK_ALIVE, 0, "alive");
+    tell(run, rank, ASR_CTL_RANK_ALIVE, r->incarnation, 0, "alive");
 }
 
 void asrrun_policy_host_lost(asrrun_t *run, int h, const char *why) {

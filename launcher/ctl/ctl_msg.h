@@ -70,8 +70,9 @@
  *                                u32 wait status of the end (0 for ALIVE), str why: under
  *                                --on-failure continue or restart, a rank's new state, to
  *                                every daemon (it tells its PMIx clients: asr_rank_ev.h);
- *                                RESTARTING also tells the rank's own daemon to start it
- *                                again, as that incarnation
+ *                                the incarnation is the one the state is of: RESTARTING's
+ *                                is the one that died, and tells the rank's own daemon to
+ *                                start incarnation + 1
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one

@@ -88,7 +88,7 @@ TEST_TIMEOUT(restart_in_place, 120) {
     ASSERT_CODE(&j, 0);
     ASSERT_JOB(&j, count_substr(j.out, ": ok\n") == 3);
     ASSERT_JOB(&j, strstr(j.out, "[1] pmix_ft rank 1: incarnation 1 up\n"));
-    ASSERT_JOB(&j, strstr(j.out, "[0] pmix_ft rank 0: asr rank 1 is RESTARTING (incarnation 1)"));
+    ASSERT_JOB(&j, strstr(j.out, "[0] pmix_ft rank 0: asr rank 1 is RESTARTING (incarnation 0)"));
     ASSERT_JOB(&j, strstr(j.out, "[2] pmix_ft rank 2: asr rank 1 is ALIVE (incarnation 1)"));
     ASSERT_JOB(&j, strstr(j.err, "restarting it as incarnation 1 (2 restarts left)"));
     ASSERT_JOB(&j, strstr(last_line(&j), "asrrun: 1 failure, 1 restart: rank 1 (host ") &&
