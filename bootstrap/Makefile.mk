@@ -17,6 +17,6 @@ bootstrap_asrkv_LDADD = bootstrap/libasrboot.la
 
 # The PMIx-client job view, linked only into libasr (it needs libpmix).
 noinst_LTLIBRARIES += bootstrap/libasrjob.la
-bootstrap_libasrjob_la_SOURCES = bootstrap/job.c bootstrap/job.h bootstrap/job_direct.c \
+bootstrap_libasrjob_la_SOURCES = bootstrap/job.c bootstrap/job.h bootstrap/job_direct.c bootstrap/job_ranks.c \
 	bootstrap/report_chan.c bootstrap/report_chan.h
 bootstrap_libasrjob_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(PMIX_CFLAGS)

@@ -7,6 +7,14 @@
  * server (srun --mpi=pmix), a rank works those out itself (job_direct.c). Each rank puts "asr.addr"
  * (the address its peers reach it at) and "asr.lnc" and fences with data
  * collection, so asr_job_peer() is a local lookup afterwards.
+ *
+ * Jobs that outlive a failure (issue 50): every rank's state comes from the
+ * launcher's events (job_ranks.c). A rank the launcher restarted
+ * (ASR_INCARNATION > 0) puts and commits as the others did but does not
+ * fence: the others are past asr_job_init's fence and will not join
+ * another, and the server holds what that fence collected, so
+ * asr_job_peer's PMIx_Get of any rank is answered from it. The barrier
+ * fences over the ranks that are ALIVE only.
  */
 #include "config.h"
 
@@ -28,6 +36,7 @@
 
 static pmix_proc_t me;
 static asr_job_info_t info;
+static int incarnation; /* ASR_INCARNATION: how many times the launcher restarted us */
 static int active;
 static int direct; /* not started by asrd: see job_direct.c */
 
@@ -96,6 +105,33 @@ static int get_long(pmix_rank_t rank, const char *key, long *out) {
   return rc;
 }
 
+/* Undoes a failing asr_job_init past PMIx_Init; returns ASR_INVALID. */
+static int init_fail(void) {
+  asr__job_ranks_fini();
+  PMIx_Finalize(NULL, 0);
+  return ASR_INVALID;
+}
+
+/* What a fence's status means to the caller: 0 when it completed with
+ * every participant, ASR_EAGAIN when a participant died during it, else
+ * ASR_EIO. Measured with libpmix 4.2.2 on one host (the library completes
+ * a fence of local ranks itself): a participant that dies before it
+ * contributed, or was already dead when the fence began, completes the
+ * fence for the others with PMIX_ERR_PARTIAL_SUCCESS at once, never a
+ * hang; a fence over only the ranks still alive completes with
+ * PMIX_SUCCESS. The lost-connection codes are taken alike in case a
+ * server reports the death so. */
+static int fence_status(pmix_status_t st) {
+  switch (st) {
+    case PMIX_SUCCESS: return 0;
+    case PMIX_ERR_PARTIAL_SUCCESS:
+    case PMIX_ERR_LOST_CONNECTION:
+    case PMIX_ERR_PROC_ABORTED:
+    case PMIX_ERR_PROC_ABORTED_BY_SIG: return ASR_EAGAIN;
+    default: return ASR_EIO;
+  }
+}
+
 int asr_job_init(asr_job_info_t *out) {
   if (active) {
     if (out) *out = info;
@@ -135,7 +171,8 @@ int asr_job_init(asr_job_info_t *out) {
   if (get_long(me.rank, PMIX_LOCAL_RANK, &n) == 0) info.local_rank = (int)n;
   const char *h = NULL, *a = NULL;
   int kvmode = 0;
-  if (env_int(ASR_ENV_LOCAL_SIZE, 0, &info.local_size) != 0 ||
+  if (env_int(ASR_ENV_INCARNATION, 0, &incarnation) != 0 ||
+      env_int(ASR_ENV_LOCAL_SIZE, 0, &info.local_size) != 0 ||
       env_int(ASR_ENV_LNC, info.local_rank, &info.lnc) ||
       env_int(ASR_ENV_BOOTSTRAP_PORT, 0, &info.bootstrap_port) || env_text(ASR_ENV_HOSTNAME, &h) ||
       env_word(ASR_ENV_KV_SERVER, &kvmode)) {
@@ -174,7 +211,15 @@ int asr_job_init(asr_job_info_t *out) {
     PMIx_Finalize(NULL, 0);
     return ASR_INVALID;
   }
-  /* Publish where peers reach us, then one collecting fence. */
+  /* Every rank's state from here on, a death during the fence below
+   * included (job_ranks.c). */
+  if (asr__job_ranks_init(me.nspace, info.size, info.rank, incarnation) != 0) {
+    asr_error("job", "asr_job_init: out of memory for the table of %d ranks", info.size);
+    PMIx_Finalize(NULL, 0);
+    return ASR_INVALID;
+  }
+  /* Publish where peers reach us, then one collecting fence (none for a
+   * restarted rank: the header says why). */
   pmix_value_t pv;
   PMIX_VALUE_LOAD(&pv, info.addr, PMIX_STRING);
   st = PMIx_Put(PMIX_GLOBAL, KEY_ADDR, &pv);
@@ -183,7 +228,9 @@ int asr_job_init(asr_job_info_t *out) {
   PMIX_VALUE_LOAD(&pv, &lnc, PMIX_UINT32);
   if (st == PMIX_SUCCESS) st = PMIx_Put(PMIX_GLOBAL, KEY_LNC, &pv);
   if (st == PMIX_SUCCESS) st = PMIx_Commit();
-  if (st == PMIX_SUCCESS) {
+  if (st == PMIX_SUCCESS && incarnation > 0) {
+    asr_info("job", "rank %d restarted (incarnation %d): joining without the fence", info.rank, incarnation);
+  } else if (st == PMIX_SUCCESS) {
     pmix_info_t collect;
     bool yes = true;
     PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
@@ -191,16 +238,20 @@ int asr_job_init(asr_job_info_t *out) {
     st = PMIx_Fence(NULL, 0, &collect, 1);
     asr__report_set_fence(ASR_REPORT_FENCE_NONE);
     PMIX_INFO_DESTRUCT(&collect);
+    /* A rank that died during the fence (a job that outlives it): the
+     * others go on; its address is missing, and it is FAILED or RESTARTING
+     * once its daemon says so. */
+    if (fence_status(st) == ASR_EAGAIN) {
+      asr_warn("job", "a rank left during asr_job_init's fence (%s); going on without it",
+               PMIx_Error_string(st));
+      st = PMIX_SUCCESS;
+    }
   }
   if (st != PMIX_SUCCESS) {
     asr_error("job", "publishing this rank's address failed: %s", PMIx_Error_string(st));
-    PMIx_Finalize(NULL, 0);
-    return ASR_INVALID;
+    return init_fail();
   }
-  if (direct && asr__job_direct_secret(me.nspace) != 0) {
-    PMIx_Finalize(NULL, 0);
-    return ASR_INVALID;
-  }
+  if (direct && asr__job_direct_secret(me.nspace) != 0) return init_fail();
   active = 1;
   asr__report_set_job(&info);
   asr_log_set_role("rank", info.rank);
@@ -231,22 +282,48 @@ int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc) {
   return ASR_SUCCESS;
 }
 
-/* A fence of every rank without data: 0, or ASR_EIO (logged). what is the
- * report's name for it (report_fmt.h). */
-static int fence(int what) {
+/* A fence without data over procs (NULL: every rank of the job): 0,
+ * ASR_EAGAIN when a participant died during it (fence_status), or ASR_EIO
+ * (logged). what is the report's name for it (report_fmt.h). */
+static int fence(int what, const pmix_proc_t *procs, size_t nprocs) {
   asr__report_set_fence(what);
-  pmix_status_t st = PMIx_Fence(NULL, 0, NULL, 0);
+  pmix_status_t st = PMIx_Fence(procs, nprocs, NULL, 0);
   asr__report_set_fence(ASR_REPORT_FENCE_NONE);
-  if (st != PMIX_SUCCESS) {
-    asr_error("job", "barrier failed: %s", PMIx_Error_string(st));
-    return ASR_EIO;
-  }
-  return 0;
+  int rc = fence_status(st);
+  if (rc == ASR_EIO) asr_error("job", "barrier failed: %s", PMIx_Error_string(st));
+  if (rc == ASR_EAGAIN) asr_info("job", "barrier: a rank died during it (%s)", PMIx_Error_string(st));
+  return rc;
 }
 
+/* Every ALIVE rank meets here (job_ranks.c keeps who is). While all are,
+ * the fence is over the job's wildcard, as it always was; otherwise over
+ * the explicit list of the ALIVE ranks. The two are different fences to
+ * PMIx, so ranks whose views differ (one heard of a death, another not
+ * yet) do not meet: the one that did not hear fences with the dead rank,
+ * which PMIx completes with PMIX_ERR_PARTIAL_SUCCESS (fence_status), so it
+ * returns ASR_PEER_FAILED too and, called again, meets the others. */
 int asr_job_barrier(void) {
   if (!active) return ASR_INVALID;
-  return fence(ASR_REPORT_FENCE_BARRIER) == 0 ? ASR_SUCCESS : ASR_INVALID;
+  int *live = malloc((size_t)info.size * sizeof *live);
+  if (!live) return ASR_INVALID;
+  int n = 0;
+  int whole = asr__job_ranks_live(live, &n);
+  int rc;
+  if (whole == 1) {
+    rc = fence(ASR_REPORT_FENCE_BARRIER, NULL, 0);
+  } else {
+    pmix_proc_t *procs = calloc((size_t)(n ? n : 1), sizeof *procs);
+    if (!procs) {
+      free(live);
+      return ASR_INVALID;
+    }
+    for (int i = 0; i < n; i++) PMIX_LOAD_PROCID(&procs[i], me.nspace, (pmix_rank_t)live[i]);
+    rc = fence(ASR_REPORT_FENCE_BARRIER, procs, (size_t)n);
+    free(procs);
+  }
+  free(live);
+  if (rc == ASR_EIO) return ASR_INVALID;
+  return rc == 0 && whole == 1 ? ASR_SUCCESS : ASR_PEER_FAILED;
 }
 
 int asr_job_abort(int status, const char *msg) {
@@ -259,12 +336,13 @@ int asr__job_finalize_fence(void) {
   /* Without asrd one rank of each node serves the node's KV store: nobody
    * closes (and maybe takes the server away) before every rank is done. */
   if (!active || !direct) return 0;
-  return fence(ASR_REPORT_FENCE_FINALIZE);
+  return fence(ASR_REPORT_FENCE_FINALIZE, NULL, 0) == 0 ? 0 : ASR_EIO;
 }
 
 int asr__job_finalize_pmix(void) {
   if (!active) return ASR_ESTATE;
   active = 0;
   asr__report_set_finalized();
+  asr__job_ranks_fini();
   return PMIx_Finalize(NULL, 0) == PMIX_SUCCESS ? 0 : ASR_EIO;
 }

@@ -159,8 +159,6 @@
     "the number of ranks in the job")                                                                        \
   X(LNC, "ASR_LNC", INT, 0, 127, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,                     \
     "this rank's LNC on its host, for asr_job_init (default: the local rank)")                               \
-  X(INCARNATION, "ASR_INCARNATION", INT, 0, 1000000, NULL, "0", ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,  \
-    "how many times this rank was restarted in place (asrrun --on-failure restart)")                         \
   X(LOCAL_RANK, "ASR_LOCAL_RANK", INT, 0, 127, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                        \
     "this rank's number among the ranks of its host")                                                        \
   X(LOCAL_SIZE, "ASR_LOCAL_SIZE", INT, 1, 128, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,       \
@@ -169,6 +167,9 @@
     "the number of hosts in the job")                                                                        \
   X(HOST_INDEX, "ASR_HOST_INDEX", INT, 0, 1023, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                       \
     "this host's index in the job's host list")                                                              \
+  X(INCARNATION, "ASR_INCARNATION", INT, 0, 1000000, NULL, "0", ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,  \
+    "how many times the launcher restarted this rank (asrrun --on-failure restart; 0 at its first start): "  \
+    "asr_job_init joins a restarted rank without the fence the others are past")                            \
   /* torchrun's names for the same (torch.distributed's env:// rendezvous); text, since asr only sets them */ \
   X(TORCH_RANK, "RANK", STR, 0, 0, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                                    \
     "torchrun's name: ASR_RANK (asrd replaces an inherited value; -x wins)")                                 \

@@ -45,12 +45,13 @@ typedef enum {
 } asr_err_t;
 
 /* The public API's status codes (asr.h, the seed's 0/1/3/4 plus ours). */
-#define ASR_STATUS_MAP(X)                                           \
-  X(1, "invalid argument, transfer out of bounds, or post failure") \
-  X(3, "communicator not connected, or request not in use")         \
-  X(4, "Maximum number of pending requests 128 reached")            \
-  X(5, "timed out")                                                 \
-  X(6, "connection error: the comm failed to connect (see the log for why)")
+#define ASR_STATUS_MAP(X)                                                    \
+  X(1, "invalid argument, transfer out of bounds, or post failure")          \
+  X(3, "communicator not connected, or request not in use")                  \
+  X(4, "Maximum number of pending requests 128 reached")                     \
+  X(5, "timed out")                                                          \
+  X(6, "connection error: the comm failed to connect (see the log for why)") \
+  X(7, "a peer rank of the job failed (asr_job_rank_state says which)")
 
 /* Returns a static, human-readable message for code: 0, a negative ASR_E*,
  * or a positive status of the public API. Exported by libasr. */

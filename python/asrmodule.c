@@ -57,15 +57,16 @@ PyMODINIT_FUNC PyInit_asr(void);
 
 /* --- exceptions ----------------------------------------------------------- */
 
-static PyObject *AsrError, *AsrUnconnected, *AsrQueueFull, *AsrTimeout, *AsrConnError;
+static PyObject *AsrError, *AsrUnconnected, *AsrQueueFull, *AsrTimeout, *AsrConnError, *AsrPeerFailed;
 
 /* Raises the exception of libasr status st, with asr_strerror's text after what. */
 static PyObject *raise_status(int st, const char *what) {
-  PyObject *type = st == ASR_UNCONNECTED  ? AsrUnconnected
-                   : st == ASR_QUEUE_FULL ? AsrQueueFull
-                   : st == ASR_TIMEOUT    ? AsrTimeout
-                   : st == ASR_CONN_ERROR ? AsrConnError
-                                          : AsrError;
+  PyObject *type = st == ASR_UNCONNECTED   ? AsrUnconnected
+                   : st == ASR_QUEUE_FULL  ? AsrQueueFull
+                   : st == ASR_TIMEOUT     ? AsrTimeout
+                   : st == ASR_CONN_ERROR  ? AsrConnError
+                   : st == ASR_PEER_FAILED ? AsrPeerFailed
+                                           : AsrError;
   PyObject *msg = PyUnicode_FromFormat("%s: %s", what, asr_strerror(st));
   if (!msg) return NULL;
   PyObject *exc = PyObject_CallOneArg(type, msg);
@@ -1126,6 +1127,14 @@ static PyObject *mod_barrier(PyObject *m, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+static PyObject *mod_job_rank_state(PyObject *m, PyObject *args) {
+  int rank, state, inc;
+  if (!PyArg_ParseTuple(args, "i:rank_state", &rank) || check_job()) return NULL;
+  int st = asr_job_rank_state(rank, &state, &inc);
+  if (st) return raise_status(st, "asr_job_rank_state");
+  return Py_BuildValue("(ii)", state, inc);
+}
+
 static PyObject *mod_abort(PyObject *m, PyObject *args) {
   int status = 1;
   const char *msg = "asr.abort";
@@ -1161,7 +1170,13 @@ static PyMethodDef mod_methods[] = {
      "size, LNC and host, and publishes this rank's address. Use as `with asr.job_init() as job:` to "
      "finalize on leaving the block."},
     {"peer", mod_job_peer, METH_VARARGS, "peer(rank) -> (addr, lnc)\n\nThe address and LNC rank published."},
-    {"barrier", mod_barrier, METH_NOARGS, "barrier()\n\nWaits until every rank of the job reached it."},
+    {"barrier", mod_barrier, METH_NOARGS,
+     "barrier()\n\nWaits until every rank of the job that is alive reached it; asr.PeerFailed when some rank "
+     "did not take part (it failed, or is being restarted: asrrun --on-failure)."},
+    {"rank_state", mod_job_rank_state, METH_VARARGS,
+     "rank_state(rank) -> (state, incarnation)\n\nA rank's state as the launcher reported it "
+     "(asr.RANK_ALIVE, RANK_FAILED, RANK_RESTARTING, RANK_FINISHED) and its incarnation (how many times it "
+     "was restarted)."},
     {"abort", mod_abort, METH_VARARGS,
      "abort(status=1, msg='asr.abort')\n\nEnds the job: every rank is killed, asrrun exits with status."},
     {"finalize", mod_finalize, METH_NOARGS,
@@ -1252,7 +1267,9 @@ PyMODINIT_FUNC PyInit_asr(void) {
       cb ? new_exc(m, "asr.ConnError", cb, "The comm failed to connect (ASR_CONN_ERROR); a ConnectionError.")
          : NULL;
   Py_XDECREF(cb);
-  if (!AsrUnconnected || !AsrQueueFull || !AsrTimeout || !AsrConnError) goto fail;
+  AsrPeerFailed = new_exc(m, "asr.PeerFailed", AsrError,
+                          "A rank of the job failed (ASR_PEER_FAILED): asr.rank_state says which.");
+  if (!AsrUnconnected || !AsrQueueFull || !AsrTimeout || !AsrConnError || !AsrPeerFailed) goto fail;
   if (PyModule_AddObjectRef(m, "Comm", (PyObject *)&CommType) < 0 ||
       PyModule_AddObjectRef(m, "Request", (PyObject *)&RequestType) < 0 ||
       PyModule_AddObjectRef(m, "JobInfo", (PyObject *)&JobInfoType) < 0)
@@ -1267,6 +1284,11 @@ PyMODINIT_FUNC PyInit_asr(void) {
       {"QUEUE_FULL", ASR_QUEUE_FULL},
       {"TIMEOUT", ASR_TIMEOUT},
       {"CONN_ERROR", ASR_CONN_ERROR},
+      {"PEER_FAILED", ASR_PEER_FAILED},
+      {"RANK_ALIVE", ASR_RANK_ALIVE},
+      {"RANK_FAILED", ASR_RANK_FAILED},
+      {"RANK_RESTARTING", ASR_RANK_RESTARTING},
+      {"RANK_FINISHED", ASR_RANK_FINISHED},
       {"MAX_LNC", ASR_MAX_LNC},
       {"MAX_REQUESTS", ASR_MAX_REQUESTS},
       {"COMM_START_INIT", ASR_COMM_START_INIT},

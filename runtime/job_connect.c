@@ -25,6 +25,15 @@ static int ensure_lnc(void) {
 static int by_rank(int rank, asr_comm_t **comm, int send) {
   int st = ensure_lnc();
   if (st) return st;
+  /* A rank the launcher reported FAILED never connects: no comm that
+   * would wait for it for good (a RESTARTING one comes back, and a comm
+   * made now is for its next incarnation: rank_fail.c). */
+  int state, inc;
+  if (asr__job_ranks_get(rank, &state, &inc) == 0 && state == ASR_RANK_FAILED) {
+    asr_error("job", "%s: rank %d failed (incarnation %d)", send ? "asr_job_connect" : "asr_job_accept", rank,
+              inc);
+    return ASR_PEER_FAILED;
+  }
   char addr[64];
   int lnc;
   if ((st = asr_job_peer(rank, addr, sizeof addr, &lnc))) return st;

@@ -16,6 +16,7 @@ DISTCHECK_TESTS = \
 	tests/unit/test_hostlist \
 	tests/unit/test_env \
 	tests/unit/test_kv_frame \
+	tests/unit/test_job_ranks \
 	tests/unit/test_docs
 TIMED_UNIT_TESTS = \
 	tests/unit/test_common \
@@ -58,6 +59,9 @@ tests_unit_test_env_LDADD = $(TEST_LIBS)
 tests_unit_test_docs_SOURCES = tests/unit/test_docs.c
 tests_unit_test_docs_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) -I$(top_srcdir)/launcher/asrrun -DASR_TOP_SRCDIR='"$(abs_top_srcdir)"'
 tests_unit_test_docs_LDADD = $(TEST_LIBS)
+tests_unit_test_job_ranks_SOURCES = tests/unit/test_job_ranks.c
+tests_unit_test_job_ranks_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_unit_test_job_ranks_LDADD = bootstrap/libasrjob.la $(TEST_LIBS) $(PMIX_LIBS)
 tests_unit_test_kv_frame_SOURCES = tests/unit/test_kv_frame.c
 tests_unit_test_kv_frame_LDADD = $(TEST_LIBS)
 tests_unit_test_kv_conn_SOURCES = tests/unit/test_kv_conn.c tests/unit/kv_raw.h

@@ -12,9 +12,10 @@
  *
  * Return values: the seed's status codes (asr_status_t) -- 0 success,
  * 1 invalid argument or post failure, 3 unconnected comm or bad request,
- * 4 all 128 requests of the comm in flight -- plus two of ours: 5 timeout
- * (asr_comm_wait_connected) and 6 connection error. asr_strerror() gives a
- * message for each. Functions write their out-parameters only on success.
+ * 4 all 128 requests of the comm in flight -- plus three of ours: 5 timeout
+ * (asr_comm_wait_connected), 6 connection error and 7 a peer rank failed
+ * (asr_job_barrier, asr_job_connect). asr_strerror() gives a message for
+ * each. Functions write their out-parameters only on success.
  *
  * Environment. A program started by asrrun (or by srun --mpi=pmix, with
  * asr_job_init) needs to set nothing. Without a launcher, asr_init needs
@@ -56,6 +57,7 @@ typedef enum {
   ASR_QUEUE_FULL = 4,  /* "Maximum number of pending requests 128 reached" */
   ASR_TIMEOUT = 5,     /* beyond the seed: a wait ran out of time */
   ASR_CONN_ERROR = 6,  /* beyond the seed: the comm is in CONNECTION_ERROR */
+  ASR_PEER_FAILED = 7, /* beyond the seed: a rank of the job failed (asr_job_barrier, asr_job_connect) */
 } asr_status_t;
 
 /* The eight connect states of seed §3 (async_sr_comm_status). */
@@ -226,19 +228,46 @@ typedef struct {
 
 /* Joins the job through PMIx: learns rank, size, LNC, host name, bootstrap
  * port and secret, and publishes this rank's address and LNC to every rank
- * (PMIx put, commit and a collecting fence). A program started without a
- * launcher gets ASR_INVALID and a message saying how to start it. */
+ * (PMIx put, commit and a collecting fence). From then on it follows every
+ * rank's state as the launcher reports it (asr_job_rank_state). A rank the
+ * launcher restarted (ASR_INCARNATION > 0, asrrun --on-failure restart)
+ * joins without the fence, which the others are past: it reads their
+ * addresses from the PMIx server. A program started without a launcher
+ * gets ASR_INVALID and a message saying how to start it. */
 ASR_API int asr_job_init(asr_job_info_t *info);
 
 /* The address and LNC rank `rank` published. */
 ASR_API int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc);
 
 /* asr_connect / asr_accept to or from rank `rank` (bringing this rank's LNC
- * up with asr_init first if needed). */
+ * up with asr_init first if needed). ASR_PEER_FAILED, and no comm, when the
+ * launcher reported the rank FAILED: it will never connect. */
 ASR_API int asr_job_connect(int rank, asr_comm_t **send_comm);
 ASR_API int asr_job_accept(int rank, asr_comm_t **recv_comm);
 
-/* A barrier over every rank of the job (a PMIx fence). */
+/* A rank's state, as its launcher reports it (asrrun --on-failure continue
+ * or restart; under the default policy a failure ends the job and every
+ * rank stays ALIVE here). A death gives FAILED, or RESTARTING when the
+ * launcher restarts the rank, with the incarnation that died; the restarted
+ * rank's join gives ALIVE with the next incarnation (0 at the first start);
+ * a rank that finalized and exited 0 is FINISHED. */
+typedef enum {
+  ASR_RANK_ALIVE = 0,
+  ASR_RANK_FAILED = 1,
+  ASR_RANK_RESTARTING = 2,
+  ASR_RANK_FINISHED = 3,
+} asr_rank_state_t;
+
+/* Writes rank `rank`'s state (asr_rank_state_t) and incarnation as this
+ * rank last heard them. ASR_INVALID before asr_job_init, for a rank out of
+ * range and for a NULL output. */
+ASR_API int asr_job_rank_state(int rank, int *state, int *incarnation);
+
+/* A barrier over every rank of the job that is ALIVE (a PMIx fence over
+ * them): a rank that failed, or is being restarted, is not waited for.
+ * ASR_SUCCESS when every rank of the job took part; ASR_PEER_FAILED when
+ * some did not, or one died during the barrier (the ranks that return it
+ * may not all agree on who was alive: call it again to meet the others). */
 ASR_API int asr_job_barrier(void);
 
 /* Ends the job abnormally: every rank is killed and asrrun exits with status. */

@@ -136,6 +136,10 @@ def case_errors(job):
     expect(e.status == asr.INVALID and str(e).startswith("asr_init: "), str(e))
     raises(TypeError, asr.connect, "127.0.0.1")
     raises(TypeError, asr.connect, 1, 2)
+    # every rank alive (no launcher's report of a death): ALIVE, incarnation 0
+    expect(asr.rank_state(peer) == (asr.RANK_ALIVE, 0), repr(asr.rank_state(peer)))
+    e = raises(asr.Error, asr.rank_state, 99)
+    expect(e.status == asr.INVALID, str(e))
     lone.close()
     tx.close()
     asr.barrier()
