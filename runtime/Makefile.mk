@@ -11,6 +11,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/connect.c \
 	runtime/connect_sched.c \
 	runtime/peer_watch.c \
+	runtime/rank_fail.c \
 	runtime/request.c \
 	runtime/tensor.c \
 	runtime/kv_host.c \

@@ -16,6 +16,7 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
+#include "job.h"
 #include "rt.h"
 
 static const char *const comm_status_names[] = {
@@ -57,6 +58,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   atomic_init(&c->status, ASR_COMM_START_INIT);
   atomic_init(&c->state_since_ms, asr_time_ms());
   atomic_init(&c->peer_rank, -1);
+  c->born_deaths = asr__job_deaths(); /* only later deaths fail it (rank_fail.c) */
   c->watch = -1;
   c->ep = -1;
   pthread_mutex_init(&c->stash_mutex, NULL);
@@ -129,6 +131,7 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
   }
   asr__sm_free(asr__comm_sm(c)); /* its region: unmapped (and unlinked, if its sender never came) */
   pthread_mutex_destroy(&c->stash_mutex);
+  free(atomic_load(&c->why)); /* rank_fail.c's copy of the death's line */
   free(pool);
   free(c);
 }
@@ -202,10 +205,13 @@ const char *asr_comm_provider(const asr_comm_t *comm) {
 
 const char *asr_comm_error(const asr_comm_t *comm) {
   /* c->err is written before the status turns CONNECTION_ERROR (a
-   * sequentially consistent store: connect.c fail, peer_watch.c, drain.c)
-   * and never after */
+   * sequentially consistent store: connect.c fail, peer_watch.c, drain.c,
+   * rank_fail.c) and never after. why, the launcher's line on the peer
+   * rank's death, may come later (rank_fail.c): a caller that got err
+   * keeps a string that lives as long as the comm, as why does. */
   if (!comm || atomic_load(&((struct asr_comm *)comm)->status) != ASR_COMM_CONNECTION_ERROR) return NULL;
-  return comm->err;
+  const char *why = atomic_load_explicit(&((struct asr_comm *)comm)->why, memory_order_acquire);
+  return why ? why : comm->err;
 }
 
 int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {

@@ -126,6 +126,7 @@ int asr_init(int lnc) {
     goto err_kv;
   }
   pthread_mutex_init(&ctx->fab.ep_mutex, NULL);
+  asr__rank_fail_init(ctx); /* deaths the launcher reports from now on (rank_fail.c) */
   asr__watch_self(ctx->who);
   ctx->watch.self_node = asr_le_get64(ctx->who + 12); /* the node id of "who" (ofi.h) */
   /* The mailbox (drain.c) of each endpoint: a completion read on any
@@ -297,12 +298,21 @@ static asr_peerq_t *peerq_find(asr_ctx_t *ctx, int dir, const char *ip, int lnc)
  * ordinal (n-th comm to this peer in this direction) is assigned here, in
  * handover order, which is the application's creation order. */
 static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
-  asr_peerq_t *q = peerq_find(ctx, c->type, c->peer_ip, c->peer_lnc);
+  /* A comm to a rank whose death this context handled already, made
+   * before that (rank_fail.c), fails here: no queue would ever see it. */
+  int doomed = asr__rank_doomed(ctx, c);
+  asr_peerq_t *q = doomed ? NULL : peerq_find(ctx, c->type, c->peer_ip, c->peer_lnc);
   if (!q) {
-    snprintf(c->err, sizeof c->err, "out of memory queueing the comm");
+    if (!doomed) snprintf(c->err, sizeof c->err, "out of memory queueing the comm");
     asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
+    pthread_mutex_lock(&ctx->comms.mutex);
     c->next = ctx->comms.errored;
     ctx->comms.errored = c;
+    pthread_mutex_unlock(&ctx->comms.mutex);
+    /* the unit of work its handover counted (comm.c) */
+    pthread_mutex_lock(&ctx->task.mutex);
+    ctx->task.n--;
+    pthread_mutex_unlock(&ctx->task.mutex);
     return;
   }
   c->ordinal = q->next_ordinal++;
@@ -455,6 +465,7 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
   pthread_mutex_unlock(&ctx->task.mutex);
 
   for (unsigned i = 0; i < npicked; i++) pickup(ctx, picked[i]);
+  asr__rank_fail_tick(ctx); /* ranks the launcher reported dead (rank_fail.c) */
   if (nclosing) {
     for (unsigned i = 0; i < nclosing; i++) detach(ctx, closing[i]);
     pthread_mutex_lock(&ctx->task.mutex);

@@ -14,7 +14,8 @@
  * thread's loop (a pidfd, readable when the process exits), so its death is
  * seen at once, asleep or busy. The start time guards against pid reuse
  * between the handshake and the watch. A peer on another node (another host) is not
- * watched here: there the launcher ends the whole job when a rank dies.
+ * watched here: there the launcher ends the whole job when a rank dies, or,
+ * in a job that outlives a failure, reports the death (rank_fail.c).
  *
  * On a death every connected comm to that process turns CONNECTION_ERROR
  * with a message naming it; its posted receives are cancelled, its stashed
@@ -92,7 +93,12 @@ void asr__watch_self(uint8_t who[ASR_OFI_WHO_LEN]) {
 }
 
 void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid) {
-  snprintf(c->err, sizeof c->err, "the peer process %u (%s, lnc %d) exited", pid, c->peer_ip, c->peer_lnc);
+  const char *rank_why = atomic_load_explicit(&c->why, memory_order_acquire); /* rank_fail.c */
+  if (rank_why)
+    snprintf(c->err, sizeof c->err, "%s", rank_why);
+  else
+    snprintf(c->err, sizeof c->err, "the peer process %u (%s, lnc %d) exited", pid, c->peer_ip, c->peer_lnc);
+  c->died = 1;
   asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
   /* A peer that is done and exits before we close our end is normal at
    * the end of a job: say so only where requests are lost. */

@@ -176,6 +176,16 @@ struct asr_comm {
   _Atomic int detached; /* the service thread let go of it */
   int watch;            /* index in ctx->watch.peers of the peer process, or -1 (peer_watch.c) */
   char err[320];
+  /* Its peer's death (peer_watch.c, rank_fail.c). died: it failed because
+   * its peer died (service thread). born_deaths: asr__job_deaths() when it
+   * was made; only a death recorded after that fails it (a comm made once
+   * the death was known is for the rank's next incarnation). why: the
+   * launcher's line on that death, once heard (set once, by the service
+   * thread, with release; freed with the comm): asr_comm_error prefers it
+   * to err, which a death seen first on this host wrote. */
+  int died;
+  unsigned born_deaths;
+  char *_Atomic why;
 
   /* the close handshake (drain.c; service thread, but where said) */
   _Atomic int drain;          /* SEND: asr_drain_state_t (OPEN -> POSTING by the closer, under task.mutex) */
@@ -400,6 +410,14 @@ typedef struct asr_ctx {
     int n, cap, live;
   } watch;
 
+  /* The launcher's reports of ranks that died (rank_fail.c; service
+   * thread only): how many of asr__job_deaths() this context has failed
+   * its comms for. asr_init starts it at the count then: no comm of the
+   * context was made before. */
+  struct {
+    unsigned seen;
+  } rank;
+
   /* asr_comm_wait_connected's sleepers (comm.c): a comm that reaches
    * CONNECTED or CONNECTION_ERROR wakes them when some wait on that comm. */
   struct {
@@ -610,10 +628,24 @@ void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c);
 void asr__drain_lnc(asr_ctx_t *ctx);
 void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms);
 void asr__drain_detached(asr_ctx_t *ctx, struct asr_comm *c);
-/* Fails connected comm c, whose peer process pid exited (peer_watch.c):
- * CONNECTION_ERROR with c->err, its posted receives cancelled. Service
- * thread, comms.mutex held. */
+/* Fails connected comm c, whose peer process pid exited (peer_watch.c),
+ * or whose peer rank died (rank_fail.c, which set c->why: err says that
+ * then, pid is not used): CONNECTION_ERROR with c->err, its posted
+ * receives cancelled. Service thread, comms.mutex held. */
 void asr__watch_fail_comm(asr_ctx_t *ctx, struct asr_comm *c, uint32_t pid);
+
+/* Ranks the launcher reports dead (rank_fail.c; job_ranks.c in bootstrap
+ * keeps the reports). asr__rank_fail_init (asr_init) hands bootstrap the
+ * hook that wakes every service thread at a death. asr__rank_fail_tick, at
+ * each tick of the service thread, fails every comm of ctx to a rank that
+ * died since the last tick: connected ones as a dead peer process's are
+ * (asr__watch_fail_comm, its RECV comms through the close handshake's
+ * look), those still connecting at once. asr__rank_doomed, at a comm's
+ * pickup, fails c (err written; the caller moves it to the error list) if
+ * a death ctx has already handled was its peer's: returns 1 then. */
+void asr__rank_fail_init(asr_ctx_t *ctx);
+void asr__rank_fail_tick(asr_ctx_t *ctx);
+int asr__rank_doomed(asr_ctx_t *ctx, struct asr_comm *c);
 
 /* The shm region of each open LNC, unlinked at exit for those never closed
  * (shm_names.c): kept by asr_init, dropped by asr_close. */

@@ -139,9 +139,12 @@ ASR_API int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **
 
 /* Reads the comm's connect state (asr_comm_status_t) into *status. A
  * connected comm turns CONNECTION_ERROR when the peer process on this
- * machine exits (the service thread watches it; across hosts the launcher
- * ends the job instead): posts then return ASR_UNCONNECTED and requests
- * still in flight fail at their next asr_test. A RECV comm whose sender
+ * machine exits (the service thread watches it), or when the launcher says
+ * the peer's rank died (a job that outlives a failure: asrrun --on-failure
+ * continue|restart; under the default the launcher ends the job instead):
+ * posts then return ASR_UNCONNECTED and requests still in flight fail at
+ * their next asr_test. A comm still connecting to a rank that died fails
+ * too. A RECV comm whose sender
  * closed it (announcing how many it sent) and then exited turns
  * CONNECTION_ERROR only once all of those were taken (see asr_isend). */
 ASR_API int asr_comm_status(const asr_comm_t *comm, int *status);
@@ -160,8 +163,11 @@ ASR_API const char *asr_comm_provider(const asr_comm_t *comm);
 
 /* Why the comm is CONNECTION_ERROR, in one line ("the peer process 4711
  * (127.0.0.1, lnc 1) exited", "the peer (...) closed its RECV comm ...",
- * a rendezvous that failed); NULL while it is not, and for NULL. The
- * string lives as long as the comm. */
+ * a rendezvous that failed); once the launcher has said that the peer's
+ * rank died, its line instead ("peer rank 3 on host h died: killed by
+ * signal 9"), which may replace a death seen first on this host. NULL
+ * while it is not CONNECTION_ERROR, and for NULL. Each string it returns
+ * lives as long as the comm. */
 ASR_API const char *asr_comm_error(const asr_comm_t *comm);
 
 /* Waits until the comm is CONNECTED (ASR_SUCCESS), fails (ASR_CONN_ERROR) or
