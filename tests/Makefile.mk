@@ -188,7 +188,7 @@ EXTRA_DIST += tests/fuzz
 # tests only (scripts/test.sh runs these from the default build).
 INTEGRATION_TESTS = tests/integration/test_asrrun tests/integration/test_jobctl tests/integration/test_apps \
 	tests/integration/test_late_recv tests/integration/test_mpi tests/integration/test_stall \
-	tests/integration/test_policy
+	tests/integration/test_policy tests/integration/test_rank_fail
 if ASR_INTEGRATION_TESTS
 check_PROGRAMS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
@@ -230,6 +230,15 @@ noinst_PROGRAMS += tests/apps/ft_bench
 tests_apps_ft_bench_SOURCES = tests/apps/ft_bench.c
 tests_apps_ft_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_ft_bench_LDADD = runtime/libasr.la
+# Jobs that outlive a failure (issue 50): the job and its test.
+tests_integration_test_rank_fail_SOURCES = tests/integration/test_rank_fail.c tests/integration/job_util.c \
+	tests/integration/job_util.h
+tests_integration_test_rank_fail_LDADD = $(TEST_LIBS)
+noinst_PROGRAMS += tests/apps/rank_fail
+tests_apps_rank_fail_SOURCES = tests/apps/rank_fail.c
+tests_apps_rank_fail_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(PMIX_CFLAGS)
+tests_apps_rank_fail_LDADD = runtime/libasr.la $(PMIX_LIBS)
+tests_apps_rank_fail_LDFLAGS = -no-install
 # A job that uses only libpmix's client API (checks asrd's PMIx server).
 noinst_PROGRAMS += tests/apps/pmix_client
 tests_apps_pmix_client_SOURCES = tests/apps/pmix_client.c
