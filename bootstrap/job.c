@@ -27,6 +27,7 @@
 #include "asr_env.h"
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_rank_ev.h"
 #include "job.h"
 #include "report_chan.h"
 #include "report_fmt.h"
@@ -42,6 +43,7 @@ static int direct; /* not started by asrd: see job_direct.c */
 
 int asr__job_active(void) { return active; }
 const asr_job_info_t *asr__job_info(void) { return &info; }
+int asr__job_incarnation(void) { return incarnation; }
 
 /* An integer setting of asrd's (asr_env.h), or def when it is unset. Every
  * libasr row was checked when asr_job_init began, so a failure here means
@@ -229,6 +231,8 @@ int asr_job_init(asr_job_info_t *out) {
   if (st == PMIX_SUCCESS) st = PMIx_Put(PMIX_GLOBAL, KEY_LNC, &pv);
   if (st == PMIX_SUCCESS) st = PMIx_Commit();
   if (st == PMIX_SUCCESS && incarnation > 0) {
+    /* what it missed (the deaths and restarts of other ranks) PMIx hands it
+     * from its cache of events (common/asr_rank_ev.h) */
     asr_info("job", "rank %d restarted (incarnation %d): joining without the fence", info.rank, incarnation);
   } else if (st == PMIX_SUCCESS) {
     pmix_info_t collect;

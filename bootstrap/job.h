@@ -16,6 +16,10 @@ int asr__job_active(void);
 /* This rank's info (valid after asr_job_init). */
 const asr_job_info_t *asr__job_info(void);
 
+/* This rank's incarnation (ASR_INCARNATION, read by asr_job_init; 0 at the
+ * first start): what its handles say (runtime/handle_inc.h). */
+int asr__job_incarnation(void);
+
 /* The fence asr_job_finalize does before closing the LNC when the ranks
  * elected their own KV servers (direct launch); a no-op under asrd.
  * Returns 0 or ASR_EIO (logged). */

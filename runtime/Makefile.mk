@@ -12,6 +12,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/connect_sched.c \
 	runtime/peer_watch.c \
 	runtime/rank_fail.c \
+	runtime/handle_inc.h \
 	runtime/request.c \
 	runtime/tensor.c \
 	runtime/kv_host.c \

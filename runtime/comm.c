@@ -58,6 +58,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   atomic_init(&c->status, ASR_COMM_START_INIT);
   atomic_init(&c->state_since_ms, asr_time_ms());
   atomic_init(&c->peer_rank, -1);
+  c->peer_inc = ASR_PEER_INC_NONE;
   c->born_deaths = asr__job_deaths(); /* only later deaths fail it (rank_fail.c) */
   c->watch = -1;
   c->ep = -1;
@@ -141,8 +142,18 @@ static int valid_ip(const char *ip) {
   return ip && inet_pton(AF_INET, ip, &a) == 1;
 }
 
+/* The incarnation a comm made now for rank is for: the rank's newest, the
+ * next while it is being restarted; ASR_PEER_INC_NONE when the job knows no
+ * such rank. */
+static long expected_inc(int rank) {
+  int state, inc;
+  if (asr__job_ranks_get(rank, &state, &inc) != 0) return ASR_PEER_INC_NONE;
+  return state == ASR_RANK_RESTARTING ? (long)inc + 1 : inc;
+}
+
 /* async_sr_queue_connect_task: build the comm and hand it to the service thread. */
-static int queue_comm(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_t type, asr_comm_t **out) {
+int asr__comm_queue(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_t type, int rank,
+                    asr_comm_t **out) {
   const char *fn = type == ASR_SEND_COMM ? "asr_connect" : "asr_accept";
   if (!out) {
     asr_error("svc", "%s: NULL output comm pointer", fn);
@@ -163,6 +174,10 @@ static int queue_comm(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_
   }
   struct asr_comm *c = asr__comm_new(ctx, type, peer_ip, peer_lnc);
   if (!c) return ASR_INVALID;
+  if (rank >= 0) {
+    atomic_store_explicit(&c->peer_rank, rank, memory_order_relaxed); /* the report's, and rank_fail.c's */
+    c->peer_inc = expected_inc(rank);
+  }
   asr__rep_add(c);
   pthread_mutex_lock(&ctx->task.mutex);
   while (ctx->task.ring_tail - ctx->task.ring_head >= ASR_RING && !ctx->task.shutdown) {
@@ -180,11 +195,11 @@ static int queue_comm(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_
 }
 
 int asr_connect(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **send_comm) {
-  return queue_comm(lnc, peer_ip, peer_lnc, ASR_SEND_COMM, send_comm);
+  return asr__comm_queue(lnc, peer_ip, peer_lnc, ASR_SEND_COMM, -1, send_comm);
 }
 
 int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **recv_comm) {
-  return queue_comm(lnc, peer_ip, peer_lnc, ASR_RECV_COMM, recv_comm);
+  return asr__comm_queue(lnc, peer_ip, peer_lnc, ASR_RECV_COMM, -1, recv_comm);
 }
 
 int asr_comm_status(const asr_comm_t *comm, int *status) {

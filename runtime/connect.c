@@ -69,6 +69,8 @@
 #include "asr_le.h"
 #include "asr_log.h"
 #include "asr_time.h"
+#include "handle_inc.h"
+#include "job.h"
 #include "kv_frame.h"
 #include "rt.h"
 
@@ -286,8 +288,11 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
       if (c->handle_len != ASR_KV_NET_HANDLE_LEN)
         return fail(c, "the peer's net handle is %d bytes, expected %d", c->handle_len,
                     ASR_KV_NET_HANDLE_LEN);
-      if (handle_ordinal(c->net_handle) != c->ordinal) {
-        /* An earlier comm's handle: ask again shortly. */
+      if (handle_ordinal(c->net_handle) != c->ordinal ||
+          !asr__handle_inc_takes(c->net_handle, asr__job_active(), (uint32_t)asr__job_incarnation(),
+                                 c->peer_inc)) {
+        /* An earlier comm's handle, or one of (or for) another incarnation
+         * of the ranks: ask again shortly. */
         c->retry_at_ms = asr_time_ms() + 1;
         return 1;
       }
@@ -539,6 +544,8 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
         if (rc) return fail(c, "libfabric listen failed: %s", asr_strerror(rc));
       }
       asr_le_put32(c->net_handle + ASR_OFI_HANDLE_ORDINAL_OFF, c->ordinal);
+      if (asr__job_active())
+        asr__handle_inc_put(c->net_handle, (uint32_t)asr__job_incarnation(), c->peer_inc);
       int rc = start_handle_set(ctx, c);
       if (rc == ASR_EINVAL)
         return fail(c, "cannot build the handle key (peer host name '%s')", (const char *)c->peer_hostname);

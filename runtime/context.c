@@ -315,6 +315,12 @@ static void pickup(asr_ctx_t *ctx, struct asr_comm *c) {
     pthread_mutex_unlock(&ctx->task.mutex);
     return;
   }
+  /* A restarted peer rank counts its comms from 0 again: so do we, from
+   * its first comm of the new incarnation (handle_inc.h). */
+  if (c->peer_inc > q->peer_inc) {
+    q->peer_inc = c->peer_inc;
+    q->next_ordinal = 0;
+  }
   c->ordinal = q->next_ordinal++;
   atomic_store_explicit(&c->rep_ordinal, c->ordinal, memory_order_relaxed);
   c->next = NULL;

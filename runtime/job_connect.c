@@ -38,10 +38,7 @@ static int by_rank(int rank, asr_comm_t **comm, int send) {
   int lnc;
   if ((st = asr_job_peer(rank, addr, sizeof addr, &lnc))) return st;
   const asr_job_info_t *me = asr__job_info();
-  st = send ? asr_connect(me->lnc, addr, lnc, comm) : asr_accept(me->lnc, addr, lnc, comm);
-  if (st == ASR_SUCCESS)
-    atomic_store_explicit(&(*comm)->peer_rank, rank, memory_order_relaxed); /* the report's */
-  return st;
+  return asr__comm_queue(me->lnc, addr, lnc, send ? ASR_SEND_COMM : ASR_RECV_COMM, rank, comm);
 }
 
 int asr_job_connect(int rank, asr_comm_t **send_comm) { return by_rank(rank, send_comm, 1); }

@@ -44,7 +44,10 @@
  *     8    2  address length
  *    10  110  endpoint address (fi_getname), zero-padded; right after the
  *              address (when it is at most 90 bytes) the listener's 20-byte
- *              "who" (below), else zeros
+ *              "who" (below), else zeros; in bytes 112..119, when the
+ *              address and its who end by byte 112, the publisher's and
+ *              its sender's incarnations (handle_inc.h: a job's ranks
+ *              write them; zeros otherwise)
  *   120    4  ordinal: this RECV comm is the n-th from its (peer, peer LNC);
  *              a SEND comm takes only the handle with its own ordinal (see
  *              connect.c: why same-peer comms need it)

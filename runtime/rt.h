@@ -85,6 +85,8 @@ typedef struct asr_mr_entry {
 
 struct asr_ctx;
 
+#define ASR_PEER_INC_NONE (-1L) /* a comm made without a rank (asr_comm.peer_inc) */
+
 #define ASR_REP_HIST 16 /* post counts a comm's sampler remembers (state_report.c) */
 
 /* A comm's 128 requests and what goes with them (seed: the comm's
@@ -186,6 +188,12 @@ struct asr_comm {
   int died;
   unsigned born_deaths;
   char *_Atomic why;
+  /* The incarnation of its peer rank it was made for (the rank's newest,
+   * the next while it is RESTARTING), or -1 when made without a rank
+   * (ASR_PEER_INC_NONE: plain asr_connect / asr_accept): what its handle says and takes
+   * (handle_inc.h), and when its peer queue's ordinals start again
+   * (context.c, pickup). Written before the handover, never after. */
+  long peer_inc;
 
   /* the close handshake (drain.c; service thread, but where said) */
   _Atomic int drain;          /* SEND: asr_drain_state_t (OPEN -> POSTING by the closer, under task.mutex) */
@@ -256,6 +264,7 @@ typedef struct asr_peerq {
   char peer_ip[64];
   int peer_lnc;
   uint32_t next_ordinal;
+  long peer_inc; /* the peer rank's incarnation next_ordinal counts for (handle_inc.h) */
   struct asr_comm *head, *tail;
   struct asr_peerq *next;
   struct asr_peerq *anext; /* on ctx->conn.active while listed */
@@ -569,6 +578,12 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type);
 
 /* Comm life cycle (comm.c). */
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc);
+/* asr_connect (ASR_SEND_COMM) or asr_accept (ASR_RECV_COMM) of a comm made
+ * for rank (its peer_rank and peer_inc set before the service thread sees
+ * it; -1: no rank, as asr_connect / asr_accept make): asr_job_connect and
+ * asr_job_accept's (job_connect.c). Returns what they return. */
+int asr__comm_queue(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_t type, int rank,
+                    asr_comm_t **out);
 void asr__comm_free(struct asr_comm *c, int endpoint_closed);
 /* c's pool, made by the first caller that needs one (any thread: the one
  * that installs it wins, the others free theirs); NULL when out of memory. */

@@ -63,7 +63,9 @@
  *    10  64  region name, NUL-padded
  *    74  20  the receiver's "who"
  *    94   4  region bytes
- *    98  22  zero
+ *    98  14  zero
+ *   112   8  the publisher's and its sender's incarnations (handle_inc.h;
+ *            zeros outside a job)
  *   120   4  ordinal (connect.c)
  *   124   1  path: 3
  *   125   3  provider tag of "sm"

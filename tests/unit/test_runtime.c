@@ -71,6 +71,8 @@
 /* Internal records: the tests read a request's status and hold a context's
  * comms.mutex to keep its service thread from draining stash rings. */
 #include "../../runtime/rt.h"
+/* The incarnations a net handle carries (issue 50). */
+#include "../../runtime/handle_inc.h"
 
 static int req_status(asr_request_t *r) { return atomic_load(&r->status); }
 
@@ -2992,4 +2994,67 @@ TEST_TIMEOUT(forget_keeps_registrations_bounded, 200) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], forget_proc, &alloc_each, 180000);
   alloc_each = 1;
   rt_group_run(2, "shm", forget_proc, &alloc_each, 180000);
+}
+
+/* =========================================================================
+ * Incarnations in the net handle (runtime/handle_inc.h; issue 50)
+ * ========================================================================= */
+
+/* A handle of path path whose address is addrlen bytes (ofi.c's layout:
+ * the who after an address of at most 90 bytes), filled with 0xAB past
+ * what it holds so that a write out of place shows. */
+static void fake_handle(uint8_t h[ASR_OFI_HANDLE_LEN], int path, unsigned addrlen) {
+  memset(h, 0xAB, ASR_OFI_HANDLE_LEN);
+  asr_le_put32(h, ASR_OFI_HANDLE_MAGIC);
+  asr_le_put16(h + 8, (uint16_t)addrlen);
+  h[ASR_OFI_HANDLE_PATH_OFF] = (uint8_t)path;
+}
+
+/* Room where the address and its who leave it, and the sm path always;
+ * a handle without room is never written and always taken. */
+TEST(handle_incarnations_room) {
+  uint8_t h[ASR_OFI_HANDLE_LEN], before[ASR_OFI_HANDLE_LEN];
+  static const struct {
+    int path;
+    unsigned addrlen;
+    int room;
+  } cases[] = {{ASR_PATH_SM, 0, 1},      {ASR_PATH_NET, 16, 1},  {ASR_PATH_NET, 82, 1},
+               {ASR_PATH_NET, 83, 0},    {ASR_PATH_NET, 90, 0},  {ASR_PATH_NET, 91, 1},
+               {ASR_PATH_LOCAL, 102, 1}, {ASR_PATH_NET, 103, 0}, {ASR_PATH_NET, 110, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fake_handle(h, cases[i].path, cases[i].addrlen);
+    ASSERT_MSG(asr__handle_inc_room(h) == cases[i].room, "path %d, address of %u bytes", cases[i].path,
+               cases[i].addrlen);
+    memcpy(before, h, sizeof h);
+    asr__handle_inc_put(h, 7, 3);
+    if (!cases[i].room) {
+      ASSERT(memcmp(before, h, sizeof h) == 0);
+      ASSERT(asr__handle_inc_takes(h, 1, 1, 1)); /* as before incarnations */
+    } else {
+      ASSERT(memcmp(before, h, ASR_HANDLE_INC_OFF) == 0);
+      ASSERT(memcmp(before + ASR_OFI_HANDLE_ORDINAL_OFF, h + ASR_OFI_HANDLE_ORDINAL_OFF, 8) == 0);
+    }
+  }
+}
+
+/* Who takes what: the publisher must be the incarnation the sender
+ * expects of its peer, and the handle for the sender's own; outside a job
+ * everything is taken, and a comm made without a rank takes any publisher
+ * and is taken by any sender. */
+TEST(handle_incarnations_taken) {
+  uint8_t h[ASR_OFI_HANDLE_LEN];
+  fake_handle(h, ASR_PATH_SM, 0);
+  asr__handle_inc_put(h, 2, 1); /* published by incarnation 2, for a sender of incarnation 1 */
+  ASSERT(asr__handle_inc_takes(h, 1, 1, 2));
+  ASSERT(!asr__handle_inc_takes(h, 1, 0, 2)); /* a sender of another incarnation */
+  ASSERT(!asr__handle_inc_takes(h, 1, 1, 3)); /* the sender waits for the publisher's next incarnation */
+  ASSERT(asr__handle_inc_takes(h, 1, 1, -1)); /* a sender that knows no rank */
+  ASSERT(asr__handle_inc_takes(h, 0, 9, 9));  /* no job: today's rendezvous */
+  asr__handle_inc_put(h, 0, -1);              /* a RECV comm made without a rank */
+  ASSERT(asr__handle_inc_takes(h, 1, 5, 0));
+  ASSERT(!asr__handle_inc_takes(h, 1, 5, 1));
+  fake_handle(h, ASR_PATH_NET, 16); /* a publisher outside a job wrote zeros */
+  memset(h + ASR_HANDLE_INC_OFF, 0, 8);
+  ASSERT(asr__handle_inc_takes(h, 1, 0, 0));
+  ASSERT(!asr__handle_inc_takes(h, 1, 1, 0));
 }
