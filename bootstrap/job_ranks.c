@@ -189,7 +189,10 @@ int asr__job_ranks_init(const char *nspace, int size, int self, int incarnation)
   rank_entry_t *t = calloc((size_t)size, sizeof *t);
   if (!t) return ASR_ENOMEM;
   for (int i = 0; i < size; i++) t[i] = (rank_entry_t){.state = ASR_RANK_ALIVE, .dead_inc = -1};
-  if (self >= 0 && self < size) t[self].incarnation = incarnation;
+  /* This rank's own earlier deaths (PMIx may hand a restarted rank the
+   * events it cached) fail nothing: every comm of this process is of this
+   * incarnation. */
+  if (self >= 0 && self < size) t[self] = (rank_entry_t){ASR_RANK_ALIVE, incarnation, incarnation - 1};
   pthread_mutex_lock(&mu);
   free(ranks);
   ranks = t;
