@@ -6,7 +6,8 @@
  *
  * Every rank connects a SEND comm to every other rank and accepts a RECV
  * comm from each, and streams messages of 2 B .. RF_MSG bytes (default
- * 64 KiB) on all of them, RF_WINDOW (4) in flight per direction, every
+ * 64 KiB; the victim's own at most RF_VICTIM_MSG, default RF_MSG) on all
+ * of them, RF_WINDOW (4) in flight per direction, every
  * receive checked byte for byte (message i from s to r has contents that
  * depend on s, r, i and each byte's place). First 8 messages each way to
  * every peer and a barrier (ASR_SUCCESS: all alive); then each rank prints
@@ -60,7 +61,7 @@
 #define STREAM_MS 20000 /* a survivor that sees no death by then fails */
 
 static int me, nranks, victim, killmode;
-static size_t msg_max = 65536;
+static size_t msg_max = 65536, victim_max = 65536;
 static int win = 4;
 
 typedef struct {
@@ -108,7 +109,8 @@ static uint64_t mix(uint64_t x) {
 /* Message i from s to r: its size (2 .. msg_max; 1 is the end marker) and byte j. */
 static size_t size_of(int s, int r, uint64_t i) {
   uint64_t h = mix(((uint64_t)s << 48) ^ ((uint64_t)r << 32) ^ i);
-  return h % 4 == 0 ? 2 + h % 255 : 2 + (h >> 8) % (msg_max - 1);
+  size_t max = s == victim ? victim_max : msg_max;
+  return h % 4 == 0 ? 2 + h % 255 : 2 + (h >> 8) % (max - 1);
 }
 static uint8_t byte_of(int s, int r, uint64_t i, size_t j) {
   return (uint8_t)((unsigned)s * 131u ^ (unsigned)r * 71u ^ (unsigned)(i * 2654435761u >> 7) ^
@@ -259,8 +261,10 @@ int main(int argc, char **argv) {
   killmode = strcmp(argv[1], "kill") == 0;
   victim = atoi(argv[2]);
   msg_max = (size_t)env_num("RF_MSG", 65536);
+  victim_max = (size_t)env_num("RF_VICTIM_MSG", (int)msg_max);
   win = env_num("RF_WINDOW", 4);
-  if (msg_max < 2 || win < 1 || win > MAXW) return fprintf(stderr, "rank_fail: bad RF_MSG or RF_WINDOW\n"), 2;
+  if (msg_max < 2 || victim_max < 2 || victim_max > msg_max || win < 1 || win > MAXW)
+    return fprintf(stderr, "rank_fail: bad RF_MSG, RF_VICTIM_MSG or RF_WINDOW\n"), 2;
   asr_job_info_t info;
   int rc = asr_job_init(&info);
   if (rc) return fprintf(stderr, "rank_fail: asr_job_init: %s\n", asr_strerror(rc)), 1;
