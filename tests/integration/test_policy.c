@@ -11,6 +11,8 @@
  *   - under restart, the rank comes back in place as incarnation 1
  *     (ASR_INCARNATION), the others hear it is ALIVE, and the budget is
  *     kept: once spent, the next failure is handled as under continue;
+ *     a libasr rank restarted twice (tests/apps/restart_peer) meets its
+ *     peers afresh each time, every byte checked;
  *   - abort stays the default;
  *   - the settings are checked on the command line, in YAML and in the
  *     environment, and continue or restart with libfabric's shm is refused.
@@ -115,6 +117,27 @@ TEST_TIMEOUT(restart_budget_is_kept, 120) {
     ASSERT_JOB(&j, strstr(last_line(&j), "incarnation 2) killed by signal 9 (Killed) at "));
     ASSERT_NO_LEFTOVERS(NULL, 3000);
   }
+  teardown();
+}
+
+/* libasr: a rank restarted twice meets its peers afresh each time (its
+ * own rendezvous, the survivors' reconnection), every byte checked */
+TEST_TIMEOUT(restart_reconnects, 120) {
+  setup();
+  for (int run = 0; run < RUNS; run++) {
+    job_t j;
+    RUN(&j, 30000, "--timeout", "25", "--on-failure", "restart", "-n", "3", bin("tests/apps/restart_peer"),
+        "1", "2");
+    ASSERT_CODE(&j, 0);
+    ASSERT_JOB(&j, count_substr(j.out, ": ok\n") == 3);
+    for (int inc = 0; inc <= 2; inc++)
+      for (int r = 0; r < 3; r++)
+        ASSERT_JOB(&j, strstr(j.out, fmt("[%d] restart_peer rank %d: incarnation %d: 32 messages verified\n",
+                                         r, r, inc)));
+    ASSERT_JOB(&j, strstr(last_line(&j), "asrrun: 2 failures, 2 restarts: rank 1 (host "));
+    ASSERT_NO_LEFTOVERS(NULL, 3000);
+  }
+  assert_tmpdir_clean();
   teardown();
 }
 

@@ -16,8 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 netns_suite "$build"
 
-all=(remote_rank_killed_continue remote_rank_restarted host_lost_continue middle_host_lost_continue
-  host_silent_continue)
+all=(remote_rank_killed_continue remote_rank_restarted restarted_rank_reconnects host_lost_continue
+  middle_host_lost_continue host_silent_continue)
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
 names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
@@ -82,6 +82,22 @@ remote_rank_restarted() {
   grep -q "asr rank 3 is ALIVE (incarnation 1)" "$out" || bad "nobody heard that rank 3 is alive again"
   tail -1 "$out" | grep -q "^asrrun: 1 failure, 1 restart: rank 3 (host $H2, incarnation 0) killed by signal 9.*restarted$" ||
     bad "the last line is not the summary of rank 3's restart"
+}
+
+# libasr (tests/apps/restart_peer): rank 3 on host 2 dies twice and comes
+# back in place; each time every other rank (its host-2 neighbour over
+# asr's sm path, hosts 1 and 3 over tcp;ofi_rxm) sees its comms fail,
+# connects again and moves verified data with the new incarnation
+restarted_rank_reconnects() {
+  run_job "$out" $TREE --on-failure restart -H "$H1:2,$H2:2,$H3:2" "$APPS/restart_peer" 3 2
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  local n; n=$(grep -c "restart_peer rank [0-9]*: ok" "$out")
+  [ "$n" = 6 ] || bad "$n ranks said ok, wanted 6"
+  [ "$(grep -c "incarnation 2: [0-9]* messages verified" "$out")" = 6 ] ||
+    bad "not every rank moved data with incarnation 2"
+  tail -1 "$out" | grep -q "^asrrun: 2 failures, 2 restarts: rank 3 (host $H2, incarnation 0)" ||
+    bad "the last line is not the summary of rank 3's two restarts"
 }
 
 # rank 5 kills host 3's daemon: ranks 4 and 5 are lost with their host; the
