@@ -213,7 +213,11 @@ static void on_job(asrd_t *d, asr_ctl_msg_t *m) {
 /* asrrun's RANK_STATE (--on-failure continue|restart): every local rank
  * hears it; a local rank's verdict may start it again. */
 static void on_rank_state(asrd_t *d, asr_ctl_msg_t *m) {
-  if (!d->have_job || d->state != ASRD_RUNNING) return; /* the job ends: nothing starts again */
+  /* (IDLE: every local rank ended, and this daemon may still relay fences
+   * for the hosts below it) */
+  if (!d->have_job || (d->state != ASRD_RUNNING && d->state != ASRD_IDLE)) return;
+  asrd_down_rank_state(d, (int)m->u.rank_state.rank, (int)m->u.rank_state.state);
+  if (d->state != ASRD_RUNNING) return; /* no local rank to tell or to start again */
   asrd_pmix_notify_rank(d, m);
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
@@ -263,7 +267,10 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_OUTPUT_CLOSED: asrd_stdio_reader_gone(d, (int)m->u.closed.stream); break;
     case ASR_CTL_FENCE_DONE:
       asrd_down_fence_done(d, m); /* once per subtree: each child passes it on */
-      if (d->up.fences || d->nlocal > 0) asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len);
+      /* (a host with no rank alive took no part: issue 50's policy) */
+      if (d->up.fences ||
+          (d->nlocal > 0 && (!d->down.node.live || d->host_index < 0 || d->down.node.live[d->host_index])))
+        asrd_up_fence_done(d, m->u.fence.data, m->u.fence.len);
       break;
     case ASR_CTL_ROUTED: asrd_down_route(d, m); break;
     case ASR_CTL_ENDS_ASK: asrd_ends_ask(d, m->u.ends.id); break;

@@ -224,6 +224,7 @@ struct asrd {
     asr_tree_node_t node; /* this daemon's children, supervised */
     uint8_t *host_ranks;  /* per host of the job: it has ranks (the node's) */
     int lfd;              /* the listener its children call back to, or -1 */
+    uint8_t *alive;       /* per rank of the job: ALIVE as asrrun last said (RANK_STATE) */
   } down;
 
   /* How asrd's files reach each other, each set by the file named */
@@ -311,6 +312,9 @@ int asrd_down_start(asrd_t *d, char *err, size_t errlen);
 void asrd_down_route(asrd_t *d, asr_ctl_msg_t *m);
 /* The parent's FENCE_DONE, passed to every child that took part. */
 void asrd_down_fence_done(asrd_t *d, const asr_ctl_msg_t *m);
+/* asrrun's RANK_STATE (issue 50): a fence is of the ranks alive, so a
+ * host of the subtree with none takes no part (asr_tree_node_host_live). */
+void asrd_down_rank_state(asrd_t *d, int rank, int state);
 /* Whether a child's connection is still open, or its agent not yet reaped
  * (a parent ends after its children's processes have: reaped by the loop,
  * as they end). */

@@ -237,6 +237,20 @@ void asrd_down_fence_done(asrd_t *d, const asr_ctl_msg_t *m) {
   (void)asr_tree_node_fence_done(&d->down.node, m);
 }
 
+void asrd_down_rank_state(asrd_t *d, int rank, int state) {
+  if (!d->down.node.live || rank < 0 || rank >= d->nranks) return; /* a leaf: no fences gathered here */
+  if (!d->down.alive) {
+    d->down.alive = malloc((size_t)d->nranks);
+    if (!d->down.alive) return; /* the fences then wait for every host, as without the policy */
+    memset(d->down.alive, 1, (size_t)d->nranks);
+  }
+  d->down.alive[rank] = state == ASR_CTL_RANK_ALIVE;
+  uint32_t h = d->job.host_of[rank];
+  int live = 0;
+  for (int q = 0; q < d->nranks && !live; q++) live = d->job.host_of[q] == h && d->down.alive[q];
+  asr_tree_node_host_live(&d->down.node, (int)h, live);
+}
+
 int asrd_down_active(const asrd_t *d) { return asr_tree_node_active(&d->down.node); }
 
 void asrd_down_close(asrd_t *d) { asr_tree_node_close(&d->down.node); }
@@ -250,4 +264,6 @@ void asrd_down_stop(asrd_t *d) {
   }
   free(d->down.host_ranks);
   d->down.host_ranks = NULL;
+  free(d->down.alive);
+  d->down.alive = NULL;
 }

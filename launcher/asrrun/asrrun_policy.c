@@ -69,6 +69,11 @@ static void tell(asrrun_t *run, int rank, int state, int incarnation, int status
                                       .why = (char *)why}};
   asr_tree_node_bcast(&run->tree.node, &m);
   asr_debug("asrrun", "rank %d incarnation %d: state %d (%s)", rank, incarnation, state, why);
+  /* a fence is of the ranks alive: a host with none takes no part */
+  int h = run->map.ranks[rank].host, live = 0;
+  for (int q = 0; q < run->map.nranks && !live; q++)
+    live = run->map.ranks[q].host == h && run->ranks[q].state == ASR_CTL_RANK_ALIVE;
+  asr_tree_node_host_live(&run->tree.node, h, live);
 }
 
 static struct asrrun_failure *add_failure(asrrun_t *run, int rank, int host, const char *cause) {

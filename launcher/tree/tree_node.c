@@ -136,6 +136,7 @@ static gather_t *gather_slot(asr_tree_node_t *n, uint32_t seq) {
     return NULL;
   }
   g->seq = seq;
+  if (seq + 1 > n->seq_next) n->seq_next = seq + 1;
   *pp = g; /* each party sends its fences in order: the list stays sorted */
   return g;
 }
@@ -155,6 +156,7 @@ static void gather_check(asr_tree_node_t *n) {
  * ASR_ENOMEM (the owner told). */
 static int gather_put(asr_tree_node_t *n, gather_t *g, uint32_t host, const uint8_t *blob, size_t len) {
   if (host >= (uint32_t)n->nhosts || !n->host_ranks[host] || g->seen[host]) return ASR_EPROTO;
+  if (n->live && !n->live[host]) return 0; /* a host with no rank alive any more: late, dropped */
   if (asr_buf_put_u32(&g->entries, host) || asr_buf_put_bytes(&g->entries, blob, len)) {
     n->ops->error(n, "out of memory gathering a fence");
     return ASR_ENOMEM;
@@ -181,6 +183,11 @@ static void child_fence(asr_tree_child_t *ch, const asr_ctl_msg_t *m) {
              !ch->has_ranks ? "no host of its subtree has ranks"
                             : "a parent gathers its subtree's blobs (FENCE_SUB)");
     child_over(ch, why);
+    return;
+  }
+  if (!ch->party) { /* its subtree has no rank alive: sent before it knew */
+    asr_debug(n->role, "a fence of host %s, which takes no part in fences any more: dropped",
+              host_name(n, ch->host));
     return;
   }
   gather_t *g = gather_slot(n, ch->fences++);
@@ -213,8 +220,37 @@ static void child_fence(asr_tree_child_t *ch, const asr_ctl_msg_t *m) {
 int asr_tree_node_fence_done(asr_tree_node_t *n, const asr_ctl_msg_t *m) {
   int sent = 0;
   for (int i = 0; i < n->nchildren; i++)
-    if (n->children[i].conn && n->children[i].has_ranks && asr_ctl_send(n->children[i].conn, m) == 0) sent++;
+    if (n->children[i].conn && n->children[i].party && asr_ctl_send(n->children[i].conn, m) == 0) sent++;
   return sent;
+}
+
+/* Whether host h, or a host in its subtree, has a rank alive. */
+static int subtree_live(const asr_tree_node_t *n, int top) {
+  for (int h = top; h < n->nhosts; h++)
+    if (n->live[h] && asr_tree_in_subtree(n->radix, top, h)) return 1;
+  return 0;
+}
+
+void asr_tree_node_host_live(asr_tree_node_t *n, int h, int live) {
+  if (!n->live || h < 0 || h >= n->nhosts || !n->host_ranks[h] || n->live[h] == (uint8_t) !!live) return;
+  n->live[h] = (uint8_t) !!live;
+  int need = 0;
+  if (n->host >= 0 && n->host_ranks[n->host]) {
+    /* this host back among the parties: its next fence is the node's next */
+    if (h == n->host && live) n->gather_local = n->seq_next;
+    need += n->live[n->host];
+  }
+  for (int i = 0; i < n->nchildren; i++) {
+    asr_tree_child_t *ch = &n->children[i];
+    int party = ch->has_ranks && subtree_live(n, ch->host);
+    if (party && !ch->party) ch->fences = n->seq_next; /* (the same, for a subtree) */
+    ch->party = party;
+    need += party;
+  }
+  asr_debug(n->role, "host %s %s: %d part%s in each fence", host_name(n, h),
+            live ? "has a rank alive again" : "has no rank alive", need, need == 1 ? "y" : "ies");
+  n->gather_need = need;
+  gather_check(n);
 }
 
 /* --- what a child says ---------------------------------------------------------------- */
@@ -560,6 +596,9 @@ int asr_tree_node_init(asr_tree_node_t *n, asr_loop_t *loop, const asr_tree_node
                          .heartbeat_timeout_ms = heartbeat_timeout_ms};
   int k = asr_tree_nchildren(radix, nhosts, host), first = asr_tree_first_child(radix, host);
   n->gather_need = host >= 0 && host_ranks[host];
+  n->live = malloc((size_t)nhosts);
+  if (!n->live) return asr_errf(err, errlen, ASR_ENOMEM, "out of memory for %d hosts", nhosts);
+  memcpy(n->live, host_ranks, (size_t)nhosts);
   if (k <= 0) return 0;
   n->children = calloc((size_t)k, sizeof *n->children);
   if (!n->children) return asr_errf(err, errlen, ASR_ENOMEM, "out of memory for %d children", k);
@@ -570,6 +609,7 @@ int asr_tree_node_init(asr_tree_node_t *n, asr_loop_t *loop, const asr_tree_node
     ch->has_below = asr_tree_nchildren(radix, nhosts, ch->host) > 0;
     for (int h = ch->host; h < nhosts && !ch->has_ranks; h++)
       ch->has_ranks = host_ranks[h] && asr_tree_in_subtree(radix, ch->host, h);
+    ch->party = ch->has_ranks;
     n->gather_need += ch->has_ranks;
   }
   n->nchildren = k;
@@ -628,4 +668,6 @@ void asr_tree_node_fini(asr_tree_node_t *n, int kill_left) {
   free(n->children);
   n->children = NULL;
   n->nchildren = 0;
+  free(n->live);
+  n->live = NULL;
 }

@@ -51,6 +51,7 @@ struct asr_tree_child {
   int has_below; /* it has children of its own: it relays for its subtree */
   asr_tree_child_state_t state;
   int done;             /* the owner's: it said DONE, so its end is no loss */
+  int party;            /* its subtree has a host with a rank alive: it takes part in fences */
   asr_ctl_conn_t *conn; /* from its HELLO until its connection ends */
   pid_t agent;          /* the local process that represents it; 0 once reaped */
   int reaped, reaped_status;
@@ -110,7 +111,11 @@ struct asr_tree_node {
   struct tree_gather *gathers; /* fences being gathered, oldest first */
   uint32_t gather_local;       /* this host's own fences so far */
   int gather_need;             /* parties per fence: this host (with ranks) and each child with ranks */
-  int out_closed[3];           /* asrrun's stdout (1) / stderr (2) reader went away */
+  /* the fences' parties as the failure policy leaves them (issue 50,
+   * asr_tree_node_host_live): per host, whether it has a rank alive */
+  uint8_t *live;
+  uint32_t seq_next; /* one past the newest fence gathered or being gathered */
+  int out_closed[3]; /* asrrun's stdout (1) / stderr (2) reader went away */
   /* what the node handled (asrrun -v at the end, the tree bench) */
   int links_up;
   uint64_t msgs_in, fence_msgs_in;
@@ -169,6 +174,16 @@ void asr_tree_node_output_closed(asr_tree_node_t *n, int stream);
 
 /* This host's own blob for its next fence (a node with local ranks). */
 void asr_tree_node_fence_local(asr_tree_node_t *n, const uint8_t *blob, size_t len);
+
+/* Under asrrun --on-failure continue|restart (issue 50): host h has a
+ * rank alive (live) or none (every rank of it failed, finished, is being
+ * restarted, or the host was lost). A fence is of the ranks alive
+ * (libasr's asr_job_barrier), so only hosts with one take part: the
+ * fences being gathered stop waiting for a subtree without one, a late
+ * blob of such a host is dropped, and a subtree that has a rank alive
+ * again takes part from the next fence on (its count of fences is set to
+ * the node's next). */
+void asr_tree_node_host_live(asr_tree_node_t *n, int h, int live);
 
 /* m (FENCE_DONE) to every child that takes part in fences; returns how
  * many it went to. */

@@ -5,6 +5,7 @@
  *
  *   asrrun -n N --on-failure continue|restart pmix_ft --kill RANK [--expect-restart]
  *           [--exit-status S | --kill-daemon | --stop-daemon] [--always] [--hold PATH]
+ *           [--fence DEATHS]
  *
  * Every rank: PMIx_Init; handlers for PMIX_EVENT_PROC_TERMINATED,
  * PMIX_ERR_PROC_ABORTED_BY_SIG (PRRTE's events) and asr's rank-state event
@@ -22,7 +23,10 @@
  * "pmix_ft rank R: ok" at the end, and exits 1 when something it waited
  * for did not come. With --hold PATH, the ranks that lived stay until
  * PATH exists (20 s at most) before they finalize, so that a test can ask
- * the job's state meanwhile.
+ * the job's state meanwhile. With --fence DEATHS, the ranks that lived wait
+ * (5 s at most) until they heard of DEATHS ranks' deaths, then meet in a
+ * fence of the others (PMIx_Fence_nb over the ranks not heard dead) and
+ * print "fence of N ranks: STATUS" once it completes (5 s at most).
  */
 #include "config.h"
 
@@ -112,12 +116,50 @@ static int wait_for(int (*cond)(void)) {
   return ok;
 }
 
-static int victim = -1, expect_restart, kill_daemon, stop_daemon, always;
+static int victim = -1, expect_restart, kill_daemon, stop_daemon, always, fence_deaths = -1;
 static const char *hold;
 static int died_seen(void) {
   return victim >= 0 && victim < MAX_RANKS && saw_prrte[victim] && saw_failed[victim];
 }
 static int alive_seen(void) { return saw_alive_inc == 1; }
+static int deaths_seen(void) {
+  int n = 0;
+  for (int r = 0; r < MAX_RANKS; r++) n += saw_failed[r];
+  return n >= fence_deaths;
+}
+
+static pmix_status_t fence_st;
+static int fence_done;
+static void on_fence(pmix_status_t st, void *cbdata) {
+  (void)cbdata;
+  pthread_mutex_lock(&mu);
+  fence_st = st;
+  fence_done = 1;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+static int fenced(void) { return fence_done; }
+
+/* A fence of the ranks not heard dead: 1 when it completed within 5 s. */
+static int fence_live(uint32_t size) {
+  pmix_proc_t *procs = calloc(size, sizeof *procs);
+  size_t n = 0;
+  pthread_mutex_lock(&mu);
+  for (uint32_t r = 0; r < size; r++)
+    if (r >= MAX_RANKS || !saw_failed[r]) {
+      PMIX_LOAD_PROCID(&procs[n], me.nspace, r); /* (a macro: its argument is read more than once) */
+      n++;
+    }
+  pthread_mutex_unlock(&mu);
+  pmix_status_t st = PMIx_Fence_nb(procs, n, NULL, 0, on_fence, NULL);
+  int ok = st == PMIX_SUCCESS && wait_for(fenced);
+  printf("pmix_ft rank %u: fence of %zu ranks: %s\n", me.rank, n,
+         st != PMIX_SUCCESS ? PMIx_Error_string(st)
+         : ok               ? PMIx_Error_string(fence_st)
+                            : "not done within 5 s");
+  free(procs);
+  return ok && fence_st == PMIX_SUCCESS;
+}
 
 int main(int argc, char **argv) {
   int exit_status = -1;
@@ -134,6 +176,8 @@ int main(int argc, char **argv) {
       always = 1;
     else if (!strcmp(argv[i], "--hold") && i + 1 < argc)
       hold = argv[++i];
+    else if (!strcmp(argv[i], "--fence") && i + 1 < argc)
+      fence_deaths = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--exit-status") && i + 1 < argc)
       exit_status = atoi(argv[++i]);
     else {
@@ -192,6 +236,18 @@ int main(int argc, char **argv) {
   if (!ok) printf("pmix_ft rank %u: did not hear of rank %d's death within 5 s\n", me.rank, victim);
   if (ok && expect_restart && !(ok = wait_for(alive_seen)))
     printf("pmix_ft rank %u: did not hear of rank %d's incarnation 1 within 5 s\n", me.rank, victim);
+  if (ok && fence_deaths >= 0) {
+    if (!(ok = wait_for(deaths_seen)))
+      printf("pmix_ft rank %u: did not hear of %d deaths within 5 s\n", me.rank, fence_deaths);
+    pmix_value_t *v = NULL;
+    uint32_t size = 0;
+    pmix_proc_t wild;
+    PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
+    if (ok && PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &v) == PMIX_SUCCESS && v->type == PMIX_UINT32)
+      size = v->data.uint32;
+    if (v) PMIX_VALUE_RELEASE(v);
+    if (ok) ok = size > 0 && fence_live(size);
+  }
   if (ok) printf("pmix_ft rank %u: heard\n", me.rank);
   fflush(stdout);
   for (int i = 0; hold && i < 2000 && access(hold, F_OK) != 0; i++) usleep(10000);

@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 netns_suite "$build"
 
 all=(remote_rank_killed_continue remote_rank_restarted restarted_rank_reconnects host_lost_continue
-  middle_host_lost_continue host_silent_continue)
+  lone_rank_dies_fence middle_host_lost_continue host_silent_continue)
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
 names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
@@ -60,10 +60,11 @@ oks() {
 # rank 4 (host 2) dies of SIGKILL under continue: the 5 others hear of it
 # and finish; the death is absorbed (exit 0) and the last line names it
 remote_rank_killed_continue() {
-  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 3
+  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 3 --fence 1
   local rc=$?
   [ $rc = 0 ] || bad "exit $rc, wanted 0"
   oks 5
+  [ "$(grep -c "fence of 5 ranks: SUCCESS" "$out")" = 5 ] || bad "the others' fence did not complete"
   grep -q "PMIX_ERR_PROC_ABORTED_BY_SIG for rank 3" "$out" || bad "no PRRTE event for rank 3"
   grep -q "asr rank 3 is FAILED (incarnation 0): peer rank 3 on host $H2 died: killed by signal 9" "$out" ||
     bad "no asr event naming rank 3 on host $H2"
@@ -82,6 +83,19 @@ remote_rank_restarted() {
   grep -q "asr rank 3 is ALIVE (incarnation 1)" "$out" || bad "nobody heard that rank 3 is alive again"
   tail -1 "$out" | grep -q "^asrrun: 1 failure, 1 restart: rank 3 (host $H2, incarnation 0) killed by signal 9.*restarted$" ||
     bad "the last line is not the summary of rank 3's restart"
+}
+
+# rank 2, alone on host 2, dies: a fence of the others (PMIx_Fence_nb over
+# the ranks still alive, as libasr's asr_job_barrier) must not wait for
+# host 2, which has no rank alive -- in the chain host 2 still relays for
+# host 3 below it
+lone_rank_dies_fence() {
+  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:1,$H3:2" "$APPS/pmix_ft" --kill 2 --fence 1
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  oks 4
+  [ "$(grep -c "fence of 4 ranks: SUCCESS" "$out")" = 4 ] || bad "the others' fence did not complete"
+  grep -q "FENCE_DONE without a pending fence" "$out" && bad "a daemon was sent a fence it took no part in"
 }
 
 # libasr (tests/apps/restart_peer): rank 3 on host 2 dies twice and comes
@@ -103,10 +117,12 @@ restarted_rank_reconnects() {
 # rank 5 kills host 3's daemon: ranks 4 and 5 are lost with their host; the
 # 4 others hear of them and finish (exit 0); the job does not end for it
 host_lost_continue() {
-  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 5 --kill-daemon
+  run_job "$out" $TREE --on-failure continue -H "$H1:2,$H2:2,$H3:2" "$APPS/pmix_ft" --kill 5 --kill-daemon \
+    --fence 2
   local rc=$?
   [ $rc = 0 ] || bad "exit $rc, wanted 0"
   oks 4
+  [ "$(grep -c "fence of 4 ranks: SUCCESS" "$out")" = 4 ] || bad "the others' fence did not complete"
   grep -q "asr rank 5 is FAILED (incarnation 0): peer rank 5 on host $H3 died: lost with its host" "$out" ||
     bad "no asr event naming rank 5 lost with host $H3"
   grep -q "aborting the job" "$out" && bad "a line says the job is aborted"
