@@ -263,37 +263,11 @@ int asr_job_init(asr_job_info_t *out) {
   return ASR_SUCCESS;
 }
 
-/* A restarted rank's local peer (ASR_LOCAL_PEERS, "R:LNC,..."; asrd's
- * asrd_spawn.c says why): 1 with its LNC (its address is this rank's own:
- * one host, one address), else 0. */
-static int local_peer(int rank, int *lnc) {
-  const char *s = getenv("ASR_LOCAL_PEERS");
-  while (s && *s) {
-    char *end;
-    long r = strtol(s, &end, 10);
-    if (end == s || *end != ':') return 0;
-    long l = strtol(end + 1, &end, 10);
-    if (r == rank && l >= 0 && l < ASR_MAX_LNC) {
-      *lnc = (int)l;
-      return 1;
-    }
-    if (*end != ',') return 0;
-    s = end + 1;
-  }
-  return 0;
-}
-
 int asr_job_peer(int rank, char *addr, size_t addrlen, int *lnc) {
   if (!active || rank < 0 || rank >= info.size || !addr || !lnc) {
     asr_error("job", "asr_job_peer: %s",
               !active ? "call asr_job_init first" : "rank out of range or NULL output");
     return ASR_INVALID;
-  }
-  int l;
-  if (incarnation > 0 && local_peer(rank, &l)) {
-    snprintf(addr, addrlen, "%s", info.addr);
-    *lnc = l;
-    return ASR_SUCCESS;
   }
   pmix_value_t *v = NULL;
   if (get_value((pmix_rank_t)rank, KEY_ADDR, &v) != PMIX_SUCCESS || v->type != PMIX_STRING) {

@@ -159,8 +159,6 @@
     "the number of ranks in the job")                                                                        \
   X(LNC, "ASR_LNC", INT, 0, 127, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,                     \
     "this rank's LNC on its host, for asr_job_init (default: the local rank)")                               \
-  X(LOCAL_PEERS, "ASR_LOCAL_PEERS", STR, 0, 4096, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_SET,                    \
-    "a restarted rank's view of its host's ranks, RANK:LNC,... (asrd sets it; asr_job_peer reads it)")       \
   X(LOCAL_RANK, "ASR_LOCAL_RANK", INT, 0, 127, NULL, NULL, ASR_ENV_APP | ASR_ENV_SET,                        \
     "this rank's number among the ranks of its host")                                                        \
   X(LOCAL_SIZE, "ASR_LOCAL_SIZE", INT, 1, 128, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_APP | ASR_ENV_SET,       \

@@ -344,9 +344,6 @@ int asrd_pmix_setup_rank(asrd_t *d, asrd_rank_t *r, char ***env);
 /* Handles what PMIx's thread queued, now (a rank's exit is reported after
  * its JOINED: its upcalls happened before it could exit). */
 void asrd_pmix_take_events(asrd_t *d);
-/* Registers rank r with the PMIx server again, before a new process of it
- * starts (--on-failure restart). 0, or ASR_EIO (logged). */
-int asrd_pmix_client_again(asrd_t *d, asrd_rank_t *r);
 /* asrrun's RANK_STATE: tells every local client (common/asr_rank_ev.h's
  * event, and for a death PRRTE's own). */
 void asrd_pmix_notify_rank(asrd_t *d, const asr_ctl_msg_t *m);

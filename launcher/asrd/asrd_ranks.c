@@ -247,9 +247,7 @@ static int restart_rank(asrd_t *d, asrd_rank_t *r, int incarnation, char *errbuf
   r->end_seq = 0;
   r->end_fd = -1;
   r->incarnation = incarnation;
-  int rc = asrd_pmix_client_again(d, r);
-  if (rc) snprintf(errbuf, errlen, "the PMIx server would not take the rank again");
-  if (rc == 0) rc = asrd_spawn_prepare(d, errbuf, errlen);
+  int rc = asrd_spawn_prepare(d, errbuf, errlen);
   if (rc == 0) rc = start_rank(d, r, errbuf, errlen);
   asrd_spawn_done();
   if (rc) {

@@ -57,7 +57,7 @@ static int job_sets(const asrd_t *d, const char *name) {
  * rank_env. */
 static char **base_env;
 static size_t nbase, slot_rank, slot_lnc, slot_local, slot_pmi_rank, slot_pmi_fd, slot_trank, slot_tlocal,
-    slot_rep_fd, slot_inc, slot_peers;
+    slot_rep_fd, slot_inc;
 
 /* What MPICH's simple PMI client reads (asrd_pmi.c serves it): asrd's own
  * copies of these (asrd started under another launcher) never reach a rank. */
@@ -168,19 +168,16 @@ static int build_base_env(asrd_t *d) {
       !user_sets(d, "OMPI_MCA_mpi_oversubscribe"))
     SETENV("%s", "OMPI_MCA_mpi_oversubscribe=1");
   /* A rank restarted in place (--on-failure restart) connects to a PMIx
-   * server that holds its job's data already: libpmix 4.2's shared-memory
-   * job store (gds ds21) answers NOT-FOUND to a second process of a rank
-   * for every job-level key (PMIX_HOSTNAME, PMIX_JOB_SIZE), where its hash
-   * store answers them, so the ranks of such a job take the hash store.
-   * Nor does the server give a new process its local peers' published
-   * data (PMIx_Get of a key another rank of this host put: NOT-FOUND, with
-   * or without PMIX_GET_REFRESH_CACHE; remote ranks' come from the fence),
-   * so a restarted rank also gets the LNCs of this host's ranks
-   * (ASR_LOCAL_PEERS, slot_peers: libasr's asr_job_peer reads it). The
-   * user's setting wins. */
+   * server that holds its job's data already, and libpmix 4.2's
+   * shared-memory job store (gds ds21) answers a second process of a rank
+   * NOT-FOUND for every job-level key (PMIX_HOSTNAME, PMIX_JOB_SIZE) and
+   * for its local peers' published ones; its hash store answers them all
+   * (measured with a plain libpmix client; registering the rank with the
+   * server again only made its local peers' keys NOT-FOUND under the hash
+   * store too). So the ranks of such a job take the hash store, unless
+   * the user chose. */
   if (d->job.on_failure == ASR_CTL_ON_FAILURE_RESTART && !user_sets(d, "PMIX_MCA_gds"))
     SETENV("%s", "PMIX_MCA_gds=hash");
-  slot_peers = k++;
   for (uint32_t j = 0; j < d->job.nenv; j++) SETENV("%s=%s", d->job.env_names[j], d->job.env_values[j]);
 #undef SETENV
   nbase = k;
@@ -197,17 +194,6 @@ static void free_base_env(void) {
 /* Rank r's environment: a malloc'd copy of every string, as PMIx's
  * setup_fork may replace or append entries (and frees what it replaces).
  * pmi_fd is its PMI_FD (-1: none). */
-/* "ASR_LOCAL_PEERS=R:LNC,R:LNC,...": this host's ranks (malloc'd, or NULL). */
-static char *local_peers(asrd_t *d) {
-  size_t cap = 32 + (size_t)d->nlocal * 24, n;
-  char *s = malloc(cap);
-  if (!s) return NULL;
-  n = (size_t)snprintf(s, cap, "ASR_LOCAL_PEERS=");
-  for (int i = 0; i < d->nlocal && n < cap; i++)
-    n += (size_t)snprintf(s + n, cap - n, "%s%d:%d", i ? "," : "", d->ranks[i].rank, d->ranks[i].lnc);
-  return s;
-}
-
 static char **rank_env(asrd_rank_t *r, int pmi_fd, int rep_fd) {
   char **env = calloc(nbase + 1, sizeof *env);
   if (!env) return NULL;
@@ -220,10 +206,6 @@ static char **rank_env(asrd_rank_t *r, int pmi_fd, int rep_fd) {
       rc = asprintf(&env[k], "ASR_LNC=%d", r->lnc);
     else if (i == slot_inc)
       rc = asprintf(&env[k], "ASR_INCARNATION=%d", r->incarnation);
-    else if (i == slot_peers && r->incarnation == 0)
-      continue; /* a first start learns its peers from the fence */
-    else if (i == slot_peers)
-      env[k] = local_peers(r->d);
     else if (i == slot_local)
       rc = asprintf(&env[k], "ASR_LOCAL_RANK=%d", r->local);
     else if (i == slot_pmi_rank)

@@ -438,30 +438,6 @@ void asrd_pmix_take_events(asrd_t *d) {
 
 /* --- rank states (issue 50) -------------------------------------------------------- */
 
-/* A restart's re-registration in flight (static: see op_wait_t). */
-static op_wait_t again_wait = OP_WAIT_INIT;
-
-int asrd_pmix_client_again(asrd_t *d, asrd_rank_t *r) {
-  if (!d->pmix.up) return 0; /* a job of PMI-1 ranks only: nothing to do */
-  pmix_proc_t proc;
-  PMIX_LOAD_PROCID(&proc, d->job.nspace, (pmix_rank_t)r->rank);
-  /* The library keeps a client that connected once as that process: a new
-   * process of the rank is refused every other rank's data (a client of
-   * ours measured "no address" for each of them) until its record is made
-   * again. Deregister, then register, in order on the library's thread;
-   * waited for, bounded, before the process starts. */
-  op_expect(&again_wait);
-  PMIx_server_deregister_client(&proc, op_done, &again_wait);
-  op_expect(&again_wait);
-  op_started(&again_wait, PMIx_server_register_client(&proc, getuid(), getgid(), r, op_done, &again_wait));
-  pmix_status_t st = op_wait(&again_wait, 2000);
-  if (st != PMIX_SUCCESS) {
-    asr_warn("pmix", "registering rank %d again: %s", r->rank, PMIx_Error_string(st));
-    return ASR_EIO;
-  }
-  return 0;
-}
-
 /* What one notification owns until the library is done with it. */
 typedef struct {
   pmix_info_t *info;
