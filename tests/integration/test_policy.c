@@ -26,7 +26,10 @@
 #include "asr_test.h"
 #include "job_util.h"
 
+/* Each scenario runs RUNS times in a row in the default tier, and
+ * LONG_RUNS times in the long tier (ASR_LONG=1: the issue's 100-run loops). */
 #define RUNS 5
+#define LONG_RUNS 100
 
 /* The last line of asrrun's stderr (its summary). */
 static const char *last_line(const job_t *j) {
@@ -38,9 +41,9 @@ static const char *last_line(const job_t *j) {
   return last;
 }
 
-TEST_TIMEOUT(continue_absorbs_a_death, 120) {
+static void continue_absorbs_a_death_runs(int runs) {
   setup();
-  for (int run = 0; run < RUNS; run++) {
+  for (int run = 0; run < runs; run++) {
     job_t j;
     RUN(&j, 30000, "--timeout", "25", "--on-failure", "continue", "-n", "3", bin("tests/apps/pmix_ft"),
         "--kill", "1");
@@ -64,9 +67,9 @@ TEST_TIMEOUT(continue_absorbs_a_death, 120) {
   teardown();
 }
 
-TEST_TIMEOUT(continue_keeps_a_failed_status, 120) {
+static void continue_keeps_a_failed_status_runs(int runs) {
   setup();
-  for (int run = 0; run < RUNS; run++) {
+  for (int run = 0; run < runs; run++) {
     job_t j;
     RUN(&j, 30000, "--timeout", "25", "--on-failure", "continue", "-n", "3", bin("tests/apps/pmix_ft"),
         "--kill", "2", "--exit-status", "3");
@@ -81,9 +84,9 @@ TEST_TIMEOUT(continue_keeps_a_failed_status, 120) {
   teardown();
 }
 
-TEST_TIMEOUT(restart_in_place, 120) {
+static void restart_in_place_runs(int runs) {
   setup();
-  for (int run = 0; run < RUNS; run++) {
+  for (int run = 0; run < runs; run++) {
     job_t j;
     RUN(&j, 30000, "--timeout", "25", "--on-failure", "restart", "-n", "3", bin("tests/apps/pmix_ft"),
         "--kill", "1", "--expect-restart");
@@ -101,9 +104,9 @@ TEST_TIMEOUT(restart_in_place, 120) {
   teardown();
 }
 
-TEST_TIMEOUT(restart_budget_is_kept, 120) {
+static void restart_budget_is_kept_runs(int runs) {
   setup();
-  for (int run = 0; run < RUNS; run++) {
+  for (int run = 0; run < runs; run++) {
     job_t j;
     /* every incarnation of rank 2 dies: two restarts, then it stays failed;
      * deaths by a signal do not count against the exit status */
@@ -122,9 +125,9 @@ TEST_TIMEOUT(restart_budget_is_kept, 120) {
 
 /* libasr: a rank restarted twice meets its peers afresh each time (its
  * own rendezvous, the survivors' reconnection), every byte checked */
-TEST_TIMEOUT(restart_reconnects, 120) {
+static void restart_reconnects_runs(int runs) {
   setup();
-  for (int run = 0; run < RUNS; run++) {
+  for (int run = 0; run < runs; run++) {
     job_t j;
     RUN(&j, 30000, "--timeout", "25", "--on-failure", "restart", "-n", "3", bin("tests/apps/restart_peer"),
         "1", "2");
@@ -213,3 +216,16 @@ TEST_TIMEOUT(policy_settings_checked, 60) {
   ASSERT_NO_LEFTOVERS(NULL, 3000);
   teardown();
 }
+
+/* --- the cases: each scenario RUNS times, and LONG_RUNS in the long tier ---------------- */
+
+TEST_TIMEOUT(continue_absorbs_a_death, 120) { continue_absorbs_a_death_runs(RUNS); }
+TEST_LONG(continue_absorbs_a_death_100, 1200) { continue_absorbs_a_death_runs(LONG_RUNS); }
+TEST_TIMEOUT(continue_keeps_a_failed_status, 120) { continue_keeps_a_failed_status_runs(RUNS); }
+TEST_LONG(continue_keeps_a_failed_status_100, 1200) { continue_keeps_a_failed_status_runs(LONG_RUNS); }
+TEST_TIMEOUT(restart_in_place, 120) { restart_in_place_runs(RUNS); }
+TEST_LONG(restart_in_place_100, 1200) { restart_in_place_runs(LONG_RUNS); }
+TEST_TIMEOUT(restart_budget_is_kept, 120) { restart_budget_is_kept_runs(RUNS); }
+TEST_LONG(restart_budget_is_kept_100, 1200) { restart_budget_is_kept_runs(LONG_RUNS); }
+TEST_TIMEOUT(restart_reconnects, 120) { restart_reconnects_runs(RUNS); }
+TEST_LONG(restart_reconnects_100, 1200) { restart_reconnects_runs(LONG_RUNS); }

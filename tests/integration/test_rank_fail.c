@@ -20,8 +20,8 @@
  *       host do, and asr_comm_error is the event's line. Runs with today's
  *       asrrun, whatever its failure policy.
  *   rank_killed_{sm,tcp}    the test SIGKILLs the victim once every rank
- *       printed READY, under asrrun --on-failure continue (the launcher's
- *       half of issue 50). A SKIP while asrrun refuses --on-failure. On
+ *       printed READY, under asrrun --on-failure continue, which must
+ *       absorb the death (exit 0, its last line naming rank 3). On
  *       tcp;ofi_rxm the victim's messages stay eager (at most 8 KiB): a
  *       receive that a survivor posts, between the victim's death and its
  *       comm failing, and that matches a rendezvous or segmented message
@@ -132,47 +132,43 @@ static void rank_notified(const char *prov) {
 TEST_TIMEOUT(rank_notified_sm, 90) { rank_notified(""); }
 TEST_TIMEOUT(rank_notified_tcp, 90) { rank_notified("tcp;ofi_rxm"); }
 
-/* Whether this asrrun takes --on-failure continue (the launcher's half of
- * issue 50): it runs a job of one /bin/true with it. */
-static int asrrun_has_on_failure(void) {
-  job_t j;
-  RUN(&j, 30000, "--on-failure", "continue", "-n", "1", "/bin/true");
-  return j.code == 0;
-}
-
-static void rank_killed(const char *prov, const char *victim_msg) {
+static void rank_killed(const char *prov, const char *victim_msg, int runs) {
   setup();
-  if (!asrrun_has_on_failure()) {
-    teardown();
-    SKIP("asrrun refuses --on-failure continue (the launcher's half of issue 50 is not in this tree)");
+  for (int run = 0; run < runs; run++) {
+    job_t j;
+    const char *args[] = {"--timeout",
+                          "60",
+                          "-n",
+                          "4",
+                          "-x",
+                          fmt("RF_VICTIM_MSG=%s", victim_msg),
+                          "--on-failure",
+                          "continue",
+                          "-x",
+                          fmt("ASR_PROVIDER=%s", prov),
+                          bin("tests/apps/rank_fail"),
+                          "kill",
+                          "3",
+                          NULL};
+    job_start(&j, IN_NULL, args);
+    wait_for(&j, ": READY pid ", 4, 60000);
+    pid_t victim = (pid_t)number_after(&j, VICTIM, "READY pid ");
+    ASSERT_JOB(&j, victim > 1);
+    uint64_t death_ns = mono_ns();
+    ASSERT_JOB(&j, kill(victim, SIGKILL) == 0);
+    JOB_FINISH(&j, 70000);
+    /* the death is absorbed: the survivors finished, and asrrun says so */
+    ASSERT_CODE(&j, 0);
+    ASSERT_JOB(&j, strstr(j.err, fmt("asrrun: 1 failure, 0 restarts: rank %d (host ", VICTIM)) &&
+                       strstr(j.err, "killed by signal 9 (Killed) at "));
+    check_survivors(&j, death_ns, NULL, *prov ? prov : "sm");
+    ASSERT_NO_LEFTOVERS(NULL, 5000);
   }
-  job_t j;
-  const char *args[] = {"--timeout",
-                        "60",
-                        "-n",
-                        "4",
-                        "-x",
-                        fmt("RF_VICTIM_MSG=%s", victim_msg),
-                        "--on-failure",
-                        "continue",
-                        "-x",
-                        fmt("ASR_PROVIDER=%s", prov),
-                        bin("tests/apps/rank_fail"),
-                        "kill",
-                        "3",
-                        NULL};
-  job_start(&j, IN_NULL, args);
-  wait_for(&j, ": READY pid ", 4, 60000);
-  pid_t victim = (pid_t)number_after(&j, VICTIM, "READY pid ");
-  ASSERT_JOB(&j, victim > 1);
-  uint64_t death_ns = mono_ns();
-  ASSERT_JOB(&j, kill(victim, SIGKILL) == 0);
-  JOB_FINISH(&j, 70000);
-  ASSERT_JOB(&j, j.code != 124); /* the survivors finished, whatever the job's status for the victim */
-  check_survivors(&j, death_ns, NULL, *prov ? prov : "sm");
-  ASSERT_NO_LEFTOVERS(NULL, 5000);
   teardown();
 }
 
-TEST_TIMEOUT(rank_killed_sm, 120) { rank_killed("", "65536"); }
-TEST_TIMEOUT(rank_killed_tcp, 120) { rank_killed("tcp;ofi_rxm", "8192"); }
+/* 5 runs of each scenario in the default tier, 100 in the long tier */
+TEST_TIMEOUT(rank_killed_sm, 120) { rank_killed("", "65536", 5); }
+TEST_TIMEOUT(rank_killed_tcp, 120) { rank_killed("tcp;ofi_rxm", "8192", 5); }
+TEST_LONG(rank_killed_sm_100, 1200) { rank_killed("", "65536", 100); }
+TEST_LONG(rank_killed_tcp_100, 1200) { rank_killed("tcp;ofi_rxm", "8192", 100); }

@@ -16,8 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 netns_suite "$build"
 
-all=(remote_rank_killed_continue remote_rank_restarted restarted_rank_reconnects host_lost_continue
-  lone_rank_dies_fence middle_host_lost_continue host_silent_continue)
+all=(remote_rank_killed_continue remote_rank_restarted restarted_rank_reconnects all_to_all_remote_killed
+  host_lost_continue lone_rank_dies_fence middle_host_lost_continue host_silent_continue)
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
 names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
@@ -83,6 +83,35 @@ remote_rank_restarted() {
   grep -q "asr rank 3 is ALIVE (incarnation 1)" "$out" || bad "nobody heard that rank 3 is alive again"
   tail -1 "$out" | grep -q "^asrrun: 1 failure, 1 restart: rank 3 (host $H2, incarnation 0) killed by signal 9.*restarted$" ||
     bad "the last line is not the summary of rank 3's restart"
+}
+
+# libasr (tests/apps/rank_fail, as tests/integration/test_rank_fail.c on one
+# host): a 4-rank all-to-all, rank 3 on host 2 SIGKILLed mid-stream once every
+# rank is READY; its host-2 neighbour (asr's sm path) and hosts 1's ranks
+# (tcp;ofi_rxm) see their comms to it fail, verify every byte of their other
+# comms, read it FAILED, get ASR_PEER_FAILED from the barrier, and finish;
+# asrrun exits 0. The victim's messages stay eager on tcp (at most 8 KiB:
+# test_rank_fail.c says why).
+all_to_all_remote_killed() {
+  ip netns exec "$H1" timeout -k 5 60 "$ASRRUN" --launch-agent "ip netns exec" --timeout 45 $TREE \
+    --on-failure continue -x RF_VICTIM_MSG=8192 -H "$H1:2,$H2:2" "$APPS/rank_fail" kill 3 >"$out" 2>&1 </dev/null &
+  local job=$! t=0 victim
+  while [ "$(grep -c ": READY pid " "$out")" -lt 4 ] && ((t < 300)) && kill -0 $job 2>/dev/null; do
+    sleep 0.05; t=$((t + 1))
+  done
+  victim=$(sed -n 's/^\[3\] rank 3: READY pid \([0-9]*\).*/\1/p' "$out")
+  if [ -n "$victim" ]; then kill -KILL "$victim"; else bad "rank 3 never said READY"; fi
+  wait $job
+  local rc=$?
+  [ $rc = 0 ] || bad "exit $rc, wanted 0"
+  local r
+  for r in 0 1 2; do
+    grep -q "^\[$r\] rank $r: DONE, [0-9]* messages verified" "$out" || bad "rank $r did not finish"
+    grep -q "^\[$r\] rank $r: barrier ASR_PEER_FAILED" "$out" || bad "rank $r's barrier did not say ASR_PEER_FAILED"
+  done
+  grep -q "FAIL:" "$out" && bad "a rank failed a check"
+  tail -1 "$out" | grep -q "^asrrun: 1 failure, 0 restarts: rank 3 (host $H2, incarnation 0) killed by signal 9" ||
+    bad "the last line is not the summary of rank 3's death"
 }
 
 # rank 2, alone on host 2, dies: a fence of the others (PMIx_Fence_nb over
