@@ -227,12 +227,12 @@ tests_apps_late_recv_LDADD = runtime/libasr.la
 tests_integration_test_apps_LDADD = $(TEST_LIBS)
 # A rank restarted in place meets its peers afresh (test_policy, failure.sh).
 noinst_PROGRAMS += tests/apps/restart_peer
-tests_apps_restart_peer_SOURCES = tests/apps/restart_peer.c
+tests_apps_restart_peer_SOURCES = tests/apps/restart_peer.c tests/apps/ft_util.h
 tests_apps_restart_peer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_restart_peer_LDADD = runtime/libasr.la
 # The failure benchmark's job (tests/bench/fail_bench.sh).
 noinst_PROGRAMS += tests/apps/ft_bench
-tests_apps_ft_bench_SOURCES = tests/apps/ft_bench.c
+tests_apps_ft_bench_SOURCES = tests/apps/ft_bench.c tests/apps/ft_util.h
 tests_apps_ft_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_ft_bench_LDADD = runtime/libasr.la
 # Jobs that outlive a failure (issue 50): the job and its test.

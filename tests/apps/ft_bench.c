@@ -35,15 +35,10 @@
 #include <unistd.h>
 
 #include "asr.h"
+#include "ft_util.h"
 
 #define MSG (64u << 10)
 #define WINDOW 8
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static asr_job_info_t me;
 
@@ -54,15 +49,9 @@ static void die(const char *what, int rc) {
 
 /* Waits (10 s at most) until req completes: 0, or the failed test's status. */
 static int wait_req(asr_request_t *req) {
-  int64_t until = now_ns() + 10000000000LL;
-  for (;;) {
-    int done = 0;
-    size_t n = 0;
-    int rc = asr_test(req, &done, &n);
-    if (rc != ASR_SUCCESS) return rc;
-    if (done) return 0;
-    if (now_ns() > until) die("a request did not complete within 10 s", ASR_TIMEOUT);
-  }
+  int rc = ft_wait_req(req, 10000000000LL);
+  if (rc == ASR_TIMEOUT) die("a request did not complete within 10 s", rc);
+  return rc;
 }
 
 static void pair(int peer, asr_comm_t **send, asr_comm_t **recv) {
@@ -84,18 +73,18 @@ static int64_t watch(asr_comm_t *send, asr_comm_t *recv, asr_request_t *req, int
     size_t n = 0;
     if (asr_test(req, &done, &n) != ASR_SUCCESS) {
       *how = "the posted receive failed";
-      return now_ns();
+      return ft_now_ns();
     }
     if (done) die("a receive from the victim completed", ASR_INVALID);
     if (asr_comm_status(recv, &st) == ASR_SUCCESS && st == ASR_COMM_CONNECTION_ERROR) {
       *how = "the RECV comm failed";
-      return now_ns();
+      return ft_now_ns();
     }
     if (asr_comm_status(send, &st) == ASR_SUCCESS && st == ASR_COMM_CONNECTION_ERROR) {
       *how = "the SEND comm failed";
-      return now_ns();
+      return ft_now_ns();
     }
-    if (deadline && now_ns() > deadline) return 0;
+    if (deadline && ft_now_ns() > deadline) return 0;
   }
 }
 
@@ -114,7 +103,7 @@ static int detect(int stop_host) {
     if (rc == ASR_SUCCESS) rc = asr_isend(send, t, 0, 8, &req);
     if (rc == ASR_SUCCESS) rc = wait_req(req);
     if (rc) die("the round trip", rc);
-    printf("ft_bench kill_ns=%lld\n", (long long)now_ns());
+    printf("ft_bench kill_ns=%lld\n", (long long)ft_now_ns());
     fflush(stdout);
     if (stop_host) { /* the whole host falls silent: its daemon, then this rank */
       kill(getppid(), SIGSTOP);
@@ -133,13 +122,13 @@ static int detect(int stop_host) {
   /* the victim's answer (it may die before this sees it: then its failure
    * is the detection), then a receive that only its death ends */
   if (wait_req(req) != 0) {
-    t1 = now_ns();
+    t1 = ft_now_ns();
     how = "the receive of its answer failed";
   } else if ((rc = asr_irecv(recv, t, 0, 8, &req)) != ASR_SUCCESS) {
-    t1 = now_ns();
+    t1 = ft_now_ns();
     how = "a post failed";
   } else {
-    t1 = watch(send, recv, req, now_ns() + 10000000000LL, &how, 0);
+    t1 = watch(send, recv, req, ft_now_ns() + 10000000000LL, &how, 0);
   }
   if (!t1) die("the victim's death was not seen within 10 s", ASR_TIMEOUT);
   const char *why = asr_comm_error(recv) ? asr_comm_error(recv) : asr_comm_error(send);
@@ -161,17 +150,17 @@ static int bw(int ms, int kill_it) {
   int peer = me.rank ^ 1;
   pair(peer, &send, &recv);
   if (asr_job_barrier() != ASR_SUCCESS) die("barrier", ASR_INVALID);
-  int64_t t0 = now_ns(), end = t0 + (int64_t)ms * 1000000;
+  int64_t t0 = ft_now_ns(), end = t0 + (int64_t)ms * 1000000;
   if (me.rank >= 2) {
     asr_request_t *req;
     if (me.rank == 3) {
       if (kill_it) {
-        while (now_ns() < t0 + (end - t0) / 2) usleep(100);
-        printf("ft_bench kill_ns=%lld\n", (long long)now_ns());
+        while (ft_now_ns() < t0 + (end - t0) / 2) usleep(100);
+        printf("ft_bench kill_ns=%lld\n", (long long)ft_now_ns());
         fflush(stdout);
         raise(SIGKILL);
       }
-      while (now_ns() < end) usleep(100);
+      while (ft_now_ns() < end) usleep(100);
     } else {
       int rc = asr_irecv(recv, t, 0, 8, &req);
       if (rc) die("posting", rc);
@@ -181,13 +170,13 @@ static int bw(int ms, int kill_it) {
       int64_t t1 = watch(send, recv, req, end, &how, 50);
       if (t1) {
         printf("ft_bench detect_ns=%lld how=%s\n", (long long)t1, how);
-        while (now_ns() < end) usleep(50); /* the same load as a run without the death */
+        while (ft_now_ns() < end) usleep(50); /* the same load as a run without the death */
       }
     }
   } else if (me.rank == 0) {
     asr_request_t *reqs[WINDOW] = {0};
     uint64_t sent = 0, done_bytes = 0;
-    while (now_ns() < end) {
+    while (ft_now_ns() < end) {
       int slot = (int)(sent % WINDOW);
       if (reqs[slot]) {
         int rc = wait_req(reqs[slot]);
@@ -203,7 +192,7 @@ static int bw(int ms, int kill_it) {
     }
     for (int i = 0; i < WINDOW; i++)
       if (reqs[i] && wait_req(reqs[i]) == 0) done_bytes += MSG;
-    double secs = (now_ns() - t0) / 1e9;
+    double secs = (ft_now_ns() - t0) / 1e9;
     printf("ft_bench bw_MBps=%.1f messages=%llu\n", done_bytes / secs / 1e6, (unsigned long long)sent);
     /* the count, so the receiver knows when to stop */
     uint64_t *cnt = (uint64_t *)buf;
@@ -227,11 +216,11 @@ static int bw(int ms, int kill_it) {
       int slot = (int)(got % WINDOW);
       int done = 0;
       size_t n = 0;
-      int64_t until = now_ns() + 10000000000LL;
+      int64_t until = ft_now_ns() + 10000000000LL;
       while (!done) {
         int rc = asr_test(reqs[slot], &done, &n);
         if (rc) die("receiving", rc);
-        if (now_ns() > until) die("a message did not come within 10 s", ASR_TIMEOUT);
+        if (ft_now_ns() > until) die("a message did not come within 10 s", ASR_TIMEOUT);
       }
       const uint8_t *m = buf + (size_t)slot * MSG;
       if (n == 8) {

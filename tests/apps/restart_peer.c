@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "asr.h"
+#include "ft_util.h"
 
 #define MSGS 16
 #define LEN 4096
@@ -38,12 +39,6 @@
 
 static asr_job_info_t me;
 static int victim, deaths, my_inc;
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void fail(const char *fmt, const char *what, int rc) {
   printf("restart_peer rank %d: FAIL: ", me.rank);
@@ -57,18 +52,7 @@ static uint8_t byte_of(int from, int to, int inc, int msg, size_t at) {
   return (uint8_t)(from * 31 + to * 17 + inc * 101 + msg * 7 + (int)at * 3 + 1);
 }
 
-/* Waits (bounded) until req completes: 0, or the failing status. */
-static int wait_req(asr_request_t *req) {
-  int64_t until = now_ns() + BOUND_NS;
-  for (;;) {
-    int done = 0;
-    size_t n = 0;
-    int rc = asr_test(req, &done, &n);
-    if (rc != ASR_SUCCESS) return rc;
-    if (done) return 0;
-    if (now_ns() > until) return ASR_TIMEOUT;
-  }
-}
+static int wait_req(asr_request_t *req) { return ft_wait_req(req, BOUND_NS); }
 
 typedef struct {
   asr_comm_t *send, *recv;
@@ -133,11 +117,11 @@ static void see_death(link_t *l, asr_tensor_t *t) {
 }
 
 static void wait_alive(int inc) {
-  int64_t until = now_ns() + BOUND_NS;
+  int64_t until = ft_now_ns() + BOUND_NS;
   for (;;) {
     int st, i;
     if (asr_job_rank_state(victim, &st, &i) == ASR_SUCCESS && st == ASR_RANK_ALIVE && i == inc) return;
-    if (now_ns() > until) fail("the %s did not come back within 5 s", "victim", ASR_TIMEOUT);
+    if (ft_now_ns() > until) fail("the %s did not come back within 5 s", "victim", ASR_TIMEOUT);
     usleep(1000);
   }
 }

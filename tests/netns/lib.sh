@@ -117,6 +117,66 @@ netns_teardown() {
   return 0
 }
 
+# --- a suite of cases, each run flat and as a chain (verdict.sh, failure.sh) --
+# A suite script defines one function per case; each calls run_job and
+# says what went wrong with bad (the first reason is kept in $why, the
+# case's output is $out, the tree arguments $TREE: "" for the flat star,
+# "--tree-radix 1" for the chain in which host 3's daemon is host 2's
+# child and host 2's host 1's).
+
+# run_job OUT ARGS...: asrrun on host 1 with the agent, --timeout
+# $JOB_TIMEOUT (default 90); stdout+stderr to OUT.
+run_job() {
+  local out=$1 t=${JOB_TIMEOUT:-90}; shift
+  ip netns exec "$(netns_host 1)" timeout -k 5 $((t + 30)) "$ASRRUN" --launch-agent "ip netns exec" --timeout "$t" \
+    "$@" >"$out" 2>&1 </dev/null
+}
+
+bad() { [ -z "$why" ] && why=$*; }
+
+# Nothing of the job may be left on any host.
+netns_clean() {
+  if ! netns_wait_empty 15; then
+    bad "processes left behind: $(netns_leftovers | tr '\n' ' ')"
+    local h p
+    for h in "${NETNS_HOSTS[@]}"; do for p in $(netns_pids "$h"); do kill -KILL "$p" 2>/dev/null; done; done
+  fi
+}
+
+# netns_run_cases SUITE RUNS CASE...: each case flat and as a chain, RUNS
+# times in a row; a PASS or FAIL line per case and tree (with the output
+# of its first failing run).
+netns_run_cases() {
+  local suite=$1 runs=$2 c t i t0; shift 2
+  for c in "$@"; do
+    if ! declare -F "$c" >/dev/null; then
+      echo "FAIL: $suite/$c (no such case)"
+      continue
+    fi
+    for t in flat chain; do
+      TREE=; [ $t = chain ] && TREE="--tree-radix 1"
+      name=${c}_$t out=$work/$name.out why= t0=$SECONDS
+      for ((i = 1; i <= runs; i++)); do
+        "$c"
+        netns_clean
+        [ -n "$why" ] && break
+      done
+      if [ -n "$why" ]; then
+        echo "FAIL: $suite/$name (run $i of $runs: $why)"
+        tail -15 "$out" | sed 's/^/    /'
+      else
+        echo "PASS: $suite/$name ($runs run(s) in a row, $((SECONDS - t0)) s)"
+      fi
+    done
+  done
+}
+
+# netns_skip_cases SUITE WHY CASE...: a SKIP line per case and tree.
+netns_skip_cases() {
+  local suite=$1 why=$2 c t; shift 2
+  for c in "$@"; do for t in flat chain; do echo "SKIP: $suite/${c}_$t ($why)"; done; done
+}
+
 # --- many emulated hosts per namespace (tests/netns/tree.sh) ----------------
 # netns_setup_many H PER: H emulated hosts, PER to a namespace
 # (${NETNS_PREFIX}n1 .. nK, K = ceil(H / PER), on the switch as above). Host

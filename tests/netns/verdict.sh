@@ -19,36 +19,16 @@ netns_suite "$build"
 all=(killed_rank_remote_others_leave killed_remote_socket leaver_remote all_leave_remote)
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
-names() { for c in "${cases[@]}"; do for t in flat chain; do echo "${c}_$t"; done; done; }
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-  for c in $(names); do echo "SKIP: verdict/$c (needs root and iproute2 to create network namespaces)"; done
+  netns_skip_cases verdict "needs root and iproute2 to create network namespaces" "${cases[@]}"
   exit 0
 fi
 if ! netns_setup 3; then
-  for c in $(names); do echo "SKIP: verdict/$c (network namespaces cannot be created on this machine)"; done
+  netns_skip_cases verdict "network namespaces cannot be created on this machine" "${cases[@]}"
   exit 0
 fi
 H1=$(netns_host 1) H2=$(netns_host 2) H3=$(netns_host 3)
-
-# run_job OUT ARGS...: asrrun on host 1 with the agent; stdout+stderr to OUT.
-run_job() {
-  local out=$1; shift
-  ip netns exec "$H1" timeout -k 5 120 "$ASRRUN" --launch-agent "ip netns exec" --timeout 90 "$@" \
-    >"$out" 2>&1 </dev/null
-}
-
-why= # what the failing run did wrong
-bad() { [ -z "$why" ] && why=$*; }
-
-# Nothing of the job may be left on any host.
-clean() {
-  if ! netns_wait_empty 15; then
-    bad "processes left behind: $(netns_leftovers | tr '\n' ' ')"
-    local h p
-    for h in "${NETNS_HOSTS[@]}"; do for p in $(netns_pids "$h"); do kill -KILL "$p" 2>/dev/null; done; done
-  fi
-}
 
 # Each case: one run, with the tree arguments in $TREE; bad() says why it failed.
 
@@ -95,24 +75,4 @@ all_leave_remote() {
   grep -q "exited with status 0 after joining the job, without finalizing" "$out" || bad "no summary naming a leaver"
 }
 
-for c in "${cases[@]}"; do
-  if ! declare -F "$c" >/dev/null; then
-    echo "FAIL: verdict/$c (no such case: ${all[*]})"
-    continue
-  fi
-  for t in flat chain; do
-    TREE=; [ $t = chain ] && TREE="--tree-radix 1"
-    name=${c}_$t out=$work/$name.out why= t0=$SECONDS
-    for ((i = 1; i <= RUNS; i++)); do
-      "$c"
-      clean
-      [ -n "$why" ] && break
-    done
-    if [ -n "$why" ]; then
-      echo "FAIL: verdict/$name (run $i of $RUNS: $why)"
-      tail -15 "$out" | sed 's/^/    /'
-    else
-      echo "PASS: verdict/$name ($RUNS run(s) in a row, $((SECONDS - t0)) s)"
-    fi
-  done
-done
+netns_run_cases verdict "$RUNS" "${cases[@]}"
