@@ -5,6 +5,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/rt.h \
 	runtime/context.c \
 	runtime/paths.c \
+	runtime/handle.c runtime/handle.h \
 	runtime/comm.c \
 	runtime/close.c \
 	runtime/drain.c \

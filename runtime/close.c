@@ -15,11 +15,18 @@
 
 static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm);
 
-int asr_comm_close(asr_comm_t *comm) {
-  if (!comm) return ASR_INVALID;
+int asr_comm_close(asr_comm_t *h) {
+  struct asr_comm *comm = asr__comm_of(h);
+  if (!comm) {
+    if (h) asr__comm_bad("asr_comm_close", h);
+    return ASR_INVALID;
+  }
   asr_ctx_t *ctx = comm->ctx;
+  /* The handle stays live while the close runs (another thread's call on
+   * it sees close_requested, as before); it is retired when the comm is
+   * freed (asr__comm_free), or kept for asr_close (below). */
   if (atomic_exchange(&comm->close_requested, 1)) {
-    asr_error("svc", "asr_comm_close: comm %p is already being closed", (void *)comm);
+    asr_error("svc", "asr_comm_close: comm %p is already being closed", (void *)h);
     return ASR_INVALID;
   }
   /* A thread waiting for it to connect leaves now, with an error, and is
@@ -33,7 +40,9 @@ int asr_comm_close(asr_comm_t *comm) {
   while (ctx->task.nclosing >= ASR_RING && !ctx->task.shutdown)
     pthread_cond_wait(&ctx->task.detach_cv, &ctx->task.mutex);
   if (ctx->task.shutdown) {
-    /* asr_close is under way: it frees every comm of the LNC, this one too */
+    /* asr_close is under way: it frees every comm of the LNC, this one too
+     * (and retires its handle: it may be doing so already, so the comm is
+     * not ours to touch any more) */
     pthread_mutex_unlock(&ctx->task.mutex);
     return ASR_SUCCESS;
   }
@@ -86,6 +95,7 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
      * error list; asr_close frees it after the endpoint is closed. */
     asr_warn("svc", "lnc %d: %d operation(s) of a closed comm could not be cancelled; freeing at asr_close",
              ctx->lnc, stuck);
+    asr__comm_retire(comm); /* closed, as far as the application can tell */
     pthread_mutex_lock(&ctx->comms.mutex);
     comm->next = ctx->comms.errored;
     ctx->comms.errored = comm;

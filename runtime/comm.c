@@ -47,8 +47,17 @@ void asr__comm_set_status(struct asr_comm *c, int status) {
   }
 }
 
+/* The records of closed comms and their pools, for the next ones (handle.h:
+ * never given back to malloc, so that a closed comm's handle, and its
+ * requests', can be checked). */
+static asr__slab_t comm_slab =
+    ASR_SLAB("comm", sizeof(struct asr_comm), offsetof(struct asr_comm, live), 0, 1);
+static asr__slab_t pool_slab = ASR_SLAB("request pool", sizeof(asr_comm_pool_t),
+                                        offsetof(asr_comm_pool_t, reqs) + offsetof(struct asr_request, live),
+                                        sizeof(struct asr_request), ASR_RING);
+
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc) {
-  struct asr_comm *c = calloc(1, sizeof *c);
+  struct asr_comm *c = asr__slab_take(&comm_slab); /* zeroed, as calloc's */
   if (!c) return NULL;
   c->ctx = ctx;
   c->type = type;
@@ -69,7 +78,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
 asr_comm_pool_t *asr__comm_pool(struct asr_comm *c) {
   asr_comm_pool_t *p = asr__comm_pool_of(c);
   if (p) return p;
-  p = calloc(1, sizeof *p);
+  p = asr__slab_take(&pool_slab); /* zeroed but for its requests' live words */
   if (!p) return NULL;
   /* The pool of 128 requests, recycled for as long as the comm lives. */
   for (int i = 0; i < ASR_RING; i++) {
@@ -82,8 +91,14 @@ asr_comm_pool_t *asr__comm_pool(struct asr_comm *c) {
   /* release: whoever loads the pointer (acquire) sees the pool built */
   if (atomic_compare_exchange_strong_explicit(&c->pool, &none, p, memory_order_acq_rel, memory_order_acquire))
     return p;
-  free(p); /* another thread's post made it first */
+  asr__slab_put(&pool_slab, p); /* another thread's post made it first */
   return none;
+}
+
+void asr__comm_retire(struct asr_comm *c) {
+  asr__handle_retire(&c->live);
+  asr_comm_pool_t *p = asr__comm_pool_of(c);
+  for (int i = 0; p && i < ASR_RING; i++) asr__handle_retire(&p->reqs[i].live);
 }
 
 /* Frees c. With endpoint_closed the transport can no longer complete any of
@@ -113,7 +128,8 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
 #else
   (void)endpoint_closed;
 #endif
-  asr__rep_remove(c); /* out of the state report's sight first */
+  asr__comm_retire(c); /* the application's handles first: a later call on them fails unread */
+  asr__rep_remove(c);  /* out of the state report's sight */
   /* asr_close: the service thread has stopped, so its pool may be touched */
   if (c->kv_req) asr_kv_call_free(c->kv_req);
   /* out of asr_forget's sight before its entries go */
@@ -133,8 +149,8 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
   asr__sm_free(asr__comm_sm(c)); /* its region: unmapped (and unlinked, if its sender never came) */
   pthread_mutex_destroy(&c->stash_mutex);
   free(atomic_load(&c->why)); /* rank_fail.c's copy of the death's line */
-  free(pool);
-  free(c);
+  if (pool) asr__slab_put(&pool_slab, pool);
+  asr__slab_put(&comm_slab, c);
 }
 
 static int valid_ip(const char *ip) {
@@ -173,11 +189,17 @@ int asr__comm_queue(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_t 
     return ASR_INVALID;
   }
   struct asr_comm *c = asr__comm_new(ctx, type, peer_ip, peer_lnc);
-  if (!c) return ASR_INVALID;
+  if (!c) {
+    asr_error("svc", "%s: out of memory", fn);
+    return ASR_INVALID;
+  }
   if (rank >= 0) {
     atomic_store_explicit(&c->peer_rank, rank, memory_order_relaxed); /* the report's, and rank_fail.c's */
     c->peer_inc = expected_inc(rank);
   }
+  /* its handle, live from here on (before the handover, after which the
+   * comm is the service thread's) */
+  uint64_t h = asr__handle_renew(c, &c->live, ASR_HK_COMM);
   asr__rep_add(c);
   pthread_mutex_lock(&ctx->task.mutex);
   while (ctx->task.ring_tail - ctx->task.ring_head >= ASR_RING && !ctx->task.shutdown) {
@@ -190,7 +212,7 @@ int asr__comm_queue(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_t 
   ctx->task.n++;
   asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task.mutex);
-  *out = c;
+  *out = (asr_comm_t *)(uintptr_t)h;
   return ASR_SUCCESS;
 }
 
@@ -202,34 +224,46 @@ int asr_accept(int lnc, const char *peer_ip, int peer_lnc, asr_comm_t **recv_com
   return asr__comm_queue(lnc, peer_ip, peer_lnc, ASR_RECV_COMM, -1, recv_comm);
 }
 
-int asr_comm_status(const asr_comm_t *comm, int *status) {
+/* The record of comm handle h for the call fn: NULL (logged, unless h is
+ * NULL, which the callers answer as they always did) when h is not live. */
+static struct asr_comm *comm_arg(const char *fn, const asr_comm_t *h) {
+  struct asr_comm *c = asr__comm_of(h);
+  if (!c && h) asr__comm_bad(fn, h);
+  return c;
+}
+
+int asr_comm_status(const asr_comm_t *h, int *status) {
+  struct asr_comm *comm = comm_arg("asr_comm_status", h);
   if (!comm || !status) return ASR_INVALID;
-  *status = atomic_load(&((struct asr_comm *)comm)->status);
+  *status = atomic_load(&comm->status);
   return ASR_SUCCESS;
 }
 
-const char *asr_comm_provider(const asr_comm_t *comm) {
+const char *asr_comm_provider(const asr_comm_t *h) {
+  struct asr_comm *comm = comm_arg("asr_comm_provider", h);
   if (!comm) return NULL;
   /* the acquire pairs with the service thread's release in connect.c
    * (use_endpoint): the endpoint, its provider name included, was whole
    * before the comm was given it */
-  if (atomic_load_explicit(&((struct asr_comm *)comm)->sm, memory_order_acquire)) return ASR_SM_PROVIDER;
-  const asr__ofi_t *o = atomic_load_explicit(&((struct asr_comm *)comm)->ofi, memory_order_acquire);
+  if (atomic_load_explicit(&comm->sm, memory_order_acquire)) return ASR_SM_PROVIDER;
+  const asr__ofi_t *o = atomic_load_explicit(&comm->ofi, memory_order_acquire);
   return o ? o->provider : NULL;
 }
 
-const char *asr_comm_error(const asr_comm_t *comm) {
+const char *asr_comm_error(const asr_comm_t *h) {
+  struct asr_comm *comm = comm_arg("asr_comm_error", h);
   /* c->err is written before the status turns CONNECTION_ERROR (a
    * sequentially consistent store: connect.c fail, peer_watch.c, drain.c,
    * rank_fail.c) and never after. why, the launcher's line on the peer
    * rank's death, may come later (rank_fail.c): a caller that got err
    * keeps a string that lives as long as the comm, as why does. */
-  if (!comm || atomic_load(&((struct asr_comm *)comm)->status) != ASR_COMM_CONNECTION_ERROR) return NULL;
-  const char *why = atomic_load_explicit(&((struct asr_comm *)comm)->why, memory_order_acquire);
+  if (!comm || atomic_load(&comm->status) != ASR_COMM_CONNECTION_ERROR) return NULL;
+  const char *why = atomic_load_explicit(&comm->why, memory_order_acquire);
   return why ? why : comm->err;
 }
 
-int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
+int asr_comm_wait_connected(asr_comm_t *h, int timeout_ms) {
+  struct asr_comm *comm = comm_arg("asr_comm_wait_connected", h);
   if (!comm) return ASR_INVALID;
   asr_ctx_t *ctx = comm->ctx;
   struct timespec until;
@@ -257,7 +291,7 @@ int asr_comm_wait_connected(asr_comm_t *comm, int timeout_ms) {
     /* closed meanwhile: the closer waits for us to leave before it frees
      * the comm (asr__comm_release_waiters) */
     if (atomic_load(&comm->close_requested)) {
-      asr_error("svc", "asr_comm_wait_connected: comm %p was closed while waiting to connect", (void *)comm);
+      asr_error("svc", "asr_comm_wait_connected: comm %p was closed while waiting to connect", (void *)h);
       rc = ASR_CONN_ERROR;
       break;
     }
@@ -295,7 +329,7 @@ void asr__comm_release_waiters(struct asr_comm *c) {
 /* The service thread's lookup before a stashed request is posted, and its
  * lazy registration on a miss (outside every lock but the insert's: fi_mr_reg
  * may be slow). Returns 0 with *mr, or an ASR_E* code. */
-int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr) {
+int asr__mr_get_or_register(struct asr_comm *c, struct asr_tensor *t, struct fid_mr **mr) {
   asr__ofi_t *o = asr__comm_ofi(c);
   asr__ofi_lock(o);
   int hit = asr__mr_lookup(c, t->va, t->size, mr);

@@ -103,18 +103,32 @@ static int post_ofi(struct asr_comm *c, struct asr_request *r, void *va, struct 
   return rc;
 }
 
+/* A post's comm, tensor or request pointer is missing or not live: says
+ * which (out of post's way: the data path only tests for it). */
+static __attribute__((cold, noinline)) int post_bad_args(const char *fn, asr_comm_t *hc, asr_tensor_t *ht) {
+  if (hc && !asr__comm_of(hc))
+    asr__comm_bad(fn, hc);
+  else if (ht && !asr__tensor_of(ht))
+    asr__tensor_bad(fn, ht);
+  else
+    asr_error("svc", "%s: Expected valid tensor/communicator (and a request pointer)", fn);
+  return ASR_INVALID;
+}
+
 /* enc_async_sr_post_op: validation battery, freelist pop, fast/slow gate.
- * Inlined into asr_isend / asr_irecv, so each gets the direction folded in. */
-static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset,
+ * Inlined into asr_isend / asr_irecv, so each gets the direction folded in.
+ * The handles are checked first (handle.h): a closed comm or a freed
+ * tensor is refused before anything of it is read. */
+static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor_t *ht, size_t offset,
                                                       size_t length, asr_request_t **out,
                                                       asr_comm_type_t want) {
   const char *fn = want == ASR_SEND_COMM ? "asr_isend" : "asr_irecv";
-  if (!tensor || !comm || !out) {
-    asr_error("svc", "%s: Expected valid tensor/communicator (and a request pointer)", fn);
-    return ASR_INVALID;
-  }
+  if (__builtin_expect(!out || !asr__comm_live(hc) || !asr__tensor_live(ht), 0))
+    return post_bad_args(fn, hc, ht);
+  struct asr_comm *comm = asr__handle_addr(hc);
+  struct asr_tensor *tensor = asr__handle_addr(ht);
   if (comm->type != want) {
-    asr_error("svc", "%s: comm %p is a %s comm", fn, (void *)comm,
+    asr_error("svc", "%s: comm %p is a %s comm", fn, (void *)hc,
               comm->type == ASR_SEND_COMM ? "SEND" : "RECV");
     return ASR_INVALID;
   }
@@ -165,6 +179,9 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
     return ASR_QUEUE_FULL;
   }
   struct asr_request *r = pool->free_data[--pool->free_top];
+  /* its handle: the record's next generation, so that no earlier handle
+   * of it names this transfer (handle.h) */
+  asr_request_t *h = (asr_request_t *)(uintptr_t)asr__handle_renew(r, &r->live, ASR_HK_REQUEST);
   r->tensor = tensor;
   r->offset = offset;
   r->length = length;
@@ -175,7 +192,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
       req_set_status(r, ASR_REQ_OFI_POSTED);
       asr__rep_count(&comm->rep_posted);
       asr__comm_unlock(comm);
-      *out = r;
+      *out = h;
       return ASR_SUCCESS;
     }
     if (rc != ASR_EAGAIN) {
@@ -212,7 +229,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *comm, asr_tens
   pthread_mutex_lock(&ctx->task.mutex);
   asr__ctx_wake(ctx);
   pthread_mutex_unlock(&ctx->task.mutex);
-  *out = r;
+  *out = h;
   return ASR_SUCCESS;
 }
 
@@ -335,11 +352,15 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
   return posted;
 }
 
-int asr_test(asr_request_t *req, int *done, size_t *size) {
-  if (!req || !req->comm || !done) {
-    asr_error("svc", "asr_test: Expected request/communicator");
+int asr_test(asr_request_t *h, int *done, size_t *size) {
+  if (__builtin_expect(!done || !asr__req_live(h), 0)) {
+    if (h && !asr__req_live(h))
+      asr__req_bad("asr_test", h);
+    else
+      asr_error("svc", "asr_test: Expected request/communicator");
     return ASR_UNCONNECTED;
   }
+  struct asr_request *req = asr__handle_addr(h); /* live (handle.h) */
   struct asr_comm *c = req->comm;
   int status = atomic_load_explicit(&req->status, memory_order_acquire);
   switch (status) {
@@ -379,7 +400,7 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
         asr__comm_unlock(c);
         *done = 1;
         if (size) *size = moved;
-        if (c->ctx->trace) asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)req, moved);
+        if (c->ctx->trace) asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)h, moved);
         return ASR_SUCCESS;
       }
       asr__comm_unlock(c);
@@ -388,7 +409,7 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
        * reuses it: the comm takes no more posts. */
       int gone = !d && peer_gone;
       if (rc || gone) {
-        asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)req,
+        asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)h,
                   atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : asr_strerror(rc));
         req_set_status(req, ASR_REQ_ERROR);
         asr__req_recycle(req);
@@ -416,9 +437,13 @@ int asr_test(asr_request_t *req, int *done, size_t *size) {
   }
 }
 
-int asr_flush(asr_comm_t *comm) {
+int asr_flush(asr_comm_t *h) {
+  struct asr_comm *comm = asr__comm_of(h);
   if (!comm) {
-    asr_error("svc", "asr_flush: Expected valid communicator");
+    if (h)
+      asr__comm_bad("asr_flush", h);
+    else
+      asr_error("svc", "asr_flush: Expected valid communicator");
     return ASR_INVALID;
   }
   if (comm->type != ASR_RECV_COMM) {

@@ -21,6 +21,7 @@
 
 #include "asr.h"
 #include "asr_loop.h"
+#include "handle.h"
 #include "kv_conn.h"
 #include "kv_keys.h"
 #include "ofi.h"
@@ -51,23 +52,27 @@ typedef enum {
   ASR_DRAIN_DONE = 3
 } asr_drain_state_t;
 
+/* A tensor's record; the application holds its handle (handle.h), which
+ * live checks (tensor.c's slab recycles the record). */
 struct asr_tensor {
+  _Atomic uint64_t live;
   void *va;
   size_t size;
   int owned; /* asr_tensor_alloc made the memory */
 };
 
 /* The 56-byte request record of seed §1: {comm, tensor, offset, length, type,
- * status, ofi_req}. ofi_req is NULL unless libfabric owns an operation for it. */
+ * status, ofi_req}. ofi_req is NULL unless libfabric owns an operation for it.
+ * live, where the seed has padding, is its handle's live word (handle.h):
+ * set by each post of it, checked by asr_test, retired with its comm. */
 struct asr_request {
   struct asr_comm *comm;
-  asr_tensor_t *tensor;
+  struct asr_tensor *tensor;
   size_t offset;
   size_t length;
   int32_t type;
-  int32_t pad0;
   _Atomic int32_t status;
-  int32_t pad1;
+  _Atomic uint64_t live;
   asr__ofi_op_t *ofi_req;
 };
 _Static_assert(sizeof(struct asr_request) == 56, "the seed's request record is 56 bytes");
@@ -100,7 +105,9 @@ struct asr_ctx;
  * lock; one per endpoint, so comms of the other path never contend for it):
  * a post pops and posts under one hold of it, and a test that polls drains
  * the CQ and pushes the request it completed under one hold (request.c).
- * The stash ring's slots are here too: nothing is stashed before a post. */
+ * The stash ring's slots are here too: nothing is stashed before a post.
+ * Freeing the comm recycles its pool through a slab (comm.c), never to
+ * malloc: its requests' live words stay (handle.h). */
 typedef struct asr_comm_pool {
   struct asr_request reqs[ASR_RING];
   asr__ofi_op_t ops[ASR_RING];
@@ -111,6 +118,9 @@ typedef struct asr_comm_pool {
 } asr_comm_pool_t;
 
 struct asr_comm {
+  /* the application's handle is live while this is (handle.h): first, in
+   * the line every call reads; comm.c's slab recycles the record */
+  _Atomic uint64_t live;
   struct asr_ctx *ctx;
   asr_comm_type_t type;
   int lnc, peer_lnc;
@@ -576,7 +586,8 @@ static inline int asr__connect_yielding(const asr_ctx_t *ctx, uint64_t now) {
  * (request.c). Returns 1 when it posted. */
 int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type);
 
-/* Comm life cycle (comm.c). */
+/* Comm life cycle (comm.c). asr__comm_new takes a record from the comms'
+ * slab (handle.h), its handle not live yet; asr__comm_free recycles it. */
 struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char *peer_ip, int peer_lnc);
 /* asr_connect (ASR_SEND_COMM) or asr_accept (ASR_RECV_COMM) of a comm made
  * for rank (its peer_rank and peer_inc set before the service thread sees
@@ -585,8 +596,43 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
 int asr__comm_queue(int lnc, const char *peer_ip, int peer_lnc, asr_comm_type_t type, int rank,
                     asr_comm_t **out);
 void asr__comm_free(struct asr_comm *c, int endpoint_closed);
+/* c's handle and its requests' name nothing from now on (handle.h): the
+ * last step of asr_comm_close, and of asr_close for each comm it frees.
+ * Later calls change nothing; the caller owns c, which stays until freed
+ * (asr__comm_free retires it first). */
+void asr__comm_retire(struct asr_comm *c);
+/* The record of a live handle, or NULL for NULL or a handle that is not
+ * live (closed, freed, of another kind): the check at every call that
+ * takes one (handle.h). The callers log with the *_bad functions. */
+static inline struct asr_comm *asr__comm_of(const asr_comm_t *h) {
+  return asr__handle_rec(h, ASR_HK_COMM, offsetof(struct asr_comm, live));
+}
+static inline struct asr_request *asr__req_of(const asr_request_t *h) {
+  return asr__handle_rec(h, ASR_HK_REQUEST, offsetof(struct asr_request, live));
+}
+static inline struct asr_tensor *asr__tensor_of(const asr_tensor_t *h) {
+  return asr__handle_rec(h, ASR_HK_TENSOR, offsetof(struct asr_tensor, live));
+}
+static inline int asr__comm_live(const asr_comm_t *h) {
+  return asr__handle_live(h, ASR_HK_COMM, offsetof(struct asr_comm, live));
+}
+static inline int asr__req_live(const asr_request_t *h) {
+  return asr__handle_live(h, ASR_HK_REQUEST, offsetof(struct asr_request, live));
+}
+static inline int asr__tensor_live(const asr_tensor_t *h) {
+  return asr__handle_live(h, ASR_HK_TENSOR, offsetof(struct asr_tensor, live));
+}
+static inline void asr__comm_bad(const char *fn, const asr_comm_t *h) {
+  asr__handle_bad(fn, h, ASR_HK_COMM, offsetof(struct asr_comm, live));
+}
+static inline void asr__req_bad(const char *fn, const asr_request_t *h) {
+  asr__handle_bad(fn, h, ASR_HK_REQUEST, offsetof(struct asr_request, live));
+}
+static inline void asr__tensor_bad(const char *fn, const asr_tensor_t *h) {
+  asr__handle_bad(fn, h, ASR_HK_TENSOR, offsetof(struct asr_tensor, live));
+}
 /* c's pool, made by the first caller that needs one (any thread: the one
- * that installs it wins, the others free theirs); NULL when out of memory. */
+ * that installs it wins, the others recycle theirs); NULL when out of memory. */
 asr_comm_pool_t *asr__comm_pool(struct asr_comm *c);
 /* c's pool, or NULL while nothing was ever posted on c (so no request of c
  * exists, and no operation of its pool was ever libfabric's). */
@@ -598,7 +644,7 @@ void asr__comm_set_status(struct asr_comm *c, int status);
  * requested (close_requested set before: each then leaves with an error),
  * and waits until the last has left, so that c can be freed (close.c). */
 void asr__comm_release_waiters(struct asr_comm *c);
-int asr__mr_get_or_register(struct asr_comm *c, asr_tensor_t *t, struct fid_mr **mr);
+int asr__mr_get_or_register(struct asr_comm *c, struct asr_tensor *t, struct fid_mr **mr);
 void asr__req_recycle(struct asr_request *r);
 
 /* Drops every registration of ctx's comms that lies within [va, va + len)

@@ -72,9 +72,17 @@ typedef enum {
   ASR_COMM_CONNECTION_ERROR = 7,
 } asr_comm_status_t;
 
-typedef struct asr_tensor asr_tensor_t;
-typedef struct asr_comm asr_comm_t;
-typedef struct asr_request asr_request_t;
+/* Handles. Comms, requests and tensors are named by opaque handles, not
+ * by pointers the application may read through. Every call checks the
+ * handle it is given: one on a comm that was closed (asr_comm_close, or
+ * asr_close of its LNC), on a request of such a comm, or on a tensor that
+ * was freed fails with a message that names the call (ASR_INVALID;
+ * asr_test: ASR_UNCONNECTED), and reads nothing the close or free let go
+ * of. A handle closed on one thread while another thread is inside a call
+ * on it is still the application's error. */
+typedef struct asr_tensor_handle asr_tensor_t;
+typedef struct asr_comm_handle asr_comm_t;
+typedef struct asr_request_handle asr_request_t;
 
 /* A message for any asr status code (positive) or internal ASR_E* (negative). */
 ASR_API const char *asr_strerror(int status);
@@ -109,7 +117,8 @@ ASR_API int asr_tensor_wrap(void *va, size_t size, asr_tensor_t **out);
 
 /* Frees the tensor (and its memory when asr_tensor_alloc made it: then its
  * registrations are dropped first, as asr_forget does). No request on it
- * may be stashed or in flight. */
+ * may be stashed or in flight. NULL is ignored; a tensor freed already is
+ * left alone, with a message. */
 ASR_API void asr_tensor_free(asr_tensor_t *t);
 
 /* Says that memory [va, va + len) is going away: every comm of every LNC
@@ -125,7 +134,8 @@ ASR_API void asr_tensor_free(asr_tensor_t *t);
  * on another thread it waits for that close. Returns ASR_SUCCESS, or ASR_INVALID for NULL or len 0. */
 ASR_API int asr_forget(void *va, size_t len);
 
-/* The tensor's size in bytes / virtual address (0 / NULL for NULL). */
+/* The tensor's size in bytes / virtual address (0 / NULL for NULL, and,
+ * with a message, for a tensor freed already). */
 ASR_API size_t asr_tensor_size(const asr_tensor_t *t);
 ASR_API void *asr_tensor_va(const asr_tensor_t *t);
 
@@ -203,7 +213,10 @@ ASR_API int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, siz
  * with *done = 1 (and *size = bytes moved) when complete, after which the
  * request is recycled and must not be used again. ASR_INVALID when it failed
  * (also recycled), including when the peer process exited before it
- * completed; ASR_UNCONNECTED for NULL or a request not in use. */
+ * completed; ASR_UNCONNECTED for NULL or a request not in use: one already
+ * reported (complete or failed), whose comm was closed, or that is not a
+ * request. A post never returns the handle of an earlier request, so an
+ * old handle never names a later transfer. */
 ASR_API int asr_test(asr_request_t *req, int *done, size_t *size);
 
 /* The read-after-receive fence of a RECV comm (seed: enc_async_sr_flush):

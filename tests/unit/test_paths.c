@@ -167,7 +167,7 @@ static void pairwise_proc(int rank, void *arg) {
                r ? r : "(none)", want);
   }
   /* Lazily opened: a context opens the endpoints its peers need, no more. */
-  asr_ctx_t *ctx = sc[rank == 0 ? 1 : 0]->ctx;
+  asr_ctx_t *ctx = asr__comm_of(sc[rank == 0 ? 1 : 0])->ctx;
   int open0 = atomic_load(&ctx->fab.ep_open[0]), open1 = atomic_load(&ctx->fab.ep_open[1]);
   if (forced) {
     ASSERT_MSG(open0 && !open1, "rank %d: forced provider, endpoints open %d %d", rank, open0, open1);
@@ -218,8 +218,9 @@ static void mismatch_proc(int rank, void *arg) {
   } else {
     ASSERT_OK(asr_connect(0, ip_of(0), 0, &c));
     ASSERT_EQ(asr_comm_wait_connected(c, 20000), ASR_CONN_ERROR);
-    ASSERT_MSG(strstr(c->err, "another provider than shm,") && strstr(c->err, "set ASR_PROVIDER alike"),
-               "the SEND comm's error does not say why and what to set: %s", c->err);
+    const char *err = asr_comm_error(c);
+    ASSERT_MSG(err && strstr(err, "another provider than shm,") && strstr(err, "set ASR_PROVIDER alike"),
+               "the SEND comm's error does not say why and what to set: %s", err ? err : "(none)");
     ASSERT(asr_comm_provider(c) == NULL); /* it never took a path */
   }
   rt_barrier();
@@ -253,8 +254,9 @@ static void mismatch_sm_proc(int rank, void *arg) {
   } else {
     ASSERT_OK(asr_connect(1, ip_of(0), 0, &c));
     ASSERT_EQ(asr_comm_wait_connected(c, 20000), ASR_CONN_ERROR);
-    ASSERT_MSG(strstr(c->err, "own same-host path (sm)") && strstr(c->err, "set ASR_PROVIDER alike"),
-               "the SEND comm's error does not say why and what to set: %s", c->err);
+    const char *err = asr_comm_error(c);
+    ASSERT_MSG(err && strstr(err, "own same-host path (sm)") && strstr(err, "set ASR_PROVIDER alike"),
+               "the SEND comm's error does not say why and what to set: %s", err ? err : "(none)");
     ASSERT(asr_comm_provider(c) == NULL); /* it never took a path */
   }
   rt_barrier();
@@ -439,7 +441,7 @@ static void shm_alone_proc(int rank, void *arg) {
   alloc_tensor(SA_BIG * 4, &in);
   if (rank != 2) {
     int peer = 1 - rank;
-    asr_ctx_t *ctx = sc[peer]->ctx;
+    asr_ctx_t *ctx = asr__comm_of(sc[peer])->ctx;
     asr__ofi_t *tcp = &ctx->fab.eps[1];
     if (rank == 0) ASSERT_STREQ(asr_comm_provider(sc[2]), "tcp;ofi_rxm");
     /* warm up: every registration made (later posts take the fast path,
@@ -522,8 +524,8 @@ static void api_proc(int rank, void *arg) {
   ASSERT_OK(asr_comm_wait_connected(rc, 30000));
   ASSERT_STREQ(asr_comm_provider(sc), "sm");
   ASSERT_STREQ(asr_comm_provider(rc), "sm");
-  ASSERT_EQ(atomic_load(&sc->ctx->fab.ep_open[0]), 0); /* no libfabric endpoint paid for */
-  ASSERT_EQ(atomic_load(&sc->ctx->fab.ep_open[1]), 0);
+  ASSERT_EQ(atomic_load(&asr__comm_of(sc)->ctx->fab.ep_open[0]), 0); /* no libfabric endpoint paid for */
+  ASSERT_EQ(atomic_load(&asr__comm_of(sc)->ctx->fab.ep_open[1]), 0);
   ASSERT_OK(asr_comm_close(sc));
   ASSERT_OK(asr_comm_close(rc));
   ASSERT_OK(asr_close(0));

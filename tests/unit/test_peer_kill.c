@@ -81,7 +81,8 @@
 
 #include "asr_env.h"
 #include "rt_util.h"
-/* Internal records: a request's status (STASHED or handed to the provider). */
+/* Internal records: a request's status (STASHED or handed to the provider),
+ * through its handle (asr__req_of). */
 #include "../../runtime/rt.h"
 
 /* The paths: X(id, label, ASR_PROVIDER, ASR_SM_CMA, native). label is what
@@ -391,7 +392,7 @@ static int pk_in_flight(const pk_flow_t *f) {
  * thread to hand it to the provider (runtime/request.c). */
 static int pk_stashed(const pk_flow_t *f) {
   for (int i = 0; i < f->window; i++)
-    if (f->slot[i].req && atomic_load(&f->slot[i].req->status) == ASR_REQ_STASHED) return 1;
+    if (f->slot[i].req && atomic_load(&asr__req_of(f->slot[i].req)->status) == ASR_REQ_STASHED) return 1;
   return 0;
 }
 

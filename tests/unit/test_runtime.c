@@ -32,6 +32,10 @@
  *                          a peer SIGKILLed: its comms fail within 5 s (the
  *                          peer watch); a pending connect: bounded close
  *   api_validation         the status codes of every entry point
+ *   handles_after_close    every call on a closed comm, a request of it, a
+ *                          request whose record was posted again, or a
+ *                          freed tensor: an error and a line naming the
+ *                          call, never a read of freed memory (ASan)
  *   settings_checked_at_init
  *                          a bad ASR_* value fails asr_init / asr_job_init with
  *                          its message; an unknown name is one warning
@@ -69,17 +73,18 @@
 #include "asr_tsan.h"
 #include "rt_util.h"
 /* Internal records: the tests read a request's status and hold a context's
- * comms.mutex to keep its service thread from draining stash rings. */
+ * comms.mutex to keep its service thread from draining stash rings (the
+ * records of live handles: asr__req_of, asr__comm_of). */
 #include "../../runtime/rt.h"
 /* The incarnations a net handle carries (issue 50). */
 #include "../../runtime/handle_inc.h"
 
-static int req_status(asr_request_t *r) { return atomic_load(&r->status); }
+static int req_status(asr_request_t *r) { return atomic_load(&asr__req_of(r)->status); }
 
 /* The lock the service thread holds while it drains stash rings (context.c:
  * post_sendrecv_tasks). Holding it freezes every stashed post of the
  * context, deterministically, while fast-path posts still go through. */
-static pthread_mutex_t *drain_lock(asr_comm_t *c) { return &c->ctx->comms.mutex; }
+static pthread_mutex_t *drain_lock(asr_comm_t *c) { return &asr__comm_of(c)->ctx->comms.mutex; }
 
 static void alloc_tensor(size_t size, asr_tensor_t **t) { ASSERT_OK(asr_tensor_alloc(size, t)); }
 
@@ -275,8 +280,9 @@ static void trunc_proc(int rank, void *arg) {
     ASSERT_OK(asr_accept(1, RT_PEER_IP, 0, &c));
     ASSERT_OK(asr_comm_wait_connected(c, 60000));
     ASSERT_OK(asr_irecv(c, t, 0, TRUNC_ROOM, &r));
-    asr_comm_pool_t *pool = asr__comm_pool_of(c);         /* the post made it */
-    const asr__ofi_op_t *op = &pool->ops[r - pool->reqs]; /* kept as it completed once r is recycled */
+    asr_comm_pool_t *pool = asr__comm_pool_of(asr__comm_of(c)); /* the post made it */
+    /* kept as it completed once r is recycled */
+    const asr__ofi_op_t *op = &pool->ops[asr__req_of(r) - pool->reqs];
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/trunc.log", asr_test_tmpdir());
     int logfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
@@ -846,13 +852,13 @@ static void seqwrap_proc(int rank, void *arg) {
   /* The sm path numbers nothing (its ring's positions are 64-bit): there
    * the streams below wrap the ring, thousands of times. */
   int sm = rt_is_sm(rt_g.provider);
-  if (!sm) ASSERT_EQ(asr__comm_ofi(sc)->seq_mask, 0xff); /* the transport really uses 8 bits */
+  if (!sm) ASSERT_EQ(asr__comm_ofi(asr__comm_of(sc))->seq_mask, 0xff); /* the transport really uses 8 bits */
   asr_tensor_t *st, *rt;
   alloc_tensor((size_t)ASR_MAX_REQUESTS * SW_SLOT, &st);
   alloc_tensor((size_t)ASR_MAX_REQUESTS * SW_SLOT, &rt);
   sw_stream(sc, rc, st, rt, rank, 1);
   sw_stream(sc, rc, st, rt, rank, ASR_MAX_REQUESTS);
-  if (!sm) ASSERT(((struct asr_comm *)sc)->osend.seq > 4 * 256);
+  if (!sm) ASSERT(asr__comm_of(sc)->osend.seq > 4 * 256);
   rt_barrier();
   ASSERT_OK(asr_comm_close(sc));
   ASSERT_OK(asr_comm_close(rc));
@@ -1169,7 +1175,7 @@ static void pool_proc(int rank, void *arg) {
   for (int i = 0; i < POOL_PAIRS; i++) {
     ASSERT_OK(asr_comm_wait_connected(s[i], 60000));
     ASSERT_OK(asr_comm_wait_connected(r[i], 60000));
-    ASSERT_MSG(!asr__comm_pool_of(s[i]) && !asr__comm_pool_of(r[i]),
+    ASSERT_MSG(!asr__comm_pool_of(asr__comm_of(s[i])) && !asr__comm_pool_of(asr__comm_of(r[i])),
                "%s: pair %d holds a request pool before any post", rt_g.provider, i);
   }
   asr_tensor_t *st, *rt;
@@ -1186,9 +1192,9 @@ static void pool_proc(int rank, void *arg) {
   ASSERT_EQ(got, (size_t)POOL_MSG);
   ASSERT_MSG(memcmp(va_of(rt), rt_expected(POOL_MSG, 70 + (uint64_t)(1 - rank)), POOL_MSG) == 0,
              "%s: the message from rank %d differs", rt_g.provider, 1 - rank);
-  ASSERT(asr__comm_pool_of(s[0]) && asr__comm_pool_of(r[0]));
+  ASSERT(asr__comm_pool_of(asr__comm_of(s[0])) && asr__comm_pool_of(asr__comm_of(r[0])));
   for (int i = 1; i < POOL_PAIRS; i++)
-    ASSERT_MSG(!asr__comm_pool_of(s[i]) && !asr__comm_pool_of(r[i]),
+    ASSERT_MSG(!asr__comm_pool_of(asr__comm_of(s[i])) && !asr__comm_pool_of(asr__comm_of(r[i])),
                "%s: pair %d holds a request pool it never posted on", rt_g.provider, i);
   /* half the comms closed here, the rest by asr_close */
   for (int i = 0; i < POOL_PAIRS; i += 2) {
@@ -1412,8 +1418,9 @@ static void close_wakes_proc(int rank, void *arg) {
     }
     /* every waiter asleep in it (they count themselves before they sleep) */
     uint64_t until = asr_time_ms() + 10000;
-    while (atomic_load(&c[k]->waiters) < CW_WAITERS && asr_time_ms() < until) asr_sleep_ms(1);
-    ASSERT_EQ(atomic_load(&c[k]->waiters), CW_WAITERS);
+    _Atomic int *waiters = &asr__comm_of(c[k])->waiters;
+    while (atomic_load(waiters) < CW_WAITERS && asr_time_ms() < until) asr_sleep_ms(1);
+    ASSERT_EQ(atomic_load(waiters), CW_WAITERS);
     ASSERT_OK(asr_comm_close(c[k]));
     /* the close returned once every waiter left asr_comm_wait_connected
      * (each thread's return and its store of rc come after that): each
@@ -1718,7 +1725,8 @@ static void sched_proc(int rank, void *arg) {
       ASSERT_MSG(rv[i] == (((uint64_t)q << 32) | ((uint64_t)rank << 8) | (uint64_t)k),
                  "rank %d comm %d from %d got 0x%llx", rank, k, q, (unsigned long long)rv[i]);
     }
-  unsigned long missed = atomic_load(&sc[rank == 0][0]->ctx->sched.missed); /* the LNC's context */
+  unsigned long missed =
+      atomic_load(&asr__comm_of(sc[rank == 0][0])->ctx->sched.missed); /* the LNC's context */
   ASSERT_MSG(missed == 0, "%lu connecting comms stepped only because the safety walk found them", missed);
   rt_barrier();
   for (int q = 0; q < SCHED_RANKS; q++)
@@ -2279,6 +2287,177 @@ TEST(settings_checked_at_init) {
 }
 
 /* =========================================================================
+ * 10c. Handles after close: a call on a closed comm, a request of it, or a
+ * freed tensor fails with a message and reads nothing that was freed
+ * ========================================================================= */
+
+/* Every call that takes a comm, on comm c that was closed (asr_comm_close,
+ * or asr_close of its LNC): ASR_INVALID, and no out-parameter written. */
+static void expect_dead_comm(asr_comm_t *c, asr_tensor_t *t) {
+  asr_request_t *q = NULL;
+  int st = -1;
+  ASSERT_EQ(asr_isend(c, t, 0, 8, &q), ASR_INVALID);
+  ASSERT_EQ(asr_irecv(c, t, 0, 8, &q), ASR_INVALID);
+  ASSERT(q == NULL);
+  ASSERT_EQ(asr_flush(c), ASR_INVALID);
+  ASSERT_EQ(asr_comm_status(c, &st), ASR_INVALID);
+  ASSERT_EQ(st, -1);
+  ASSERT(asr_comm_provider(c) == NULL);
+  ASSERT(asr_comm_error(c) == NULL);
+  ASSERT_EQ(asr_comm_wait_connected(c, 0), ASR_INVALID);
+  ASSERT_EQ(asr_comm_close(c), ASR_INVALID);
+}
+
+/* asr_test of a request not in use (its comm closed, or it completed and
+ * its record went to a later post): ASR_UNCONNECTED, as for NULL. */
+static void expect_dead_request(asr_request_t *q) {
+  int done = -1;
+  size_t size = 99;
+  ASSERT_EQ(asr_test(q, &done, &size), ASR_UNCONNECTED);
+  ASSERT_EQ(done, -1);
+  ASSERT_EQ(size, 99);
+}
+
+/* Every call that takes a tensor, on tensor t that was freed; c is a live
+ * SEND comm, r a live RECV comm. */
+static void expect_dead_tensor(asr_tensor_t *t, asr_comm_t *c, asr_comm_t *r) {
+  asr_request_t *q = NULL;
+  ASSERT_EQ(asr_tensor_size(t), 0);
+  ASSERT(asr_tensor_va(t) == NULL);
+  asr_tensor_free(t); /* a second free: a message, nothing freed again */
+  if (c) ASSERT_EQ(asr_isend(c, t, 0, 8, &q), ASR_INVALID);
+  if (r) ASSERT_EQ(asr_irecv(r, t, 0, 8, &q), ASR_INVALID);
+  ASSERT(q == NULL);
+}
+
+static void pingpong8(asr_comm_t *sc, asr_comm_t *rc, asr_tensor_t *t, asr_tensor_t *u, asr_request_t **sq,
+                      asr_request_t **rq) {
+  size_t got = 0;
+  ASSERT_OK(asr_irecv(rc, u, 0, 8, rq));
+  ASSERT_OK(asr_isend(sc, t, 0, 8, sq));
+  ASSERT_OK(rt_wait_req(*rq, &got, 30000));
+  ASSERT_EQ(got, 8);
+  ASSERT_OK(rt_wait_req(*sq, &got, 30000));
+  ASSERT_EQ(got, 8);
+}
+
+/* What the message check below calls, on handles the case let go of. */
+static struct {
+  asr_comm_t *comm;
+  asr_request_t *req;
+  asr_tensor_t *tensor;
+} dead;
+
+static void calls_on_dead_handles(void) {
+  int st, done;
+  size_t size;
+  (void)asr_comm_status(dead.comm, &st);
+  (void)asr_test(dead.req, &done, &size);
+  (void)asr_tensor_size(dead.tensor);
+}
+
+static void after_close_proc(int rank, void *arg) {
+  (void)rank;
+  (void)arg;
+  ASSERT_OK(asr_init(0));
+  asr_tensor_t *t, *u;
+  alloc_tensor(4096, &t);
+  alloc_tensor(4096, &u);
+
+  /* 1. A pair closed by asr_comm_close: a request that completed, and a
+   * receive still posted when its comm closed (nothing sends it). */
+  asr_comm_t *sc, *rc;
+  asr_request_t *sq, *rq, *posted;
+  rt_pair_up(0, 0, &sc, &rc);
+  pingpong8(sc, rc, t, u, &sq, &rq);
+  ASSERT_OK(asr_irecv(rc, u, 0, 8, &posted));
+  ASSERT_OK(asr_comm_close(sc));
+  ASSERT_OK(asr_comm_close(rc));
+  expect_dead_comm(sc, t);
+  expect_dead_comm(rc, t);
+  expect_dead_request(sq);
+  expect_dead_request(rq);
+  expect_dead_request(posted);
+
+  /* 2. A completed request whose record a later post took: its old handle
+   * names nothing (a raw pointer named the new transfer, whose test it
+   * could complete and recycle behind its owner's back). Testing a
+   * completed request again is the seed's "not in use". */
+  rt_pair_up(0, 0, &sc, &rc);
+  asr_request_t *sq2, *rq2;
+  pingpong8(sc, rc, t, u, &sq, &rq);
+  ASSERT_OK(asr_irecv(rc, u, 0, 8, &rq2));
+  ASSERT_OK(asr_isend(sc, t, 0, 8, &sq2));
+  expect_dead_request(sq);
+  expect_dead_request(rq);
+  size_t got = 0;
+  ASSERT_OK(rt_wait_req(rq2, &got, 30000));
+  ASSERT_OK(rt_wait_req(sq2, &got, 30000));
+  expect_dead_request(sq2);
+
+  /* 3. A handle of another kind, and pointers libasr never returned. */
+  int st = -1, local = 0;
+  asr_request_t *q = NULL;
+  ASSERT_EQ(asr_comm_status((asr_comm_t *)t, &st), ASR_INVALID);
+  ASSERT_EQ(asr_comm_status((asr_comm_t *)&local, &st), ASR_INVALID);
+  ASSERT_EQ(st, -1);
+  ASSERT_EQ(asr_tensor_size((asr_tensor_t *)sc), 0);
+  ASSERT_EQ(asr_isend(sc, (asr_tensor_t *)rc, 0, 8, &q), ASR_INVALID);
+  ASSERT_EQ(asr_irecv((asr_comm_t *)rq2, u, 0, 8, &q), ASR_INVALID);
+  ASSERT(q == NULL);
+  expect_dead_request((asr_request_t *)sc);
+
+  /* 4. Comms asr_close freed: a connected pair with a receive posted, and
+   * a comm still connecting (nothing listens at LNC 9). */
+  asr_comm_t *pc;
+  ASSERT_OK(asr_connect(0, RT_PEER_IP, 9, &pc));
+  ASSERT_OK(asr_irecv(rc, u, 0, 8, &posted));
+  ASSERT_OK(asr_close(0));
+  expect_dead_comm(sc, t);
+  expect_dead_comm(rc, t);
+  expect_dead_comm(pc, t);
+  expect_dead_request(posted);
+  expect_dead_request(sq2);
+  dead.comm = sc;
+  dead.req = posted;
+
+  /* 5. Freed tensors, one allocated and one wrapped, in every call that
+   * takes one (posts on a live pair). */
+  static char wrapped[64];
+  asr_tensor_t *w;
+  ASSERT_OK(asr_tensor_wrap(wrapped, sizeof wrapped, &w));
+  asr_tensor_free(t);
+  asr_tensor_free(w);
+  ASSERT_OK(asr_init(0));
+  rt_pair_up(0, 0, &sc, &rc);
+  expect_dead_tensor(t, sc, rc);
+  expect_dead_tensor(w, sc, rc);
+  dead.tensor = t;
+
+  /* each call says what was wrong, naming itself, in one line */
+  char *out = asr_test_stderr_of(calls_on_dead_handles);
+  ASSERT_CONTAINS(out, "asr_comm_status: comm 0x");
+  ASSERT_CONTAINS(out, "is not a live comm");
+  ASSERT_CONTAINS(out, "asr_test: request 0x");
+  ASSERT_CONTAINS(out, "is not a live request (its comm was closed?)");
+  ASSERT_CONTAINS(out, "asr_tensor_size: tensor 0x");
+  ASSERT_CONTAINS(out, "is not a live tensor");
+  free(out);
+
+  ASSERT_OK(asr_comm_close(sc));
+  ASSERT_OK(asr_comm_close(rc));
+  ASSERT_OK(asr_close(0));
+  asr_tensor_free(u);
+  rt_leak_check();
+}
+
+/* Issue 50: every handle the API returns is checked. Each path: the
+ * records differ by path (an sm end, an endpoint), the handles do not. */
+TEST(handles_after_close) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(1, rt_providers[p], after_close_proc, NULL, 60000);
+}
+
+/* =========================================================================
  * Regression: a stashed post is counted in task.n before it can be drained
  * ========================================================================= */
 
@@ -2311,7 +2490,8 @@ static void task_count_proc(int rank, void *arg) {
   ASSERT_OK(asr_init(0));
   asr_comm_t *sc, *rc, *pending;
   rt_pair_up(0, 0, &sc, &rc);
-  asr_ctx_t *ctx = sc->ctx;
+  struct asr_comm *scr = asr__comm_of(sc);
+  asr_ctx_t *ctx = scr->ctx;
   /* wait for the service thread to retire both connects: task.n == 0 */
   for (int i = 0;; i++) {
     pthread_mutex_lock(&ctx->task.mutex);
@@ -2331,16 +2511,16 @@ static void task_count_proc(int rank, void *arg) {
   ASSERT_OK(asr_connect(0, RT_PEER_IP, 99, &pending));
   asr_sleep_ms(100);
   pthread_mutex_lock(&ctx->task.mutex);
-  uint64_t tail0 = atomic_load(&sc->stash_tail);
+  uint64_t tail0 = atomic_load(&scr->stash_tail);
   tn_post_t p = {.c = sc, .t = t};
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, tn_poster, &p), 0);
-  for (int i = 0; i < 100 && atomic_load(&sc->stash_tail) == tail0; i++) asr_sleep_ms(1);
-  int pushed = atomic_load(&sc->stash_tail) != tail0;
+  for (int i = 0; i < 100 && atomic_load(&scr->stash_tail) == tail0; i++) asr_sleep_ms(1);
+  int pushed = atomic_load(&scr->stash_tail) != tail0;
   pthread_mutex_unlock(&ctx->comms.mutex); /* the drain goes on */
-  for (int i = 0; i < 200 && pushed && atomic_load(&sc->stash_head) != atomic_load(&sc->stash_tail); i++)
+  for (int i = 0; i < 200 && pushed && atomic_load(&scr->stash_head) != atomic_load(&scr->stash_tail); i++)
     asr_sleep_ms(1);
-  int drained = pushed && atomic_load(&sc->stash_head) == atomic_load(&sc->stash_tail);
+  int drained = pushed && atomic_load(&scr->stash_head) == atomic_load(&scr->stash_tail);
   int n = ctx->task.n; /* we hold task.mutex */
   pthread_mutex_unlock(&ctx->task.mutex);
   pthread_join(th, NULL);
@@ -2409,10 +2589,10 @@ static void slow_peer_proc(int rank, void *arg) {
       if (st != ASR_COMM_NET_CONNECT) asr_sleep_ms(1);
     }
     ASSERT_EQ(st, ASR_COMM_NET_CONNECT); /* the handle is published */
-    pthread_mutex_lock(rc->ctx->fab.eps[0].lock);
+    pthread_mutex_lock(asr__comm_of(rc)->ctx->fab.eps[0].lock);
     rt_send_u64(0, 1);
     asr_sleep_ms(SP_FREEZE_MS);
-    pthread_mutex_unlock(rc->ctx->fab.eps[0].lock);
+    pthread_mutex_unlock(asr__comm_of(rc)->ctx->fab.eps[0].lock);
     ASSERT_OK(asr_comm_wait_connected(rc, 60000));
     asr_request_t *q;
     size_t got;

@@ -413,7 +413,7 @@ static void close_race_proc(int rank, void *arg) {
     cr_arg_t a[CR_COMMS];
     pthread_t tid[CR_COMMS], lt;
     for (int i = 0; i < CR_COMMS; i += 2) rt_pair_up(0, 0, &a[i].c, &a[i + 1].c);
-    asr_ctx_t *ctx = a[0].c->ctx;
+    asr_ctx_t *ctx = asr__comm_of(a[0].c)->ctx;
     pthread_mutex_lock(&ctx->comms.mutex);
     for (int i = 0; i < CR_COMMS; i++) {
       a[i].rc = -99;
