@@ -173,7 +173,7 @@ tests_apps_tsan_racy_recv_SOURCES = tests/apps/tsan_racy_recv.c
 tests_apps_tsan_racy_recv_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_tsan_racy_recv_LDADD = runtime/libasr.la
 tests_apps_tsan_racy_recv_LDFLAGS = -no-install
-# Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh, verdict.sh, tree.sh).
+# Multi-host tests on network-namespace hosts (scripts/test.sh runs netns.sh, verdict.sh, failure.sh, tree.sh).
 EXTRA_DIST += tests/netns/lib.sh tests/netns/netns.sh tests/bench/netns_bench.sh \
 	tests/netns/tree.sh tests/netns/agent.sh tests/netns/verdict.sh tests/netns/failure.sh \
 	tests/bench/tree_bench.sh
