@@ -10,7 +10,12 @@
  *     and polls that request and both comms; the first failure it sees is
  *     "ft_bench detect_ns=T how=...". The script takes the difference.
  *     With "stop-host", the victim stops its daemon and itself (SIGSTOP)
- *     instead: its host falls silent (lost after --heartbeat-timeout).
+ *     instead: its host falls silent (lost after --heartbeat-timeout), and
+ *     its line never comes; with FT_KILL_FILE set, it also writes it there.
+ *     Rank 0 spins on its polls, as a program waiting for data does; with
+ *     FT_NAP_US=N it sleeps N microseconds between them instead, leaving
+ *     the processor to the threads that carry the news (on a machine of
+ *     few cores, the daemons' and its own PMIx and service threads).
  *
  *   ft_bench bw MS kill|none
  *     Four ranks: rank 0 streams 64 KiB messages to rank 1 (8 in flight)
@@ -103,8 +108,14 @@ static int detect(int stop_host) {
     if (rc == ASR_SUCCESS) rc = asr_isend(send, t, 0, 8, &req);
     if (rc == ASR_SUCCESS) rc = wait_req(req);
     if (rc) die("the round trip", rc);
-    printf("ft_bench kill_ns=%lld\n", (long long)ft_now_ns());
+    long long t0 = (long long)ft_now_ns();
+    printf("ft_bench kill_ns=%lld\n", t0);
     fflush(stdout);
+    /* a host that falls silent forwards none of its output: the time also
+     * goes to a file, when asked (the namespaces share the file system) */
+    const char *kf = getenv("FT_KILL_FILE");
+    FILE *f = kf ? fopen(kf, "w") : NULL;
+    if (f) fprintf(f, "ft_bench kill_ns=%lld\n", t0), fclose(f);
     if (stop_host) { /* the whole host falls silent: its daemon, then this rank */
       kill(getppid(), SIGSTOP);
       raise(SIGSTOP);
@@ -128,7 +139,8 @@ static int detect(int stop_host) {
     t1 = ft_now_ns();
     how = "a post failed";
   } else {
-    t1 = watch(send, recv, req, ft_now_ns() + 10000000000LL, &how, 0);
+    const char *nap = getenv("FT_NAP_US");
+    t1 = watch(send, recv, req, ft_now_ns() + 10000000000LL, &how, nap ? atoi(nap) : 0);
   }
   if (!t1) die("the victim's death was not seen within 10 s", ASR_TIMEOUT);
   const char *why = asr_comm_error(recv) ? asr_comm_error(recv) : asr_comm_error(send);
