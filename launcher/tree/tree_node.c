@@ -458,22 +458,31 @@ int asr_tree_node_watch(asr_tree_node_t *n, asr_tree_child_t *ch, pid_t pid) {
 }
 
 /* The heartbeat rule counts only time in which this node itself ran: a
- * tick late by more than a period means it was stopped (Ctrl-Z, SIGSTOP)
- * or starved, and its children's silence meanwhile says nothing of them
- * (their heartbeats wait unread in the sockets); that gap is forgiven. */
+ * tick late by more than a heartbeat period means it was stopped (Ctrl-Z,
+ * SIGSTOP) or starved, and its children's silence meanwhile says nothing
+ * of them (their heartbeats wait unread in the sockets); that gap is
+ * forgiven. The node looks for silence every CHECK_MS, a quarter of the
+ * heartbeat period, so that a host that falls silent is given up on within
+ * the heartbeat timeout plus CHECK_MS of its last word (issue 50's bound,
+ * the timeout plus 1 s, with room for the news to travel); it sends its
+ * own heartbeat every HEARTBEAT_MS. */
+#define CHECK_MS (HEARTBEAT_MS / 4)
+
 static void on_tick(asr_loop_t *loop, asr_loop_timer_t *t) {
   asr_tree_node_t *n = t->arg;
   uint64_t now = asr_loop_update_now(loop);
   uint64_t gap =
-      n->last_tick_ms && now - n->last_tick_ms > 2 * HEARTBEAT_MS ? now - n->last_tick_ms - HEARTBEAT_MS : 0;
+      n->last_tick_ms && now - n->last_tick_ms > 2 * HEARTBEAT_MS ? now - n->last_tick_ms - CHECK_MS : 0;
   n->last_tick_ms = now;
+  int beat = now - n->last_beat_ms >= HEARTBEAT_MS;
+  if (beat) n->last_beat_ms = now;
   for (int i = 0; i < n->nchildren; i++) {
     asr_tree_child_t *ch = &n->children[i];
     if (!ch->conn) continue;
     if (gap) ch->conn->last_rx_ms = ch->conn->last_rx_ms + gap < now ? ch->conn->last_rx_ms + gap : now;
     /* a child that is done still hears from us: it serves its KV store
      * until SHUTDOWN, and takes silence for our end */
-    (void)asr_ctl_send_empty(ch->conn, ASR_CTL_HEARTBEAT);
+    if (beat) (void)asr_ctl_send_empty(ch->conn, ASR_CTL_HEARTBEAT);
     if (!ch->done && now - ch->conn->last_rx_ms > n->heartbeat_timeout_ms) {
       /* A host cut off or frozen: TCP would not notice for many minutes. */
       char why[500];
@@ -491,7 +500,7 @@ static void on_tick(asr_loop_t *loop, asr_loop_timer_t *t) {
       child_over(ch, why);
     }
   }
-  asr_loop_timer_start(loop, t, HEARTBEAT_MS, on_tick, n);
+  asr_loop_timer_start(loop, t, CHECK_MS, on_tick, n);
 }
 
 static void on_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
@@ -511,8 +520,8 @@ static void on_deadline(asr_loop_t *loop, asr_loop_timer_t *t) {
 }
 
 void asr_tree_node_run(asr_tree_node_t *n) {
-  n->last_tick_ms = asr_loop_now(n->loop);
-  asr_loop_timer_start(n->loop, &n->tick, HEARTBEAT_MS, on_tick, n);
+  n->last_tick_ms = n->last_beat_ms = asr_loop_now(n->loop);
+  asr_loop_timer_start(n->loop, &n->tick, CHECK_MS, on_tick, n);
   asr_loop_timer_start(n->loop, &n->deadline, CALLBACK_MS, on_deadline, n);
 }
 

@@ -107,7 +107,7 @@ struct asr_tree_node {
   int nlisten;
   asr_loop_io_t lio[2];
   asr_loop_timer_t tick, deadline;
-  uint64_t last_tick_ms;
+  uint64_t last_tick_ms, last_beat_ms;
   struct tree_gather *gathers; /* fences being gathered, oldest first */
   uint32_t gather_local;       /* this host's own fences so far */
   int gather_need;             /* parties per fence: this host (with ranks) and each child with ranks */
