@@ -74,6 +74,9 @@ remote_rank_restarted() {
 # asrrun exits 0. The victim's messages stay eager on tcp (at most 8 KiB:
 # test_rank_fail.c says why).
 all_to_all_remote_killed() {
+  # emptied here, not by the job's redirection: the loop below must never
+  # read the READY lines of the case's previous run
+  : >"$out"
   ip netns exec "$H1" timeout -k 5 60 "$ASRRUN" --launch-agent "ip netns exec" --timeout 45 $TREE \
     --on-failure continue -x RF_VICTIM_MSG=8192 -H "$H1:2,$H2:2" "$APPS/rank_fail" kill 3 >"$out" 2>&1 </dev/null &
   local job=$! t=0 victim
