@@ -21,14 +21,7 @@ all=(remote_rank_killed_continue remote_rank_restarted restarted_rank_reconnects
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
 
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-  netns_skip_cases failure "needs root and iproute2 to create network namespaces" "${cases[@]}"
-  exit 0
-fi
-if ! netns_setup 3; then
-  netns_skip_cases failure "network namespaces cannot be created on this machine" "${cases[@]}"
-  exit 0
-fi
+netns_cases_setup failure 3 "${cases[@]}"
 H1=$(netns_host 1) H2=$(netns_host 2) H3=$(netns_host 3)
 JOB_TIMEOUT=45
 

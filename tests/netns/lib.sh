@@ -171,6 +171,20 @@ netns_run_cases() {
   done
 }
 
+# netns_cases_setup SUITE N CASE...: N hosts for the suite's cases, or a
+# SKIP line per case and tree, saying why, and the script ends (exit 0).
+netns_cases_setup() {
+  local suite=$1 n=$2; shift 2
+  if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
+    netns_skip_cases "$suite" "needs root and iproute2 to create network namespaces" "$@"
+    exit 0
+  fi
+  if ! netns_setup "$n"; then
+    netns_skip_cases "$suite" "network namespaces cannot be created on this machine" "$@"
+    exit 0
+  fi
+}
+
 # netns_skip_cases SUITE WHY CASE...: a SKIP line per case and tree.
 netns_skip_cases() {
   local suite=$1 why=$2 c t; shift 2

@@ -20,14 +20,7 @@ all=(killed_rank_remote_others_leave killed_remote_socket leaver_remote all_leav
 cases=("$@")
 [ ${#cases[@]} = 0 ] && cases=("${all[@]}")
 
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-  netns_skip_cases verdict "needs root and iproute2 to create network namespaces" "${cases[@]}"
-  exit 0
-fi
-if ! netns_setup 3; then
-  netns_skip_cases verdict "network namespaces cannot be created on this machine" "${cases[@]}"
-  exit 0
-fi
+netns_cases_setup verdict 3 "${cases[@]}"
 H1=$(netns_host 1) H2=$(netns_host 2) H3=$(netns_host 3)
 
 # Each case: one run, with the tree arguments in $TREE; bad() says why it failed.
