@@ -168,14 +168,8 @@ static void daemon_over(daemon_t *d, const char *why) {
   /* under --on-failure continue or restart a host lost after its ranks
    * started takes only its ranks (asrrun_policy.c) */
   if (asrrun_policy_active(run) && run->state == RUN_RUNNING && d->state >= DAEMON_RUNNING) {
-    /* the node's words end with what abort would do: not so here */
-    char w[600];
-    snprintf(w, sizeof w, "%s", why);
-    const char *tail = "; aborting the job";
-    size_t wl = strlen(w), tl = strlen(tail);
-    if (wl > tl && strcmp(w + wl - tl, tail) == 0) w[wl - tl] = '\0';
-    asrrun_notice(run, "%s%s", w, more);
-    asrrun_policy_host_lost(run, d->index, w);
+    asrrun_notice(run, "%s%s", why, more);
+    asrrun_policy_host_lost(run, d->index, why);
   } else {
     run->cb.fail(run, ASRRUN_EXIT_LAUNCH, "%s%s", why, more);
   }

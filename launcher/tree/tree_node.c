@@ -490,12 +490,11 @@ static void on_tick(asr_loop_t *loop, asr_loop_timer_t *t) {
         snprintf(
             why, sizeof why,
             "lost contact with asrd on host %s: nothing heard for %llu s (host down or network cut?); its "
-            "parent, host %s, gave up on it; aborting the job",
+            "parent, host %s, gave up on it",
             host_name(n, ch->host), (unsigned long long)(n->heartbeat_timeout_ms / 1000), me(n));
       else
         snprintf(why, sizeof why,
-                 "lost contact with asrd on host %s: nothing heard for %llu s (host down or network cut?); "
-                 "aborting the job",
+                 "lost contact with asrd on host %s: nothing heard for %llu s (host down or network cut?)",
                  host_name(n, ch->host), (unsigned long long)(n->heartbeat_timeout_ms / 1000));
       child_over(ch, why);
     }
