@@ -250,6 +250,12 @@ static inline int rt_pipe_read(int from, void *buf, size_t len, int timeout_ms) 
   return 0;
 }
 
+/* Whether rank `from` has written something not read yet (no wait). */
+static inline int rt_pipe_ready(int from) {
+  struct pollfd pf = {.fd = rt_g.p[from][rt_g.rank][0], .events = POLLIN};
+  return poll(&pf, 1, 0) == 1;
+}
+
 /* Waits until every other peer of the group reached its matching call. */
 static inline void rt_barrier(void) {
   char b = 'b';
