@@ -13,6 +13,7 @@ common_libasrcommon_la_SOURCES = \
 	common/asr_netif.c common/asr_netif.h \
 	common/asr_rank_ev.h \
 	common/asr_sig.c common/asr_sig.h \
+	common/asr_siphash.c common/asr_siphash.h \
 	common/asr_sm_name.h \
 	common/asr_sock.c common/asr_sock.h \
 	common/asr_time.c common/asr_time.h \

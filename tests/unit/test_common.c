@@ -14,6 +14,7 @@
 #include "asr_fs.h"
 #include "asr_le.h"
 #include "asr_log.h"
+#include "asr_siphash.h"
 #include "asr_sock.h"
 #include "asr_test.h"
 #include "asr_time.h"
@@ -42,6 +43,19 @@ TEST(err_strings) {
 
 /* asr_errf returns its code, truncates like snprintf, and writes nothing
  * where the caller gave no buffer. */
+/* SipHash-2-4's published vectors (the paper's appendix, and the
+ * reference implementation's table): key 00..0f, messages 00..(n-1). */
+TEST(siphash_vectors) {
+  uint8_t key[16], msg[64];
+  for (int i = 0; i < 16; i++) key[i] = (uint8_t)i;
+  for (int i = 0; i < 64; i++) msg[i] = (uint8_t)i;
+  ASSERT_EQ(asr_siphash24(key, msg, 0), 0x726fdb47dd0e0e31ull);
+  ASSERT_EQ(asr_siphash24(key, msg, 1), 0x74f839c593dc67fdull);
+  ASSERT_EQ(asr_siphash24(key, msg, 8), 0x93f5f5799a932462ull);
+  ASSERT_EQ(asr_siphash24(key, msg, 15), 0xa129ca6149be45e5ull);
+  ASSERT_EQ(asr_siphash24(key, msg, 63), 0x958a324ceb064572ull);
+}
+
 TEST(errf) {
   char buf[8];
   ASSERT_EQ(asr_errf(buf, sizeof buf, ASR_ECONFIG, "bad %s", "value"), ASR_ECONFIG);
