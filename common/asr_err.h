@@ -34,7 +34,8 @@
   X(CONFIG, 21, "bad configuration")                                 \
   X(NOENT, 22, "no such file or directory")                          \
   X(PERM, 23, "permission denied")                                   \
-  X(TRUNC, 24, "message truncated (larger than the receive buffer)")
+  X(TRUNC, 24, "message truncated (larger than the receive buffer)") \
+  X(REVOKED, 25, "the memory was deregistered by its owner")
 
 typedef enum {
   ASR_OK = 0,

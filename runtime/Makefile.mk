@@ -26,7 +26,14 @@ runtime_libasr_la_SOURCES = \
 	runtime/sm/sm.h runtime/sm/sm_layout.h \
 	runtime/sm/sm_region.c \
 	runtime/sm/sm_record.c \
-	runtime/sm/sm_data.c
+	runtime/sm/sm_data.c \
+	runtime/sm/sm_rma.c \
+	runtime/rma/rma.h runtime/rma/rma_types.h \
+	runtime/rma/mem_desc.c runtime/rma/mem_desc.h \
+	runtime/rma/mem.c \
+	runtime/rma/rma_ops.c \
+	runtime/rma/rma_api.c \
+	runtime/rma/notif.c
 runtime_libasr_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS) $(PMIX_CFLAGS)
 runtime_libasr_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # libfabric is dlopened on first use (ofi_dl.c), not linked.

@@ -11,6 +11,7 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
+#include "rma/rma.h"
 #include "rt.h"
 
 static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm);
@@ -89,6 +90,13 @@ static int close_detached(asr_ctx_t *ctx, struct asr_comm *comm) {
     uint64_t now = asr_time_ms();
     if (o && asr__ofi_op_owned(op) && asr__ofi_cancel(o, op, now < until ? (int)(until - now) : 0) != 0)
       stuck++;
+  }
+  /* a prepared list's entries are libfabric's ops of the list's own (rma/rma.h) */
+  for (int i = 0; o && pool && i < ASR_RING; i++) {
+    struct asr_request *r = &pool->reqs[i];
+    if (r->type != ASR_REQ_XFER || !pool->rma[i].x) continue;
+    asr__rma_xfer_cancel(o, pool->rma[i].x, until);
+    for (int k = 0; k < pool->rma[i].x->n; k++) stuck += asr__ofi_op_owned(&pool->rma[i].x->ops[k]);
   }
   if (stuck) {
     /* The provider would not give the operations back: keep the memory on the

@@ -17,6 +17,7 @@
 #include "asr_log.h"
 #include "asr_time.h"
 #include "job.h"
+#include "rma/rma.h"
 #include "rt.h"
 
 static const char *const comm_status_names[] = {
@@ -146,6 +147,7 @@ void asr__comm_free(struct asr_comm *c, int endpoint_closed) {
     asr__ofi_mr_dereg(e->mr);
     free(e);
   }
+  asr__notif_comm_free(c);       /* one-sided: its ring, or the owner's table it mapped (rma/rma.h) */
   asr__sm_free(asr__comm_sm(c)); /* its region: unmapped (and unlinked, if its sender never came) */
   pthread_mutex_destroy(&c->stash_mutex);
   free(atomic_load(&c->why)); /* rank_fail.c's copy of the death's line */

@@ -252,6 +252,8 @@ static int connect_sm(asr_ctx_t *ctx, struct asr_comm *c) {
   asr__sm_t *s = NULL;
   if (asr__sm_connect(&s, &ctx->fab.sm, c->net_handle, ctx->who, peer_who, err, sizeof err) != 0)
     return fail(c, "sm connect failed: %s", err);
+  memcpy(c->osend.peer_who, peer_who,
+         ASR_OFI_WHO_LEN); /* whose memory a descriptor may name (rma/rma_api.c) */
   atomic_store_explicit(&c->sm, s, memory_order_release);
   if (asr__watch_comm(ctx, c, peer_who)) return fail(c, "the peer process exited while connecting");
   say_path(ctx, c);

@@ -28,6 +28,7 @@
 #include "asr_le.h"
 #include "asr_log.h"
 #include "asr_time.h"
+#include "rma/rma.h"
 #include "rt.h"
 
 asr_ctx_t *asr__ctxs[ASR_MAX_LNC];
@@ -272,6 +273,8 @@ int asr_close(int lnc) {
   sync_destroy(ctx);
   asr_kv_pool_free(ctx->kv.pool); /* every comm's request went with its comm */
   asr_loop_free(ctx->svc.loop);   /* every source on it was stopped (asserted in debug builds) */
+  asr__mem_ctx_close(ctx);        /* registrations revoked before their endpoints go */
+  asr__notif_ctx_close(ctx);
   asr__ctx_endpoints_close(ctx);
   pthread_mutex_destroy(&ctx->fab.ep_mutex);
   asr__kv_host_leave();
@@ -483,6 +486,7 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
   progressed |= post_sendrecv_tasks(ctx);
   int ctl_tmo = ASR_LOOP_FOREVER; /* the close handshake's next look (drain.c) */
   progressed |= asr__drain_tick(ctx, &ctl_tmo);
+  progressed |= asr__notif_tick(ctx, &ctl_tmo); /* one-sided: ring asks, the owner's progress */
   /* A pipelined sm send moves only when someone polls (sm_data.c): this
    * thread pushes it too, every millisecond while one is under way, so a
    * sender that polls nothing else still gets its message out. */

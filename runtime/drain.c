@@ -44,6 +44,7 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
+#include "rma/rma.h"
 #include "rt.h"
 
 #define ASR_CTL_POLL_MS 10  /* the mailbox's CQ read while nothing is under way */
@@ -123,7 +124,8 @@ static void peer_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t taken) {
 
 /* One mailbox message, which came to endpoint o. comms.mutex held. */
 static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *m) {
-  struct asr_comm *c = find(ctx, o, m->kind == ASR_CTL_FIN ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
+  int to_recv = m->kind == ASR_CTL_FIN || m->kind == ASR_CTL_RING_ASK;
+  struct asr_comm *c = find(ctx, o, to_recv ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
   if (!c) {
     asr_debug("svc", "lnc %d: a control message (kind %u) for comm %u, which is not here (closed?)", ctx->lnc,
               m->kind, m->to);
@@ -151,6 +153,10 @@ static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *
       c->peer_taken = m->count;
       if (m->kind == ASR_CTL_CLOSED) peer_closed(ctx, c, m->count);
       return;
+    case ASR_CTL_RING_ASK:
+    case ASR_CTL_RING:
+    case ASR_CTL_RING_TAKEN:
+    case ASR_CTL_REVOKED: asr__notif_on_ctl(ctx, c, m); return;
     default:
       /* asr__ofi_ctl_decode lets no other kind through */
       assert(0 && "a mailbox message of a kind the decoder refuses");
@@ -273,7 +279,7 @@ static void linger_end(asr_ctx_t *ctx, struct asr_comm *c) {
 static int recv_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
   uint64_t taken = recv_taken(ctx, c);
   if (c->fin && !c->answered && taken >= c->fin_count) {
-    int rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_ACK, taken);
+    int rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_ACK, taken, 0);
     if (rc == ASR_EAGAIN) return 0; /* the next tick tries again */
     if (rc)
       asr_debug("svc", "lnc %d RECV comm from %s/lnc %d: cannot answer its sender's FIN: %s", ctx->lnc,
@@ -479,7 +485,7 @@ void asr__drain_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t until_ms) {
   }
   uint64_t taken = recv_taken(ctx, c);
   int rc;
-  while ((rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_CLOSED, taken)) == ASR_EAGAIN &&
+  while ((rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_CLOSED, taken, 0)) == ASR_EAGAIN &&
          asr_time_ms() < until_ms)
     asr_sleep_ms(1);
   if (rc)

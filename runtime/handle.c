@@ -114,13 +114,22 @@ void asr__slab_put(asr__slab_t *s, void *rec) {
 }
 
 void asr__handle_bad(const char *fn, const void *h, unsigned kind, size_t live_off) {
-  static const char *const noun[] = {"handle", "comm", "request", "tensor"};
-  static const char *const why[] = {"", "closed already, or its LNC was closed?", "", "freed already?"};
-  const char *want = noun[kind & 3];
+  static const char *const noun[] = {
+      "handle",          "comm",          "request", "tensor", "memory registration",
+      "imported memory", "prepared list", "handle"};
+  static const char *const why[] = {"",
+                                    "closed already, or its LNC was closed?",
+                                    "",
+                                    "freed already?",
+                                    "deregistered already, or its LNC was closed?",
+                                    "freed already?",
+                                    "freed already, or its comm was closed?",
+                                    ""};
+  const char *want = noun[kind & 7];
   uint64_t v = (uint64_t)(uintptr_t)h, k = v & ASR_HK_MASK;
   if (!h) {
     asr_error("svc", "%s: NULL %s", fn, want);
-  } else if (k == 0 || k > ASR_HK_TENSOR || !(v & ASR_H_ADDR)) {
+  } else if (k == 0 || k > ASR_HK_XFER || !(v & ASR_H_ADDR)) {
     asr_error("svc", "%s: %p is no %s libasr returned (a pointer from elsewhere?)", fn, h, want);
   } else if (k != kind) {
     asr_error("svc", "%s: %p is a %s, not a %s", fn, h, noun[k], want);
@@ -133,6 +142,6 @@ void asr__handle_bad(const char *fn, const void *h, unsigned kind, size_t live_o
               live & ASR_HK_MASK ? "it completed and a later post took its record, or its comm was closed"
                                  : "its comm was closed?");
   } else {
-    asr_error("svc", "%s: %s %p is not a live %s (%s)", fn, want, h, want, why[kind & 3]);
+    asr_error("svc", "%s: %s %p is not a live %s (%s)", fn, want, h, want, why[kind & 7]);
   }
 }

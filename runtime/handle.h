@@ -8,7 +8,8 @@
  *
  *   bits 63..48  generation, 1..65535 (0 is never used)
  *   bits 47..3   its record's address (records are 8-byte aligned)
- *   bits  2..0   kind: 1 comm, 2 request, 3 tensor (0, 4..7: no handle)
+ *   bits  2..0   kind: 1 comm, 2 request, 3 tensor, 4 memory registration,
+ *                5 imported descriptor, 6 prepared list (0, 7: no handle)
  *
  * Every record has a live word: its handle while that is live, the same
  * with kind 0 once retired (so it keeps the generation). Records are
@@ -69,6 +70,9 @@
 #define ASR_HK_COMM 1u
 #define ASR_HK_REQUEST 2u
 #define ASR_HK_TENSOR 3u
+#define ASR_HK_MEM 4u  /* asr_mem_t (rma/mem.c) */
+#define ASR_HK_RMEM 5u /* asr_rmem_t (rma/rma_api.c) */
+#define ASR_HK_XFER 6u /* asr_xfer_t (rma/rma_api.c) */
 #define ASR_HK_MASK 0x7ull
 #define ASR_H_ADDR 0x0000fffffffffff8ull
 

@@ -152,7 +152,19 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, const char *prov, char *errbuf, size_t
     node = env.if_addr;
     flags = FI_SOURCE;
   }
+  /* One-sided transfers (rma.h) want remote reads and writes, ordered
+   * after the sends and writes before them; a provider without them still
+   * carries sends (o->rma says which it is). */
+  uint64_t caps = hints->caps;
+  hints->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  hints->tx_attr->msg_order = hints->rx_attr->msg_order = ASR_OFI_RMA_ORDER;
   rc = fi_getinfo(FI_VERSION(1, 11), node, NULL, flags, hints, &o->info); /* 2 */
+  o->rma = rc == 0;
+  if (rc == -FI_ENODATA) {
+    hints->caps = caps;
+    hints->tx_attr->msg_order = hints->rx_attr->msg_order = FI_ORDER_SAS;
+    rc = fi_getinfo(FI_VERSION(1, 11), node, NULL, flags, hints, &o->info);
+  }
   fi_freeinfo(hints);
   if (rc) {
     snprintf(errbuf, errlen,
@@ -197,6 +209,10 @@ int asr__ofi_open(asr__ofi_t *o, int lnc, const char *prov, char *errbuf, size_t
   if (rc) goto err7;
 
   o->need_desc = (o->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  o->rma_virt = (o->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  /* a provider that picks its own keys cannot take the one a descriptor
+   * names for every endpoint of its owner (mem.c): no one-sided there */
+  if (o->info->domain_attr->mr_mode & FI_MR_PROV_KEY) o->rma = 0;
   /* Small sends go out with fi_tinject (asr__ofi_isend_locked) on shm, up to
    * its inject size (4 KiB): shm copies the message into the peer's queue
    * before returning, so a small send completes with no completion to read
@@ -334,6 +350,11 @@ static int drain(asr__ofi_t *o) {
     ssize_t n = fi_cq_read(o->cq, ent, CQ_BATCH);
     if (n > 0) {
       for (ssize_t i = 0; i < n; i++) {
+        if ((ent[i].flags & (FI_REMOTE_CQ_DATA | FI_REMOTE_WRITE)) == (FI_REMOTE_CQ_DATA | FI_REMOTE_WRITE)) {
+          /* a peer's notifying write landed here: no op of ours (rma.h) */
+          if (o->on_rdata) o->on_rdata(o->rdata_arg, ent[i].data);
+          continue;
+        }
         asr__ofi_op_t *op = ent[i].op_context;
         if (op) op_complete(op, ent[i].len, 0);
         if (op == &o->mbox_op && o->on_ctl) o->on_ctl(o->ctl_arg); /* the service thread takes it */
@@ -387,7 +408,14 @@ int asr__ofi_drain_locked(asr__ofi_t *o) {
 
 /* The provider call of a post, as data: kind picks fi_tsend, fi_tinject
  * or fi_trecv, the rest are its arguments. */
-typedef enum { OFI_POST_TSEND = 1, OFI_POST_TINJECT, OFI_POST_TRECV } ofi_post_kind_t;
+typedef enum {
+  OFI_POST_TSEND = 1,
+  OFI_POST_TINJECT,
+  OFI_POST_TRECV,
+  OFI_POST_WRITE,
+  OFI_POST_WRITE_NOTIFY,
+  OFI_POST_READ
+} ofi_post_kind_t;
 typedef struct {
   ofi_post_kind_t kind;
   void *buf;
@@ -399,9 +427,10 @@ typedef struct {
    * each try: the sequence number may move while ep_lock is let go, and
    * a copy of the comm id taken ahead of the loop made the compiler keep
    * the tag's half on the stack, a few instructions more per post. */
-  const uint32_t *comm_id; /* the receiving comm's id */
-  const uint64_t *seq;     /* the comm's next sequence number; NULL: 0 */
-  asr__ofi_op_t *op;       /* the op context; NULL for an inject, which completes nothing */
+  const uint32_t *comm_id;   /* the receiving comm's id */
+  const uint64_t *seq;       /* the comm's next sequence number; NULL: 0 */
+  asr__ofi_op_t *op;         /* the op context; NULL for an inject, which completes nothing */
+  const asr__ofi_rma_t *rma; /* a write's or read's target (WRITE, WRITE_NOTIFY, READ) */
 } ofi_post_t;
 
 /* One try of post p: the provider's return code (0 or a -FI_E* code).
@@ -413,6 +442,45 @@ static inline __attribute__((always_inline)) ssize_t post_try(asr__ofi_t *o, con
     case OFI_POST_TSEND: return fi_tsend(o->ep, p->buf, p->len, p->desc, p->peer, tag, p->op);
     case OFI_POST_TINJECT: return fi_tinject(o->ep, p->buf, p->len, p->peer, tag);
     case OFI_POST_TRECV: return fi_trecv(o->ep, p->buf, p->len, p->desc, p->peer, tag, 0, p->op);
+    case OFI_POST_WRITE: {
+      /* complete once the data is in the owner's memory (asr.h's promise),
+       * not merely once our buffer may be reused */
+      struct iovec iov = {p->buf, p->len};
+      void *desc = p->desc;
+      struct fi_rma_iov riov = {p->rma->raddr, p->len, p->rma->key};
+      struct fi_msg_rma m = {.msg_iov = &iov,
+                             .desc = &desc,
+                             .iov_count = 1,
+                             .addr = p->peer,
+                             .rma_iov = &riov,
+                             .rma_iov_count = 1,
+                             .context = p->op};
+      return fi_writemsg(o->ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+    }
+    case OFI_POST_READ:
+      return fi_read(o->ep, p->buf, p->len, p->desc, p->peer, p->rma->raddr, p->rma->key, p->op);
+    case OFI_POST_WRITE_NOTIFY: {
+      /* the data, then the notification's value into its slot of the
+       * owner's ring, in one operation whose remote CQ data names the ring
+       * and the slot: the owner reads it only after both landed */
+      const asr__ofi_rma_t *r = p->rma;
+      struct iovec iov[2] = {{p->buf, p->len}, {(void *)(uintptr_t)r->notif_val, sizeof(uint64_t)}};
+      void *desc[2] = {p->desc, NULL};
+      struct fi_rma_iov riov[2] = {{r->raddr, p->len, r->key}, {r->ring_addr, sizeof(uint64_t), r->ring_key}};
+      struct fi_msg_rma m = {.msg_iov = iov,
+                             .desc = desc,
+                             .iov_count = p->len ? 2 : 1,
+                             .addr = p->peer,
+                             .rma_iov = riov,
+                             .rma_iov_count = p->len ? 2 : 1,
+                             .context = p->op,
+                             .data = r->imm};
+      if (!p->len) { /* a notification alone */
+        iov[0] = iov[1];
+        riov[0] = riov[1];
+      }
+      return fi_writemsg(o->ep, &m, FI_REMOTE_CQ_DATA | FI_DELIVERY_COMPLETE | FI_COMPLETION);
+    }
     default: assert(!"post_try: no such post kind"); return -FI_EINVAL;
   }
 }
@@ -664,6 +732,26 @@ int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t l
   return rc == -FI_EAGAIN ? ASR_EAGAIN : ofi_fail(rc, "fi_trecv");
 }
 
+int asr__ofi_rma_locked(asr__ofi_t *o, asr__ofi_send_t *s, int write, void *buf, size_t len, void *desc,
+                        const asr__ofi_rma_t *rma, asr__ofi_op_t *op, int spin_ms) {
+  assert(asr__ofi_locked(o));
+  op_arm(op, buf, len, !write);
+  ofi_post_t p = {.kind = !write           ? OFI_POST_READ
+                          : rma->notif_val ? OFI_POST_WRITE_NOTIFY
+                                           : OFI_POST_WRITE,
+                  .buf = buf,
+                  .len = len,
+                  .desc = desc,
+                  .peer = s->peer,
+                  .comm_id = &s->peer_comm_id,
+                  .op = op,
+                  .rma = rma};
+  ssize_t rc = post_data_locked(o, &p, spin_ms);
+  if (rc == 0) return 0;
+  op_unarm(op);
+  return rc == -FI_EAGAIN ? ASR_EAGAIN : ofi_fail(rc, write ? "fi_write" : "fi_read");
+}
+
 int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {
   uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
   ctl_lock(o);
@@ -684,9 +772,25 @@ int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {
 int asr__ofi_mr_reg(asr__ofi_t *o, void *va, size_t len, struct fid_mr **mr) {
   ctl_lock(o);
   uint64_t key = o->next_key++;
-  int rc = fi_mr_reg(o->domain, va, len, FI_SEND | FI_RECV, 0, key, 0, mr, NULL);
+  /* a tensor's memory is also the local side of writes and reads */
+  uint64_t access = FI_SEND | FI_RECV | (o->rma ? FI_READ | FI_WRITE : 0);
+  int rc = fi_mr_reg(o->domain, va, len, access, 0, key, 0, mr, NULL);
   ctl_unlock(o);
   return rc ? ofi_fail(rc, "fi_mr_reg") : 0;
+}
+
+int asr__ofi_mr_reg_remote(asr__ofi_t *o, void *va, size_t len, uint64_t access, uint64_t key,
+                           struct fid_mr **mr) {
+  if (!o->rma) return ASR_ENOSYS;
+  ctl_lock(o);
+  if (!key) key = o->next_key++;
+  int rc = fi_mr_reg(o->domain, va, len, access, 0, key, 0, mr, NULL);
+  ctl_unlock(o);
+  return rc ? ofi_fail(rc, "fi_mr_reg (remote access)") : 0;
+}
+
+uint64_t asr__ofi_rma_base(const asr__ofi_t *o, const void *va) {
+  return o->rma_virt ? (uint64_t)(uintptr_t)va : 0;
 }
 
 void asr__ofi_mr_dereg(struct fid_mr *mr) {
@@ -698,13 +802,14 @@ void asr__ofi_mr_dereg(struct fid_mr *mr) {
 int asr__ofi_ctl_decode(const uint8_t *buf, size_t len, asr__ofi_ctl_t *m) {
   if (len != ASR_OFI_MBOX_LEN || asr_le_get32(buf) != MBOX_MAGIC) return ASR_EPROTO;
   uint32_t kind = asr_le_get32(buf + 4);
-  if (kind != ASR_CTL_FIN && kind != ASR_CTL_ACK && kind != ASR_CTL_CLOSED) return ASR_EPROTO;
-  for (size_t i = 24; i < ASR_OFI_MBOX_LEN; i++)
-    if (buf[i]) return ASR_EPROTO;
+  if (kind < ASR_CTL_FIN || kind > ASR_CTL_REVOKED) return ASR_EPROTO;
+  uint64_t aux = asr_le_get64(buf + 24);
+  if (aux && kind != ASR_CTL_RING) return ASR_EPROTO;
   *m = (asr__ofi_ctl_t){.kind = kind,
                         .to = asr_le_get32(buf + 8),
                         .from = asr_le_get32(buf + 12),
-                        .count = asr_le_get64(buf + 16)};
+                        .count = asr_le_get64(buf + 16),
+                        .aux = aux};
   return 0;
 }
 
@@ -743,13 +848,14 @@ int asr__ofi_mbox_take(asr__ofi_t *o, asr__ofi_ctl_t *m) {
 
 /* Injects one mailbox message to dest. */
 static int ctl_send(asr__ofi_t *o, fi_addr_t dest, asr__ofi_ctl_kind_t kind, uint32_t to, uint32_t from,
-                    uint64_t count) {
+                    uint64_t count, uint64_t aux) {
   uint8_t buf[ASR_OFI_MBOX_LEN] = {0};
   asr_le_put32(buf, MBOX_MAGIC);
   asr_le_put32(buf + 4, kind);
   asr_le_put32(buf + 8, to);
   asr_le_put32(buf + 12, from);
   asr_le_put64(buf + 16, count);
+  asr_le_put64(buf + 24, aux);
   if (o->info->tx_attr->inject_size < sizeof buf) return ASR_ENOSYS;
   ctl_lock(o);
   ssize_t rc = fi_tinject(o->ep, buf, sizeof buf, dest, TAG_CTRL);
@@ -761,10 +867,11 @@ static int ctl_send(asr__ofi_t *o, fi_addr_t dest, asr__ofi_ctl_kind_t kind, uin
 
 int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count) {
   if (!s->peer_inserted) return ASR_ESTATE;
-  return ctl_send(o, s->peer, kind, s->peer_comm_id, s->comm_id, count);
+  return ctl_send(o, s->peer, kind, s->peer_comm_id, s->comm_id, count, 0);
 }
 
-int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count) {
+int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count,
+                         uint64_t aux) {
   if (r->peer_av == 0) {
     uint16_t al = asr_le_get16(r->ctrl_buf + CONN_ALEN_OFF);
     r->peer_av = -1;
@@ -783,5 +890,5 @@ int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t 
     }
   }
   if (r->peer_av < 0) return ASR_ENOSYS;
-  return ctl_send(o, r->peer, kind, asr_le_get32(r->ctrl_buf + CONN_ID_OFF), r->comm_id, count);
+  return ctl_send(o, r->peer, kind, asr_le_get32(r->ctrl_buf + CONN_ID_OFF), r->comm_id, count, aux);
 }

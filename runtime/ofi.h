@@ -82,8 +82,10 @@
  *     8    4  "to": the comm id, at the receiving endpoint, it is about
  *    12    4  "from": the sender's comm id, at its own endpoint
  *    16    8  count (FIN: sends posted on the SEND comm; ACK, CLOSED:
- *              messages the RECV comm has taken)
- *    24    8  zero
+ *              messages the RECV comm has taken; RING: the notification
+ *              ring's key; RING_TAKEN: notifications taken; REVOKED: the
+ *              key of a registration its owner revoked)
+ *    24    8  aux: RING: the ring's target address; zero in every other kind
  * A message that is not this (another length, magic or kind, or non-zero
  * padding) is dropped with a warning; one naming a comm that is not there
  * (closed meanwhile) is dropped quietly.
@@ -100,6 +102,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -207,6 +210,14 @@ typedef struct asr__ofi {
    * with one endpoint per context */
   struct fid_mr *flush_mr;
   uint8_t flush_buf[4];
+  /* one-sided transfers (rma.h): rma says the endpoint was opened with
+   * remote read and write (and keys we choose), rma_virt that a target
+   * address is the owner's virtual address rather than an offset in its
+   * region; on_rdata(rdata_arg, data) runs in the drain that reads a
+   * peer's notifying write (remote CQ data), under ep_lock, on any thread */
+  int rma, rma_virt;
+  void (*on_rdata)(void *arg, uint64_t data);
+  void *rdata_arg;
   /* every peer address inserted, once each (ofi_av.c; under the control lock) */
   struct asr__ofi_av_entry *avtab;
   int avn, avcap;
@@ -234,12 +245,18 @@ typedef enum {
   ASR_CTL_FIN = 1,    /* SEND -> RECV: closing; count = sends posted, the last ones it will make */
   ASR_CTL_ACK = 2,    /* RECV -> SEND: count = messages taken, all that the FIN announced */
   ASR_CTL_CLOSED = 3, /* RECV -> SEND: the RECV comm closed, having taken count messages */
+  /* one-sided transfers (notif.c) */
+  ASR_CTL_RING_ASK = 4,   /* SEND -> RECV: make the notification ring (count, aux 0) */
+  ASR_CTL_RING = 5,       /* RECV -> SEND: the ring is at aux with key count (count 0: refused) */
+  ASR_CTL_RING_TAKEN = 6, /* RECV -> SEND: count notifications were taken */
+  ASR_CTL_REVOKED = 7,    /* RECV -> SEND: the registration with key count was revoked */
 } asr__ofi_ctl_kind_t;
 
 typedef struct {
   uint32_t kind; /* asr__ofi_ctl_kind_t */
   uint32_t to, from;
   uint64_t count;
+  uint64_t aux; /* bytes 24..31: zero but in RING */
 } asr__ofi_ctl_t;
 
 /* The receiving half: a listen id plus the control receive that accept waits on. */
@@ -291,7 +308,8 @@ int asr__ofi_mbox_take(asr__ofi_t *o, asr__ofi_ctl_t *m);
  * was read, try again), ASR_ENOSYS when the connector gave no address, or
  * another ASR_E* code. */
 int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count);
-int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count);
+int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count,
+                         uint64_t aux);
 
 /* The provider the user forces for every peer: ASR_PROVIDER, else
  * FI_PROVIDER; *prov = NULL when neither is set (then the context picks a
@@ -357,6 +375,28 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
 /* How long a send the application posts spins for room in a full queue
  * before it is stashed (ofi.c: post_data_locked says why so short). */
 #define ASR_OFI_SEND_SPIN_MS 50
+
+/* The target of a write or read (rma.h): raddr and key in the owner's
+ * registration; for a notifying write also the value's address (valid
+ * until the op completes), the owner's ring slot for it and the remote CQ
+ * data that names ring and slot (notif.c). notif_val NULL: no
+ * notification. */
+typedef struct {
+  uint64_t raddr, key;
+  const uint64_t *notif_val;
+  uint64_t ring_addr, ring_key, imm;
+} asr__ofi_rma_t;
+
+/* Posts a write (write = 1) or read of [buf, buf + len) to / from rma's
+ * target through the SEND comm's peer, as asr__ofi_isend_locked posts a
+ * send (same lock rule, spin_ms and results). A write of len 0 with a
+ * notification carries the notification alone. */
+int asr__ofi_rma_locked(asr__ofi_t *o, asr__ofi_send_t *s, int write, void *buf, size_t len, void *desc,
+                        const asr__ofi_rma_t *rma, asr__ofi_op_t *op, int spin_ms);
+
+/* The bits of ofi.c's hints for the order one-sided transfers keep: sends
+ * after sends and writes, writes after writes, reads after writes. */
+#define ASR_OFI_RMA_ORDER (FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW | FI_ORDER_RAW)
 
 #ifndef NDEBUG
 /* Whether the calling thread holds o's ep_lock; for assert() in debug
@@ -424,5 +464,14 @@ static inline void *asr__ofi_mr_desc(asr__ofi_t *o, struct fid_mr *mr) {
   return o->need_desc && mr ? fi_mr_desc(mr) : NULL;
 }
 void asr__ofi_mr_dereg(struct fid_mr *mr);
+/* Registers [va, va + len) for peers' access (FI_REMOTE_READ / WRITE)
+ * under key (0: the endpoint's next own key). ASR_ENOSYS when the
+ * endpoint has no one-sided transfers (o->rma). */
+int asr__ofi_mr_reg_remote(asr__ofi_t *o, void *va, size_t len, uint64_t access, uint64_t key,
+                           struct fid_mr **mr);
+static inline uint64_t asr__ofi_mr_key(struct fid_mr *mr) { return fi_mr_key(mr); }
+/* Where a region registered at va starts, as the endpoint's provider takes
+ * a target address: va itself (FI_MR_VIRT_ADDR) or 0 (offsets). */
+uint64_t asr__ofi_rma_base(const asr__ofi_t *o, const void *va);
 
 #endif /* ASR_OFI_H */

@@ -16,6 +16,7 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
+#include "rma/rma.h"
 #include "rt.h"
 
 /*
@@ -117,6 +118,10 @@ int asr__ctx_endpoint(asr_ctx_t *ctx, int path, int *ep, char *err, size_t errle
   asr__shm_name_keep(ctx->lnc, o);
   uint64_t ns = asr_time_ns() - t0;
   long rss1 = rss_kib();
+  /* one-sided transfers (rma/rma.h): the rings' remote CQ data, and the
+   * LNC's registrations, which this endpoint's peers may now reach */
+  asr__notif_ep_opened(ctx, i);
+  asr__mem_ep_opened(ctx, i);
   atomic_store_explicit(&ctx->fab.ep_open[i], 1, memory_order_release);
   /* the cost of each endpoint, which tests/bench/netns_bench.sh reads */
   asr_info("fab", "lnc %d: endpoint %s opened for %s in %.2f ms, resident memory +%ld KiB", ctx->lnc, prov,

@@ -11,9 +11,15 @@
 #include "asr_assert.h"
 #include "asr_err.h"
 #include "asr_log.h"
+#include "rma/rma.h"
 #include "rt.h"
 
 static const char *const req_status_names[] = {"FREE", "STASHED", "OFI_POSTED", "ERROR"};
+
+static const char *req_type_name(int type) {
+  static const char *const names[] = {"untyped", "send", "recv", "write", "read", "list"};
+  return type >= 0 && type <= ASR_REQ_XFER ? names[type] : "?";
+}
 
 /* A request exists only in its comm's pool, so the pool is there. */
 static asr__ofi_op_t *op_of(struct asr_request *r) {
@@ -62,9 +68,20 @@ void asr__req_recycle(struct asr_request *r) {
   asr__comm_unlock(r->comm);
 }
 
+/* The one-sided arguments of request r (rma/rma_types.h). */
+static asr__rma_t *rma_of(struct asr_request *r) {
+  asr_comm_pool_t *p = asr__comm_pool_of(r->comm);
+  return &p->rma[r - p->reqs];
+}
+
 /* Posts r on c's sm end (sm/sm.h); its lock is held. No registration:
  * the sm path copies from and into the application's memory as it is. */
 static inline int post_sm_locked(struct asr_comm *c, struct asr_request *r, void *va) {
+  if (__builtin_expect(r->type > ASR_REQ_RECV, 0)) {
+    int rc = asr__rma_post_sm_locked(c, r, rma_of(r), va);
+    if (rc == 0) r->ofi_req = op_of(r);
+    return rc;
+  }
   asr__sm_t *s = asr__comm_sm(c);
   asr__ofi_op_t *op = op_of(r);
   char *buf = (char *)va + r->offset;
@@ -83,6 +100,11 @@ static inline int post_ofi_locked(struct asr_comm *c, struct asr_request *r, voi
                                   int spin_ms) {
   asr__ofi_t *o = asr__comm_ofi(c);
   assert(asr__ofi_locked(o));
+  if (__builtin_expect(r->type > ASR_REQ_RECV, 0)) {
+    int rc = asr__rma_post_ofi_locked(c, r, rma_of(r), va, mr, spin_ms);
+    if (rc == 0) r->ofi_req = op_of(r);
+    return rc;
+  }
   asr__ofi_op_t *op = op_of(r);
   void *desc = asr__ofi_mr_desc(o, mr);
   char *buf = (char *)va + r->offset;
@@ -122,12 +144,14 @@ static __attribute__((cold, noinline)) int post_bad_args(const char *fn, asr_com
  * tensor is refused before anything of it is read. */
 static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor_t *ht, size_t offset,
                                                       size_t length, asr_request_t **out,
-                                                      asr_comm_type_t want) {
-  const char *fn = want == ASR_SEND_COMM ? "asr_isend" : "asr_irecv";
-  if (__builtin_expect(!out || !asr__comm_live(hc) || !asr__tensor_live(ht), 0))
+                                                      asr_comm_type_t want, int rtype, const asr__rma_t *rma,
+                                                      const char *fn) {
+  /* a list post has no tensor of its own: its entries name theirs */
+  int list = rtype == ASR_REQ_XFER;
+  if (__builtin_expect(!out || !asr__comm_live(hc) || (!list && !asr__tensor_live(ht)), 0))
     return post_bad_args(fn, hc, ht);
   struct asr_comm *comm = asr__handle_addr(hc);
-  struct asr_tensor *tensor = asr__handle_addr(ht);
+  struct asr_tensor *tensor = list ? NULL : asr__handle_addr(ht);
   if (comm->type != want) {
     asr_error("svc", "%s: comm %p is a %s comm", fn, (void *)hc,
               comm->type == ASR_SEND_COMM ? "SEND" : "RECV");
@@ -143,13 +167,13 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor
               asr_comm_status_name(atomic_load(&comm->status)));
     return ASR_UNCONNECTED;
   }
-  if (offset > tensor->size || length > tensor->size - offset) {
+  if (!list && (offset > tensor->size || length > tensor->size - offset)) {
     asr_error("svc", "%s: transfer of %zu bytes at offset %zu is out of bounds of a %zu-byte tensor", fn,
               length, offset, tensor->size);
     return ASR_INVALID;
   }
-  void *va = tensor->va;
-  if (!va) {
+  void *va = list ? NULL : tensor->va;
+  if (!list && !va) {
     asr_error("svc", "%s: Failed to obtain virtual address of tensor", fn);
     return ASR_INVALID;
   }
@@ -173,7 +197,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor
    * room in the ring" (no room: ASR_EAGAIN below, the request stashes). */
   struct fid_mr *mr = NULL;
   int fast = atomic_load(&comm->stash_head) == atomic_load(&comm->stash_tail) &&
-             (sm || asr__mr_lookup(comm, va, tensor->size, &mr));
+             (sm || list || asr__mr_lookup(comm, va, tensor->size, &mr));
   if (pool->free_top == 0) {
     asr__comm_unlock(comm);
     asr_error("svc", "%s: Maximum number of pending requests %d reached", fn, ASR_RING);
@@ -186,7 +210,8 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor
   r->tensor = tensor;
   r->offset = offset;
   r->length = length;
-  r->type = want == ASR_SEND_COMM ? ASR_REQ_SEND : ASR_REQ_RECV;
+  r->type = rtype;
+  if (rma) pool->rma[r - pool->reqs] = *rma;
   if (fast) {
     int rc = sm ? post_sm_locked(comm, r, va) : post_ofi_locked(comm, r, va, mr, ASR_OFI_SEND_SPIN_MS);
     if (rc == 0) {
@@ -200,7 +225,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor
       recycle_locked(r);
       asr__comm_unlock(comm);
       asr_error("fab", "%s: Failed to post %s %s request: %s%s%s", fn, sm ? "sm" : "ofi",
-                want == ASR_SEND_COMM ? "send" : "recv", asr_strerror(rc), sm && sm->why ? ": " : "",
+                req_type_name(rtype), asr_strerror(rc), sm && sm->why ? ": " : "",
                 sm && sm->why ? sm->why : "");
       return ASR_INVALID;
     }
@@ -235,11 +260,16 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor
 }
 
 int asr_isend(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, asr_request_t **req) {
-  return post(comm, tensor, offset, length, req, ASR_SEND_COMM);
+  return post(comm, tensor, offset, length, req, ASR_SEND_COMM, ASR_REQ_SEND, NULL, "asr_isend");
 }
 
 int asr_irecv(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, asr_request_t **req) {
-  return post(comm, tensor, offset, length, req, ASR_RECV_COMM);
+  return post(comm, tensor, offset, length, req, ASR_RECV_COMM, ASR_REQ_RECV, NULL, "asr_irecv");
+}
+
+int asr__post_rma(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, int type,
+                  const asr__rma_t *rma, const char *fn, asr_request_t **req) {
+  return post(comm, tensor, offset, length, req, ASR_SEND_COMM, type, rma, fn);
 }
 
 /* What drain_one did with the head of a comm's stash ring. */
@@ -263,15 +293,17 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
     /* the peer died (peer_watch.c): nothing stashed is posted any more */
     req_set_status(r, ASR_REQ_ERROR);
   } else {
-    int has_va = r->tensor && r->tensor->va;
+    int list = r->type == ASR_REQ_XFER; /* its entries carry their own memory */
+    int has_va = list || (r->tensor && r->tensor->va);
+    void *va = list ? NULL : r->tensor->va;
     asr__sm_t *sm = asr__comm_sm(c);
-    int rc = !has_va ? ASR_EINVAL : sm ? 0 : asr__mr_get_or_register(c, r->tensor, &mr);
+    int rc = !has_va ? ASR_EINVAL : sm || list ? 0 : asr__mr_get_or_register(c, r->tensor, &mr);
     if (rc == 0 && sm) {
       asr__sm_lock(sm);
-      rc = post_sm_locked(c, r, r->tensor->va);
+      rc = post_sm_locked(c, r, va);
       asr__sm_unlock(sm);
     } else if (rc == 0) {
-      rc = post_ofi(c, r, r->tensor->va, mr, spin_ms);
+      rc = post_ofi(c, r, va, mr, spin_ms);
     }
     if (rc == ASR_EAGAIN) {
       ctx->stash.queue_full = 1;
@@ -279,7 +311,7 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
     }
     if (rc != 0) {
       asr_error("fab", "lnc %d: Failed to post async sendrecv request %p type %s: %s", ctx->lnc, (void *)r,
-                r->type == ASR_REQ_SEND ? "SEND" : "RECV", has_va ? asr_strerror(rc) : "no virtual address");
+                req_type_name(r->type), has_va ? asr_strerror(rc) : "no virtual address");
       req_set_status(r, ASR_REQ_ERROR);
     } else {
       req_set_status(r, ASR_REQ_OFI_POSTED);
@@ -403,11 +435,14 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
         /* not done: the other sm comms that wait move too (sm_data.c: a
          * poll moves them all, as a CQ read moves a whole endpoint) */
         if (!d && sm && asr__sm_progress_waiting(sm)) d = asr__ofi_op_done(op);
+        /* a list is done once each of its entries is (rma_ops.c) */
+        if (!d && !sm && req->type == ASR_REQ_XFER) d = asr__rma_xfer_poll_locked(rma_of(req)->x, op);
       }
+      if (d && req->type == ASR_REQ_XFER) atomic_store(&rma_of(req)->x->busy, 0); /* it may be posted again */
       size_t len = 0;
       int rc = d ? asr__ofi_op_result(op, &len) : 0;
       if (d && rc == 0) {
-        size_t moved = req->type == ASR_REQ_SEND ? req->length : len;
+        size_t moved = req->type == ASR_REQ_RECV ? len : req->type == ASR_REQ_XFER ? len : req->length;
         recycle_locked(req);
         asr__rep_count(&c->rep_done);
         asr__comm_unlock(c);
@@ -444,6 +479,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
     default:
       /* nothing but the four states is ever stored in a request */
       assert(status == ASR_REQ_ERROR);
+      if (req->type == ASR_REQ_XFER) atomic_store(&rma_of(req)->x->busy, 0);
       asr_error("svc", "asr_test: Request state %s%s%s", req_status_names[status & 3],
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? ": " : "",
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : "");

@@ -25,6 +25,7 @@
 #include "kv_conn.h"
 #include "kv_keys.h"
 #include "ofi.h"
+#include "rma/rma_types.h"
 #include "sm/sm.h"
 
 #define ASR_RING 128 /* handover ring, stash ring, request pool, freelist */
@@ -39,7 +40,14 @@ typedef enum {
   ASR_REQ_OFI_POSTED = 2,
   ASR_REQ_ERROR = 3
 } asr_req_status_t;
-typedef enum { ASR_REQ_NOTYPE = 0, ASR_REQ_SEND = 1, ASR_REQ_RECV = 2 } asr_req_type_t;
+typedef enum {
+  ASR_REQ_NOTYPE = 0,
+  ASR_REQ_SEND = 1,
+  ASR_REQ_RECV = 2,
+  ASR_REQ_WRITE = 3, /* one-sided (rma/rma.h): on a SEND comm, with the pool's rma args */
+  ASR_REQ_READ = 4,
+  ASR_REQ_XFER = 5 /* a prepared list's post */
+} asr_req_type_t;
 
 /* A SEND comm's close drain (drain.c): OPEN until a close asks for it;
  * POSTING while stashed sends wait to be posted; WAIT_TAKEN once the FIN
@@ -115,6 +123,7 @@ typedef struct asr_comm_pool {
   int free_top;
   struct asr_request *stash[ASR_RING];
   uint64_t stash_ticket[ASR_RING]; /* the context's post order (asr__drain_stashes) */
+  asr__rma_t rma[ASR_RING];        /* a write's, read's or list post's target (rma/rma_types.h) */
 } asr_comm_pool_t;
 
 struct asr_comm {
@@ -204,6 +213,9 @@ struct asr_comm {
    * (handle_inc.h), and when its peer queue's ordinals start again
    * (context.c, pickup). Written before the handover, never after. */
   long peer_inc;
+
+  /* one-sided transfers (rma/rma_types.h says who writes what) */
+  asr__comm_rma_t rma;
 
   /* the close handshake (drain.c; service thread, but where said) */
   _Atomic int drain;          /* SEND: asr_drain_state_t (OPEN -> POSTING by the closer, under task.mutex) */
@@ -464,6 +476,26 @@ typedef struct asr_ctx {
     pthread_mutex_t mutex;
     struct asr_comm *comms;
   } mr;
+
+  /* One-sided transfers (rma/rma.h). mems, nmems, next_key, the table and
+   * its free slots are mem.c's, under fab.ep_mutex (an endpoint's open
+   * registers the live ones); rings[i] maps the RECV comm ids of endpoint
+   * i to their notification rings (notif.c), under that endpoint's
+   * ep_lock, which every drain that reads a ring's remote CQ data holds. */
+  struct {
+    struct asr_mem *mems;
+    _Atomic int nmems;
+    uint64_t next_key;
+    int tab_fd;
+    _Atomic uint64_t *tab;
+    uint32_t *free_slots;
+    uint32_t nfree, next_slot;
+    asr__nring_tab_t rings[ASR_NEPS];
+    uint64_t *revq; /* keys revoked, for the service thread to tell the senders (ep_mutex) */
+    unsigned nrevq, caprevq;
+    _Atomic unsigned revq_n;
+    _Atomic int ring_asks; /* SEND comms that want their peer's ring asked for (notif.c) */
+  } rma;
 } asr_ctx_t;
 
 /* The endpoint of comm c (rt.h: its ofi), for the data path: c is
@@ -646,6 +678,13 @@ void asr__comm_set_status(struct asr_comm *c, int status);
 void asr__comm_release_waiters(struct asr_comm *c);
 int asr__mr_get_or_register(struct asr_comm *c, struct asr_tensor *t, struct fid_mr **mr);
 void asr__req_recycle(struct asr_request *r);
+/* Posts a one-sided request (rma/rma.h) of type ASR_REQ_WRITE, _READ or
+ * _XFER on SEND comm comm, through the seed's post (request.c: its checks,
+ * the 128-request bound, the fast/slow gate and the stash), with rma its
+ * target; tensor [offset, offset + length) is the local side (NULL for a
+ * list). fn names the call in messages. Returns what asr_isend returns. */
+int asr__post_rma(asr_comm_t *comm, asr_tensor_t *tensor, size_t offset, size_t length, int type,
+                  const asr__rma_t *rma, const char *fn, asr_request_t **req);
 
 /* Drops every registration of ctx's comms that lies within [va, va + len)
  * (asr_forget, context.c, which holds the LNC's init mutex). */

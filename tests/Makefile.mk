@@ -29,7 +29,7 @@ TIMED_UNIT_TESTS = \
 	tests/unit/test_asrkv_cli \
 	tests/unit/test_paths \
 	tests/unit/test_peer_kill
-UNIT_TESTS = $(DISTCHECK_TESTS) $(TIMED_UNIT_TESTS) tests/unit/test_runtime tests/unit/test_runtime_mt
+UNIT_TESTS = $(DISTCHECK_TESTS) $(TIMED_UNIT_TESTS) tests/unit/test_runtime tests/unit/test_runtime_mt tests/unit/test_rma
 
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -75,6 +75,9 @@ tests_unit_test_asrkv_cli_LDADD = $(TEST_LIBS)
 tests_unit_test_runtime_SOURCES = tests/unit/test_runtime.c tests/unit/rt_util.h
 tests_unit_test_runtime_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
 tests_unit_test_runtime_LDADD = runtime/libasr.la $(TEST_LIBS)
+tests_unit_test_rma_SOURCES = tests/unit/test_rma.c tests/unit/rt_util.h
+tests_unit_test_rma_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
+tests_unit_test_rma_LDADD = runtime/libasr.la $(TEST_LIBS)
 tests_unit_test_runtime_mt_SOURCES = tests/unit/test_runtime_mt.c tests/unit/rt_util.h
 tests_unit_test_runtime_mt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include $(FABRIC_CFLAGS)
 tests_unit_test_runtime_mt_LDADD = runtime/libasr.la $(TEST_LIBS)
@@ -226,6 +229,11 @@ tests_apps_late_recv_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
 tests_apps_late_recv_LDADD = runtime/libasr.la
 tests_integration_test_apps_LDADD = $(TEST_LIBS)
 # A rank restarted in place meets its peers afresh (test_policy, failure.sh).
+# One-sided transfers between ranks (issue 51): tests/netns/netns.sh, test_apps.
+noinst_PROGRAMS += tests/apps/rma_job
+tests_apps_rma_job_SOURCES = tests/apps/rma_job.c
+tests_apps_rma_job_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_rma_job_LDADD = runtime/libasr.la
 noinst_PROGRAMS += tests/apps/restart_peer
 tests_apps_restart_peer_SOURCES = tests/apps/restart_peer.c tests/apps/ft_util.h
 tests_apps_restart_peer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include

@@ -233,6 +233,133 @@ ASR_API int asr_flush(asr_comm_t *comm);
  * Requests of the comm become invalid. */
 ASR_API int asr_comm_close(asr_comm_t *comm);
 
+/* --- One-sided transfers ---------------------------------------------------
+ *
+ * A process registers memory on an LNC and exports a descriptor of it; a
+ * peer that imports the descriptor on its SEND comm to that LNC writes into
+ * the memory or reads from it without the owner posting anything. A write
+ * may carry a 64-bit notification, which the owner takes from its RECV comm
+ * from that peer (asr_notif_poll) after the write's data has landed.
+ *
+ * Model. Writes, reads and prepared lists are requests of the SEND comm, as
+ * sends are: they complete through asr_test, in post order with the comm's
+ * sends, and count against its 128 requests. A completed write's data is in
+ * the owner's memory; a completed read's data is in dst. A read posted after
+ * a write on the same comm sees that write. Notifications of one comm come
+ * in the order their writes were posted, each after its write's data (and
+ * the data of every earlier write of the comm). A RECV comm holds up to
+ * ASR_NOTIF_DEPTH notifications not yet polled; beyond that, notifying
+ * writes wait at the initiator, stashed, until the owner polls (none is
+ * dropped). The owner's service thread moves incoming writes and reads
+ * while the application makes no asr call.
+ *
+ * Safety. A descriptor names its owner (the process and LNC), grants
+ * exactly its region and the access it was registered with, and carries a
+ * tag made with the job's secret (ASR_JOB_SECRET): asr_mem_import refuses
+ * one from another job, one forged or damaged, and one for another owner
+ * than the comm's peer; a post refuses (ASR_INVALID, nothing sent, the comm
+ * stays CONNECTED) an access outside the region or one it does not grant.
+ * asr_mem_deregister revokes at once: a later access fails at the initiator
+ * and never touches the memory; imports held elsewhere do not delay it. A
+ * peer on this host checks the owner's table of live registrations before
+ * each post (the refusal is ASR_INVALID at the post, the comm stays
+ * CONNECTED). A peer on another host is told by the owner's service thread
+ * and refuses at the post from then on; an access that left before it
+ * heard is refused by the owner's provider: the request fails, and
+ * tcp;ofi_rxm then drops the connection, which fails the comm.
+ *
+ * Paths. On libfabric's shm and tcp;ofi_rxm a write is fi_write (with its
+ * notification fi_writemsg with remote CQ data), a read fi_read; on asr's
+ * own same-host path ("sm") the initiator copies once, straight between the
+ * two processes' memories, and the notification goes through the comm's
+ * shared region. */
+
+#define ASR_MEM_REMOTE_READ 0x1u  /* peers may read the memory (asr_read) */
+#define ASR_MEM_REMOTE_WRITE 0x2u /* peers may write it (asr_write) */
+#define ASR_MEM_DESC_MAX 128      /* the most bytes asr_mem_export writes */
+#define ASR_WRITE_NOTIFY 0x1u     /* asr_write's flags: deliver notif to the owner after the data */
+#define ASR_XFER_WRITE 1          /* asr_xfer_prep's op */
+#define ASR_XFER_READ 2
+#define ASR_NOTIF_DEPTH 256 /* notifications a RECV comm holds before notifying writes wait */
+
+typedef struct asr_mem_handle asr_mem_t;   /* a registration (owner side) */
+typedef struct asr_rmem_handle asr_rmem_t; /* an imported descriptor (initiator side) */
+typedef struct asr_xfer_handle asr_xfer_t; /* a prepared list */
+
+/* One local piece of a prepared list: [off, off + len) of tensor. */
+typedef struct {
+  asr_tensor_t *tensor;
+  size_t off;
+  size_t len;
+} asr_iov_t;
+
+/* One remote piece: the same length at off of an imported region. */
+typedef struct {
+  asr_rmem_t *rmem;
+  size_t off;
+} asr_riov_t;
+
+/* Registers [va, va + len) of this process for one-sided access by peers
+ * of LNC lnc (which must be initialised), with access a non-empty mix of
+ * ASR_MEM_REMOTE_READ and ASR_MEM_REMOTE_WRITE. The memory must stay valid
+ * until asr_mem_deregister returns. */
+ASR_API int asr_mem_register(int lnc, void *va, size_t len, unsigned access, asr_mem_t **mem);
+
+/* Revokes and frees a registration: once it returns, no later access by any
+ * peer reaches the memory (a later write or read fails at its initiator).
+ * Accesses in flight when it is called may still complete. NULL is
+ * ignored. */
+ASR_API int asr_mem_deregister(asr_mem_t *mem);
+
+/* Writes the registration's descriptor into desc: *len is desc's capacity
+ * in (at least the descriptor's length, at most ASR_MEM_DESC_MAX suffices)
+ * and the descriptor's length out. The descriptor is plain bytes, versioned,
+ * to be handed to a peer any way (a send, the job's KV, a file). */
+ASR_API int asr_mem_export(const asr_mem_t *mem, void *desc, size_t *len);
+
+/* Imports a descriptor for writes and reads on SEND comm comm, whose peer
+ * must be the descriptor's owner. ASR_INVALID, with a message saying why,
+ * for a descriptor that is damaged, forged, of another job or another
+ * owner. */
+ASR_API int asr_mem_import(asr_comm_t *comm, const void *desc, size_t len, asr_rmem_t **rmem);
+
+/* Frees an import (never the owner's registration). NULL is ignored. The
+ * requests posted with it must have completed. */
+ASR_API void asr_rmem_free(asr_rmem_t *rmem);
+
+/* Writes [off, off + len) of src to [dst_off, dst_off + len) of dst, on SEND
+ * comm comm (dst imported on it). flags: 0 or ASR_WRITE_NOTIFY, which
+ * delivers notif to the owner's RECV comm from this peer after the data. */
+ASR_API int asr_write(asr_comm_t *comm, asr_tensor_t *src, size_t off, size_t len, asr_rmem_t *dst,
+                      size_t dst_off, uint64_t notif, unsigned flags, asr_request_t **req);
+
+/* Reads [src_off, src_off + len) of src into [off, off + len) of dst. */
+ASR_API int asr_read(asr_comm_t *comm, asr_tensor_t *dst, size_t off, size_t len, asr_rmem_t *src,
+                     size_t src_off, asr_request_t **req);
+
+/* Takes up to max notifications that arrived on RECV comm recv_comm, oldest
+ * first, into values; *n says how many (0 when none). */
+ASR_API int asr_notif_poll(asr_comm_t *recv_comm, uint64_t *values, int max, int *n);
+
+/* Prepares a list of n writes (op ASR_XFER_WRITE: local[i] to remote[i]) or
+ * reads (ASR_XFER_READ: remote[i] into local[i]) on SEND comm comm, each
+ * entry checked once here. The tensors and imports must outlive the list. */
+ASR_API int asr_xfer_prep(asr_comm_t *comm, int op, int n, const asr_iov_t *local, const asr_riov_t *remote,
+                          asr_xfer_t **x);
+
+/* Posts every entry of list x as one request. A write list delivers notif
+ * (any 64-bit value) once, after all of its data; a read list delivers
+ * nothing. A list may be posted again once the request of its last post
+ * completed (a post while one is in flight is ASR_INVALID). */
+ASR_API int asr_xfer_post(asr_xfer_t *x, uint64_t notif, asr_request_t **req);
+
+/* asr_xfer_post with asr_write's flags: 0 posts a write list without a
+ * notification, ASR_WRITE_NOTIFY with one. */
+ASR_API int asr_xfer_post_flags(asr_xfer_t *x, uint64_t notif, unsigned flags, asr_request_t **req);
+
+/* Frees a prepared list (no post of it may be in flight). NULL is ignored. */
+ASR_API void asr_xfer_free(asr_xfer_t *x);
+
 /* --- The job view (ranks started by asrrun or srun --mpi=pmix) ------------ */
 
 /* What a rank knows about itself once asr_job_init() returned. */

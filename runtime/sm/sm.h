@@ -180,6 +180,19 @@ void asr__sm_closed(asr__sm_t *s);
 uint64_t asr__sm_taken(asr__sm_t *s);
 uint64_t asr__sm_peer_fin(asr__sm_t *s, uint64_t *taken);
 
+/* One-sided transfers (sm_rma.c), on a SEND end whose lock the caller
+ * holds: copies the n pieces local[i] into the peer's remote[i] (write) or
+ * back (read), total bytes in all, then publishes *notif (NULL: none).
+ * 0 with op completed (or, behind a send still in flight, completing with
+ * it); ASR_EAGAIN when it must wait (a message being pipelined, or no room
+ * for the notification): nothing was copied; another ASR_E* when the copy
+ * failed. */
+struct iovec;
+int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const struct iovec *remote, int n,
+                       size_t total, const uint64_t *notif, asr__ofi_op_t *op);
+/* A RECV end: takes up to max notifications, oldest first; how many. */
+int asr__sm_notif_take(asr__sm_t *s, uint64_t *values, int max);
+
 /* An exit handler unlinks the regions made and not yet attached (a
  * process that exits with RECV comms still waiting for their senders). */
 void asr__sm_names_exit(void);

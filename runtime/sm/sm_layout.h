@@ -28,14 +28,21 @@
  *            learn whether the kernel lets it copy from the sender
  *   104   8  fin: 0, or 1 + the number of messages the sender sent, written
  *            once when it closes (drain.c: the FIN of the mailbox path)
+ *   112   8  notification tail: notifications the sender published (below)
  *   line 2 (128..191), the receiver's:
  *   128   8  head: ring bytes consumed (the sender may reuse all before it)
  *   136   8  taken: messages consumed (completed, or refused as truncated)
  *   144   4  cma: 0 not known yet, 1 large messages are copied by the
  *            receiver from the sender's memory, 2 they go through the ring
  *   148   4  closed: 1 once the receiver closed its comm (drain.c: CLOSED)
+ *   152   8  notification head: notifications the receiver took
  *   line 3 (192..255): zero
- *   256 ...  the ring
+ *   256 ...  the ring: region - 256 - ASR_SM_NOTIF_BYTES bytes
+ *   region - ASR_SM_NOTIF_BYTES ...  the notification slots: ASR_NOTIF_DEPTH
+ *            values; the n-th notification (from 0) is in slot n mod the
+ *            depth, written by the sender before it raises the tail to n + 1
+ *            (release), and only while n < head + the depth (one-sided
+ *            transfers, sm_rma.c)
  *
  * The ring holds records, each at a 64-byte boundary, never across the
  * ring's end (a PAD record fills what is left before it). The sender
@@ -77,7 +84,7 @@
 #include <stdint.h>
 
 #define ASR_SM_MAGIC 0x4d525341u /* "ASRM" */
-#define ASR_SM_VERSION 1u
+#define ASR_SM_VERSION 2u
 #define ASR_SM_LINE 64u
 #define ASR_SM_RING_OFF 256u
 #define ASR_SM_REC_HDR 24u
@@ -98,6 +105,13 @@
 #define ASR_SM_OFF_TAKEN 136
 #define ASR_SM_OFF_CMA 144
 #define ASR_SM_OFF_CLOSED 148
+#define ASR_SM_OFF_NTAIL 112
+#define ASR_SM_OFF_NHEAD 152
+#define ASR_SM_NOTIF_SLOTS 256u /* asr.h's ASR_NOTIF_DEPTH (asserted in sm_rma.c) */
+#define ASR_SM_NOTIF_BYTES (ASR_SM_NOTIF_SLOTS * 8u)
+
+/* The ring's bytes in a region of region bytes. */
+#define ASR_SM_RING_BYTES(region) ((region)-ASR_SM_RING_OFF - ASR_SM_NOTIF_BYTES)
 
 /* the handle's fields */
 #define ASR_SM_HANDLE_LEN 128 /* ofi.h's ASR_OFI_HANDLE_LEN (asserted in sm.h) */

@@ -37,7 +37,7 @@ int asr__sm_cfg_read(asr__sm_cfg_t *cfg, char *err, size_t errlen) {
   if (region % ASR_SM_LINE)
     return asr_errf(err, errlen, ASR_ECONFIG, "ASR_SM_REGION: %ld is not a multiple of 64: use, say, %ld",
                     region, region / ASR_SM_LINE * ASR_SM_LINE);
-  uint64_t ring = (uint64_t)region - ASR_SM_RING_OFF, cap = ring / 2 - ASR_SM_REC_HDR;
+  uint64_t ring = ASR_SM_RING_BYTES((uint64_t)region), cap = ring / 2 - ASR_SM_REC_HDR;
   cfg->region = (uint32_t)region;
   cfg->inline_max = (uint32_t)((uint64_t)inl < cap ? (uint64_t)inl : cap);
   cfg->cma = cma;
@@ -137,7 +137,7 @@ int asr__sm_listen(asr__sm_t **out, const asr__sm_cfg_t *cfg, int lnc, const uin
   }
   s->base = m;
   s->ring = s->base + ASR_SM_RING_OFF;
-  s->ring_bytes = s->len - ASR_SM_RING_OFF;
+  s->ring_bytes = ASR_SM_RING_BYTES(s->len);
   /* a fresh file is zeros: only line 0 is written */
   *u32_at(s, ASR_SM_OFF_VERSION) = ASR_SM_VERSION;
   *u32_at(s, ASR_SM_OFF_REGION) = (uint32_t)s->len;
@@ -201,7 +201,7 @@ int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t han
   uint32_t magic = __atomic_load_n(u32_at(s, ASR_SM_OFF_MAGIC), __ATOMIC_ACQUIRE);
   uint32_t ring = *u32_at(s, ASR_SM_OFF_RING);
   if (magic != ASR_SM_MAGIC || *u32_at(s, ASR_SM_OFF_VERSION) != ASR_SM_VERSION ||
-      *u32_at(s, ASR_SM_OFF_REGION) != region || ring != region - ASR_SM_RING_OFF ||
+      *u32_at(s, ASR_SM_OFF_REGION) != region || ring != ASR_SM_RING_BYTES(region) ||
       memcmp(s->base + ASR_SM_OFF_RECV_WHO, handle + ASR_SM_H_WHO, ASR_OFI_WHO_LEN) != 0 ||
       __atomic_load_n(u32_at(s, ASR_SM_OFF_ATTACHED), __ATOMIC_ACQUIRE) != 0) {
     asr__sm_free(s);

@@ -1,0 +1,332 @@
+/*
+ * notif.c -- notifications on the libfabric paths, and the owner's
+ * progress (rma.h; asr.h, "One-sided transfers").
+ *
+ * A RECV comm's ring is ASR_NOTIF_DEPTH 64-bit slots of the owner's memory,
+ * registered for its sender's remote writes. A notifying write is one
+ * operation (ofi.c, OFI_POST_WRITE_NOTIFY): the data, then the value into
+ * slot seq mod the depth, with remote CQ data (peer comm id << 40 | seq);
+ * the owner's drain that reads that CQ entry marks the slot arrived
+ * (on_rdata), and asr_notif_poll hands the arrived slots out in sequence
+ * order. The sender never has more than the depth not yet taken (the
+ * owner tells it what was taken: RING_TAKEN), so a slot is never written
+ * again before it was taken; a notifying write beyond that waits, stashed
+ * (rma_ops.c).
+ *
+ * The handshake, on the mailbox (ofi.h), once per comm pair: the sender
+ * asks (RING_ASK: its first import of writable memory, or its first
+ * notifying write); the owner's service thread makes the ring and answers
+ * RING (key, target address).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "asr_err.h"
+#include "asr_log.h"
+#include "asr_time.h"
+#include "rma.h"
+
+#define SEQ_MASK ((1ull << 40) - 1)
+#define TOMB ((asr__nring_t *)(uintptr_t)1)
+
+/* --- an endpoint's rings by comm id (ep_lock held) ------------------------- */
+
+static unsigned slot_of(uint32_t id, unsigned cap) { return (id * 2654435761u) & (cap - 1); }
+
+static asr__nring_t *tab_find(const asr__nring_tab_t *t, uint32_t id) {
+  if (!t->cap) return NULL;
+  for (unsigned i = slot_of(id, t->cap), k = 0; k < t->cap; i = (i + 1) & (t->cap - 1), k++) {
+    asr__nring_t *r = t->v[i];
+    if (!r) return NULL;
+    if (r != TOMB && r->comm_id == id) return r;
+  }
+  return NULL;
+}
+
+static int tab_put(asr__nring_tab_t *t, asr__nring_t *ring) {
+  if (2 * (t->used + 1) > t->cap) { /* at most half full, tombstones included: rebuild */
+    unsigned cap = t->cap ? t->cap : 16;
+    while (2 * (atomic_load(&t->live) + 1) > cap / 2) cap *= 2;
+    asr__nring_t **v = calloc(cap, sizeof *v);
+    if (!v) return ASR_ENOMEM;
+    for (unsigned i = 0; i < t->cap; i++)
+      if (t->v[i] && t->v[i] != TOMB) {
+        unsigned j = slot_of(t->v[i]->comm_id, cap);
+        while (v[j]) j = (j + 1) & (cap - 1);
+        v[j] = t->v[i];
+      }
+    free(t->v);
+    t->v = v;
+    t->cap = cap;
+    t->used = atomic_load(&t->live);
+  }
+  unsigned j = slot_of(ring->comm_id, t->cap);
+  while (t->v[j] && t->v[j] != TOMB) j = (j + 1) & (t->cap - 1);
+  if (!t->v[j]) t->used++;
+  t->v[j] = ring;
+  atomic_fetch_add(&t->live, 1);
+  return 0;
+}
+
+static void tab_del(asr__nring_tab_t *t, asr__nring_t *ring) {
+  for (unsigned i = 0; i < t->cap; i++)
+    if (t->v[i] == ring) {
+      t->v[i] = TOMB;
+      atomic_fetch_sub(&t->live, 1);
+      return;
+    }
+}
+
+/* A peer's notifying write landed (ofi.c's drain, ep_lock held). */
+static void on_rdata(void *arg, uint64_t data) {
+  asr__nring_tab_t *t = arg;
+  uint32_t id = (uint32_t)(data >> 40);
+  uint64_t seq = data & SEQ_MASK;
+  asr__nring_t *r = tab_find(t, id);
+  if (!r) {
+    asr_debug("fab", "a notification for comm %u, which has no ring here (closed?): dropped", id);
+    return;
+  }
+  /* the sender keeps within the depth (above): anything else is not ours */
+  uint64_t next = r->next & SEQ_MASK;
+  if (((seq - next) & SEQ_MASK) >= ASR_NOTIF_DEPTH) {
+    asr_warn("fab", "a notification for comm %u with sequence %llu, outside the %d after %llu: dropped", id,
+             (unsigned long long)seq, ASR_NOTIF_DEPTH, (unsigned long long)next);
+    return;
+  }
+  uint64_t full = r->next + ((seq - next) & SEQ_MASK);
+  r->arrived[full % ASR_NOTIF_DEPTH] = full + 1;
+}
+
+void asr__notif_ep_opened(asr_ctx_t *ctx, int i) {
+  ctx->fab.eps[i].on_rdata = on_rdata;
+  ctx->fab.eps[i].rdata_arg = &ctx->rma.rings[i];
+}
+
+/* --- the handshake (service thread) ---------------------------------------- */
+
+/* RECV comm c's ring, made when its sender first asks: 0 or an ASR_E*. */
+static int ring_make(asr_ctx_t *ctx, struct asr_comm *c) {
+  if (c->rma.ring) return 0;
+  asr__ofi_t *o = asr__comm_ofi(c);
+  asr__nring_t *r = calloc(1, sizeof *r);
+  if (!r) return ASR_ENOMEM;
+  if (posix_memalign((void **)&r->vals, 64, ASR_NOTIF_DEPTH * sizeof(uint64_t)) != 0) {
+    free(r);
+    return ASR_ENOMEM;
+  }
+  memset(r->vals, 0, ASR_NOTIF_DEPTH * sizeof(uint64_t));
+  int rc = asr__ofi_mr_reg_remote(o, r->vals, ASR_NOTIF_DEPTH * sizeof(uint64_t), FI_REMOTE_WRITE, 0, &r->mr);
+  if (rc) {
+    free(r->vals);
+    free(r);
+    return rc;
+  }
+  r->comm_id = c->orecv.comm_id;
+  r->comm = c;
+  int i = c->ep;
+  asr__ofi_lock(o);
+  rc = tab_put(&ctx->rma.rings[i], r);
+  asr__ofi_unlock(o);
+  if (rc) {
+    asr__ofi_mr_dereg(r->mr);
+    free(r->vals);
+    free(r);
+    return rc;
+  }
+  c->rma.ring = r;
+  return 0;
+}
+
+void asr__notif_on_ctl(asr_ctx_t *ctx, struct asr_comm *c, const asr__ofi_ctl_t *m) {
+  switch (m->kind) {
+    case ASR_CTL_RING_ASK: {
+      int rc = ring_make(ctx, c);
+      asr__ofi_t *o = asr__comm_ofi(c);
+      uint64_t key = rc ? 0 : asr__ofi_mr_key(c->rma.ring->mr);
+      uint64_t addr = rc ? 0 : asr__ofi_rma_base(o, c->rma.ring->vals);
+      if (rc)
+        asr_error("fab", "lnc %d RECV comm from %s/lnc %d: cannot make its notification ring: %s", ctx->lnc,
+                  c->peer_ip, c->peer_lnc, asr_strerror(rc));
+      /* the answer is retried by the sender's ask, which it repeats while
+       * it waits (asr__notif_tick) */
+      int src = asr__ofi_ctl_to_send(o, &c->orecv, ASR_CTL_RING, key, addr);
+      if (src)
+        asr_debug("fab", "lnc %d: answering a ring ask from %s/lnc %d: %s", ctx->lnc, c->peer_ip, c->peer_lnc,
+                  asr_strerror(src));
+      return;
+    }
+    case ASR_CTL_RING:
+      if (atomic_load(&c->rma.ring_state) >= 2) return;
+      if (m->count == 0) { /* refused: its notifying writes fail (rma_ops.c) */
+        asr_error("fab", "lnc %d SEND comm to %s/lnc %d: the peer could not make a notification ring",
+                  ctx->lnc, c->peer_ip, c->peer_lnc);
+        atomic_store_explicit(&c->rma.ring_state, 3, memory_order_release);
+        ctx->stash.queue_full = 1;
+        return;
+      }
+      c->rma.ring_key = m->count;
+      c->rma.ring_addr = m->aux;
+      atomic_store_explicit(&c->rma.ring_state, 2, memory_order_release);
+      ctx->stash.queue_full = 1; /* what waited for it goes at the next drain */
+      return;
+    case ASR_CTL_REVOKED: {
+      unsigned n = atomic_load(&c->rma.nrevoked);
+      atomic_store_explicit(&c->rma.revoked[n % ASR_REVOKED_KEEP], m->count, memory_order_relaxed);
+      atomic_store_explicit(&c->rma.nrevoked, n + 1, memory_order_release);
+      return;
+    }
+    case ASR_CTL_RING_TAKEN: {
+      uint64_t had = atomic_load(&c->rma.ntaken);
+      if (m->count > had) atomic_store_explicit(&c->rma.ntaken, m->count, memory_order_release);
+      ctx->stash.queue_full = 1;
+      return;
+    }
+    default: return;
+  }
+}
+
+#define ASK_AGAIN_MS 100 /* a ring asked for and not answered is asked again */
+
+int asr__notif_tick(asr_ctx_t *ctx, int *tmo) {
+  int moved = 0;
+  if (atomic_load(&ctx->rma.ring_asks) > 0) {
+    atomic_store(&ctx->rma.ring_asks, 0);
+    int again = 0;
+    uint64_t now = asr_time_ms();
+    pthread_mutex_lock(&ctx->comms.mutex);
+    for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) {
+      if (c->type != ASR_SEND_COMM || asr__comm_sm(c) || !atomic_load(&c->rma.ring_wanted)) continue;
+      int st = atomic_load(&c->rma.ring_state);
+      if (st >= 2 || atomic_load(&c->status) != ASR_COMM_CONNECTED) continue;
+      if (st == 1 && now < c->rma.ring_asked_ms + ASK_AGAIN_MS) {
+        again = 1;
+        continue;
+      }
+      int rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_RING_ASK, 0);
+      if (rc == 0) {
+        atomic_store(&c->rma.ring_state, 1);
+        c->rma.ring_asked_ms = now;
+        moved = 1;
+      }
+      again = 1; /* until the answer came */
+    }
+    pthread_mutex_unlock(&ctx->comms.mutex);
+    if (again) {
+      atomic_fetch_add(&ctx->rma.ring_asks, 1);
+      if (*tmo < 0 || *tmo > 1) *tmo = 1;
+    }
+  }
+  /* Revocations (mem.c) told to the sender of every RECV comm on an
+   * endpoint: the peers that may hold an import of this LNC's memory */
+  if (atomic_load(&ctx->rma.revq_n) > 0) {
+    pthread_mutex_lock(&ctx->fab.ep_mutex);
+    unsigned n = ctx->rma.nrevq;
+    uint64_t *keys = n ? malloc(n * sizeof *keys) : NULL;
+    if (keys) {
+      memcpy(keys, ctx->rma.revq, n * sizeof *keys);
+      ctx->rma.nrevq = 0;
+      atomic_store(&ctx->rma.revq_n, 0);
+    }
+    pthread_mutex_unlock(&ctx->fab.ep_mutex);
+    pthread_mutex_lock(&ctx->comms.mutex);
+    for (struct asr_comm *c = ctx->comms.connected; keys && c; c = c->next) {
+      if (c->type != ASR_RECV_COMM || asr__comm_sm(c) || atomic_load(&c->status) != ASR_COMM_CONNECTED)
+        continue;
+      for (unsigned k = 0; k < n; k++) {
+        /* best effort: a full queue now is a post the provider refuses later */
+        int rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_REVOKED, keys[k], 0);
+        if (rc == ASR_EAGAIN)
+          rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_REVOKED, keys[k], 0);
+        if (rc)
+          asr_debug("fab", "lnc %d: telling %s/lnc %d of a revocation: %s", ctx->lnc, c->peer_ip, c->peer_lnc,
+                    asr_strerror(rc));
+      }
+    }
+    pthread_mutex_unlock(&ctx->comms.mutex);
+    free(keys);
+    moved = 1;
+  }
+  /* Manual progress: a peer's write or read into this LNC's memory moves
+   * only while its CQ is read. While the LNC has registrations or rings,
+   * this thread reads each endpoint's every millisecond. */
+  int rings = 0;
+  for (int i = 0; i < ASR_NEPS; i++) rings += (int)atomic_load(&ctx->rma.rings[i].live);
+  if (atomic_load(&ctx->rma.nmems) > 0 || rings > 0) {
+    for (int i = 0; i < ASR_NEPS; i++)
+      if (atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire))
+        (void)asr__ofi_progress(&ctx->fab.eps[i]);
+    if (*tmo < 0 || *tmo > 1) *tmo = 1;
+  }
+  return moved;
+}
+
+void asr__notif_ctx_close(asr_ctx_t *ctx) {
+  for (int i = 0; i < ASR_NEPS; i++) {
+    free(ctx->rma.rings[i].v); /* every ring went with its comm */
+    memset(&ctx->rma.rings[i], 0, sizeof ctx->rma.rings[i]);
+  }
+}
+
+void asr__notif_comm_free(struct asr_comm *c) {
+  if (c->rma.tab) munmap((void *)c->rma.tab, ASR_MEM_TAB_SLOTS * sizeof(uint64_t));
+  c->rma.tab = NULL;
+  asr__nring_t *r = c->rma.ring;
+  if (!r) return;
+  asr__ofi_t *o = asr__comm_ofi(c);
+  asr__ofi_lock(o);
+  tab_del(&c->ctx->rma.rings[c->ep], r);
+  asr__ofi_unlock(o);
+  asr__ofi_mr_dereg(r->mr);
+  free(r->vals);
+  free(r);
+  c->rma.ring = NULL;
+}
+
+/* --- asr_notif_poll -------------------------------------------------------- */
+
+int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
+  struct asr_comm *c = asr__comm_of(h);
+  if (!c) {
+    asr__comm_bad("asr_notif_poll", h);
+    return ASR_INVALID;
+  }
+  if (c->type != ASR_RECV_COMM || !values || max < 0 || !n) {
+    asr_error("svc",
+              "asr_notif_poll: needs a RECV comm (the owner's, from the writer), values, max >= 0 and n");
+    return ASR_INVALID;
+  }
+  asr__sm_t *sm = asr__comm_sm(c);
+  if (sm) {
+    *n = asr__sm_notif_take(sm, values, max);
+    return ASR_SUCCESS;
+  }
+  asr__ofi_t *o = asr__comm_ofi(c);
+  asr__nring_t *r = c->rma.ring;
+  if (!o || !r) {
+    /* no ring, no notification yet; the sender's ask makes it */
+    if (o) (void)asr__ofi_progress(o);
+    *n = 0;
+    return ASR_SUCCESS;
+  }
+  int k = 0;
+  asr__ofi_lock(o);
+  (void)asr__ofi_drain_locked(o);
+  for (; k < max && r->arrived[r->next % ASR_NOTIF_DEPTH] == r->next + 1; k++, r->next++)
+    values[k] = r->vals[r->next % ASR_NOTIF_DEPTH];
+  uint64_t next = r->next, tell = next - r->reported >= ASR_NOTIF_DEPTH / 4 ? next : 0;
+  if (tell) r->reported = next;
+  asr__ofi_unlock(o);
+  /* the sender may have this many more in flight: it learns it here */
+  if (tell && asr__ofi_ctl_to_send(o, &c->orecv, ASR_CTL_RING_TAKEN, tell, 0) != 0) {
+    asr__ofi_lock(o);
+    if (r->reported == tell) r->reported = tell - ASR_NOTIF_DEPTH / 4; /* said again at the next poll */
+    asr__ofi_unlock(o);
+  }
+  *n = k;
+  return ASR_SUCCESS;
+}

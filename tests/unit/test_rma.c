@@ -1,0 +1,741 @@
+/*
+ * test_rma.c -- one-sided transfers (asr.h, "One-sided transfers"; issue
+ * 51), on every path: asr's sm, sm without cross-process copies (which
+ * one-sided transfers do not use: the same single copy), libfabric's shm
+ * and tcp;ofi_rxm. Rank 0 is the initiator (LNC 0, a SEND comm to LNC 1),
+ * rank 1 the owner (LNC 1, the RECV comm from LNC 0, and the registered
+ * memory); the descriptor travels over the test's pipes, as it may travel
+ * any way.
+ *
+ *   write_read_notify      data byte for byte both ways, every notification
+ *                          exactly once, in order, all 64 bits
+ *   read_after_write       a read posted right after a write sees it
+ *   bounds_and_access      out of bounds, not granted, forged, another job's,
+ *                          another owner's: refused, the comm stays CONNECTED
+ *   deregister_revokes     a later access fails and never touches the memory
+ *   notif_queue_full       writes beyond the depth wait stashed, none dropped
+ *   prepared_lists         256 x 1 KiB and 1,024 x 4 KiB lists, written with
+ *                          one notification after all, read back, posted again
+ *   mixed_with_sends       writes, reads and sends on one comm keep order
+ *   owner_makes_no_call    the owner sleeps; writes and reads still complete
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "asr_err.h"
+#include "rt_util.h"
+
+#define OWN 1  /* the owner's rank and LNC */
+#define INIT 0 /* the initiator's */
+#define REGION ((size_t)4 << 20)
+
+static uint8_t *va_of(asr_tensor_t *t) { return asr_tensor_va(t); }
+
+/* The pipe carries a descriptor: its length, then its bytes in u64 words. */
+static void send_desc(int to, const uint8_t *d, size_t len) {
+  rt_send_u64(to, len);
+  for (size_t i = 0; i < len; i += 8) {
+    uint64_t w = 0;
+    memcpy(&w, d + i, len - i < 8 ? len - i : 8);
+    rt_send_u64(to, w);
+  }
+}
+static size_t recv_desc(int from, uint8_t *d) {
+  size_t len = rt_recv_u64(from);
+  ASSERT(len <= ASR_MEM_DESC_MAX);
+  for (size_t i = 0; i < len; i += 8) {
+    uint64_t w = rt_recv_u64(from);
+    memcpy(d + i, &w, len - i < 8 ? len - i : 8);
+  }
+  return len;
+}
+
+/* Both ranks: LNC up, the comm between them (SEND on the initiator, RECV on
+ * the owner), connected. */
+static asr_comm_t *comm_up(int rank) {
+  ASSERT_OK(asr_init(rank));
+  asr_comm_t *c;
+  if (rank == INIT)
+    ASSERT_OK(asr_connect(INIT, RT_PEER_IP, OWN, &c));
+  else
+    ASSERT_OK(asr_accept(OWN, RT_PEER_IP, INIT, &c));
+  ASSERT_OK(asr_comm_wait_connected(c, 60000));
+  return c;
+}
+
+static void comm_down(int rank, asr_comm_t *c) {
+  rt_barrier();
+  ASSERT_OK(asr_comm_close(c));
+  ASSERT_OK(asr_close(rank));
+}
+
+/* The owner registers a region of REGION bytes with access, exports it and
+ * hands the descriptor to the initiator, which imports it on c. */
+static asr_mem_t *owner_share(uint8_t *mem, unsigned access) {
+  asr_mem_t *m;
+  ASSERT_OK(asr_mem_register(OWN, mem, REGION, access, &m));
+  uint8_t d[ASR_MEM_DESC_MAX];
+  size_t len = sizeof d;
+  ASSERT_OK(asr_mem_export(m, d, &len));
+  ASSERT(len > 0 && len <= ASR_MEM_DESC_MAX);
+  send_desc(INIT, d, len);
+  return m;
+}
+static asr_rmem_t *init_import(asr_comm_t *c) {
+  uint8_t d[ASR_MEM_DESC_MAX];
+  size_t len = recv_desc(OWN, d);
+  asr_rmem_t *rm;
+  ASSERT_OK(asr_mem_import(c, d, len, &rm));
+  return rm;
+}
+
+/* Polls notifications on the owner's comm until want arrived (or the
+ * deadline): how many came. */
+static int take_notifs(asr_comm_t *c, uint64_t *v, int want, int timeout_ms) {
+  int got = 0;
+  unsigned spins = 0;
+  uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
+  while (got < want && asr_time_ms() < until) {
+    int n = 0;
+    ASSERT_OK(asr_notif_poll(c, v + got, want - got, &n));
+    got += n;
+    if (!n) rt_relax(&spins);
+  }
+  return got;
+}
+
+/* =========================================================================
+ * 1. Data and notifications
+ * ========================================================================= */
+
+static const size_t sizes[] = {1, 8, 63, 4096, 65537, (size_t)1 << 20};
+#define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
+#define NOTIF(i) ((1ull << 63) + 0x0123456789abcdefull * (uint64_t)((i) + 1)) /* 2^63 and above */
+
+static void data_proc(int rank, void *arg) {
+  (void)arg;
+  rt_pattern_reserve(REGION);
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    memset(mem, 0, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    uint64_t v[NSIZES];
+    ASSERT_EQ(take_notifs(c, v, NSIZES, 60000), NSIZES);
+    size_t off = 0;
+    for (int i = 0; i < NSIZES; i++) {
+      ASSERT_MSG(v[i] == NOTIF(i), "%s: notification %d is %llx, not %llx", rt_g.provider, i,
+                 (unsigned long long)v[i], (unsigned long long)NOTIF(i));
+      /* its data landed before it */
+      RT_ASSERT_DATA(mem + off + 3, sizes[i], 100 + (uint64_t)i, "%s: write %d", rt_g.provider, i);
+      off += sizes[i] + 3;
+    }
+    int n = -1;
+    ASSERT_OK(asr_notif_poll(c, v, NSIZES, &n));
+    ASSERT_EQ(n, 0); /* each exactly once */
+    /* now the owner writes what the initiator reads back */
+    rt_fill(mem, REGION, 77);
+    rt_send_u64(INIT, 1);
+    ASSERT_EQ(rt_recv_u64(INIT), 2); /* read */
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(REGION, &t));
+    asr_request_t *r[NSIZES];
+    size_t off = 0;
+    for (int i = 0; i < NSIZES; i++) {
+      rt_fill(va_of(t) + off, sizes[i], 100 + (uint64_t)i);
+      ASSERT_OK(asr_write(c, t, off, sizes[i], rm, off + 3, NOTIF(i), ASR_WRITE_NOTIFY, &r[i]));
+      off += sizes[i] + 3;
+    }
+    for (int i = 0; i < NSIZES; i++) {
+      size_t got = 0;
+      ASSERT_OK(rt_wait_req(r[i], &got, 60000));
+      ASSERT_EQ(got, sizes[i]);
+    }
+    ASSERT_EQ(rt_recv_u64(OWN), 1);
+    memset(va_of(t), 0, REGION);
+    off = 0;
+    for (int i = 0; i < NSIZES; i++) {
+      ASSERT_OK(asr_read(c, t, off, sizes[i], rm, off * 2, &r[i]));
+      off += sizes[i];
+    }
+    off = 0;
+    for (int i = 0; i < NSIZES; i++) {
+      size_t got = 0;
+      ASSERT_OK(rt_wait_req(r[i], &got, 60000));
+      ASSERT_EQ(got, sizes[i]);
+      ASSERT_MSG(memcmp(va_of(t) + off, rt_expected(REGION, 77) + off * 2, sizes[i]) == 0,
+                 "%s: read %d differs from the owner's bytes", rt_g.provider, i);
+      off += sizes[i];
+    }
+    rt_send_u64(OWN, 2);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(write_read_notify, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], data_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 2. A read after a write on one comm sees the write
+ * ========================================================================= */
+
+#define RAW_ROUNDS 50
+#define RAW_LEN ((size_t)256 << 10)
+
+static void raw_proc(int rank, void *arg) {
+  (void)arg;
+  rt_pattern_reserve(RAW_LEN * 2);
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1);
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *w, *r;
+    ASSERT_OK(asr_tensor_alloc(RAW_LEN, &w));
+    ASSERT_OK(asr_tensor_alloc(RAW_LEN, &r));
+    for (int i = 0; i < RAW_ROUNDS; i++) {
+      size_t len = i % 2 ? RAW_LEN : 64 + (size_t)i;
+      rt_fill(va_of(w), len, 500 + (uint64_t)i);
+      asr_request_t *rw, *rr;
+      /* posted back to back: the read is not told to wait for the write */
+      ASSERT_OK(asr_write(c, w, 0, len, rm, 4096, 0, 0, &rw));
+      ASSERT_OK(asr_read(c, r, 0, len, rm, 4096, &rr));
+      ASSERT_OK(rt_wait_req(rw, NULL, 60000));
+      ASSERT_OK(rt_wait_req(rr, NULL, 60000));
+      RT_ASSERT_DATA(va_of(r), len, 500 + (uint64_t)i, "%s: round %d: the read missed the write before it",
+                     rt_g.provider, i);
+    }
+    rt_send_u64(OWN, 1);
+    asr_rmem_free(rm);
+    asr_tensor_free(w);
+    asr_tensor_free(r);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(read_after_write, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], raw_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 3. What a descriptor does not grant is refused before anything is sent
+ * ========================================================================= */
+
+static void access_proc(int rank, void *arg) {
+  (void)arg;
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    memset(mem, 0x5a, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ); /* read only */
+    ASSERT_EQ(rt_recv_u64(INIT), 1);
+    for (size_t i = 0; i < REGION; i++)
+      ASSERT_MSG(mem[i] == 0x5a, "%s: byte %zu was written", rt_g.provider, i);
+    int st;
+    ASSERT_OK(asr_comm_status(c, &st));
+    ASSERT_EQ(st, ASR_COMM_CONNECTED);
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+  } else {
+    uint8_t d[ASR_MEM_DESC_MAX];
+    size_t len = recv_desc(OWN, d);
+    asr_rmem_t *rm, *bad;
+    asr_tensor_t *t;
+    asr_request_t *r;
+    ASSERT_OK(asr_tensor_alloc(REGION + 8192, &t));
+    /* damaged and forged descriptors */
+    uint8_t x[ASR_MEM_DESC_MAX];
+    for (size_t i = 0; i < len; i += 7) {
+      memcpy(x, d, len);
+      x[i] ^= 0x10;
+      ASSERT_EQ(asr_mem_import(c, x, len, &bad), ASR_INVALID);
+    }
+    ASSERT_EQ(asr_mem_import(c, d, len - 1, &bad), ASR_INVALID);
+    ASSERT_EQ(asr_mem_import(c, d, 0, &bad), ASR_INVALID);
+    ASSERT_EQ(asr_mem_import(c, NULL, len, &bad), ASR_INVALID);
+    /* another job's: the same bytes, read under another secret */
+    setenv("ASR_JOB_SECRET", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 1);
+    ASSERT_EQ(asr_mem_import(c, d, len, &bad), ASR_INVALID);
+    unsetenv("ASR_JOB_SECRET");
+    ASSERT_OK(asr_mem_import(c, d, len, &rm));
+    /* out of the region, not granted, wrong flags */
+    ASSERT_EQ(asr_read(c, t, 0, REGION + 1, rm, 0, &r), ASR_INVALID);
+    ASSERT_EQ(asr_read(c, t, 0, 2, rm, REGION - 1, &r), ASR_INVALID);
+    ASSERT_EQ(asr_read(c, t, 0, 1, rm, (size_t)-1, &r), ASR_INVALID);
+    ASSERT_EQ(asr_write(c, t, 0, 8, rm, 0, 1, ASR_WRITE_NOTIFY, &r), ASR_INVALID);
+    ASSERT_EQ(asr_write(c, t, 0, 8, rm, 0, 0, 0, &r), ASR_INVALID);
+    ASSERT_EQ(asr_read(c, t, REGION + 8192, 1, rm, 0, &r), ASR_INVALID); /* the local side too */
+    asr_iov_t lo = {t, 0, 8};
+    asr_riov_t ro = {rm, REGION - 4};
+    asr_xfer_t *xf;
+    ASSERT_EQ(asr_xfer_prep(c, ASR_XFER_READ, 1, &lo, &ro, &xf), ASR_INVALID);
+    ASSERT_EQ(asr_xfer_prep(c, ASR_XFER_WRITE, 1, &lo, &(asr_riov_t){rm, 0}, &xf), ASR_INVALID);
+    int st;
+    ASSERT_OK(asr_comm_status(c, &st));
+    ASSERT_EQ(st, ASR_COMM_CONNECTED);
+    /* what is granted still works on the same comm */
+    ASSERT_OK(asr_read(c, t, 0, REGION, rm, 0, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    for (size_t i = 0; i < REGION; i++)
+      ASSERT_MSG(va_of(t)[i] == 0x5a, "%s: byte %zu read wrong", rt_g.provider, i);
+    rt_send_u64(OWN, 1);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(bounds_and_access, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], access_proc, NULL, 90000);
+}
+
+/* A descriptor imported on a comm to another owner (another LNC) is refused. */
+static void owner_proc(int rank, void *arg) {
+  (void)arg;
+  ASSERT_OK(asr_init(rank));
+  if (rank == OWN) {
+    /* LNC 1 registers; LNC 2 of the same process is whom the initiator talks to */
+    ASSERT_OK(asr_init(2));
+    asr_comm_t *c;
+    ASSERT_OK(asr_accept(2, RT_PEER_IP, INIT, &c));
+    ASSERT_OK(asr_comm_wait_connected(c, 60000));
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1);
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+    rt_barrier();
+    ASSERT_OK(asr_comm_close(c));
+    ASSERT_OK(asr_close(2));
+    ASSERT_OK(asr_close(OWN));
+  } else {
+    asr_comm_t *c;
+    ASSERT_OK(asr_connect(INIT, RT_PEER_IP, 2, &c));
+    ASSERT_OK(asr_comm_wait_connected(c, 60000));
+    uint8_t d[ASR_MEM_DESC_MAX];
+    size_t len = recv_desc(OWN, d);
+    asr_rmem_t *rm;
+    ASSERT_EQ(asr_mem_import(c, d, len, &rm), ASR_INVALID);
+    rt_send_u64(OWN, 1);
+    rt_barrier();
+    ASSERT_OK(asr_comm_close(c));
+    ASSERT_OK(asr_close(INIT));
+  }
+}
+
+TEST_TIMEOUT(wrong_owner, 100) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], owner_proc, NULL, 60000);
+}
+
+/* =========================================================================
+ * 4. Deregistration revokes at once
+ * ========================================================================= */
+
+static void dereg_proc(int rank, void *arg) {
+  (void)arg;
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    memset(mem, 0, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* a first write landed */
+    ASSERT_EQ(mem[10], 0xab);
+    ASSERT_OK(asr_mem_deregister(m));
+    /* the same memory registered again is another registration: the old
+     * descriptor reaches neither */
+    asr_mem_t *m2;
+    ASSERT_OK(asr_mem_register(OWN, mem, REGION, ASR_MEM_REMOTE_WRITE, &m2));
+    ASSERT_EQ(asr_mem_deregister(m), ASR_INVALID); /* twice: refused, with a message */
+    memset(mem, 0, REGION);
+    rt_send_u64(INIT, 2);
+    ASSERT_EQ(rt_recv_u64(INIT), 3); /* the later accesses were tried */
+    for (size_t i = 0; i < REGION; i++)
+      ASSERT_MSG(mem[i] == 0, "%s: byte %zu written after deregistration", rt_g.provider, i);
+    int st;
+    ASSERT_OK(asr_comm_status(c, &st));
+    ASSERT_OK(asr_mem_deregister(m2));
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(4096, &t));
+    memset(va_of(t), 0xab, 4096);
+    asr_request_t *r;
+    ASSERT_OK(asr_write(c, t, 0, 64, rm, 0, 0, 0, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    rt_send_u64(OWN, 1);
+    ASSERT_EQ(rt_recv_u64(OWN), 2);
+    /* refused at the post, or failed when tested: never written */
+    int rc = asr_write(c, t, 0, 64, rm, 0, 0, 0, &r);
+    if (rc == ASR_SUCCESS)
+      ASSERT_EQ(rt_wait_req(r, NULL, 60000), ASR_INVALID);
+    else
+      ASSERT_EQ(rc, ASR_INVALID);
+    rt_send_u64(OWN, 3);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(deregister_revokes, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], dereg_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 5. A full notification queue: notifying writes wait, none is dropped
+ * ========================================================================= */
+
+#define QFULL_N (2 * ASR_NOTIF_DEPTH + 37)
+
+static void qfull_proc(int rank, void *arg) {
+  (void)arg;
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* every write is posted; the owner took nothing yet */
+    static uint64_t v[QFULL_N];
+    ASSERT_EQ(take_notifs(c, v, QFULL_N, 60000), QFULL_N);
+    for (int i = 0; i < QFULL_N; i++)
+      ASSERT_MSG(v[i] == NOTIF(i), "%s: notification %d is %llx", rt_g.provider, i, (unsigned long long)v[i]);
+    for (int i = 0; i < QFULL_N; i++)
+      ASSERT_MSG(((uint64_t *)mem)[i] == ~(uint64_t)i, "%s: write %d missing", rt_g.provider, i);
+    int n = -1;
+    ASSERT_OK(asr_notif_poll(c, v, 1, &n));
+    ASSERT_EQ(n, 0);
+    rt_send_u64(INIT, 2);
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(QFULL_N * 8, &t));
+    for (int i = 0; i < QFULL_N; i++) ((uint64_t *)va_of(t))[i] = ~(uint64_t)i;
+    /* At most ASR_MAX_REQUESTS in flight: the oldest is waited for before
+     * the next post. Writes past the depth cannot complete while the owner
+     * takes nothing, so the owner is told to start once the first
+     * ASR_NOTIF_DEPTH completed and ASR_MAX_REQUESTS more wait behind them. */
+    static asr_request_t *r[QFULL_N];
+    int oldest = 0;
+    for (int i = 0; i < QFULL_N; i++) {
+      if (i == ASR_NOTIF_DEPTH + ASR_MAX_REQUESTS) rt_send_u64(OWN, 1);
+      if (i - oldest == ASR_MAX_REQUESTS) ASSERT_OK(rt_wait_req(r[oldest++], NULL, 60000));
+      ASSERT_OK(asr_write(c, t, (size_t)i * 8, 8, rm, (size_t)i * 8, NOTIF(i), ASR_WRITE_NOTIFY, &r[i]));
+    }
+    while (oldest < QFULL_N) ASSERT_OK(rt_wait_req(r[oldest++], NULL, 60000));
+    ASSERT_EQ(rt_recv_u64(OWN), 2);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(notif_queue_full, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], qfull_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 6. Prepared lists
+ * ========================================================================= */
+
+static const struct {
+  int n;
+  size_t len;
+} lists[] = {{256, 1024}, {1024, 4096}};
+
+static void list_proc(int rank, void *arg) {
+  (void)arg;
+  rt_pattern_reserve(REGION);
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    memset(mem, 0, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    for (int k = 0; k < 2; k++)
+      for (int round = 0; round < 3; round++) {
+        uint64_t v;
+        ASSERT_EQ(take_notifs(c, &v, 1, 60000), 1);
+        ASSERT_EQ(v, NOTIF(k * 10 + round));
+        /* entry i went to the region's entry n-1-i (reversed), all before the notification */
+        for (int i = 0; i < lists[k].n; i++)
+          RT_ASSERT_DATA(mem + (size_t)(lists[k].n - 1 - i) * lists[k].len, lists[k].len,
+                         (uint64_t)(k * 1000 + round * 100000 + i), "%s: list %d round %d entry %d",
+                         rt_g.provider, k, round, i);
+        int n = -1;
+        ASSERT_OK(asr_notif_poll(c, &v, 1, &n));
+        ASSERT_EQ(n, 0); /* one notification per post, after all of it */
+        rt_send_u64(INIT, 1);
+      }
+    ASSERT_EQ(rt_recv_u64(INIT), 2);
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t, *back;
+    ASSERT_OK(asr_tensor_alloc(REGION, &t));
+    ASSERT_OK(asr_tensor_alloc(REGION, &back));
+    for (int k = 0; k < 2; k++) {
+      int n = lists[k].n;
+      size_t len = lists[k].len;
+      asr_iov_t *lo = calloc((size_t)n, sizeof *lo);
+      asr_riov_t *ro = calloc((size_t)n, sizeof *ro);
+      asr_iov_t *lb = calloc((size_t)n, sizeof *lb);
+      for (int i = 0; i < n; i++) {
+        lo[i] = (asr_iov_t){t, (size_t)i * len, len};
+        lb[i] = (asr_iov_t){back, (size_t)i * len, len};
+        ro[i] = (asr_riov_t){rm, (size_t)(n - 1 - i) * len};
+      }
+      asr_xfer_t *w, *rd;
+      ASSERT_OK(asr_xfer_prep(c, ASR_XFER_WRITE, n, lo, ro, &w));
+      ASSERT_OK(asr_xfer_prep(c, ASR_XFER_READ, n, lb, ro, &rd));
+      for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < n; i++)
+          rt_fill(va_of(t) + (size_t)i * len, len, (uint64_t)(k * 1000 + round * 100000 + i));
+        asr_request_t *r, *r2;
+        size_t got = 0;
+        ASSERT_OK(asr_xfer_post(w, NOTIF(k * 10 + round), &r));
+        ASSERT_EQ(asr_xfer_post(w, 0, &r2), ASR_INVALID); /* in flight: not again yet */
+        ASSERT_OK(rt_wait_req(r, &got, 60000));
+        ASSERT_EQ(got, (size_t)n * len);
+        ASSERT_EQ(rt_recv_u64(OWN), 1);
+        memset(va_of(back), 0, REGION);
+        ASSERT_OK(asr_xfer_post(rd, 0, &r));
+        ASSERT_OK(rt_wait_req(r, &got, 60000));
+        ASSERT_EQ(got, (size_t)n * len);
+        ASSERT_MSG(memcmp(va_of(back), va_of(t), (size_t)n * len) == 0,
+                   "%s: list %d round %d read back differs", rt_g.provider, k, round);
+      }
+      asr_xfer_free(w);
+      asr_xfer_free(rd);
+      free(lo);
+      free(ro);
+      free(lb);
+    }
+    rt_send_u64(OWN, 2);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+    asr_tensor_free(back);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(prepared_lists, 300) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], list_proc, NULL, 120000);
+}
+
+/* =========================================================================
+ * 7. Writes, reads and sends on one comm keep their order
+ * ========================================================================= */
+
+#define MIX_ROUNDS 64
+
+static void mix_proc(int rank, void *arg) {
+  (void)arg;
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    memset(mem, 0, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(8, &t));
+    for (int i = 0; i < MIX_ROUNDS; i++) {
+      /* the n-th message says n; every write before it landed, with its notification */
+      asr_request_t *r;
+      ASSERT_OK(asr_irecv(c, t, 0, 8, &r));
+      ASSERT_OK(rt_wait_req(r, NULL, 60000));
+      uint64_t said, v;
+      memcpy(&said, va_of(t), 8);
+      ASSERT_EQ(said, (uint64_t)i);
+      ASSERT_EQ(((uint64_t *)mem)[i], (uint64_t)i + 1);
+      ASSERT_EQ(take_notifs(c, &v, 1, 60000), 1);
+      ASSERT_EQ(v, (uint64_t)i);
+    }
+    ASSERT_EQ(rt_recv_u64(INIT), 1);
+    ASSERT_OK(asr_mem_deregister(m));
+    asr_tensor_free(t);
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(4096, &t));
+    uint64_t *w = (uint64_t *)va_of(t);
+    asr_request_t *r[3 * MIX_ROUNDS];
+    for (int i = 0; i < MIX_ROUNDS; i++) {
+      w[2 * i] = (uint64_t)i + 1;
+      w[2 * i + 1] = (uint64_t)i;
+      w[256 + i] = 0;
+      ASSERT_OK(asr_write(c, t, (size_t)(2 * i) * 8, 8, rm, (size_t)i * 8, (uint64_t)i, ASR_WRITE_NOTIFY,
+                          &r[3 * i]));
+      ASSERT_OK(asr_read(c, t, (size_t)(256 + i) * 8, 8, rm, (size_t)i * 8, &r[3 * i + 1]));
+      ASSERT_OK(asr_isend(c, t, (size_t)(2 * i + 1) * 8, 8, &r[3 * i + 2]));
+      if (i % 32 == 31)
+        for (int k = 3 * (i - 31); k <= 3 * i + 2; k++) ASSERT_OK(rt_wait_req(r[k], NULL, 60000));
+    }
+    for (int i = 0; i < MIX_ROUNDS; i++) ASSERT_EQ(w[256 + i], (uint64_t)i + 1); /* each read saw its write */
+    rt_send_u64(OWN, 1);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(mixed_with_sends, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], mix_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 8. The owner makes no asr call while its memory is written and read
+ * ========================================================================= */
+
+static void idle_proc(int rank, void *arg) {
+  (void)arg;
+  rt_pattern_reserve(REGION);
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    rt_fill(mem, REGION, 9);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* blocks in read(2): no asr call until the initiator is done */
+    RT_ASSERT_DATA(mem + REGION / 2, REGION / 2, 10, "%s: the written half", rt_g.provider);
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(REGION, &t));
+    asr_request_t *r;
+    ASSERT_OK(asr_read(c, t, 0, REGION / 2, rm, 0, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    RT_ASSERT_DATA(va_of(t), REGION / 2, 9, "%s: the read half", rt_g.provider);
+    rt_fill(va_of(t), REGION / 2, 10);
+    ASSERT_OK(asr_write(c, t, 0, REGION / 2, rm, REGION / 2, 0, 0, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    rt_send_u64(OWN, 1);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(owner_makes_no_call, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], idle_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 9. The owner is SIGKILLed while writes and reads to it are in flight
+ * ========================================================================= */
+
+#define KILL_BOUND_MS 5000
+#define KILL_WINDOW 16
+
+/* Rank 1 forks the owner, which the initiator kills by pid (it is a process
+ * of this test); rank 1 then checks that it died of that signal. The owner
+ * never serves the host's KV store (ASR_KV_SERVER=external): the initiator,
+ * up first, does. */
+static void kill_proc(int rank, void *arg) {
+  (void)arg;
+  if (rank == OWN) {
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* the initiator's LNC is up */
+    pid_t x = fork();
+    ASSERT(x >= 0);
+    if (x == 0) {
+      setenv("ASR_KV_SERVER", "external", 1);
+      asr_comm_t *c = comm_up(OWN);
+      (void)c;
+      uint8_t *mem = aligned_alloc(4096, REGION);
+      (void)owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+      rt_send_u64(INIT, (uint64_t)getpid());
+      for (;;) {
+        uint64_t v[64];
+        int n;
+        (void)asr_notif_poll(c, v, 64, &n); /* the owner takes notifications until it is killed */
+      }
+    }
+    int st;
+    ASSERT_EQ(waitpid(x, &st, 0), x);
+    ASSERT_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: the owner did not die of SIGKILL",
+               rt_g.provider);
+    rt_shm_unlink_pid(x);
+    rt_barrier();
+    return;
+  }
+  ASSERT_OK(asr_init(INIT));
+  rt_send_u64(OWN, 1);
+  asr_comm_t *c;
+  ASSERT_OK(asr_connect(INIT, RT_PEER_IP, OWN, &c));
+  ASSERT_OK(asr_comm_wait_connected(c, 60000));
+  asr_rmem_t *rm = init_import(c);
+  pid_t owner = (pid_t)rt_recv_u64(OWN);
+  asr_tensor_t *t;
+  ASSERT_OK(asr_tensor_alloc(REGION, &t));
+  asr_request_t *r[KILL_WINDOW];
+  int live = 0, completed = 0, failed = 0;
+  uint64_t killed_at = 0, failed_at = 0;
+  for (unsigned i = 0; !failed_at; i++) {
+    if (live == KILL_WINDOW) {
+      /* the oldest first: requests complete in post order */
+      int rc = rt_wait_req(r[0], NULL, KILL_BOUND_MS);
+      ASSERT_MSG(rc == ASR_SUCCESS || rc == ASR_INVALID, "%s: a request neither completed nor failed",
+                 rt_g.provider);
+      if (rc == ASR_SUCCESS)
+        completed++;
+      else
+        failed++, failed_at = asr_time_ms();
+      memmove(r, r + 1, sizeof r[0] * (size_t)--live);
+    }
+    if (completed == 64 && !killed_at) {
+      ASSERT_EQ(kill(owner, SIGKILL), 0);
+      killed_at = asr_time_ms();
+    }
+    if (failed_at) break;
+    size_t len = (size_t)64 << (i % 15);
+    int rc = i % 3 == 2 ? asr_read(c, t, 0, len, rm, 0, &r[live])
+                        : asr_write(c, t, 0, len, rm, 0, i, i % 3 ? ASR_WRITE_NOTIFY : 0, &r[live]);
+    if (rc != ASR_SUCCESS) {
+      ASSERT_MSG(killed_at, "%s: post %u refused before the kill", rt_g.provider, i);
+      failed_at = asr_time_ms();
+      break;
+    }
+    live++;
+    ASSERT_MSG(!killed_at || asr_time_ms() - killed_at < KILL_BOUND_MS,
+               "%s: still posting %d ms after the kill", rt_g.provider, KILL_BOUND_MS);
+  }
+  /* every request still in flight finishes, and the comm says why */
+  for (int k = 0; k < live; k++) {
+    int rc = rt_wait_req(r[k], NULL, KILL_BOUND_MS);
+    ASSERT_MSG(rc == ASR_SUCCESS || rc == ASR_INVALID, "%s: a request hung after the kill", rt_g.provider);
+  }
+  int st = 0;
+  uint64_t until = asr_time_ms() + KILL_BOUND_MS;
+  while (asr_comm_status(c, &st) == ASR_SUCCESS && st != ASR_COMM_CONNECTION_ERROR && asr_time_ms() < until)
+    asr_sleep_ms(1);
+  ASSERT_MSG(st == ASR_COMM_CONNECTION_ERROR, "%s: the comm is %s after the owner died", rt_g.provider,
+             asr_comm_status_name(st));
+  ASSERT(asr_comm_error(c) != NULL);
+  uint64_t t0 = asr_time_ms();
+  ASSERT_OK(asr_comm_close(c));
+  asr_rmem_free(rm);
+  ASSERT_OK(asr_close(INIT));
+  ASSERT_MSG(asr_time_ms() - t0 < KILL_BOUND_MS, "%s: closing took %llu ms", rt_g.provider,
+             (unsigned long long)(asr_time_ms() - t0));
+  asr_tensor_free(t);
+  rt_barrier();
+}
+
+TEST_TIMEOUT(owner_killed_mid_write, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], kill_proc, NULL, 90000);
+}
