@@ -141,15 +141,13 @@ tests_bench_cacheline_floor_SOURCES = tests/bench/cacheline_floor.c tests/apps/b
 tests_bench_cacheline_floor_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/apps
 EXTRA_DIST += tests/bench/ofi_bench.sh tests/bench/mpich_pingpong.c
 # Helpers of tests/bench/rma_bench.sh (one-sided transfers, issue 51): the
-# raw libfabric baseline and libasr's side. asr_rma_bench is built on
-# demand (make tests/bench/asr_rma_bench) while libasr lacks the one-sided
-# functions asr.h declares.
+# raw libfabric baseline and libasr's side.
 noinst_PROGRAMS += tests/bench/ofi_rma_raw
 tests_bench_ofi_rma_raw_SOURCES = tests/bench/ofi_rma_raw.c tests/bench/raw_ofi.h tests/bench/rma_util.h \
 	tests/apps/bench_util.h
 tests_bench_ofi_rma_raw_CPPFLAGS = $(AM_CPPFLAGS) $(FABRIC_CFLAGS) -I$(top_srcdir)/tests/apps
 tests_bench_ofi_rma_raw_LDADD = $(FABRIC_LIBS)
-EXTRA_PROGRAMS += tests/bench/asr_rma_bench
+noinst_PROGRAMS += tests/bench/asr_rma_bench
 tests_bench_asr_rma_bench_SOURCES = tests/bench/asr_rma_bench.c tests/bench/rma_util.h tests/apps/asr_launch.h \
 	tests/apps/bench_util.h
 tests_bench_asr_rma_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include -I$(top_srcdir)/tests/apps

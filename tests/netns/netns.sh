@@ -16,7 +16,8 @@ netns_suite "$build"
 cases=(pairwise_3x4 pmix_client_fence output_order failing_rank_remote abort_remote asrd_killed
   link_down asrrun_killed if_include_subnet if_include_bad agent_fails agent_missing pbs_nodefile mpi_openmpi_hosts
   mpi_mpich_hosts pmi2_hosts torch_gloo_hosts stall_missing_accept_hosts stall_missing_receive_hosts
-  stall_barrier_hosts stall_on_demand_hosts paths_2x4 paths_forced_tcp paths_kill_mid_transfer)
+  stall_barrier_hosts stall_on_demand_hosts paths_2x4 paths_forced_tcp paths_kill_mid_transfer
+  rma_across_hosts)
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
   for c in "${cases[@]}"; do echo "SKIP: netns/$c (needs root and iproute2 to create network namespaces)"; done
@@ -495,3 +496,17 @@ for victim in 1 4; do
   out=$work/$case
 done
 result "rank 1 (sm peer) and rank 4 (tcp peer) killed mid-transfer: the job ends 137, nothing left"
+
+# One-sided transfers across hosts (issue 51): rank 0 (host 2) writes 64
+# blocks with a notification each into rank 1's (host 3) registered memory
+# over tcp;ofi_rxm, reads them back, and a write after the owner's
+# deregistration fails at the writer and never lands (the owner's provider
+# refuses the revoked key: no table to check across hosts).
+case=rma_across_hosts failed=0 out=$work/$case
+run_job "$out" -H "$H2:1,$H3:1" --if-include 198.18.0.0/24 "$APPS/rma_job" 64 65536
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+grep -q 'rma_job: rank 0 wrote 64 blocks to rank 1 (tcp;ofi_rxm), verified' "$out" || fail "no verified line over tcp"
+grep -q 'rma_job: rank 1 revoked, untouched' "$out" || fail "no revocation line"
+check_clean
+result "64 notifying writes and a read back across hosts over tcp;ofi_rxm; a revoked key refused"
