@@ -111,7 +111,7 @@ void asr__notif_ep_opened(asr_ctx_t *ctx, int i) {
 
 /* RECV comm c's ring, made when its sender first asks: 0 or an ASR_E*. */
 static int ring_make(asr_ctx_t *ctx, struct asr_comm *c) {
-  if (c->rma.ring) return 0;
+  if (atomic_load_explicit(&c->rma.ring, memory_order_relaxed)) return 0; /* this thread made it */
   asr__ofi_t *o = asr__comm_ofi(c);
   asr__nring_t *r = calloc(1, sizeof *r);
   if (!r) return ASR_ENOMEM;
@@ -138,7 +138,7 @@ static int ring_make(asr_ctx_t *ctx, struct asr_comm *c) {
     free(r);
     return rc;
   }
-  c->rma.ring = r;
+  atomic_store_explicit(&c->rma.ring, r, memory_order_release);
   return 0;
 }
 
@@ -147,8 +147,9 @@ void asr__notif_on_ctl(asr_ctx_t *ctx, struct asr_comm *c, const asr__ofi_ctl_t 
     case ASR_CTL_RING_ASK: {
       int rc = ring_make(ctx, c);
       asr__ofi_t *o = asr__comm_ofi(c);
-      uint64_t key = rc ? 0 : asr__ofi_mr_key(c->rma.ring->mr);
-      uint64_t addr = rc ? 0 : asr__ofi_rma_base(o, c->rma.ring->vals);
+      asr__nring_t *ring = atomic_load_explicit(&c->rma.ring, memory_order_relaxed);
+      uint64_t key = rc ? 0 : asr__ofi_mr_key(ring->mr);
+      uint64_t addr = rc ? 0 : asr__ofi_rma_base(o, ring->vals);
       if (rc)
         asr_error("fab", "lnc %d RECV comm from %s/lnc %d: cannot make its notification ring: %s", ctx->lnc,
                   c->peer_ip, c->peer_lnc, asr_strerror(rc));
@@ -275,7 +276,7 @@ void asr__notif_ctx_close(asr_ctx_t *ctx) {
 void asr__notif_comm_free(struct asr_comm *c) {
   if (c->rma.tab) munmap((void *)c->rma.tab, ASR_MEM_TAB_SLOTS * sizeof(uint64_t));
   c->rma.tab = NULL;
-  asr__nring_t *r = c->rma.ring;
+  asr__nring_t *r = atomic_load_explicit(&c->rma.ring, memory_order_acquire);
   if (!r) return;
   asr__ofi_t *o = asr__comm_ofi(c);
   asr__ofi_lock(o);
@@ -284,7 +285,7 @@ void asr__notif_comm_free(struct asr_comm *c) {
   asr__ofi_mr_dereg(r->mr);
   free(r->vals);
   free(r);
-  c->rma.ring = NULL;
+  atomic_store_explicit(&c->rma.ring, NULL, memory_order_relaxed);
 }
 
 /* --- asr_notif_poll -------------------------------------------------------- */
@@ -306,7 +307,7 @@ int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
     return ASR_SUCCESS;
   }
   asr__ofi_t *o = asr__comm_ofi(c);
-  asr__nring_t *r = c->rma.ring;
+  asr__nring_t *r = atomic_load_explicit(&c->rma.ring, memory_order_acquire);
   if (!o || !r) {
     /* no ring, no notification yet; the sender's ask makes it */
     if (o) (void)asr__ofi_progress(o);

@@ -73,8 +73,10 @@ typedef struct {
    * last ASR_REVOKED_KEEP is refused before anything is sent (rma_ops.c) */
   _Atomic uint64_t revoked[ASR_REVOKED_KEEP];
   _Atomic unsigned nrevoked;
-  /* RECV, libfabric path: its ring, made when the sender asked */
-  asr__nring_t *ring;
+  /* RECV, libfabric path: its ring, made when the sender asked (by the
+   * service thread, published with release once whole; asr_notif_poll
+   * loads it with acquire) */
+  asr__nring_t *_Atomic ring;
 } asr__comm_rma_t;
 
 #endif /* ASR_RMA_TYPES_H */

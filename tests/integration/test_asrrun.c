@@ -919,6 +919,30 @@ TEST_TIMEOUT(example_sendrecv, 60) {
   teardown();
 }
 
+/* One-sided transfers between the ranks of a job (issue 51), on each
+ * same-host path: tests/apps/rma_job's pairs write, notify, read back and
+ * see a revoked descriptor refused; an odd rank out meets the barriers. */
+TEST_TIMEOUT(rma_job_each_path, 120) {
+  setup();
+  const char *paths[] = {NULL, "ASR_PROVIDER=shm", "ASR_PROVIDER=tcp;ofi_rxm"};
+  const char *names[] = {"sm", "shm", "tcp;ofi_rxm"};
+  for (int p = 0; p < 3; p++) {
+    job_t j;
+    if (paths[p])
+      RUN(&j, 50000, "--timeout", "45", "-n", "5", "-x", paths[p], bin("tests/apps/rma_job"), "16", "4096");
+    else
+      RUN(&j, 50000, "--timeout", "45", "-n", "5", bin("tests/apps/rma_job"), "16", "4096");
+    ASSERT_CODE(&j, 0);
+    char want[96];
+    snprintf(want, sizeof want, "rank 0 wrote 16 blocks to rank 1 (%s), verified", names[p]);
+    ASSERT_JOB(&j, strstr(j.out, want));
+    ASSERT_EQ(count_substr(j.out, "verified"), 2);
+    ASSERT_EQ(count_substr(j.out, "revoked, untouched"), 2);
+  }
+  ASSERT_NO_LEFTOVERS(NULL, 3000);
+  teardown();
+}
+
 /* A rank killed with SIGKILL after opening its LNC runs no exit handler and
  * leaves libfabric's 16 MiB shm region in /dev/shm; asrd removes it once it
  * has reaped the rank (launcher/asrd/asrd_shm.c). Rank 1 (pingpong, which opens
