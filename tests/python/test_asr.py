@@ -26,10 +26,11 @@ def have(mod):
 pytestmark = pytest.mark.skipif(not module_built(), reason="the module was not built (python3-dev missing?)")
 
 
-def job(case, n=2, expect_rc=0, timeout=240, env=None, extra=()):
+def job(case, n=2, expect_rc=0, timeout=240, env=None, extra=(), argv=None):
+    """Runs job.py CASE (or the program and arguments argv) under asrrun -n N."""
     e = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"), **(env or {}))
     cmd = [os.path.join(BUILD, "bin", "asrrun"), "--timeout", str(timeout - 10), "-n", str(n), *extra,
-           PYTHON, os.path.join(HERE, "job.py"), case]
+           PYTHON, *(argv or [os.path.join(HERE, "job.py"), case])]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
     out = r.stdout + r.stderr
     assert r.returncode == expect_rc, "asrrun exited %d, expected %d:\n%s" % (r.returncode, expect_rc, out[-4000:])
