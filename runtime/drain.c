@@ -168,7 +168,7 @@ static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *
 static void drain_timed_out(asr_ctx_t *ctx, struct asr_comm *c, uint64_t stashed) {
   if (stashed)
     asr_warn("svc",
-             "lnc %d SEND comm to %s/lnc %d: %llu sends were still waiting to be posted after %ld ms "
+             "lnc %d SEND comm to %s/lnc %d: %llu requests were still waiting to be posted after %ld ms "
              "(ASR_DRAIN_TIMEOUT_MS); closing without them: the peer does not take what it is sent",
              ctx->lnc, c->peer_ip, c->peer_lnc, (unsigned long long)stashed, ctx->drain.timeout_ms);
   else

@@ -289,8 +289,13 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
   if (head == atomic_load(&c->stash_tail)) return DRAIN_EMPTY;
   struct asr_request *r = asr__comm_pool_of(c)->stash[head % ASR_RING]; /* stashed: it has a pool */
   struct fid_mr *mr = NULL;
-  if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR) {
-    /* the peer died (peer_watch.c): nothing stashed is posted any more */
+  if (atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ||
+      (r->type > ASR_REQ_RECV && atomic_load(&c->close_requested))) {
+    /* the peer died (peer_watch.c): nothing stashed is posted any more;
+     * nor is a write, read or list of a comm being closed (its close
+     * drains sends alone: a notifying write that waits for the owner's
+     * ring to make room would hold the sends behind it until the
+     * deadline) */
     req_set_status(r, ASR_REQ_ERROR);
   } else {
     int list = r->type == ASR_REQ_XFER; /* its entries carry their own memory */

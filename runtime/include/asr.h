@@ -243,7 +243,8 @@ ASR_API int asr_comm_close(asr_comm_t *comm);
  *
  * Model. Writes, reads and prepared lists are requests of the SEND comm, as
  * sends are: they complete through asr_test, in post order with the comm's
- * sends, and count against its 128 requests. A completed write's data is in
+ * sends, and count against its 128 requests; closing the comm fails those
+ * still stashed (its close drains sends, not writes). A completed write's data is in
  * the owner's memory; a completed read's data is in dst. A read posted after
  * a write on the same comm sees that write. Notifications of one comm come
  * in the order their writes were posted, each after its write's data (and
@@ -324,7 +325,9 @@ ASR_API int asr_mem_export(const asr_mem_t *mem, void *desc, size_t *len);
 ASR_API int asr_mem_import(asr_comm_t *comm, const void *desc, size_t len, asr_rmem_t **rmem);
 
 /* Frees an import (never the owner's registration). NULL is ignored. The
- * requests posted with it must have completed. */
+ * requests posted with it must have completed, or failed (a close of the
+ * comm fails them): closing the comm or its LNC leaves its imports and
+ * prepared lists to the application to free. */
 ASR_API void asr_rmem_free(asr_rmem_t *rmem);
 
 /* Writes [off, off + len) of src to [dst_off, dst_off + len) of dst, on SEND
@@ -357,7 +360,8 @@ ASR_API int asr_xfer_post(asr_xfer_t *x, uint64_t notif, asr_request_t **req);
  * notification, ASR_WRITE_NOTIFY with one. */
 ASR_API int asr_xfer_post_flags(asr_xfer_t *x, uint64_t notif, unsigned flags, asr_request_t **req);
 
-/* Frees a prepared list (no post of it may be in flight). NULL is ignored. */
+/* Frees a prepared list (no post of it may be in flight, unless its comm
+ * was closed). NULL is ignored. */
 ASR_API void asr_xfer_free(asr_xfer_t *x);
 
 /* --- The job view (ranks started by asrrun or srun --mpi=pmix) ------------ */

@@ -739,3 +739,56 @@ static void kill_proc(int rank, void *arg) {
 TEST_TIMEOUT(owner_killed_mid_write, 200) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], kill_proc, NULL, 90000);
 }
+
+/* =========================================================================
+ * 10. Closing a comm with notifying writes stashed behind a full ring
+ * ========================================================================= */
+
+/* The owner never polls: the first ASR_NOTIF_DEPTH notifying writes fill
+ * its ring and 8 more wait, stashed. Closing the SEND comm fails those
+ * rather than wait out ASR_DRAIN_TIMEOUT_MS (set to 30 s here) for room
+ * that never comes: it drains sends, not writes. */
+static void close_stashed_proc(int rank, void *arg) {
+  (void)arg;
+  if (rank == INIT) setenv("ASR_DRAIN_TIMEOUT_MS", "30000", 1);
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1);
+    rt_barrier();
+    ASSERT_OK(asr_comm_close(c));
+    ASSERT_OK(asr_mem_deregister(m));
+    ASSERT_OK(asr_close(rank));
+    free(mem);
+    return;
+  }
+  asr_rmem_t *rm = init_import(c);
+  asr_tensor_t *t;
+  ASSERT_OK(asr_tensor_alloc(4096, &t));
+  asr_request_t *r;
+  int i = 0;
+  for (; i < ASR_NOTIF_DEPTH; i++) {
+    ASSERT_OK(asr_write(c, t, 0, 8, rm, (size_t)i * 8, (uint64_t)i, ASR_WRITE_NOTIFY, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+  }
+  for (int k = 0; k < 8; k++, i++)
+    ASSERT_OK(asr_write(c, t, 0, 8, rm, (size_t)i * 8, (uint64_t)i, ASR_WRITE_NOTIFY, &r));
+  int done = 0;
+  ASSERT_OK(asr_test(r, &done, NULL));
+  ASSERT_EQ(done, 0); /* it waits for room */
+  uint64_t t0 = asr_time_ms();
+  ASSERT_OK(asr_comm_close(c));
+  uint64_t took = asr_time_ms() - t0;
+  ASSERT_MSG(took < 10000, "%s: closing with stashed writes took %llu ms", rt_g.provider,
+             (unsigned long long)took);
+  asr_rmem_free(rm);
+  rt_send_u64(OWN, 1);
+  rt_barrier();
+  ASSERT_OK(asr_close(rank));
+  asr_tensor_free(t);
+}
+
+TEST_TIMEOUT(close_with_stashed_writes, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], close_stashed_proc, NULL, 90000);
+}
