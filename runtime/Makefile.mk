@@ -15,6 +15,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/rank_fail.c \
 	runtime/handle_inc.h \
 	runtime/request.c \
+	runtime/poll_idle.c \
 	runtime/tensor.c \
 	runtime/kv_host.c \
 	runtime/job_connect.c \

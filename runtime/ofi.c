@@ -345,6 +345,7 @@ static void op_complete(asr__ofi_op_t *op, size_t len, int err) {
  * the read: it marks its op, with the code mapped (ofi_err). */
 static int drain(asr__ofi_t *o) {
   assert(asr__ofi_locked(o));
+  asr__ofi_count(&o->drains);
   struct fi_cq_tagged_entry ent[CQ_BATCH];
   for (;;) {
     ssize_t n = fi_cq_read(o->cq, ent, CQ_BATCH);
@@ -442,21 +443,10 @@ static inline __attribute__((always_inline)) ssize_t post_try(asr__ofi_t *o, con
     case OFI_POST_TSEND: return fi_tsend(o->ep, p->buf, p->len, p->desc, p->peer, tag, p->op);
     case OFI_POST_TINJECT: return fi_tinject(o->ep, p->buf, p->len, p->peer, tag);
     case OFI_POST_TRECV: return fi_trecv(o->ep, p->buf, p->len, p->desc, p->peer, tag, 0, p->op);
-    case OFI_POST_WRITE: {
-      /* complete once the data is in the owner's memory (asr.h's promise),
-       * not merely once our buffer may be reused */
-      struct iovec iov = {p->buf, p->len};
-      void *desc = p->desc;
-      struct fi_rma_iov riov = {p->rma->raddr, p->len, p->rma->key};
-      struct fi_msg_rma m = {.msg_iov = &iov,
-                             .desc = &desc,
-                             .iov_count = 1,
-                             .addr = p->peer,
-                             .rma_iov = &riov,
-                             .rma_iov_count = 1,
-                             .context = p->op};
-      return fi_writemsg(o->ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION);
-    }
+    /* a write completes as the provider's default says (asr.h: its
+     * source may be reused; its data is the owner's by its notification) */
+    case OFI_POST_WRITE:
+      return fi_write(o->ep, p->buf, p->len, p->desc, p->peer, p->rma->raddr, p->rma->key, p->op);
     case OFI_POST_READ:
       return fi_read(o->ep, p->buf, p->len, p->desc, p->peer, p->rma->raddr, p->rma->key, p->op);
     case OFI_POST_WRITE_NOTIFY: {
@@ -479,7 +469,7 @@ static inline __attribute__((always_inline)) ssize_t post_try(asr__ofi_t *o, con
         iov[0] = iov[1];
         riov[0] = riov[1];
       }
-      return fi_writemsg(o->ep, &m, FI_REMOTE_CQ_DATA | FI_DELIVERY_COMPLETE | FI_COMPLETION);
+      return fi_writemsg(o->ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION);
     }
     default: assert(!"post_try: no such post kind"); return -FI_EINVAL;
   }

@@ -216,6 +216,10 @@ typedef struct asr__ofi {
    * region; on_rdata(rdata_arg, data) runs in the drain that reads a
    * peer's notifying write (remote CQ data), under ep_lock, on any thread */
   int rma, rma_virt;
+  /* CQ reads so far, by any thread (raised under ep_lock, read without
+   * it): the service thread reads the CQ for a peer's one-sided access only
+   * when nobody else did since its last look (rma/notif.c) */
+  _Atomic unsigned long drains;
   void (*on_rdata)(void *arg, uint64_t data);
   void *rdata_arg;
   /* every peer address inserted, once each (ofi_av.c; under the control lock) */
@@ -226,6 +230,12 @@ typedef struct asr__ofi {
    * those ops done (connect_sched.c looks at its accepting comms then) */
   _Atomic unsigned long completions;
 } asr__ofi_t;
+
+/* Counts one event under ep_lock (the load and the relaxed store cannot
+ * lose a count; a reader elsewhere sees some recent value). */
+static inline void asr__ofi_count(_Atomic unsigned long *n) {
+  atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1, memory_order_relaxed);
+}
 
 /* The peer addresses libfabric 1.17's shm holds per endpoint (SMR_MAX_PEERS). */
 #define ASR_OFI_SHM_MAX_PEERS 256

@@ -390,18 +390,6 @@ int asr__drain_stashes(asr_ctx_t *ctx, asr_comm_type_t type) {
   return posted;
 }
 
-/* A thread that keeps polling requests that are not done yields the
- * processor once every IDLE_YIELD polls in a row that found nothing
- * (reset by a completion). A program's thread that spins on asr_test
- * shares the processors with the threads that bring it news: its own
- * service thread and PMIx's event thread (a peer rank's death, issue 50),
- * and on a machine of few cores its host's daemon. Spinning, it held them
- * off for tens to hundreds of milliseconds; a wait shorter than IDLE_YIELD
- * polls (a ping-pong's, well under a microsecond each) never yields, and a
- * yield with nothing else to run returns at once. */
-#define IDLE_YIELD 4096u
-static __thread unsigned idle_polls;
-
 int asr_test(asr_request_t *h, int *done, size_t *size) {
   if (__builtin_expect(!done || !asr__req_live(h), 0)) {
     if (h && !asr__req_live(h))
@@ -452,7 +440,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
         asr__rep_count(&c->rep_done);
         asr__comm_unlock(c);
         *done = 1;
-        idle_polls = 0;
+        asr__poll_found();
         if (size) *size = moved;
         if (c->ctx->trace) asr_trace("svc", "Successfully tested request %p (%zu bytes)", (void *)h, moved);
         return ASR_SUCCESS;
@@ -471,7 +459,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
       }
       *done = 0;
       if (size) *size = 0;
-      if (__builtin_expect(++idle_polls % IDLE_YIELD == 0, 0)) sched_yield();
+      asr__poll_idle();
       return ASR_SUCCESS;
     }
     case ASR_REQ_FREE: asr_error("svc", "asr_test: Request not in use"); return ASR_UNCONNECTED;

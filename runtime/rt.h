@@ -494,7 +494,8 @@ typedef struct asr_ctx {
     uint64_t *revq; /* keys revoked, for the service thread to tell the senders (ep_mutex) */
     unsigned nrevq, caprevq;
     _Atomic unsigned revq_n;
-    _Atomic int ring_asks; /* SEND comms that want their peer's ring asked for (notif.c) */
+    _Atomic int ring_asks;               /* SEND comms that want their peer's ring asked for (notif.c) */
+    unsigned long drains_seen[ASR_NEPS]; /* eps[i].drains at the service thread's last look (notif.c) */
   } rma;
 } asr_ctx_t;
 
@@ -678,6 +679,17 @@ void asr__comm_set_status(struct asr_comm *c, int status);
 void asr__comm_release_waiters(struct asr_comm *c);
 int asr__mr_get_or_register(struct asr_comm *c, struct asr_tensor *t, struct fid_mr **mr);
 void asr__req_recycle(struct asr_request *r);
+/* A poll that found nothing / something (request.c): every IDLE_YIELD
+ * polls in a row that found nothing, the thread yields the processor, so
+ * that a program spinning on asr_test or asr_notif_poll lets its service
+ * thread (which may hold a lock its peer waits for) run. */
+extern __thread unsigned asr__idle_polls;
+void asr__poll_yield(void) __attribute__((cold));
+#define ASR_IDLE_YIELD 4096u
+static inline void asr__poll_idle(void) {
+  if (__builtin_expect(++asr__idle_polls % ASR_IDLE_YIELD == 0, 0)) asr__poll_yield();
+}
+static inline void asr__poll_found(void) { asr__idle_polls = 0; }
 /* Posts a one-sided request (rma/rma.h) of type ASR_REQ_WRITE, _READ or
  * _XFER on SEND comm comm, through the seed's post (request.c: its checks,
  * the 128-request bound, the fast/slow gate and the stash), with rma its

@@ -244,9 +244,12 @@ ASR_API int asr_comm_close(asr_comm_t *comm);
  * Model. Writes, reads and prepared lists are requests of the SEND comm, as
  * sends are: they complete through asr_test, in post order with the comm's
  * sends, and count against its 128 requests; closing the comm fails those
- * still stashed (its close drains sends, not writes). A completed write's data is in
- * the owner's memory; a completed read's data is in dst. A read posted after
- * a write on the same comm sees that write. Notifications of one comm come
+ * still stashed (its close drains sends, not writes). A completed write's
+ * source may be reused (as a completed send's may); its data is in the
+ * owner's memory once the owner took its notification (or that of a later
+ * write of the comm), and a read posted after it on the same comm sees it
+ * (on the sm path a completed write's data is there already). A completed
+ * read's data is in dst. Notifications of one comm come
  * in the order their writes were posted, each after its write's data (and
  * the data of every earlier write of the comm). A RECV comm holds up to
  * ASR_NOTIF_DEPTH notifications not yet polled; beyond that, notifying

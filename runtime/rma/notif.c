@@ -254,13 +254,20 @@ int asr__notif_tick(asr_ctx_t *ctx, int *tmo) {
   }
   /* Manual progress: a peer's write or read into this LNC's memory moves
    * only while its CQ is read. While the LNC has registrations or rings,
-   * this thread reads each endpoint's every millisecond. */
+   * this thread reads each endpoint's every millisecond, unless another
+   * thread read it since (a program polling its requests or
+   * notifications): taking the endpoint's lock from a thread that polls
+   * it without pause only holds that thread up. */
   int rings = 0;
   for (int i = 0; i < ASR_NEPS; i++) rings += (int)atomic_load(&ctx->rma.rings[i].live);
   if (atomic_load(&ctx->rma.nmems) > 0 || rings > 0) {
-    for (int i = 0; i < ASR_NEPS; i++)
-      if (atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire))
-        (void)asr__ofi_progress(&ctx->fab.eps[i]);
+    for (int i = 0; i < ASR_NEPS; i++) {
+      if (!atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire)) continue;
+      asr__ofi_t *o = &ctx->fab.eps[i];
+      if (atomic_load_explicit(&o->drains, memory_order_relaxed) == ctx->rma.drains_seen[i])
+        (void)asr__ofi_progress(o);
+      ctx->rma.drains_seen[i] = atomic_load_explicit(&o->drains, memory_order_relaxed);
+    }
     if (*tmo < 0 || *tmo > 1) *tmo = 1;
   }
   return moved;
@@ -304,6 +311,10 @@ int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
   asr__sm_t *sm = asr__comm_sm(c);
   if (sm) {
     *n = asr__sm_notif_take(sm, values, max);
+    if (*n)
+      asr__poll_found();
+    else
+      asr__poll_idle();
     return ASR_SUCCESS;
   }
   asr__ofi_t *o = asr__comm_ofi(c);
@@ -328,6 +339,12 @@ int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
     if (r->reported == tell) r->reported = tell - ASR_NOTIF_DEPTH / 4; /* said again at the next poll */
     asr__ofi_unlock(o);
   }
+  /* a thread spinning here lets its service thread run now and then
+   * (rt.h: asr__poll_idle), as one spinning on asr_test does */
+  if (k)
+    asr__poll_found();
+  else
+    asr__poll_idle();
   *n = k;
   return ASR_SUCCESS;
 }

@@ -351,7 +351,8 @@ static void dereg_proc(int rank, void *arg) {
     uint8_t *mem = aligned_alloc(4096, REGION);
     memset(mem, 0, REGION);
     asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
-    ASSERT_EQ(rt_recv_u64(INIT), 1); /* a first write landed */
+    uint64_t v;
+    ASSERT_EQ(take_notifs(c, &v, 1, 60000), 1); /* a first write landed */
     ASSERT_EQ(mem[10], 0xab);
     ASSERT_OK(asr_mem_deregister(m));
     /* the same memory registered again is another registration: the old
@@ -374,9 +375,8 @@ static void dereg_proc(int rank, void *arg) {
     ASSERT_OK(asr_tensor_alloc(4096, &t));
     memset(va_of(t), 0xab, 4096);
     asr_request_t *r;
-    ASSERT_OK(asr_write(c, t, 0, 64, rm, 0, 0, 0, &r));
+    ASSERT_OK(asr_write(c, t, 0, 64, rm, 0, 7, ASR_WRITE_NOTIFY, &r));
     ASSERT_OK(rt_wait_req(r, NULL, 60000));
-    rt_send_u64(OWN, 1);
     ASSERT_EQ(rt_recv_u64(OWN), 2);
     /* refused at the post, or failed when tested: never written */
     int rc = asr_write(c, t, 0, 64, rm, 0, 0, 0, &r);
@@ -624,6 +624,14 @@ static void idle_proc(int rank, void *arg) {
     rt_fill(va_of(t), REGION / 2, 10);
     ASSERT_OK(asr_write(c, t, 0, REGION / 2, rm, REGION / 2, 0, 0, &r));
     ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    /* a read after the write sees it, so the write is in the owner's
+     * memory once the read completed (asr.h) */
+    asr_tensor_t *b;
+    ASSERT_OK(asr_tensor_alloc(4096, &b));
+    ASSERT_OK(asr_read(c, b, 0, 4096, rm, REGION - 4096, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    ASSERT(memcmp(va_of(b), va_of(t) + REGION / 2 - 4096, 4096) == 0);
+    asr_tensor_free(b);
     rt_send_u64(OWN, 1);
     asr_rmem_free(rm);
     asr_tensor_free(t);
