@@ -59,7 +59,7 @@ step() {
   fi
 }
 
-# The sanitizer builds, make distcheck, the fuzz targets and the two
+# The sanitizer builds, make distcheck, the fuzz targets and the three
 # benchmarks' smoke runs go one after the other in the background, at the
 # lowest CPU priority, while the -Werror build's tests run: those mostly
 # wait on processes and leave about one of the two cores idle, and at nice
@@ -84,6 +84,7 @@ background() {
       bgstep kv-bench make -C "$0/build" -s bench BENCH_ARGS=-q
       bgstep ofi-bench env REPS=1 MESH_REPS=1 MESH_SIZES=4 MESH_LNCS=2 LAT_SIZES=1 BW_SIZES=4096 ITERS=100 \
         RATE_ITERS=100 FLOOR_ITERS=100000 MPICH_REPS=1 "$0/tests/bench/ofi_bench.sh" "$0/build"
+      bgstep rma-bench env QUICK=1 UCX=0 "$0/tests/bench/rma_bench.sh" "$0/build"
     ' "$top" ) &
   bgpid=$!
 }
@@ -167,9 +168,10 @@ if [ -n "$bgpid" ]; then
   bg_result distcheck distcheck
   bg_result kv-bench kv-bench-smoke
   bg_result ofi-bench ofi-bench-smoke
+  bg_result rma-bench rma-bench-smoke
   wait "$bgpid"; bgpid=""
 else
-  echo fail >>"$counts"; echo "FAIL: distcheck, kv-bench-smoke, ofi-bench-smoke (not run: the default build failed)"
+  echo fail >>"$counts"; echo "FAIL: distcheck, kv-bench-smoke, ofi-bench-smoke, rma-bench-smoke (not run: the default build failed)"
 fi
 
 end_section
