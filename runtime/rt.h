@@ -488,6 +488,11 @@ typedef struct asr_ctx {
     uint64_t next_key;
     int tab_fd;
     _Atomic uint64_t *tab;
+    /* each slot's region and access, for the sm path's small writes that
+     * the owner applies itself (notif.c checks them): written before the
+     * slot's key is published, read by a check that reads the key again */
+    _Atomic uint64_t *slot_va, *slot_len;
+    _Atomic unsigned *slot_access;
     uint32_t *free_slots;
     uint32_t nfree, next_slot;
     asr__nring_tab_t rings[ASR_NEPS];

@@ -274,9 +274,11 @@ ASR_API int asr_comm_close(asr_comm_t *comm);
  *
  * Paths. On libfabric's shm and tcp;ofi_rxm a write is fi_write (with its
  * notification fi_writemsg with remote CQ data), a read fi_read; on asr's
- * own same-host path ("sm") the initiator copies once, straight between the
- * two processes' memories, and the notification goes through the comm's
- * shared region. */
+ * own same-host path ("sm") a write of at most ASR_SM_INLINE_MAX bytes goes
+ * through the comm's shared region, with its notification, and the owner
+ * copies it into place (its asr_notif_poll, or its service thread), while
+ * a larger write and a read are one copy straight between the two
+ * processes' memories by the initiator. */
 
 #define ASR_MEM_REMOTE_READ 0x1u  /* peers may read the memory (asr_read) */
 #define ASR_MEM_REMOTE_WRITE 0x2u /* peers may write it (asr_write) */

@@ -78,7 +78,17 @@ static int table_make(asr_ctx_t *ctx, char *err, size_t errlen) {
                     strerror(e));
   }
   ctx->rma.free_slots = malloc(ASR_MEM_TAB_SLOTS * sizeof(uint32_t));
-  if (!ctx->rma.free_slots) {
+  ctx->rma.slot_va = calloc(ASR_MEM_TAB_SLOTS, sizeof *ctx->rma.slot_va);
+  ctx->rma.slot_len = calloc(ASR_MEM_TAB_SLOTS, sizeof *ctx->rma.slot_len);
+  ctx->rma.slot_access = calloc(ASR_MEM_TAB_SLOTS, sizeof *ctx->rma.slot_access);
+  if (!ctx->rma.free_slots || !ctx->rma.slot_va || !ctx->rma.slot_len || !ctx->rma.slot_access) {
+    free(ctx->rma.free_slots);
+    free((void *)ctx->rma.slot_va);
+    free((void *)ctx->rma.slot_len);
+    free((void *)ctx->rma.slot_access);
+    ctx->rma.free_slots = NULL;
+    ctx->rma.slot_va = ctx->rma.slot_len = NULL;
+    ctx->rma.slot_access = NULL;
     munmap(p, bytes);
     close(fd);
     return asr_errf(err, errlen, ASR_ENOMEM, "no memory for the LNC's registration table");
@@ -135,6 +145,9 @@ int asr_mem_register(int lnc, void *va, size_t len, unsigned access, asr_mem_t *
     }
   }
   if (rc == 0) {
+    atomic_store_explicit(&ctx->rma.slot_va[m->slot], (uint64_t)(uintptr_t)va, memory_order_relaxed);
+    atomic_store_explicit(&ctx->rma.slot_len[m->slot], len, memory_order_relaxed);
+    atomic_store_explicit(&ctx->rma.slot_access[m->slot], access, memory_order_relaxed);
     atomic_store_explicit(&ctx->rma.tab[m->slot], m->key, memory_order_release);
     m->next = ctx->rma.mems;
     if (m->next) m->next->prev = m;
@@ -254,6 +267,11 @@ void asr__mem_ctx_close(asr_ctx_t *ctx) {
   }
   free(ctx->rma.free_slots);
   ctx->rma.free_slots = NULL;
+  free((void *)ctx->rma.slot_va);
+  free((void *)ctx->rma.slot_len);
+  free((void *)ctx->rma.slot_access);
+  ctx->rma.slot_va = ctx->rma.slot_len = NULL;
+  ctx->rma.slot_access = NULL;
   free(ctx->rma.revq);
   ctx->rma.revq = NULL;
   pthread_mutex_unlock(&ctx->fab.ep_mutex);

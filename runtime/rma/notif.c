@@ -31,6 +31,8 @@
 #include "rma.h"
 
 #define SEQ_MASK ((1ull << 40) - 1)
+
+static int apply_sm_rings(asr_ctx_t *ctx);
 #define TOMB ((asr__nring_t *)(uintptr_t)1)
 
 /* --- an endpoint's rings by comm id (ep_lock held) ------------------------- */
@@ -261,6 +263,7 @@ int asr__notif_tick(asr_ctx_t *ctx, int *tmo) {
   int rings = 0;
   for (int i = 0; i < ASR_NEPS; i++) rings += (int)atomic_load(&ctx->rma.rings[i].live);
   if (atomic_load(&ctx->rma.nmems) > 0 || rings > 0) {
+    moved |= apply_sm_rings(ctx);
     for (int i = 0; i < ASR_NEPS; i++) {
       if (!atomic_load_explicit(&ctx->fab.ep_open[i], memory_order_acquire)) continue;
       asr__ofi_t *o = &ctx->fab.eps[i];
@@ -295,6 +298,43 @@ void asr__notif_comm_free(struct asr_comm *c) {
   atomic_store_explicit(&c->rma.ring, NULL, memory_order_relaxed);
 }
 
+/* --- the sm path's one-sided ring (sm/sm_rma.c) ------------------------------ */
+
+/* The owner's check of a small write its ring carries (asr__sm_check_fn):
+ * the registration in slot is live under key, writable, and holds [dst,
+ * dst + len). The key is read again after the region: a deregistration
+ * and a registration in the same slot meanwhile change it (mem.c writes
+ * the region before it publishes the key). */
+static int owner_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len) {
+  asr_ctx_t *ctx = arg;
+  if (!ctx->rma.tab || slot >= ASR_MEM_TAB_SLOTS || !key) return ASR_EPERM;
+  if (atomic_load_explicit(&ctx->rma.tab[slot], memory_order_acquire) != key) return ASR_EPERM;
+  uint64_t va = atomic_load_explicit(&ctx->rma.slot_va[slot], memory_order_relaxed);
+  uint64_t n = atomic_load_explicit(&ctx->rma.slot_len[slot], memory_order_relaxed);
+  unsigned access = atomic_load_explicit(&ctx->rma.slot_access[slot], memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&ctx->rma.tab[slot], memory_order_relaxed) != key) return ASR_EPERM;
+  if (!(access & ASR_MEM_REMOTE_WRITE) || dst < va || dst - va > n || len > n - (dst - va)) return ASR_EPERM;
+  return 0;
+}
+
+/* Applies the one-sided rings of ctx's sm RECV comms that have records
+ * waiting (service thread, each tick while registrations live): small
+ * writes land while the owner's program makes no call. */
+static int apply_sm_rings(asr_ctx_t *ctx) {
+  int moved = 0;
+  pthread_mutex_lock(&ctx->comms.mutex);
+  for (struct asr_comm *c = ctx->comms.connected; c; c = c->next) {
+    asr__sm_t *sm = c->type == ASR_RECV_COMM ? asr__comm_sm(c) : NULL;
+    if (!sm || !asr__sm_osr_pending(sm)) continue;
+    asr__sm_lock(sm);
+    moved |= asr__sm_osr_apply_locked(sm, owner_check, ctx);
+    asr__sm_unlock(sm);
+  }
+  pthread_mutex_unlock(&ctx->comms.mutex);
+  return moved;
+}
+
 /* --- asr_notif_poll -------------------------------------------------------- */
 
 int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
@@ -310,7 +350,7 @@ int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
   }
   asr__sm_t *sm = asr__comm_sm(c);
   if (sm) {
-    *n = asr__sm_notif_take(sm, values, max);
+    *n = asr__sm_notif_take(sm, values, max, owner_check, c->ctx);
     if (*n)
       asr__poll_found();
     else

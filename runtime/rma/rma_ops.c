@@ -152,6 +152,11 @@ int asr__rma_post_sm_locked(struct asr_comm *c, struct asr_request *r, asr__rma_
   }
   if (!alive(c, a->slot, a->key)) return ASR_EREVOKED;
   int write = r->type == ASR_REQ_WRITE;
+  /* a small write: into the one-sided ring, which the owner applies (no
+   * system call; sm/sm_rma.c) */
+  if (write && r->length <= asr__sm_inline_max(s))
+    return asr__sm_write_inline_locked(s, (char *)va + r->offset, r->length, a->raddr, a->slot, a->key,
+                                       (a->flags & ASR_WRITE_NOTIFY) ? &a->notif : NULL, op);
   struct iovec l = {(char *)va + r->offset, r->length}, rr = {(void *)(uintptr_t)a->raddr, r->length};
   return asr__sm_rma_locked(s, write, &l, &rr, 1, r->length,
                             write && (a->flags & ASR_WRITE_NOTIFY) ? &a->notif : NULL, op);

@@ -92,6 +92,14 @@ typedef struct asr__sm {
   unsigned rq_h, rq_t;
   uint64_t in_msg, msg_total; /* the pipelined message being taken */
   int msg_skip;               /* it is refused (truncated): its chunks are dropped */
+  /* the one-sided ring (sm_layout.h; sm_rma.c) */
+  uint8_t *osr;
+  uint64_t osr_bytes;
+  uint64_t otail, otoff, ohead_seen, nposted; /* SEND */
+  uint64_t ohead, ohoff, ntaken;              /* RECV */
+  uint64_t nq[ASR_SM_NOTIF_SLOTS];            /* RECV: notifications applied, not yet taken */
+  unsigned nq_h, nq_t;
+  unsigned warned_drop; /* RECV: writes dropped by the owner's check (said once) */
   /* on the process's list of ends with work that only a progress moves
    * (sm_data.c: "the waiting ends") */
   struct asr__sm *wprev, *wnext;
@@ -181,17 +189,31 @@ uint64_t asr__sm_taken(asr__sm_t *s);
 uint64_t asr__sm_peer_fin(asr__sm_t *s, uint64_t *taken);
 
 /* One-sided transfers (sm_rma.c), on a SEND end whose lock the caller
- * holds: copies the n pieces local[i] into the peer's remote[i] (write) or
- * back (read), total bytes in all, then publishes *notif (NULL: none).
- * 0 with op completed (or, behind a send still in flight, completing with
- * it); ASR_EAGAIN when it must wait (a message being pipelined, or no room
- * for the notification): nothing was copied; another ASR_E* when the copy
- * failed. */
+ * holds. asr__sm_rma_locked copies the n pieces local[i] into the peer's
+ * remote[i] (write) or back (read), total bytes in all, then posts *notif
+ * (NULL: none); asr__sm_write_inline_locked puts a write of len bytes (at
+ * most asr__sm_inline_max) to the owner's dst, of its registration (slot,
+ * key), into the one-sided ring, with *notif. 0 with op completed (or,
+ * behind a send still in flight, completing with it); ASR_EAGAIN when it
+ * must wait (a message being pipelined, no room in the ring, the depth of
+ * notifications reached, or, for a copy, the owner has not applied the
+ * ring yet): nothing was moved; another ASR_E* when the copy failed. */
 struct iovec;
 int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const struct iovec *remote, int n,
                        size_t total, const uint64_t *notif, asr__ofi_op_t *op);
-/* A RECV end: takes up to max notifications, oldest first; how many. */
-int asr__sm_notif_take(asr__sm_t *s, uint64_t *values, int max);
+int asr__sm_write_inline_locked(asr__sm_t *s, const void *src, size_t len, uint64_t dst, uint32_t slot,
+                                uint64_t key, const uint64_t *notif, asr__ofi_op_t *op);
+size_t asr__sm_inline_max(const asr__sm_t *s);
+/* The owner's check of a write the ring carries: 0 when [dst, dst + len)
+ * lies in its live, writable registration (slot, key). */
+typedef int (*asr__sm_check_fn)(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len);
+/* A RECV end: applies the one-sided ring (its lock held; 1 when something
+ * moved); whether it has records not applied (a racy look, no lock); takes
+ * up to max notifications, oldest first, applying the ring first (takes
+ * the lock): how many. */
+int asr__sm_osr_apply_locked(asr__sm_t *s, asr__sm_check_fn check, void *arg);
+int asr__sm_osr_pending(asr__sm_t *s);
+int asr__sm_notif_take(asr__sm_t *s, uint64_t *values, int max, asr__sm_check_fn check, void *arg);
 
 /* An exit handler unlinks the regions made and not yet attached (a
  * process that exits with RECV comms still waiting for their senders). */

@@ -28,21 +28,38 @@
  *            learn whether the kernel lets it copy from the sender
  *   104   8  fin: 0, or 1 + the number of messages the sender sent, written
  *            once when it closes (drain.c: the FIN of the mailbox path)
- *   112   8  notification tail: notifications the sender published (below)
+ *   112   8  one-sided tail: bytes the sender wrote into the one-sided ring
+ *   120   8  notifications the sender posted (in the one-sided ring)
  *   line 2 (128..191), the receiver's:
  *   128   8  head: ring bytes consumed (the sender may reuse all before it)
  *   136   8  taken: messages consumed (completed, or refused as truncated)
  *   144   4  cma: 0 not known yet, 1 large messages are copied by the
  *            receiver from the sender's memory, 2 they go through the ring
  *   148   4  closed: 1 once the receiver closed its comm (drain.c: CLOSED)
- *   152   8  notification head: notifications the receiver took
+ *   152   8  one-sided head: bytes of the one-sided ring the receiver applied
+ *   160   8  notifications the receiver's program took
  *   line 3 (192..255): zero
- *   256 ...  the ring: region - 256 - ASR_SM_NOTIF_BYTES bytes
- *   region - ASR_SM_NOTIF_BYTES ...  the notification slots: ASR_NOTIF_DEPTH
- *            values; the n-th notification (from 0) is in slot n mod the
- *            depth, written by the sender before it raises the tail to n + 1
- *            (release), and only while n < head + the depth (one-sided
- *            transfers, sm_rma.c)
+ *   256 ...  the ring: ASR_SM_RING_BYTES(region) bytes
+ *   then     the one-sided ring: ASR_SM_OSR_BYTES(region) bytes, to the end
+ *
+ * The one-sided ring (one-sided transfers, sm_rma.c) holds what the owner
+ * applies itself: small writes, and notifications. Records as the ring's
+ * (64-byte aligned, never across its end, stamped (position / 64 + 1) mod
+ * 2^32 last, with release), position counting the ring's bytes:
+ *     0   4  stamp
+ *     4   2  kind: 1 WRITE, 2 NOTIF, 3 PAD (skip to the ring's start)
+ *     6   2  flags: 1 the record carries a notification
+ *     8   4  len: WRITE: payload bytes
+ *    12   4  slot: WRITE: the registration's slot in the owner's table
+ *    16   8  key: WRITE: its key
+ *    24   8  dst: WRITE: where the payload goes in the owner
+ *    32   8  the notification
+ *    40 ...  payload
+ * The owner checks a WRITE against its own registration (key, bounds,
+ * access) before it copies; a record that breaks this layout fails the
+ * comm. The sender posts a notification only while fewer than
+ * ASR_NOTIF_DEPTH it posted are not taken by the owner's program (the two
+ * counts above).
  *
  * The ring holds records, each at a 64-byte boundary, never across the
  * ring's end (a PAD record fills what is left before it). The sender
@@ -84,7 +101,7 @@
 #include <stdint.h>
 
 #define ASR_SM_MAGIC 0x4d525341u /* "ASRM" */
-#define ASR_SM_VERSION 2u
+#define ASR_SM_VERSION 3u
 #define ASR_SM_LINE 64u
 #define ASR_SM_RING_OFF 256u
 #define ASR_SM_REC_HDR 24u
@@ -105,13 +122,19 @@
 #define ASR_SM_OFF_TAKEN 136
 #define ASR_SM_OFF_CMA 144
 #define ASR_SM_OFF_CLOSED 148
-#define ASR_SM_OFF_NTAIL 112
-#define ASR_SM_OFF_NHEAD 152
+#define ASR_SM_OFF_OTAIL 112
+#define ASR_SM_OFF_NPOSTED 120
+#define ASR_SM_OFF_OHEAD 152
+#define ASR_SM_OFF_NTAKEN 160
 #define ASR_SM_NOTIF_SLOTS 256u /* asr.h's ASR_NOTIF_DEPTH (asserted in sm_rma.c) */
-#define ASR_SM_NOTIF_BYTES (ASR_SM_NOTIF_SLOTS * 8u)
+#define ASR_SM_OSR_HDR 40u
 
+/* The one-sided ring's bytes in a region of region bytes: an eighth of it,
+ * between 256 bytes and 32 KiB, a multiple of 64. */
+#define ASR_SM_OSR_BYTES(region) \
+  ((region) / 8 < 256u ? 256u : (region) / 8 > 32768u ? 32768u : (region) / 8 / 64u * 64u)
 /* The ring's bytes in a region of region bytes. */
-#define ASR_SM_RING_BYTES(region) ((region)-ASR_SM_RING_OFF - ASR_SM_NOTIF_BYTES)
+#define ASR_SM_RING_BYTES(region) ((region)-ASR_SM_RING_OFF - ASR_SM_OSR_BYTES(region))
 
 /* the handle's fields */
 #define ASR_SM_HANDLE_LEN 128 /* ofi.h's ASR_OFI_HANDLE_LEN (asserted in sm.h) */

@@ -138,6 +138,8 @@ int asr__sm_listen(asr__sm_t **out, const asr__sm_cfg_t *cfg, int lnc, const uin
   s->base = m;
   s->ring = s->base + ASR_SM_RING_OFF;
   s->ring_bytes = ASR_SM_RING_BYTES(s->len);
+  s->osr = s->ring + s->ring_bytes;
+  s->osr_bytes = ASR_SM_OSR_BYTES(s->len);
   /* a fresh file is zeros: only line 0 is written */
   *u32_at(s, ASR_SM_OFF_VERSION) = ASR_SM_VERSION;
   *u32_at(s, ASR_SM_OFF_REGION) = (uint32_t)s->len;
@@ -213,6 +215,8 @@ int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t han
   }
   s->ring = s->base + ASR_SM_RING_OFF;
   s->ring_bytes = ring;
+  s->osr = s->ring + s->ring_bytes;
+  s->osr_bytes = ASR_SM_OSR_BYTES(region);
   memcpy(peer_who, handle + ASR_SM_H_WHO, ASR_OFI_WHO_LEN);
   s->peer_pid = asr_le_get32(peer_who);
   memcpy(s->base + ASR_SM_OFF_SEND_WHO, who, ASR_OFI_WHO_LEN);

@@ -1,11 +1,15 @@
 /*
  * sm_rma.c -- one-sided transfers on the sm path (rma/rma.h; sm_layout.h:
- * the notification slots): the initiator, which holds the SEND end, copies
- * straight between its memory and the owner's (process_vm_writev / readv:
- * one copy, nothing for the owner to do), and publishes a notification in
- * the region after the data is in place. Everything on the SEND end runs
- * under its lock, as its sends do (sm_data.c); the RECV end's taking of
- * notifications under the RECV end's lock.
+ * the one-sided ring). The initiator holds the SEND end. A small write
+ * (at most the end's inline size) goes into the one-sided ring and the
+ * owner copies it into place when it applies the ring (at its next
+ * asr_notif_poll, or its service thread's next tick): no system call. A
+ * larger write and every read are one copy straight between the two
+ * processes' memories (process_vm_writev / readv), made only once the
+ * owner has applied all of the ring before it, so that transfers of one
+ * comm reach the owner's memory in post order; a notification follows its
+ * write in the ring. Everything on the SEND end runs under its lock, as its
+ * sends do (sm_data.c); the owner's side under the RECV end's lock.
  */
 #include "config.h"
 
@@ -22,15 +26,27 @@
 
 _Static_assert(ASR_SM_NOTIF_SLOTS == ASR_NOTIF_DEPTH, "the sm path holds asr.h's notification depth");
 
+enum { OSR_WRITE = 1, OSR_NOTIF = 2, OSR_PAD = 3 };
+enum { OSR_HAS_NOTIF = 1 };
+
 static _Atomic uint64_t *word(asr__sm_t *s, size_t off) {
   return (_Atomic uint64_t *)(void *)(s->base + off);
 }
-static uint64_t *slot(asr__sm_t *s, uint64_t n) {
-  return (uint64_t *)(void *)(s->base + s->len - ASR_SM_NOTIF_BYTES + (n % ASR_SM_NOTIF_SLOTS) * 8);
+
+/* The end broke (sticky): what waits fails, as sm_data.c's broken does. */
+static int osr_broken(asr__sm_t *s, const char *why) {
+  if (!s->err) {
+    s->err = ASR_EPROTO;
+    s->why = why;
+    asr_error("fab",
+              "sm region %s: the peer process %u broke the one-sided ring: %s; failing the comm's transfers",
+              s->name, s->peer_pid, why);
+  }
+  return s->err;
 }
 
 /* Copies every byte of the n pieces local[i] <-> remote[i] (each pair of
- * one length), IOV_MAX pieces per system call: 0 or an ASR_E*. */
+ * one length), 64 pieces per system call: 0 or an ASR_E*. */
 static int cma(asr__sm_t *s, int write, const struct iovec *local, const struct iovec *remote, int n) {
   int i = 0;
   size_t skip = 0; /* bytes of piece i moved by an earlier, partial call */
@@ -69,63 +85,205 @@ static int cma(asr__sm_t *s, int write, const struct iovec *local, const struct 
   return 0;
 }
 
-int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const struct iovec *remote, int n,
-                       size_t total, const uint64_t *notif, asr__ofi_op_t *op) {
-  assert(asr__sm_locked(s) && s->is_send);
-  if (s->err) return s->err;
-  if (!s->peer_pid) return ASR_ENOSYS;
-  /* the ring's order: a transfer waits behind a message being pipelined */
-  if (s->pipe.op) return ASR_EAGAIN;
-  uint64_t tail = 0;
-  if (notif) {
-    tail = atomic_load_explicit(word(s, ASR_SM_OFF_NTAIL), memory_order_relaxed);
-    uint64_t head = atomic_load_explicit(word(s, ASR_SM_OFF_NHEAD), memory_order_acquire);
-    if (head > tail) {
-      s->err = ASR_EPROTO;
-      s->why = "its notification head passed what was published";
-      asr_error("fab", "sm region %s: the peer process %u broke the layout: %s", s->name, s->peer_pid,
-                s->why);
-      return s->err;
-    }
-    if (tail - head >= ASR_SM_NOTIF_SLOTS) return ASR_EAGAIN; /* full: the write waits, stashed */
+/* --- SEND ------------------------------------------------------------------ */
+
+/* The owner's applied head: 0, or ASR_EPROTO (broken) when impossible. */
+static int osr_read_head(asr__sm_t *s) {
+  uint64_t h = atomic_load_explicit(word(s, ASR_SM_OFF_OHEAD), memory_order_acquire);
+  if (h < s->ohead_seen || h > s->otail)
+    return osr_broken(s, "its one-sided head moved backwards, or past the tail");
+  s->ohead_seen = h;
+  return 0;
+}
+
+/* Whether another notification may be posted: fewer than the depth not
+ * taken by the owner's program. 1, 0, or ASR_EPROTO. */
+static int notif_room(asr__sm_t *s) {
+  uint64_t taken = atomic_load_explicit(word(s, ASR_SM_OFF_NTAKEN), memory_order_acquire);
+  if (taken > s->nposted) return osr_broken(s, "its count of notifications taken passed what was posted");
+  return s->nposted - taken < ASR_SM_NOTIF_SLOTS;
+}
+
+/* Room for a record of size bytes at the tail, a PAD first when it would
+ * cross the ring's end: 1, 0 (not now), or ASR_EPROTO. */
+static int osr_room(asr__sm_t *s, uint64_t size) {
+  uint64_t pad = s->otoff + size > s->osr_bytes ? s->osr_bytes - s->otoff : 0;
+  if (s->osr_bytes - (s->otail - s->ohead_seen) < pad + size) {
+    int rc = osr_read_head(s);
+    if (rc) return rc;
+    if (s->osr_bytes - (s->otail - s->ohead_seen) < pad + size) return 0;
   }
-  int rc = cma(s, write, local, remote, n);
-  if (rc) return rc;
-  if (notif) {
-    *slot(s, tail) = *notif;
-    atomic_store_explicit(word(s, ASR_SM_OFF_NTAIL), tail + 1, memory_order_release);
+  if (pad) {
+    uint8_t *h = s->osr + s->otoff;
+    uint16_t kind = OSR_PAD, zero = 0;
+    memcpy(h + 4, &kind, 2);
+    memcpy(h + 6, &zero, 2);
+    __atomic_store_n((uint32_t *)(void *)h, (uint32_t)(s->otail / ASR_SM_LINE) + 1u, __ATOMIC_RELEASE);
+    s->otail += pad;
+    s->otoff = 0;
   }
+  return 1;
+}
+
+/* Writes a record at the tail (room made): its bytes, then its stamp
+ * (release), then the tail word the owner's checks read. */
+static void osr_put(asr__sm_t *s, uint16_t kind, const uint64_t *notif, uint32_t slot, uint64_t key,
+                    uint64_t dst, const void *data, uint32_t len) {
+  uint64_t size = (ASR_SM_OSR_HDR + len + ASR_SM_LINE - 1) / ASR_SM_LINE * ASR_SM_LINE;
+  uint8_t *h = s->osr + s->otoff;
+  uint16_t flags = notif ? OSR_HAS_NOTIF : 0;
+  uint32_t zero = 0;
+  uint64_t v = notif ? *notif : 0;
+  memcpy(h + 4, &kind, 2);
+  memcpy(h + 6, &flags, 2);
+  memcpy(h + 8, &len, 4);
+  memcpy(h + 12, &slot, 4);
+  memcpy(h + 16, &key, 8);
+  memcpy(h + 24, &dst, 8);
+  memcpy(h + 32, &v, 8);
+  if (len) memcpy(h + ASR_SM_OSR_HDR, data, len);
+  (void)zero;
+  __atomic_store_n((uint32_t *)(void *)h, (uint32_t)(s->otail / ASR_SM_LINE) + 1u, __ATOMIC_RELEASE);
+  s->otail += size;
+  s->otoff += size;
+  if (s->otoff == s->osr_bytes) s->otoff = 0;
+  atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
+  if (notif) atomic_store_explicit(word(s, ASR_SM_OFF_NPOSTED), ++s->nposted, memory_order_release);
+}
+
+/* Completes op (posted now) in post order: at once, or with the send still
+ * in flight before it (sm_data.c's wait queue). */
+static void op_posted_done(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
   __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&op->len, total, __ATOMIC_RELAXED);
   __atomic_store_n(&op->posted, 1, __ATOMIC_RELAXED);
   if (s->wait_h != s->wait_t) {
-    /* posts of a comm complete in post order: with the send before it */
     s->wait[s->wait_t % ASR_SM_SLOTS] = (asr__sm_wait_t){op, s->wait[(s->wait_t - 1) % ASR_SM_SLOTS].end};
     s->wait_t++;
   } else {
     __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
   }
+}
+
+int asr__sm_write_inline_locked(asr__sm_t *s, const void *src, size_t len, uint64_t dst, uint32_t slot,
+                                uint64_t key, const uint64_t *notif, asr__ofi_op_t *op) {
+  assert(asr__sm_locked(s) && s->is_send);
+  if (s->err) return s->err;
+  if (s->pipe.op) return ASR_EAGAIN; /* the ring's order: nothing overtakes a message being pipelined */
+  if (notif) {
+    int r = notif_room(s);
+    if (r <= 0) return r < 0 ? r : ASR_EAGAIN;
+  }
+  int r = osr_room(s, (ASR_SM_OSR_HDR + len + ASR_SM_LINE - 1) / ASR_SM_LINE * ASR_SM_LINE);
+  if (r <= 0) return r < 0 ? r : ASR_EAGAIN;
+  osr_put(s, OSR_WRITE, notif, slot, key, dst, src, (uint32_t)len);
+  op_posted_done(s, op, len); /* its source may be reused (asr.h) */
   return 0;
 }
 
-int asr__sm_notif_take(asr__sm_t *s, uint64_t *values, int max) {
-  asr__sm_lock(s);
-  int k = 0;
-  if (!s->err) {
-    uint64_t head = atomic_load_explicit(word(s, ASR_SM_OFF_NHEAD), memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(word(s, ASR_SM_OFF_NTAIL), memory_order_acquire);
-    if (tail < head || tail - head > ASR_SM_NOTIF_SLOTS) {
-      asr_error("fab",
-                "sm region %s: the peer process %u broke the layout: its notification tail is %llu, "
-                "the head %llu; no more notifications are taken",
-                s->name, s->peer_pid, (unsigned long long)tail, (unsigned long long)head);
-      s->err = ASR_EPROTO;
-      s->why = "its notification tail is out of range";
+size_t asr__sm_inline_max(const asr__sm_t *s) {
+  size_t cap = s->osr_bytes / 2 - ASR_SM_OSR_HDR;
+  return s->cfg.inline_max < cap ? s->cfg.inline_max : cap;
+}
+
+int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const struct iovec *remote, int n,
+                       size_t total, const uint64_t *notif, asr__ofi_op_t *op) {
+  assert(asr__sm_locked(s) && s->is_send);
+  if (s->err) return s->err;
+  if (!s->peer_pid) return ASR_ENOSYS;
+  if (s->pipe.op) return ASR_EAGAIN;
+  /* the owner applies the one-sided ring first: a copy straight into its
+   * memory must not overtake a small write before it */
+  if (s->ohead_seen != s->otail) {
+    int rc = osr_read_head(s);
+    if (rc) return rc;
+    if (s->ohead_seen != s->otail) return ASR_EAGAIN;
+  }
+  if (notif) {
+    int r = notif_room(s);
+    if (r <= 0) return r < 0 ? r : ASR_EAGAIN;
+    r = osr_room(s, ASR_SM_LINE);
+    if (r <= 0) return r < 0 ? r : ASR_EAGAIN;
+  }
+  int rc = cma(s, write, local, remote, n);
+  if (rc) return rc;
+  if (notif) osr_put(s, OSR_NOTIF, notif, 0, 0, 0, NULL, 0);
+  op_posted_done(s, op, total);
+  return 0;
+}
+
+/* --- RECV (the owner) -------------------------------------------------------- */
+
+int asr__sm_osr_pending(asr__sm_t *s) {
+  /* the two words of the region, not the end's own copy of its head,
+   * which its lock guards */
+  return atomic_load_explicit(word(s, ASR_SM_OFF_OTAIL), memory_order_relaxed) !=
+         atomic_load_explicit(word(s, ASR_SM_OFF_OHEAD), memory_order_relaxed);
+}
+
+int asr__sm_osr_apply_locked(asr__sm_t *s, asr__sm_check_fn check, void *arg) {
+  assert(asr__sm_locked(s) && !s->is_send);
+  int moved = 0;
+  while (!s->err) {
+    uint8_t *h = s->osr + s->ohoff;
+    uint32_t stamp = __atomic_load_n((const uint32_t *)(const void *)h, __ATOMIC_ACQUIRE);
+    if (stamp != (uint32_t)(s->ohead / ASR_SM_LINE) + 1u) break; /* nothing there yet */
+    uint16_t kind, flags;
+    uint32_t len, slot;
+    uint64_t key, dst, v;
+    memcpy(&kind, h + 4, 2);
+    memcpy(&flags, h + 6, 2);
+    memcpy(&len, h + 8, 4);
+    memcpy(&slot, h + 12, 4);
+    memcpy(&key, h + 16, 8);
+    memcpy(&dst, h + 24, 8);
+    memcpy(&v, h + 32, 8);
+    uint64_t size;
+    if (kind == OSR_PAD) {
+      size = s->osr_bytes - s->ohoff;
     } else {
-      for (; k < max && head < tail; k++, head++) values[k] = *slot(s, head);
-      atomic_store_explicit(word(s, ASR_SM_OFF_NHEAD), head, memory_order_release);
+      if ((kind != OSR_WRITE && kind != OSR_NOTIF) || (flags & ~OSR_HAS_NOTIF) ||
+          (kind == OSR_NOTIF && (len || !(flags & OSR_HAS_NOTIF))) ||
+          len > s->osr_bytes - s->ohoff - ASR_SM_OSR_HDR) {
+        osr_broken(s, "a record that is not one");
+        break;
+      }
+      size = (ASR_SM_OSR_HDR + len + ASR_SM_LINE - 1) / ASR_SM_LINE * ASR_SM_LINE;
+      if ((flags & OSR_HAS_NOTIF) && s->nq_t - s->nq_h == ASR_SM_NOTIF_SLOTS)
+        break; /* the program takes first */
+      if (kind == OSR_WRITE) {
+        /* A write its sender checked against a registration revoked since
+         * (or one that names none) is dropped: it never touches the memory
+         * (asr.h); its notification, which the sender counts, still comes. */
+        if (check(arg, slot, key, dst, len) == 0)
+          memcpy((void *)(uintptr_t)dst, h + ASR_SM_OSR_HDR, len);
+        else if (!s->warned_drop++)
+          asr_warn("fab",
+                   "sm region %s: dropped a write of %u bytes from process %u: not in a live registration "
+                   "(deregistered while it was on its way?)",
+                   s->name, len, s->peer_pid);
+      }
+      if (flags & OSR_HAS_NOTIF) s->nq[s->nq_t++ % ASR_SM_NOTIF_SLOTS] = v;
     }
+    s->ohead += size;
+    s->ohoff += size;
+    if (s->ohoff == s->osr_bytes) s->ohoff = 0;
+    atomic_store_explicit(word(s, ASR_SM_OFF_OHEAD), s->ohead, memory_order_release);
+    moved = 1;
+  }
+  return moved;
+}
+
+int asr__sm_notif_take(asr__sm_t *s, uint64_t *values, int max, asr__sm_check_fn check, void *arg) {
+  asr__sm_lock(s);
+  (void)asr__sm_osr_apply_locked(s, check, arg);
+  int k = 0;
+  for (; k < max && s->nq_h != s->nq_t; k++) values[k] = s->nq[s->nq_h++ % ASR_SM_NOTIF_SLOTS];
+  if (k) {
+    s->ntaken += (uint64_t)k;
+    atomic_store_explicit(word(s, ASR_SM_OFF_NTAKEN), s->ntaken, memory_order_release);
+    (void)asr__sm_osr_apply_locked(s, check, arg); /* what waited for room in the queue */
   }
   asr__sm_unlock(s);
   return k;

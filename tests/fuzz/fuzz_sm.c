@@ -18,6 +18,12 @@
  * ASR_ECONNRESET (a CMA record: the "sender" is no process); a broken
  * layout makes the end fail for good, its receives with it. Nothing reads
  * or writes outside the region and the buffers (ASan).
+ *
+ * When the first byte is 0xfe, the rest is the one-sided ring (sm_rma.c)
+ * as the owner finds it: stamps are put where records' positions expect
+ * them, and the owner applies the ring with a check that accepts writes
+ * into a 4 KiB target alone. Its head stays a 64-byte boundary, only the
+ * target is written, and no more notifications are queued than the depth.
  */
 #include "config.h"
 
@@ -50,7 +56,52 @@ static void handle_case(const uint8_t *data, size_t size) {
               "accepted size %u", region);
 }
 
+static uint8_t osr_target[4096];
+
+static int osr_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len) {
+  (void)arg, (void)slot, (void)key;
+  uint64_t lo = (uint64_t)(uintptr_t)osr_target;
+  return dst >= lo && dst - lo <= sizeof osr_target && len <= sizeof osr_target - (dst - lo) ? 0 : -1;
+}
+
+/* The owner's reader of the one-sided ring. */
+static void osr_case(const uint8_t *data, size_t size) {
+  static uint8_t base[ASR_SM_RING_OFF + 4096];
+  asr__sm_t *s = calloc(1, sizeof *s);
+  FUZZ_ASSERT(s, "calloc");
+  s->base = base;
+  s->osr = base + ASR_SM_RING_OFF;
+  s->osr_bytes = 4096;
+  memset(base, 0, sizeof base);
+  memcpy(s->osr, data, size < 4096 ? size : 4096);
+  /* a record's dst, when its bytes name an offset into the target, is made
+   * one (random addresses alone would never pass the check) */
+  for (uint64_t off = 0; off + 64 <= s->osr_bytes; off += 64) {
+    uint64_t dst;
+    memcpy(&dst, s->osr + off + 24, 8);
+    if (dst < sizeof osr_target) {
+      dst += (uint64_t)(uintptr_t)osr_target;
+      memcpy(s->osr + off + 24, &dst, 8);
+    }
+  }
+  for (int step = 0; step < 64 && !s->err; step++) {
+    uint32_t stamp = (uint32_t)(s->ohead / ASR_SM_LINE) + 1u;
+    memcpy(s->osr + s->ohoff, &stamp, 4);
+    asr__sm_lock(s);
+    int moved = asr__sm_osr_apply_locked(s, osr_check, NULL);
+    asr__sm_unlock(s);
+    FUZZ_ASSERT(s->ohead % ASR_SM_LINE == 0 && s->ohoff < s->osr_bytes, "head off a record boundary");
+    FUZZ_ASSERT(s->nq_t - s->nq_h <= ASR_SM_NOTIF_SLOTS, "more notifications queued than the depth");
+    if (!moved) break;
+  }
+  free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size >= 1 && data[0] == 0xfe) { /* the first byte 0xfe: the one-sided ring */
+    osr_case(data + 1, size - 1);
+    return 0;
+  }
   if (size >= 1 && data[0] == 0xff) { /* the first byte 0xff: a handle */
     handle_case(data + 1, size - 1);
     return 0;

@@ -18,6 +18,10 @@
  *                          one notification after all, read back, posted again
  *   mixed_with_sends       writes, reads and sends on one comm keep order
  *   owner_makes_no_call    the owner sleeps; writes and reads still complete
+ *   owner_killed_mid_write the owner SIGKILLed: requests finish, the comm fails
+ *   close_with_stashed_writes  a close fails stashed writes, does not wait
+ *   sm_small_write_dropped_after_deregistration  applied after the region
+ *                          went: dropped, its notification still delivered
  */
 #include "config.h"
 
@@ -26,6 +30,9 @@
 
 #include "asr_err.h"
 #include "rt_util.h"
+/* Internal records: a case holds a context's comms.mutex to keep its
+ * service thread from applying the sm path's one-sided ring (rma/notif.c). */
+#include "../../runtime/rt.h"
 
 #define OWN 1  /* the owner's rank and LNC */
 #define INIT 0 /* the initiator's */
@@ -799,4 +806,52 @@ static void close_stashed_proc(int rank, void *arg) {
 
 TEST_TIMEOUT(close_with_stashed_writes, 200) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], close_stashed_proc, NULL, 90000);
+}
+
+/* =========================================================================
+ * 11. sm: a small write on its way when its region is deregistered
+ * ========================================================================= */
+
+/* On the sm path a small write waits in the comm's one-sided ring until
+ * the owner applies it (sm/sm_rma.c). The owner holds its service thread
+ * off the ring (its comms.mutex: the thread applies rings under it), so
+ * the write is still there when it deregisters the region; applying it
+ * then drops it (the memory is never touched) and still delivers its
+ * notification, which the writer counts against the depth. */
+static void drop_proc(int rank, void *arg) {
+  (void)arg;
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    memset(mem, 0, REGION);
+    pthread_mutex_t *frozen = &asr__comm_of(c)->ctx->comms.mutex;
+    pthread_mutex_lock(frozen);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* the write completed at the writer */
+    ASSERT_OK(asr_mem_deregister(m));
+    pthread_mutex_unlock(frozen);
+    uint64_t v;
+    ASSERT_EQ(take_notifs(c, &v, 1, 60000), 1);
+    ASSERT_EQ(v, 77u);
+    for (size_t i = 0; i < 4096; i++) ASSERT_MSG(mem[i] == 0, "byte %zu written after deregistration", i);
+    rt_send_u64(INIT, 2);
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(4096, &t));
+    memset(va_of(t), 0xcd, 4096);
+    asr_request_t *r;
+    ASSERT_OK(asr_write(c, t, 0, 64, rm, 0, 77, ASR_WRITE_NOTIFY, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    rt_send_u64(OWN, 1);
+    ASSERT_EQ(rt_recv_u64(OWN), 2);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(sm_small_write_dropped_after_deregistration, 100) {
+  rt_group_run(2, "sm", drop_proc, NULL, 60000);
 }
