@@ -216,13 +216,15 @@
   X(KV_IDLE_MS, "ASR_KV_IDLE_MS", MS, 1, 86399999, NULL, "2000", ASR_ENV_LIBASR,                             \
     "how long a service thread keeps a KV connection with nothing in flight before it closes it")            \
   X(DRAIN_TIMEOUT_MS, "ASR_DRAIN_TIMEOUT_MS", MS, 0, 86399999, NULL, "10000", ASR_ENV_LIBASR,                 \
-    "how long closing a SEND comm or an LNC waits for the peers to take what was sent (0: no wait)")        \
+    "how long closing a SEND comm or an LNC waits for the peers to take what was sent, and "                 \
+    "asr_mem_deregister for them to confirm (0: no wait)")                                                   \
   X(INJECT_MAX, "ASR_INJECT_MAX", BYTES, 0, 2147483647, NULL, NULL, ASR_ENV_LIBASR,                          \
     "largest send that goes out with fi_tinject, capped at the provider's inject size (0: none; "            \
     "default: the inject size on shm, none on other providers)")                                             \
   X(SM_REGION, "ASR_SM_REGION", BYTES, 4096, 67108864, NULL, "16384", ASR_ENV_LIBASR,                      \
-    "shared memory per comm on asr's own same-host path (sm), its 256-byte header and its ring; a multiple " \
-    "of 64: the bound of a host's sm memory is this times its comms")                                          \
+    "shared memory per comm on asr's own same-host path (sm): its 256-byte header, its ring and, an "       \
+    "eighth of it, the ring of one-sided transfers; a multiple of 64: the bound of a host's sm memory is "   \
+    "this times its comms")                                          \
   X(SM_INLINE_MAX, "ASR_SM_INLINE_MAX", BYTES, 0, 67108864, NULL, "4096", ASR_ENV_LIBASR,                     \
     "largest message the sm path copies through its ring whole; larger ones are copied once from the "       \
     "sender's memory, or pipelined through the ring (capped at half the ring)")                                 \

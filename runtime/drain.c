@@ -124,7 +124,7 @@ static void peer_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t taken) {
 
 /* One mailbox message, which came to endpoint o. comms.mutex held. */
 static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *m) {
-  int to_recv = m->kind == ASR_CTL_FIN || m->kind == ASR_CTL_RING_ASK;
+  int to_recv = m->kind == ASR_CTL_FIN || m->kind == ASR_CTL_RING_ASK || m->kind == ASR_CTL_REVOKED_ACK;
   struct asr_comm *c = find(ctx, o, to_recv ? ASR_RECV_COMM : ASR_SEND_COMM, m->to, m->from);
   if (!c) {
     asr_debug("svc", "lnc %d: a control message (kind %u) for comm %u, which is not here (closed?)", ctx->lnc,
@@ -156,7 +156,8 @@ static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *
     case ASR_CTL_RING_ASK:
     case ASR_CTL_RING:
     case ASR_CTL_RING_TAKEN:
-    case ASR_CTL_REVOKED: asr__notif_on_ctl(ctx, c, m); return;
+    case ASR_CTL_REVOKED:
+    case ASR_CTL_REVOKED_ACK: asr__notif_on_ctl(ctx, c, m); return;
     default:
       /* asr__ofi_ctl_decode lets no other kind through */
       assert(0 && "a mailbox message of a kind the decoder refuses");

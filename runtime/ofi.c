@@ -792,7 +792,7 @@ void asr__ofi_mr_dereg(struct fid_mr *mr) {
 int asr__ofi_ctl_decode(const uint8_t *buf, size_t len, asr__ofi_ctl_t *m) {
   if (len != ASR_OFI_MBOX_LEN || asr_le_get32(buf) != MBOX_MAGIC) return ASR_EPROTO;
   uint32_t kind = asr_le_get32(buf + 4);
-  if (kind < ASR_CTL_FIN || kind > ASR_CTL_REVOKED) return ASR_EPROTO;
+  if (kind < ASR_CTL_FIN || kind > ASR_CTL_REVOKED_ACK) return ASR_EPROTO;
   uint64_t aux = asr_le_get64(buf + 24);
   if (aux && kind != ASR_CTL_RING) return ASR_EPROTO;
   *m = (asr__ofi_ctl_t){.kind = kind,

@@ -256,10 +256,11 @@ typedef enum {
   ASR_CTL_ACK = 2,    /* RECV -> SEND: count = messages taken, all that the FIN announced */
   ASR_CTL_CLOSED = 3, /* RECV -> SEND: the RECV comm closed, having taken count messages */
   /* one-sided transfers (notif.c) */
-  ASR_CTL_RING_ASK = 4,   /* SEND -> RECV: make the notification ring (count, aux 0) */
-  ASR_CTL_RING = 5,       /* RECV -> SEND: the ring is at aux with key count (count 0: refused) */
-  ASR_CTL_RING_TAKEN = 6, /* RECV -> SEND: count notifications were taken */
-  ASR_CTL_REVOKED = 7,    /* RECV -> SEND: the registration with key count was revoked */
+  ASR_CTL_RING_ASK = 4,    /* SEND -> RECV: make the notification ring (count, aux 0) */
+  ASR_CTL_RING = 5,        /* RECV -> SEND: the ring is at aux with key count (count 0: refused) */
+  ASR_CTL_RING_TAKEN = 6,  /* RECV -> SEND: count notifications were taken */
+  ASR_CTL_REVOKED = 7,     /* RECV -> SEND: the registration with key count was revoked */
+  ASR_CTL_REVOKED_ACK = 8, /* SEND -> RECV: the SEND comm refuses key count from now on */
 } asr__ofi_ctl_kind_t;
 
 typedef struct {

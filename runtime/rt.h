@@ -499,6 +499,11 @@ typedef struct asr_ctx {
     uint64_t *revq; /* keys revoked, for the service thread to tell the senders (ep_mutex) */
     unsigned nrevq, caprevq;
     _Atomic unsigned revq_n;
+    /* revocations queued (mem.c, ep_mutex) and told (notif.c: every key
+     * queued up to then went out), and the senders' confirmations owed:
+     * asr_mem_deregister waits for them (bounded) */
+    _Atomic unsigned long revq_gen, revq_told;
+    _Atomic long acks_owed;
     _Atomic int ring_asks;               /* SEND comms that want their peer's ring asked for (notif.c) */
     unsigned long drains_seen[ASR_NEPS]; /* eps[i].drains at the service thread's last look (notif.c) */
   } rma;

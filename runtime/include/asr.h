@@ -267,10 +267,12 @@ ASR_API int asr_comm_close(asr_comm_t *comm);
  * and never touches the memory; imports held elsewhere do not delay it. A
  * peer on this host checks the owner's table of live registrations before
  * each post (the refusal is ASR_INVALID at the post, the comm stays
- * CONNECTED). A peer on another host is told by the owner's service thread
- * and refuses at the post from then on; an access that left before it
- * heard is refused by the owner's provider: the request fails, and
- * tcp;ofi_rxm then drops the connection, which fails the comm.
+ * CONNECTED). Peers on libfabric endpoints are told as well, and
+ * asr_mem_deregister returns once each confirmed that its comm refuses the
+ * key (bounded by ASR_DRAIN_TIMEOUT_MS, with a warning): a peer on another
+ * host then refuses at the post too. Behind that, the owner's provider
+ * refuses the closed key (an access that reaches it fails, and tcp;ofi_rxm
+ * then drops the connection).
  *
  * Paths. On libfabric's shm and tcp;ofi_rxm a write is fi_write (with its
  * notification fi_writemsg with remote CQ data), a read fi_read; on asr's

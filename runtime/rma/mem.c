@@ -15,6 +15,7 @@
 
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_time.h"
 #include "kv_secret.h"
 #include "rma.h"
 
@@ -166,13 +167,14 @@ int asr_mem_register(int lnc, void *va, size_t len, unsigned access, asr_mem_t *
 
 /* Revokes m (ep_mutex held): its key leaves the table, its libfabric
  * registrations close (the providers refuse the key from then on), its
- * handle dies. */
-static void mem_revoke(asr_ctx_t *ctx, struct asr_mem *m, int tell) {
+ * handle dies. Returns 1 when its senders are to be told (tell, and it
+ * was registered on an endpoint). */
+static int mem_revoke(asr_ctx_t *ctx, struct asr_mem *m, int tell) {
   asr__handle_retire(&m->live);
   /* peers on other hosts cannot see the table: their senders are told
    * (notif.c), so that their later posts are refused before they go; the
    * provider, which refuses the closed key, stands behind */
-  int net = 0;
+  int net = 0, told = 0;
   for (int i = 0; i < ASR_NEPS; i++) net |= m->mr[i] != NULL;
   if (tell && net) {
     if (ctx->rma.nrevq == ctx->rma.caprevq) {
@@ -186,7 +188,9 @@ static void mem_revoke(asr_ctx_t *ctx, struct asr_mem *m, int tell) {
     if (ctx->rma.nrevq < ctx->rma.caprevq) {
       ctx->rma.revq[ctx->rma.nrevq++] = m->key;
       atomic_store(&ctx->rma.revq_n, ctx->rma.nrevq);
+      atomic_fetch_add(&ctx->rma.revq_gen, 1);
       asr__ctx_wake(ctx);
+      told = 1;
     }
   }
   atomic_store_explicit(&ctx->rma.tab[m->slot], 0, memory_order_release);
@@ -201,6 +205,7 @@ static void mem_revoke(asr_ctx_t *ctx, struct asr_mem *m, int tell) {
   if (m->next) m->next->prev = m->prev;
   ctx->rma.free_slots[ctx->rma.nfree++] = m->slot;
   atomic_fetch_sub(&ctx->rma.nmems, 1);
+  return told;
 }
 
 int asr_mem_deregister(asr_mem_t *h) {
@@ -212,9 +217,25 @@ int asr_mem_deregister(asr_mem_t *h) {
   }
   asr_ctx_t *ctx = m->ctx;
   pthread_mutex_lock(&ctx->fab.ep_mutex);
-  mem_revoke(ctx, m, 1);
+  int told = mem_revoke(ctx, m, 1);
+  unsigned long gen = atomic_load(&ctx->rma.revq_gen);
   pthread_mutex_unlock(&ctx->fab.ep_mutex);
   asr__slab_put(&mem_slab, m);
+  /* The peers on endpoints are told (notif.c), and each confirms that its
+   * SEND comm refuses the key from now on: once they did, a later post of
+   * theirs is refused before it goes (asr.h). A peer that does not answer
+   * within ASR_DRAIN_TIMEOUT_MS is left to its provider's key check. */
+  if (told) {
+    uint64_t until = asr_time_ms() + (uint64_t)ctx->drain.timeout_ms;
+    while ((atomic_load(&ctx->rma.revq_told) < gen || atomic_load(&ctx->rma.acks_owed) > 0) &&
+           asr_time_ms() < until)
+      asr_sleep_ms(1);
+    if (atomic_load(&ctx->rma.revq_told) < gen || atomic_load(&ctx->rma.acks_owed) > 0)
+      asr_warn("svc",
+               "asr_mem_deregister: lnc %d: %ld peer(s) did not confirm the revocation within %ld ms "
+               "(ASR_DRAIN_TIMEOUT_MS); their providers still refuse the key",
+               ctx->lnc, atomic_load(&ctx->rma.acks_owed), ctx->drain.timeout_ms);
+  }
   return ASR_SUCCESS;
 }
 

@@ -181,8 +181,18 @@ void asr__notif_on_ctl(asr_ctx_t *ctx, struct asr_comm *c, const asr__ofi_ctl_t 
       unsigned n = atomic_load(&c->rma.nrevoked);
       atomic_store_explicit(&c->rma.revoked[n % ASR_REVOKED_KEEP], m->count, memory_order_relaxed);
       atomic_store_explicit(&c->rma.nrevoked, n + 1, memory_order_release);
+      /* posts read the list with acquire: every later one refuses the key */
+      int rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_REVOKED_ACK, m->count);
+      if (rc == ASR_EAGAIN)
+        rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_REVOKED_ACK, m->count);
+      if (rc)
+        asr_debug("fab", "lnc %d: confirming a revocation to %s/lnc %d: %s", ctx->lnc, c->peer_ip,
+                  c->peer_lnc, asr_strerror(rc));
       return;
     }
+    case ASR_CTL_REVOKED_ACK:
+      if (atomic_fetch_sub(&ctx->rma.acks_owed, 1) <= 0) atomic_fetch_add(&ctx->rma.acks_owed, 1);
+      return;
     case ASR_CTL_RING_TAKEN: {
       uint64_t had = atomic_load(&c->rma.ntaken);
       if (m->count > had) atomic_store_explicit(&c->rma.ntaken, m->count, memory_order_release);
@@ -229,6 +239,7 @@ int asr__notif_tick(asr_ctx_t *ctx, int *tmo) {
   if (atomic_load(&ctx->rma.revq_n) > 0) {
     pthread_mutex_lock(&ctx->fab.ep_mutex);
     unsigned n = ctx->rma.nrevq;
+    unsigned long gen = atomic_load(&ctx->rma.revq_gen);
     uint64_t *keys = n ? malloc(n * sizeof *keys) : NULL;
     if (keys) {
       memcpy(keys, ctx->rma.revq, n * sizeof *keys);
@@ -245,12 +256,15 @@ int asr__notif_tick(asr_ctx_t *ctx, int *tmo) {
         int rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_REVOKED, keys[k], 0);
         if (rc == ASR_EAGAIN)
           rc = asr__ofi_ctl_to_send(asr__comm_ofi(c), &c->orecv, ASR_CTL_REVOKED, keys[k], 0);
-        if (rc)
+        if (rc == 0)
+          atomic_fetch_add(&ctx->rma.acks_owed, 1); /* its REVOKED_ACK pays it back */
+        else
           asr_debug("fab", "lnc %d: telling %s/lnc %d of a revocation: %s", ctx->lnc, c->peer_ip, c->peer_lnc,
                     asr_strerror(rc));
       }
     }
     pthread_mutex_unlock(&ctx->comms.mutex);
+    if (keys) atomic_store(&ctx->rma.revq_told, gen);
     free(keys);
     moved = 1;
   }
