@@ -129,10 +129,10 @@
 #define ASR_SM_NOTIF_SLOTS 256u /* asr.h's ASR_NOTIF_DEPTH (asserted in sm_rma.c) */
 #define ASR_SM_OSR_HDR 40u
 
-/* The one-sided ring's bytes in a region of region bytes: an eighth of it,
- * between 256 bytes and 32 KiB, a multiple of 64. */
+/* The one-sided ring's bytes in a region of region bytes: a quarter of
+ * it, between 256 bytes and 32 KiB, a multiple of 64. */
 #define ASR_SM_OSR_BYTES(region) \
-  ((region) / 8 < 256u ? 256u : (region) / 8 > 32768u ? 32768u : (region) / 8 / 64u * 64u)
+  ((region) / 4 < 256u ? 256u : (region) / 4 > 32768u ? 32768u : (region) / 4 / 64u * 64u)
 /* The ring's bytes in a region of region bytes. */
 #define ASR_SM_RING_BYTES(region) ((region)-ASR_SM_RING_OFF - ASR_SM_OSR_BYTES(region))
 
