@@ -39,8 +39,10 @@
  *   152   8  one-sided head: bytes of the one-sided ring the receiver applied
  *   160   8  notifications the receiver's program took
  *   line 3 (192..255): zero
- *   256 ...  the ring: ASR_SM_RING_BYTES(region) bytes
- *   then     the one-sided ring: ASR_SM_OSR_BYTES(region) bytes, to the end
+ *   256 ...  the ring: ASR_SM_RING_BYTES(region) bytes, to the region's end
+ *   region   then, beyond the region (the shared memory has
+ *            ASR_SM_MAP_BYTES(region) bytes), the one-sided ring:
+ *            ASR_SM_OSR_BYTES(region) bytes
  *
  * The one-sided ring (one-sided transfers, sm_rma.c) holds what the owner
  * applies itself: small writes, and notifications. Records as the ring's
@@ -133,8 +135,10 @@
  * it, between 256 bytes and 32 KiB, a multiple of 64. */
 #define ASR_SM_OSR_BYTES(region) \
   ((region) / 4 < 256u ? 256u : (region) / 4 > 32768u ? 32768u : (region) / 4 / 64u * 64u)
-/* The ring's bytes in a region of region bytes. */
-#define ASR_SM_RING_BYTES(region) ((region)-ASR_SM_RING_OFF - ASR_SM_OSR_BYTES(region))
+/* The ring's bytes in a region of region bytes, and the bytes of the
+ * shared memory of a comm: the region, then the one-sided ring. */
+#define ASR_SM_RING_BYTES(region) ((region)-ASR_SM_RING_OFF)
+#define ASR_SM_MAP_BYTES(region) ((region) + ASR_SM_OSR_BYTES(region))
 
 /* the handle's fields */
 #define ASR_SM_HANDLE_LEN 128 /* ofi.h's ASR_OFI_HANDLE_LEN (asserted in sm.h) */

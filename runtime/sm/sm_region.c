@@ -118,7 +118,7 @@ int asr__sm_listen(asr__sm_t **out, const asr__sm_cfg_t *cfg, int lnc, const uin
   }
   s->named = 1;
   name_keep(s->name);
-  s->len = cfg->region;
+  s->len = ASR_SM_MAP_BYTES(cfg->region);
   if (ftruncate(fd, (off_t)s->len) != 0) {
     int e = errno;
     close(fd);
@@ -137,12 +137,12 @@ int asr__sm_listen(asr__sm_t **out, const asr__sm_cfg_t *cfg, int lnc, const uin
   }
   s->base = m;
   s->ring = s->base + ASR_SM_RING_OFF;
-  s->ring_bytes = ASR_SM_RING_BYTES(s->len);
-  s->osr = s->ring + s->ring_bytes;
-  s->osr_bytes = ASR_SM_OSR_BYTES(s->len);
+  s->ring_bytes = ASR_SM_RING_BYTES(cfg->region);
+  s->osr = s->base + cfg->region;
+  s->osr_bytes = ASR_SM_OSR_BYTES(cfg->region);
   /* a fresh file is zeros: only line 0 is written */
   *u32_at(s, ASR_SM_OFF_VERSION) = ASR_SM_VERSION;
-  *u32_at(s, ASR_SM_OFF_REGION) = (uint32_t)s->len;
+  *u32_at(s, ASR_SM_OFF_REGION) = cfg->region;
   *u32_at(s, ASR_SM_OFF_RING) = (uint32_t)s->ring_bytes;
   memcpy(s->base + ASR_SM_OFF_RECV_WHO, who, ASR_OFI_WHO_LEN);
   __atomic_store_n(u32_at(s, ASR_SM_OFF_MAGIC), ASR_SM_MAGIC, __ATOMIC_RELEASE);
@@ -152,7 +152,7 @@ int asr__sm_listen(asr__sm_t **out, const asr__sm_cfg_t *cfg, int lnc, const uin
   asr_le_put16(handle + ASR_SM_H_NAMELEN, (uint16_t)n);
   memcpy(handle + ASR_SM_H_NAME, s->name, n);
   memcpy(handle + ASR_SM_H_WHO, who, ASR_OFI_WHO_LEN);
-  asr_le_put32(handle + ASR_SM_H_REGION, (uint32_t)s->len);
+  asr_le_put32(handle + ASR_SM_H_REGION, cfg->region);
   *out = s;
   return 0;
 }
@@ -178,23 +178,24 @@ int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t han
                     name, strerror(e));
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size != (off_t)region || st.st_uid != geteuid()) {
+  if (fstat(fd, &st) != 0 || st.st_size != (off_t)ASR_SM_MAP_BYTES(region) || st.st_uid != geteuid()) {
     close(fd);
     return asr_errf(err, errlen, ASR_EPROTO,
                     "the peer's sm region %s is not what its handle says (%u bytes, ours)", name, region);
   }
-  void *m = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  size_t map = ASR_SM_MAP_BYTES(region);
+  void *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   close(fd);
   if (m == MAP_FAILED)
     return asr_errf(err, errlen, asr_err_from_errno(e), "cannot map the sm region %s: %s", name, strerror(e));
   asr__sm_t *s = sm_new(cfg);
   if (!s) {
-    munmap(m, region);
+    munmap(m, map);
     return asr_errf(err, errlen, ASR_ENOMEM, "no memory for an sm comm");
   }
   s->base = m;
-  s->len = region;
+  s->len = map;
   s->is_send = 1;
   snprintf(s->name, sizeof s->name, "%s", name);
   /* Both ends have the region now: its name goes (no one else may map it,
@@ -215,7 +216,7 @@ int asr__sm_connect(asr__sm_t **out, const asr__sm_cfg_t *cfg, const uint8_t han
   }
   s->ring = s->base + ASR_SM_RING_OFF;
   s->ring_bytes = ring;
-  s->osr = s->ring + s->ring_bytes;
+  s->osr = s->base + region;
   s->osr_bytes = ASR_SM_OSR_BYTES(region);
   memcpy(peer_who, handle + ASR_SM_H_WHO, ASR_OFI_WHO_LEN);
   s->peer_pid = asr_le_get32(peer_who);
