@@ -181,13 +181,7 @@ static void drain(void) {
       continue;
     }
     if (n == -FI_EAGAIN) return;
-    if (n == -FI_EAVAIL) {
-      struct fi_cq_err_entry e;
-      memset(&e, 0, sizeof e);
-      fi_cq_readerr(cq, &e, 0);
-      fprintf(stderr, "ofi_rma_raw rank %d: completion error: %s\n", rank, fi_strerror(e.err));
-      exit(1);
-    }
+    if (n == -FI_EAVAIL) raw_ofi_cq_fail(cq, "ofi_rma_raw", rank);
     die("fi_cq_read", n);
   }
 }
@@ -196,12 +190,7 @@ static void wait_op(op_t *op) {
   while (!op->done) drain();
 }
 
-#define POST(call)                                \
-  do {                                            \
-    ssize_t rc_;                                  \
-    while ((rc_ = (call)) == -FI_EAGAIN) drain(); \
-    if (rc_) die(#call, rc_);                     \
-  } while (0)
+#define POST RAW_OFI_POST
 
 static void op_start(op_t *op) {
   memset(&op->ctx, 0, sizeof op->ctx);

@@ -8,10 +8,13 @@
 #define ASR_RAW_OFI_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
 
 /* libasr's rule (runtime/ofi_env.c): 1024 ofi_rxm bounce buffers per
  * endpoint unless the environment says otherwise (libfabric's 4096 cost
@@ -69,5 +72,25 @@ static inline size_t raw_ofi_inject_max(const char *prov, const struct fi_info *
   }
   return max;
 }
+
+/* A failed completion ends a baseline: the CQ's error entry is read and
+ * said, naming the program and its rank. */
+static inline void raw_ofi_cq_fail(struct fid_cq *cq, const char *prog, int rank) {
+  struct fi_cq_err_entry e;
+  memset(&e, 0, sizeof e);
+  fi_cq_readerr(cq, &e, 0);
+  fprintf(stderr, "%s rank %d: completion error: %s\n", prog, rank, fi_strerror(e.err));
+  exit(1);
+}
+
+/* Makes the post `call`, reading the CQ (drain()) while the provider's
+ * queue is full; any other failure ends the program (die()). The program
+ * defines drain and die. */
+#define RAW_OFI_POST(call)                        \
+  do {                                            \
+    ssize_t rc_;                                  \
+    while ((rc_ = (call)) == -FI_EAGAIN) drain(); \
+    if (rc_) die(#call, rc_);                     \
+  } while (0)
 
 #endif
