@@ -201,7 +201,12 @@ int asr__sm_send_locked(asr__sm_t *s, const void *buf, size_t len, asr__ofi_op_t
     op_done(op, 0, 0); /* its bytes are in the ring: the buffer may be reused */
     return 0;
   }
-  if (s->cfg.cma && __atomic_load_n(word32(s, ASR_SM_OFF_CMA), __ATOMIC_ACQUIRE) == ASR_SM_CMA_YES) {
+  uint32_t cma = s->cfg.cma ? __atomic_load_n(word32(s, ASR_SM_OFF_CMA), __ATOMIC_ACQUIRE) : ASR_SM_CMA_NO;
+  /* The receiver says at its accept how large messages go (sm_region.c):
+   * until it did, one waits, stashed, rather than take the ring's way for
+   * good while a single copy may be allowed a moment later. */
+  if (cma == ASR_SM_CMA_UNKNOWN) return ASR_EAGAIN;
+  if (cma == ASR_SM_CMA_YES) {
     uint64_t at[2] = {(uint64_t)(uintptr_t)buf, len};
     int r = make_room(s, ASR_SM_LINE);
     if (r <= 0) return r < 0 ? s->err : ASR_EAGAIN;
