@@ -3,6 +3,7 @@ noinst_LTLIBRARIES += common/libasrcommon.la
 common_libasrcommon_la_SOURCES = \
 	common/asr_assert.h \
 	common/asr_buf.c common/asr_buf.h \
+	common/asr_comm_names.h \
 	common/asr_err.c common/asr_err.h \
 	common/asr_env.c common/asr_env.h common/asr_env_warn.c \
 	common/asr_fs.c common/asr_fs.h \
@@ -17,4 +18,5 @@ common_libasrcommon_la_SOURCES = \
 	common/asr_sm_name.h \
 	common/asr_sock.c common/asr_sock.h \
 	common/asr_time.c common/asr_time.h \
+	common/asr_trace.c common/asr_trace.h common/asr_trace_fmt.h \
 	common/asr_tsan.h

@@ -233,6 +233,15 @@
     "pipelined through the ring")                                                                              \
   X(SEQ_BITS, "ASR_SEQ_BITS", INT, 8, 40, NULL, "40", ASR_ENV_LIBASR,                                        \
     "bits of the per-comm sequence number in a message's tag (tests use 8 to wrap it soon)")                 \
+  X(TRACE, "ASR_TRACE", STR, 1, 4000, NULL, NULL, ASR_ENV_LIBASR | ASR_ENV_ASRD | ASR_ENV_SET,                 \
+    "a directory: libasr (and asrd) write this process's trace records to a file there, for asrtrace "       \
+    "merge; asrd sets it for every rank of an asrrun --trace job (unset: no trace, one branch per point)")   \
+  X(TRACE_BUF, "ASR_TRACE_BUF", INT, 64, 16777216, NULL, "65536", ASR_ENV_LIBASR | ASR_ENV_ASRD,              \
+    "trace records (64 bytes each) each thread keeps for its transfers and KV requests; beyond it the "       \
+    "oldest go first, counted; connect spans, launch phases and failures are kept apart, never overwritten") \
+  X(TRACE_KEEP, "ASR_TRACE_KEEP", INT, 64, 16777216, NULL, "65536", ASR_ENV_LIBASR | ASR_ENV_ASRD,            \
+    "trace records a process keeps for connect spans, launch phases, closes and failures (beyond it they "  \
+    "are dropped and counted)")                                                                                \
   X(OFI_PSM, "ASR_OFI_PSM", BOOL, 0, 1, NULL, "false", ASR_ENV_LIBASR,                                       \
     "load the real libpsm2 and libpsm_infinipath even on a host without their adapters")                     \
   X(OFI_KALLSYMS, "ASR_OFI_KALLSYMS", BOOL, 0, 1, NULL, "false", ASR_ENV_LIBASR,                             \

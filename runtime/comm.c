@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "asr_assert.h"
+#include "asr_comm_names.h"
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_time.h"
@@ -20,17 +21,12 @@
 #include "rma/rma.h"
 #include "rt.h"
 
-static const char *const comm_status_names[] = {
-    "START_INIT", "WAIT_FOR_HOSTNAME", "WAIT_FOR_NET_HANDLE_GET", "WAIT_FOR_NET_HANDLE_SET", "NET_CONNECT",
-    "LISTEN",     "CONNECTED",         "CONNECTION_ERROR"};
-
-const char *asr_comm_status_name(int s) {
-  return s >= 0 && s <= ASR_COMM_CONNECTION_ERROR ? comm_status_names[s] : "UNKNOWN";
-}
+const char *asr_comm_status_name(int s) { return asr_comm_state_text(s); }
 
 void asr__comm_set_status(struct asr_comm *c, int status) {
   atomic_store_explicit(&c->state_since_ms, asr_time_ms(), memory_order_relaxed);
   int old = atomic_exchange(&c->status, status);
+  if (ASR_OBS_ON()) asr__obs_state(c, old, status);
   asr_debug("svc", "lnc %d %s comm %p to %s/lnc %d: %s -> %s", c->lnc,
             c->type == ASR_SEND_COMM ? "SEND" : "RECV", (void *)c, c->peer_ip, c->peer_lnc,
             asr_comm_status_name(old), asr_comm_status_name(status));
@@ -72,6 +68,7 @@ struct asr_comm *asr__comm_new(asr_ctx_t *ctx, asr_comm_type_t type, const char 
   c->born_deaths = asr__job_deaths(); /* only later deaths fail it (rank_fail.c) */
   c->watch = -1;
   c->ep = -1;
+  asr__obs_comm_new(c);
   pthread_mutex_init(&c->stash_mutex, NULL);
   return c;
 }
@@ -340,7 +337,9 @@ int asr__mr_get_or_register(struct asr_comm *c, struct asr_tensor *t, struct fid
   asr_mr_entry_t *e = malloc(sizeof *e);
   if (!e) return ASR_ENOMEM;
   struct fid_mr *m = NULL;
+  uint64_t t0 = ASR_OBS_ON() ? asr_time_ns() : 0;
   int rc = asr__ofi_mr_reg(o, t->va, t->size, &m);
+  if (ASR_OBS_ON()) asr__obs_mr(c->lnc, rc ? 0 : t->size, t0);
   if (rc) {
     free(e);
     return rc;

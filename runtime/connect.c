@@ -110,8 +110,12 @@ static int fail(struct asr_comm *c, const char *fmt, ...) {
  * what the connect machine waits on in each WAIT_FOR_* state;
  * connect_sched.c). */
 static void on_kv_done(void *arg, asr_kv_call_t *call) {
-  (void)call;
   struct asr_comm *c = arg;
+  if (ASR_OBS_ON()) {
+    int rc = 0;
+    (void)asr_kv_call_done(call, &rc);
+    asr__obs_kv_end(c, rc == 0);
+  }
   asr__sched_put(c->ctx, c, ASR_SCHED_READY);
 }
 
@@ -267,6 +271,7 @@ static int start_handle_get(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->lnc, (uint32_t)c->peer_lnc, ctx->hostname) < 0)
     return fail(c, "cannot build the handle key (host name '%s')", ctx->hostname);
   c->handle_len = 0;
+  if (ASR_OBS_ON()) asr__obs_kv_begin(c, ASR_KV_OP_GET, key, sizeof key);
   int rc = asr_kv_pool_get(ctx->kv.pool, c->peer_ip, ctx->kv.port, key, sizeof key, ASR_KV_VTYPE_BINARY, 1,
                            send_cb, c, on_kv_done, c, &c->kv_req);
   if (rc) return fail(c, "cannot start the handle GET: %s", asr_strerror(rc));
@@ -374,6 +379,7 @@ static int start_handle_set(asr_ctx_t *ctx, struct asr_comm *c) {
   if (asr_kv_handle_key(key, (uint32_t)c->peer_lnc, (uint32_t)c->lnc, (const char *)c->peer_hostname) < 0)
     return ASR_EINVAL;
   c->kv_epoch = asr__kv_host_epoch();
+  if (ASR_OBS_ON()) asr__obs_kv_begin(c, ASR_KV_OP_SET, key, sizeof key);
   return asr_kv_pool_set(ctx->kv.pool, asr__kv_host_ip(), ctx->kv.port, key, sizeof key, c->net_handle,
                          ASR_KV_NET_HANDLE_LEN, ASR_KV_VTYPE_BINARY, on_kv_done, c, &c->kv_req);
 }
@@ -499,6 +505,7 @@ static int recv_step(asr_ctx_t *ctx, struct asr_comm *c) {
       }
       if (h) h->owner = c;
       c->hostname_len = 0;
+      if (ASR_OBS_ON()) asr__obs_kv_begin(c, ASR_KV_OP_GET, ASR_KV_HOSTNAME_KEY, ASR_KV_HOSTNAME_KEY_LEN);
       int rc = asr_kv_pool_get(ctx->kv.pool, c->peer_ip, ctx->kv.port, ASR_KV_HOSTNAME_KEY,
                                ASR_KV_HOSTNAME_KEY_LEN, ASR_KV_VTYPE_TEXT, 1, recv_cb, c, on_kv_done, c,
                                &c->kv_req);

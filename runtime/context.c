@@ -118,6 +118,10 @@ int asr_init(int lnc) {
     asr_error("svc", "asr_init: host name must be 1..127 bytes (set ASR_HOSTNAME)");
     goto err_free;
   }
+  if (asr__obs_init(ctx->hostname, err, sizeof err) != 0) {
+    asr_error("svc", "asr_init(lnc %d): %s", lnc, err);
+    goto err_free;
+  }
   if (asr__kv_host_join(port, ctx->hostname, err, sizeof err) != 0) {
     asr_error("svc", "asr_init(lnc %d): %s", lnc, err);
     goto err_free;
@@ -514,6 +518,7 @@ static int svc_tick(asr_loop_t *loop, void *arg) {
 
 void *asr__svc_main(void *arg) {
   asr_ctx_t *ctx = arg;
+  asr_trace_thread_lnc(ctx->lnc);
   asr_loop_set_hooks(ctx->svc.loop, svc_tick, NULL, ctx);
   int rc = asr_loop_run(ctx->svc.loop);
   if (rc) asr_error("svc", "lnc %d: the service thread's loop failed: %s", ctx->lnc, asr_strerror(rc));

@@ -62,6 +62,12 @@ static void recycle_locked(struct asr_request *r) {
   if (p->free_top < ASR_RING) p->free_data[p->free_top++] = r;
 }
 
+/* r's trace record (obs/obs.h), before r is recycled */
+static void obs_done(struct asr_request *r, size_t bytes, int ok) {
+  asr_comm_pool_t *p = asr__comm_pool_of(r->comm);
+  asr__obs_done(r->comm, &p->obs[r - p->reqs], r->type, bytes, ok);
+}
+
 void asr__req_recycle(struct asr_request *r) {
   asr__comm_lock(r->comm);
   recycle_locked(r);
@@ -212,6 +218,7 @@ static inline __attribute__((always_inline)) int post(asr_comm_t *hc, asr_tensor
   r->length = length;
   r->type = rtype;
   if (rma) pool->rma[r - pool->reqs] = *rma;
+  if (ASR_OBS_ON()) asr__obs_post(comm, &pool->obs[r - pool->reqs], rtype);
   if (fast) {
     int rc = sm ? post_sm_locked(comm, r, va) : post_ofi_locked(comm, r, va, mr, ASR_OFI_SEND_SPIN_MS);
     if (rc == 0) {
@@ -303,6 +310,9 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
     void *va = list ? NULL : r->tensor->va;
     asr__sm_t *sm = asr__comm_sm(c);
     int rc = !has_va ? ASR_EINVAL : sm || list ? 0 : asr__mr_get_or_register(c, r->tensor, &mr);
+    /* before the post: once posted, its completion may be read at once
+     * (the status's release store below orders it for asr_test) */
+    if (ASR_OBS_ON()) asr__comm_pool_of(c)->obs[r - asr__comm_pool_of(c)->reqs].t_out = asr_time_ns();
     if (rc == 0 && sm) {
       asr__sm_lock(sm);
       rc = post_sm_locked(c, r, va);
@@ -436,6 +446,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
       int rc = d ? asr__ofi_op_result(op, &len) : 0;
       if (d && rc == 0) {
         size_t moved = req->type == ASR_REQ_RECV ? len : req->type == ASR_REQ_XFER ? len : req->length;
+        if (ASR_OBS_ON()) obs_done(req, moved, 1);
         recycle_locked(req);
         asr__rep_count(&c->rep_done);
         asr__comm_unlock(c);
@@ -454,6 +465,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
         asr_error("fab", "lnc %d: request %p failed: %s", c->lnc, (void *)h,
                   atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : asr_strerror(rc));
         req_set_status(req, ASR_REQ_ERROR);
+        if (ASR_OBS_ON()) obs_done(req, 0, 0);
         asr__req_recycle(req);
         return ASR_INVALID;
       }
@@ -476,6 +488,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
       asr_error("svc", "asr_test: Request state %s%s%s", req_status_names[status & 3],
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? ": " : "",
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : "");
+      if (ASR_OBS_ON()) obs_done(req, 0, 0);
       asr__req_recycle(req);
       return ASR_INVALID;
   }

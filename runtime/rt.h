@@ -24,6 +24,7 @@
 #include "handle.h"
 #include "kv_conn.h"
 #include "kv_keys.h"
+#include "obs/obs.h"
 #include "ofi.h"
 #include "rma/rma_types.h"
 #include "sm/sm.h"
@@ -124,6 +125,7 @@ typedef struct asr_comm_pool {
   struct asr_request *stash[ASR_RING];
   uint64_t stash_ticket[ASR_RING]; /* the context's post order (asr__drain_stashes) */
   asr__rma_t rma[ASR_RING];        /* a write's, read's or list post's target (rma/rma_types.h) */
+  asr__obs_req_t obs[ASR_RING];    /* its trace state, when tracing (obs/obs.h) */
 } asr_comm_pool_t;
 
 struct asr_comm {
@@ -216,6 +218,9 @@ struct asr_comm {
 
   /* one-sided transfers (rma/rma_types.h says who writes what) */
   asr__comm_rma_t rma;
+
+  /* its trace identity (obs/obs.h) */
+  asr__obs_comm_t obs;
 
   /* the close handshake (drain.c; service thread, but where said) */
   _Atomic int drain;          /* SEND: asr_drain_state_t (OPEN -> POSTING by the closer, under task.mutex) */

@@ -365,6 +365,8 @@ int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
   asr__sm_t *sm = asr__comm_sm(c);
   if (sm) {
     *n = asr__sm_notif_take(sm, values, max, owner_check, c->ctx);
+    if (ASR_OBS_ON())
+      for (int i = 0; i < *n; i++) asr__obs_notif(c, values[i]);
     if (*n)
       asr__poll_found();
     else
@@ -382,8 +384,10 @@ int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
   int k = 0;
   asr__ofi_lock(o);
   (void)asr__ofi_drain_locked(o);
-  for (; k < max && r->arrived[r->next % ASR_NOTIF_DEPTH] == r->next + 1; k++, r->next++)
+  for (; k < max && r->arrived[r->next % ASR_NOTIF_DEPTH] == r->next + 1; k++, r->next++) {
     values[k] = r->vals[r->next % ASR_NOTIF_DEPTH];
+    if (ASR_OBS_ON()) asr__obs_notif(c, values[k]);
+  }
   uint64_t next = r->next, tell = next - r->reported >= ASR_NOTIF_DEPTH / 4 ? next : 0;
   if (tell) r->reported = next;
   asr__ofi_unlock(o);
