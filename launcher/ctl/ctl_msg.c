@@ -20,7 +20,8 @@ static const char *const type_names[ASR_CTL__COUNT] = {
     "INVALID",    "HELLO",     "JOB",          "STARTED",       "OUTPUT", "EXIT",       "FENCE",
     "FENCE_DONE", "ABORT",     "KILL",         "STDIN",         "ERROR",  "DONE",       "SHUTDOWN",
     "HEARTBEAT",  "CREDIT",    "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT",
-    "ROUTED",     "FENCE_SUB", "LOST",         "ENDS_ASK",      "ENDS",   "RANK_STATE"};
+    "ROUTED",     "FENCE_SUB", "LOST",         "ENDS_ASK",      "ENDS",   "RANK_STATE", "CLOCK_ASK",
+    "CLOCK",      "TRACE",     "TRACE_END"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -68,7 +69,7 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
       !str_ok(j->master_addr, ASR_CTL_MAX_HOSTNAME) || j->master_port == 0 || j->master_port > 65535 ||
       j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_launch > 1 || !str_ok(j->tree_agent, ASR_CTL_MAX_TEXT) ||
       !str_ok(j->tree_asrd, ASR_CTL_MAX_TEXT) || !str_ok(j->tree_ip, ASR_CTL_MAX_HOSTNAME) ||
-      j->on_failure > ASR_CTL_ON_FAILURE_MAX)
+      j->on_failure > ASR_CTL_ON_FAILURE_MAX || j->trace > 1)
     return ASR_EINVAL;
   int rc = asr_buf_put_u32(b, j->nranks) || asr_buf_put_u32(b, j->nhosts) || asr_buf_put_u32(b, j->index);
   for (uint32_t h = 0; h < j->nhosts; h++) {
@@ -105,7 +106,7 @@ static int enc_job(const asr_ctl_msg_t *m, asr_buf_t *b) {
   rc = rc || asr_buf_put_u32(b, j->tree_radix) || asr_buf_put_u32(b, j->tree_launch) ||
        asr_buf_put_str(b, j->tree_agent) || asr_buf_put_str(b, j->tree_asrd) ||
        asr_buf_put_str(b, j->tree_ip);
-  rc = rc || asr_buf_put_u32(b, j->on_failure);
+  rc = rc || asr_buf_put_u32(b, j->on_failure) || asr_buf_put_u32(b, j->trace);
   return rc ? ASR_ENOMEM : 0;
 }
 
@@ -206,10 +207,12 @@ static int dec_job(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   j->tree_asrd = asr_rd_str(r, ASR_CTL_MAX_TEXT);
   j->tree_ip = asr_rd_str(r, ASR_CTL_MAX_HOSTNAME);
   j->on_failure = asr_rd_u32(r);
+  j->trace = asr_rd_u32(r);
   if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "JOB's tree is truncated or a string in it is too long");
   if (j->on_failure > ASR_CTL_ON_FAILURE_MAX)
     return asr_errf(why, wl, ASR_EPROTO, "JOB's failure policy is %u (0..%u)", j->on_failure,
                     ASR_CTL_ON_FAILURE_MAX);
+  if (j->trace > 1) return asr_errf(why, wl, ASR_EPROTO, "JOB's trace is %u (0 or 1)", j->trace);
   if (j->tree_radix > ASR_CTL_MAX_RADIX || j->tree_launch > 1)
     return asr_errf(why, wl, ASR_EPROTO, "JOB's tree radix is %u (0..%u), srun %u", j->tree_radix,
                     ASR_CTL_MAX_RADIX, j->tree_launch);
@@ -620,6 +623,68 @@ static int dec_ends(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   return 0;
 }
 
+/* --- CLOCK_ASK, CLOCK, TRACE, TRACE_END (issue 52: the job's trace) ------------ */
+
+static int put_u64(asr_buf_t *b, uint64_t v) {
+  return asr_buf_put_u32(b, (uint32_t)(v >> 32)) || asr_buf_put_u32(b, (uint32_t)v);
+}
+
+static uint64_t rd_u64(asr_rd_t *r) {
+  uint64_t hi = asr_rd_u32(r);
+  return hi << 32 | asr_rd_u32(r);
+}
+
+static int enc_clock(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  return asr_buf_put_u32(b, m->u.clock.seq) || put_u64(b, m->u.clock.t) ||
+         (m->type == ASR_CTL_CLOCK && put_u64(b, m->u.clock.answer));
+}
+
+static int dec_clock(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.clock.seq = asr_rd_u32(r);
+  m->u.clock.t = rd_u64(r);
+  if (m->type == ASR_CTL_CLOCK) m->u.clock.answer = rd_u64(r);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "%s is truncated", type_names[m->type]);
+  return 0;
+}
+
+static int enc_trace(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.trace.file >= ASR_CTL_TRACE_MAX_FILES || (m->u.trace.flags & ~ASR_CTL_TRACE_LAST) ||
+      !str_ok(m->u.trace.exited, 64) || m->u.trace.len > ASR_CTL_TRACE_PIECE)
+    return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.trace.file) || asr_buf_put_u32(b, m->u.trace.flags) ||
+         asr_buf_put_str(b, m->u.trace.exited) || asr_buf_put_bytes(b, m->u.trace.data, m->u.trace.len);
+}
+
+static int dec_trace(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.trace.file = asr_rd_u32(r);
+  m->u.trace.flags = asr_rd_u32(r);
+  m->u.trace.exited = asr_rd_str(r, 64);
+  m->u.trace.data = asr_rd_bytes(r, &m->u.trace.len);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "TRACE is truncated or its end's text too long");
+  if (m->u.trace.file >= ASR_CTL_TRACE_MAX_FILES || (m->u.trace.flags & ~ASR_CTL_TRACE_LAST) ||
+      m->u.trace.len > ASR_CTL_TRACE_PIECE)
+    return asr_errf(why, wl, ASR_EPROTO, "TRACE of file %u, flags %#x, %zu bytes (at most %u)",
+                    m->u.trace.file, m->u.trace.flags, m->u.trace.len, ASR_CTL_TRACE_PIECE);
+  return 0;
+}
+
+static int enc_trace_end(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (m->u.trace_end.files > ASR_CTL_TRACE_MAX_FILES) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.trace_end.files) || put_u64(b, m->u.trace_end.offset) ||
+         put_u64(b, m->u.trace_end.error);
+}
+
+static int dec_trace_end(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.trace_end.files = asr_rd_u32(r);
+  m->u.trace_end.offset = rd_u64(r);
+  m->u.trace_end.error = rd_u64(r);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "TRACE_END is truncated");
+  if (m->u.trace_end.files > ASR_CTL_TRACE_MAX_FILES)
+    return asr_errf(why, wl, ASR_EPROTO, "TRACE_END of %u files (at most %u)", m->u.trace_end.files,
+                    ASR_CTL_TRACE_MAX_FILES);
+  return 0;
+}
+
 /* DONE, SHUTDOWN, HEARTBEAT carry nothing. */
 static int enc_empty(const asr_ctl_msg_t *m, asr_buf_t *b) {
   (void)m, (void)b;
@@ -682,6 +747,10 @@ static const codec_t codecs[ASR_CTL__COUNT] = {
     [ASR_CTL_ENDS_ASK] = {enc_ends, dec_ends},
     [ASR_CTL_ENDS] = {enc_ends, dec_ends},
     [ASR_CTL_RANK_STATE] = {enc_rank_state, dec_rank_state},
+    [ASR_CTL_CLOCK_ASK] = {enc_clock, dec_clock},
+    [ASR_CTL_CLOCK] = {enc_clock, dec_clock},
+    [ASR_CTL_TRACE] = {enc_trace, dec_trace},
+    [ASR_CTL_TRACE_END] = {enc_trace_end, dec_trace_end},
 };
 
 int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {
@@ -723,6 +792,7 @@ void asr_ctl_msg_free(asr_ctl_msg_t *m) {
     case ASR_CTL_REPORT: free(m->u.report.pstate); break;
     case ASR_CTL_LOST: free(m->u.lost.why); break;
     case ASR_CTL_RANK_STATE: free(m->u.rank_state.why); break;
+    case ASR_CTL_TRACE: free(m->u.trace.exited); break;
     default: break; /* nothing owned */
   }
   memset(&m->u, 0, sizeof m->u);

@@ -73,6 +73,19 @@
  *                                the incarnation is the one the state is of: RESTARTING's
  *                                is the one that died, and tells the rank's own daemon to
  *                                start incarnation + 1
+ *   CLOCK_ASK   asrd -> asrrun   u32 seq, u64 t (asrd's CLOCK_MONOTONIC ns): a round of
+ *                                the trace's clock alignment (issue 52, asrd_trace.c)
+ *   CLOCK       asrrun -> asrd   u32 seq, u64 t (the ask's, echoed), u64 asrrun's clock
+ *                                when it answered
+ *   TRACE       asrd -> asrrun   u32 file, u32 flags (ASR_CTL_TRACE_LAST: the file's last
+ *                                piece), str how its process ended ("code 0", "signal 9",
+ *                                or ""), bytes a piece (at most ASR_CTL_TRACE_PIECE) of
+ *                                the packed trace file (launcher/trace/trace_read.h) of
+ *                                one process of the host; files numbered 0 up, pieces in
+ *                                order; sent before DONE by a daemon of a traced job
+ *   TRACE_END   asrd -> asrrun   u32 files, u64 offset (asrd's clock minus asrrun's, two's
+ *                                complement), u64 its error bound (ns; ASR_CTL_TRACE_NO_CLOCK:
+ *                                not measured): the host's last TRACE
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
@@ -123,6 +136,10 @@ typedef enum {
   ASR_CTL_ENDS_ASK,
   ASR_CTL_ENDS,
   ASR_CTL_RANK_STATE,
+  ASR_CTL_CLOCK_ASK,
+  ASR_CTL_CLOCK,
+  ASR_CTL_TRACE,
+  ASR_CTL_TRACE_END,
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
@@ -199,6 +216,12 @@ typedef enum {
 #define ASR_CTL_ON_FAILURE_RESTART 2u
 #define ASR_CTL_ON_FAILURE_MAX ASR_CTL_ON_FAILURE_RESTART
 
+/* TRACE */
+#define ASR_CTL_TRACE_LAST 1u
+#define ASR_CTL_TRACE_PIECE (1u << 20)
+#define ASR_CTL_TRACE_MAX_FILES 65536u
+#define ASR_CTL_TRACE_NO_CLOCK UINT64_MAX
+
 /* Bounds a decoder enforces (a larger job is refused by asrrun's config). */
 #define ASR_CTL_MAX_RANKS (1u << 20)
 #define ASR_CTL_MAX_HOSTS (1u << 16)
@@ -259,6 +282,9 @@ typedef struct {
    * restart a daemon holds its DONE while a failed rank of its waits for
    * asrrun's RANK_STATE (it may be started again) */
   uint32_t on_failure;
+  /* --trace (issue 52): 1 when the ranks and the daemons trace, and the
+   * daemons send their files up (TRACE) before DONE */
+  uint32_t trace;
 } asr_ctl_job_t;
 
 /* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE, STDIN, ROUTED
@@ -337,6 +363,20 @@ typedef struct {
       uint32_t rank, state, incarnation, status;
       char *why;
     } rank_state;
+    struct {
+      uint32_t seq;
+      uint64_t t, answer; /* answer: CLOCK's only */
+    } clock;              /* CLOCK_ASK and CLOCK */
+    struct {
+      uint32_t file, flags;
+      char *exited;
+      const uint8_t *data;
+      size_t len;
+    } trace;
+    struct {
+      uint32_t files;
+      uint64_t offset, error;
+    } trace_end;
     struct {
       uint32_t id, rank, pid, flags;
       char *pstate;

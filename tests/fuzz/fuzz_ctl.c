@@ -53,6 +53,7 @@ static void check_fields(const asr_ctl_msg_t *m) {
       FUZZ_ASSERT(j->heartbeat_s >= 1 && j->heartbeat_s <= 3600, "JOB heartbeat");
       FUZZ_ASSERT(j->bind_to <= ASR_BIND_AUTO && j->report_bindings <= 1, "JOB binding");
       FUZZ_ASSERT(j->on_failure <= ASR_CTL_ON_FAILURE_MAX, "JOB failure policy");
+      FUZZ_ASSERT(j->trace <= 1, "JOB trace");
       break;
     }
     case ASR_CTL_STARTED:
@@ -81,6 +82,14 @@ static void check_fields(const asr_ctl_msg_t *m) {
                       m->u.rank_state.state <= ASR_CTL_RANK_FINISHED &&
                       m->u.rank_state.incarnation <= ASR_CTL_MAX_INCARNATION && m->u.rank_state.why,
                   "RANK_STATE fields");
+      break;
+    case ASR_CTL_TRACE:
+      FUZZ_ASSERT(m->u.trace.exited && m->u.trace.file < ASR_CTL_TRACE_MAX_FILES &&
+                      !(m->u.trace.flags & ~ASR_CTL_TRACE_LAST) && m->u.trace.len <= ASR_CTL_TRACE_PIECE,
+                  "TRACE fields");
+      break;
+    case ASR_CTL_TRACE_END:
+      FUZZ_ASSERT(m->u.trace_end.files <= ASR_CTL_TRACE_MAX_FILES, "TRACE_END files");
       break;
     case ASR_CTL_KILL: FUZZ_ASSERT(m->u.kill.sig >= 1 && m->u.kill.sig <= 64, "KILL signal"); break;
     case ASR_CTL_ABORT: FUZZ_ASSERT(m->u.abort.msg != NULL, "ABORT message"); break;

@@ -84,7 +84,8 @@ static asr_ctl_msg_t example(int type) {
                                 .tree_agent = "ssh -p 2222",
                                 .tree_asrd = "/opt/asr/bin/asrd",
                                 .tree_ip = "10.1.0.1",
-                                .on_failure = 2};
+                                .on_failure = 2,
+                                .trace = 1};
       break;
     case ASR_CTL_STARTED:
       m.u.started.n = 3;
@@ -168,6 +169,24 @@ static asr_ctl_msg_t example(int type) {
       m.u.rank_state.status = 9;
       m.u.rank_state.why = "peer rank 3 on host n2 died: killed by signal 9 (Killed)";
       break;
+    case ASR_CTL_CLOCK_ASK:
+    case ASR_CTL_CLOCK:
+      m.u.clock.seq = 5;
+      m.u.clock.t = 0x123456789abcdef0ull;
+      m.u.clock.answer = type == ASR_CTL_CLOCK ? 0xfedcba9876543210ull : 0;
+      break;
+    case ASR_CTL_TRACE:
+      m.u.trace.file = 2;
+      m.u.trace.flags = ASR_CTL_TRACE_LAST;
+      m.u.trace.exited = "signal 9";
+      m.u.trace.data = (const uint8_t *)"ASRTRC1";
+      m.u.trace.len = 8;
+      break;
+    case ASR_CTL_TRACE_END:
+      m.u.trace_end.files = 3;
+      m.u.trace_end.offset = (uint64_t)-12345;
+      m.u.trace_end.error = 678;
+      break;
     default: break;
   }
   return m;
@@ -224,6 +243,7 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_STREQ(x->tree_agent, y->tree_agent);
       ASSERT_STREQ(x->tree_asrd, y->tree_asrd);
       ASSERT_STREQ(x->tree_ip, y->tree_ip);
+      ASSERT_EQ(x->trace, y->trace);
       ASSERT_EQ(x->on_failure, y->on_failure);
       break;
     }
@@ -320,6 +340,24 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_EQ(a->u.rank_state.incarnation, b->u.rank_state.incarnation);
       ASSERT_EQ(a->u.rank_state.status, b->u.rank_state.status);
       ASSERT_STREQ(a->u.rank_state.why, b->u.rank_state.why);
+      break;
+    case ASR_CTL_CLOCK_ASK:
+    case ASR_CTL_CLOCK:
+      ASSERT_EQ(a->u.clock.seq, b->u.clock.seq);
+      ASSERT_EQ(a->u.clock.t, b->u.clock.t);
+      ASSERT_EQ(a->u.clock.answer, b->u.clock.answer);
+      break;
+    case ASR_CTL_TRACE:
+      ASSERT_EQ(a->u.trace.file, b->u.trace.file);
+      ASSERT_EQ(a->u.trace.flags, b->u.trace.flags);
+      ASSERT_STREQ(a->u.trace.exited, b->u.trace.exited);
+      ASSERT_EQ(a->u.trace.len, b->u.trace.len);
+      ASSERT_MEMEQ(a->u.trace.data, b->u.trace.data, a->u.trace.len);
+      break;
+    case ASR_CTL_TRACE_END:
+      ASSERT_EQ(a->u.trace_end.files, b->u.trace_end.files);
+      ASSERT_EQ(a->u.trace_end.offset, b->u.trace_end.offset);
+      ASSERT_EQ(a->u.trace_end.error, b->u.trace_end.error);
       break;
     default: break;
   }
