@@ -89,6 +89,9 @@
     "prefix each output line with the time asrrun got it, as --timestamp-output")                            \
   X(ASRRUN_OUTPUT_DIR, "ASRRUN_OUTPUT_DIR", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                       \
     "also write each rank's output under this directory, as --output-dir")                                   \
+  X(ASRRUN_TRACE, "ASRRUN_TRACE", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                                 \
+    "write the job's merged trace (Chrome trace-event JSON, for Perfetto and asrtrace) to this file, as "    \
+    "--trace")                                                                                                 \
   X(ASRRUN_WDIR, "ASRRUN_WDIR", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                                   \
     "the ranks' working directory, as --wdir (default: asrrun's)")                                           \
   X(ASRRUN_STDIN, "ASRRUN_STDIN", STR, 0, 15, NULL, "0", ASR_ENV_ASRRUN,                                     \

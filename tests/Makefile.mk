@@ -280,3 +280,8 @@ noinst_PROGRAMS += tests/apps/pmix_tool
 tests_apps_pmix_tool_SOURCES = tests/apps/pmix_tool.c
 tests_apps_pmix_tool_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_apps_pmix_tool_LDADD = $(PMIX_LIBS)
+# The trace's tests' job (tests/python/test_trace.py, issue 52).
+noinst_PROGRAMS += tests/apps/trace_job
+tests_apps_trace_job_SOURCES = tests/apps/trace_job.c
+tests_apps_trace_job_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_trace_job_LDADD = runtime/libasr.la

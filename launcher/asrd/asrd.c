@@ -174,6 +174,7 @@ static void on_started(asrd_t *d, int ok, const char *err) {
  * read our KV server until asrrun says the whole job is done. */
 static void job_check_done(asrd_t *d) {
   if (d->state == ASRD_RUNNING && asrd_ranks_all_done(d) && !asrd_ranks_verdict_owed(d)) {
+    if (asrd_trace_finish(d, job_check_done)) return; /* the trace goes up first, then DONE */
     asrd_up_send(d, &(asr_ctl_msg_t){.type = ASR_CTL_DONE});
     if (d->nhosts == 1)
       wind_up(d);
@@ -182,6 +183,7 @@ static void job_check_done(asrd_t *d) {
     return;
   }
   if ((d->state == ASRD_TERMINATING || d->state == ASRD_KILLED) && d->nalive == 0) {
+    if (d->have_job && asrd_trace_finish(d, job_check_done)) return;
     /* DONE only for a job that ran: every rank reported and drained */
     if (d->have_job && asrd_ranks_all_done(d)) asrd_up_send(d, &(asr_ctl_msg_t){.type = ASR_CTL_DONE});
     wind_up(d);
@@ -199,6 +201,7 @@ static void on_job(asrd_t *d, asr_ctl_msg_t *m) {
     return;
   }
   int rc = asrd_job_take(d, m, err, sizeof err);
+  if (rc == 0) rc = asrd_trace_start(d, err, sizeof err);
   if (rc == 0) {
     set_state(d, ASRD_STARTING);
     rc = asrd_job_start(d, err, sizeof err);
@@ -275,6 +278,7 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_ROUTED: asrd_down_route(d, m); break;
     case ASR_CTL_ENDS_ASK: asrd_ends_ask(d, m->u.ends.id); break;
     case ASR_CTL_RANK_STATE: on_rank_state(d, m); break;
+    case ASR_CTL_CLOCK: asrd_trace_on_clock(d, m); break;
     case ASR_CTL_REPORT_REQ:
       asrd_report_ask(d, m->u.report_req.id, m->u.report_req.timeout_ms, m->u.report_req.flags);
       break;
@@ -488,6 +492,8 @@ int main(int argc, char **argv) {
   asrd_down_stop(d);
   asrd_job_stop(d);
   asrd_up_close(d);
+  asr_loop_timer_stop(d->loop, &d->trace.timer);
+  asrd_trace_cleanup(d);
   asr_loop_signal_stop(d->loop, &d->sig_hup);
   asr_loop_signal_stop(d->loop, &d->sig_int);
   asr_loop_signal_stop(d->loop, &d->sig_term);

@@ -11,6 +11,7 @@
  *   asrd_topo.c   the hwloc topology and each rank's binding
  *   asrd_stdio.c  the ranks' output (whole lines) and rank 0's stdin
  *   asrd_report.c the ranks' state reports (asrrun's REPORT_REQ, issue 24)
+ *   asrd_trace.c  a traced job's files: made, named to the ranks, sent up (issue 52)
  * The files below asrd.c never call up into it: what it must hear (a message
  * from asrrun, a rank's exit, the registration done) comes through the
  * callbacks it sets in asrd_t.
@@ -75,6 +76,8 @@ typedef struct asrd_fence asrd_fence_t;
 struct asrd_fence {
   void (*done)(asrd_t *d, asrd_fence_t *f, int ok, const uint8_t *data, size_t len);
   asrd_fence_t *next;
+  uint64_t t0; /* when it went up (the trace's span: asrd_up.c) */
+  size_t bytes;
 };
 
 /* One output stream of a rank (asrd_stdio.c). */
@@ -218,6 +221,20 @@ struct asrd {
     asr_loop_timer_t timer;
   } rep;
 
+  /* a traced job (asrd_trace.c) */
+  struct {
+    int on;
+    char dir[4096];
+    int phase; /* 0: the job runs; 1: measuring the clock; 2: the files went up */
+    uint32_t seq;
+    int rounds;
+    uint64_t asked_ns, best_rtt;
+    int64_t best_off;
+    asr_loop_timer_t timer;
+    void (*then)(asrd_t *d);
+    uint64_t stall_ns; /* output held under back-pressure since (asrd_stdio.c), or 0 */
+  } trace;
+
   /* the tree below this daemon (asrd_down.c on tree_node.h) */
   struct {
     int radix, parent;    /* the JOB's radix; this host's parent (-1: asrrun) */
@@ -275,6 +292,20 @@ int asrd_ends_may_report(const asrd_rank_t *r);
 void asrd_ends_ask(asrd_t *d, uint32_t id);
 /* An EXIT went or a rank was reaped: the answer may go now. */
 void asrd_ends_progress(asrd_t *d);
+
+/* asrd_trace.c (issue 52) */
+/* A JOB that says trace: the directory, asrd's own file. 0 or an ASR_E*
+ * with err set. */
+int asrd_trace_start(asrd_t *d, char *err, size_t errlen);
+/* The directory the ranks write their files to, or NULL when not traced. */
+const char *asrd_trace_dir(const asrd_t *d);
+/* Every local rank is gone: measures the clock, sends the files up, then
+ * calls then(d). 1 while that goes on; 0 when done or not traced. */
+int asrd_trace_finish(asrd_t *d, void (*then)(asrd_t *d));
+/* asrrun's CLOCK. */
+void asrd_trace_on_clock(asrd_t *d, const asr_ctl_msg_t *m);
+/* Removes the directory (asrd's exit). */
+void asrd_trace_cleanup(asrd_t *d);
 
 /* asrd_up.c */
 /* Starts calling asrrun back at HOST:PORT; on_up_ready or on_up_lost follows. */

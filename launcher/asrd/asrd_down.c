@@ -69,6 +69,9 @@ static void on_msg(asr_tree_node_t *n, asr_tree_child_t *ch, asr_ctl_msg_t *m) {
     case ASR_CTL_JOINED:
     case ASR_CTL_REPORT:
     case ASR_CTL_ENDS:
+    case ASR_CTL_CLOCK_ASK:
+    case ASR_CTL_TRACE:
+    case ASR_CTL_TRACE_END:
     case ASR_CTL_DONE:
       if (m->type == ASR_CTL_DONE) ch->done = 1;
       asrd_up_send_routed(d, (uint32_t)ch->host, m);

@@ -23,6 +23,8 @@
 
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_time.h"
+#include "asr_trace.h"
 #include "asrd.h"
 #include "asrd_shm.h"
 #include "job_config.h"
@@ -185,7 +187,10 @@ static int start_rank(asrd_t *d, asrd_rank_t *r, char *errbuf, size_t errlen) {
     ew[1] = -1;
   }
   /* ep[1] is the spawn's now (it closes it once the child is past execve) */
+  uint64_t t0 = ASR_TRACE_ON() ? asr_time_ns() : 0;
   pid_t pid = asrd_spawn_rank(d, r, ip[0], op[1], ep[1], pmi_fd, rep_fd, ew[1], &cpus, bind, errbuf, errlen);
+  if (ASR_TRACE_ON() && pid > 0)
+    asr_trace_put(1, ASR_TR_SPAWN, -1, 0, 0, t0, asr_time_ns(), (uint64_t)r->rank, (uint64_t)pid, 0, 0, NULL);
   /* the child has its own copies of these (or has exec'd already) */
   close(op[1]);
   close(pmi_fd);

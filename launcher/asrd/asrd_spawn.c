@@ -131,6 +131,8 @@ static int build_base_env(asrd_t *d) {
   if (d->bind_addr[0] && d->nhosts > 1) SETENV("ASR_KV_BIND=%s", d->bind_addr);
   SETENV("ASR_NUM_HOSTS=%d", d->nhosts);
   SETENV("ASR_HOST_INDEX=%d", d->host_index);
+  /* --trace: each rank's libasr writes its records in asrd's trace directory */
+  if (asrd_trace_dir(d)) SETENV("ASR_TRACE=%s", asrd_trace_dir(d));
   /* One provider for every peer where the user named one. Otherwise no
    * ASR_PROVIDER: libasr then takes a path per peer, its own (sm) to the
    * ranks of this host and tcp;ofi_rxm to the others (runtime/paths.c). */

@@ -30,6 +30,8 @@
 #include <unistd.h>
 
 #include "asr_log.h"
+#include "asr_time.h"
+#include "asr_trace.h"
 #include "asrd.h"
 
 #define LINE_WHOLE (1u << 20)          /* a line up to this is one message */
@@ -120,6 +122,18 @@ static void pump(asrd_t *d) {
         progress = 1;
         d->out.rr = (i + 1) % nstreams;
       }
+    }
+  }
+  /* the trace's output stall: from the pass that left output waiting for
+   * credit to the one that sent it all (or could again) */
+  if (ASR_TRACE_ON()) {
+    uint64_t held = 0;
+    for (int i = 0; i < nstreams; i++) held += asr_buf_pending(&stream_at(d, i)->part);
+    if (d->out.credit <= 0 && held && !d->trace.stall_ns) {
+      d->trace.stall_ns = asr_time_ns();
+    } else if (d->trace.stall_ns && (d->out.credit > 0 || !held)) {
+      asr_trace_put(1, ASR_TR_STALL, -1, 0, 0, d->trace.stall_ns, asr_time_ns(), 0, held, 0, 0, NULL);
+      d->trace.stall_ns = 0;
     }
   }
   /* reading resumes where there is room again; ends are noticed (these may

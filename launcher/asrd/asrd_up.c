@@ -26,6 +26,8 @@
 #include "asr_err.h"
 #include "asr_log.h"
 #include "asr_sock.h"
+#include "asr_time.h"
+#include "asr_trace.h"
 #include "asrd.h"
 
 #define CONNECT_TIMEOUT_MS 10000
@@ -218,6 +220,8 @@ void asrd_up_fence(asrd_t *d, asrd_fence_t *f, const uint8_t *blob, size_t len) 
   else
     asrd_up_send(d, &m);
   f->next = NULL;
+  f->t0 = ASR_TRACE_ON() ? asr_time_ns() : 0;
+  f->bytes = len;
   asrd_fence_t **pp = &d->up.fences;
   while (*pp) pp = &(*pp)->next;
   *pp = f;
@@ -231,6 +235,8 @@ void asrd_up_fence_done(asrd_t *d, const uint8_t *data, size_t len) {
   }
   d->up.fences = f->next;
   f->next = NULL;
+  if (ASR_TRACE_ON() && f->t0)
+    asr_trace_put(1, ASR_TR_FENCE, -1, 1, 0, f->t0, asr_time_ns(), (uint64_t)d->nlocal, len, 0, 0, NULL);
   f->done(d, f, 1, data, len); /* may free f */
 }
 

@@ -76,6 +76,7 @@ static void run_set_state(asrrun_t *run, run_state_t s) {
       break;
     case RUN_CLOSING:
       asr_loop_timer_stop(run->loop, &job_deadline);
+      asrrun_trace_finish(run); /* every daemon that could sent its files before its DONE */
       asrrun_daemons_shutdown(run);
       asr_loop_timer_start(run->loop, &state_timer, CLOSE_WAIT_MS, on_state_timer, run);
       if (asrrun_daemons_all_ended(run)) run_set_state(run, RUN_DONE);
@@ -125,7 +126,7 @@ static void fail(asrrun_t *run, int code, const char *fmt, ...) {
 }
 
 static void daemon_changed(asrrun_t *run, daemon_t *d) {
-  (void)d;
+  asrrun_trace_daemon(run, d);
   asrrun_verdict_check(run); /* a daemon DONE or gone owes no answer: the cause first, then the end */
   asrrun_stdin_poll(run);
   if (run->state < RUN_CLOSING && asrrun_daemons_all_done(run)) run_set_state(run, RUN_CLOSING);
@@ -517,6 +518,11 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
     snprintf(remote_asrd, sizeof remote_asrd, "%s/bin/asrd", run->cfg.prefix);
   else
     snprintf(remote_asrd, sizeof remote_asrd, "%s", asrd);
+  char terr[1400];
+  if (asrrun_trace_start(run, terr, sizeof terr) != 0) {
+    fprintf(stderr, "asrrun: %s\n", terr);
+    return ASRRUN_EXIT_USAGE;
+  }
   if (run->cfg.timeout_s > 0)
     asr_loop_timer_start(run->loop, &job_deadline, (uint64_t)run->cfg.timeout_s * 1000, on_job_deadline, run);
   run_set_state(run, RUN_LAUNCHING);
@@ -532,6 +538,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asrrun_status_stop(run);
   asrrun_state_stop(run);
   asrrun_daemons_stop(run);
+  asrrun_trace_stop(run);
   asr_loop_timer_stop(run->loop, &state_timer);
   asr_loop_timer_stop(run->loop, &job_deadline);
   asr_loop_signal_stop(run->loop, &sig_cont);
@@ -570,6 +577,7 @@ int main(int argc, char **argv) {
   r->cb.fail = fail;
   r->cb.daemon_changed = daemon_changed;
   r->cb.on_report = asrrun_state_on_report;
+  r->cb.on_trace = asrrun_trace_msg;
   r->cb.stdin_taken = asrrun_stdin_credit;
   uint8_t secret[ASR_KV_SECRET_LEN];
   asr_kv_secret_generate(secret);

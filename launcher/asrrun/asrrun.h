@@ -14,6 +14,8 @@
  *                     the client that asks a running job from another shell
  *   asrrun_policy.c   --on-failure continue|restart: each rank's state, restarts, the exit
  *                     code and the summary of failures
+ *   asrrun_trace.c    --trace FILE: the launch's phases, the daemons' clock rounds and trace
+ *                     files, the merged file (issue 52)
  * Files below asrrun.c never call up into it: a failure of the job or a
  * daemon's change goes through the callbacks in asrrun_t.
  */
@@ -231,9 +233,12 @@ struct asrrun {
     int (*ask_ends)(asrrun_t *run, uint32_t id);
     /* asrrun.c: a daemon's REPORT (asrrun_state_on_report) */
     void (*on_report)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+    /* asrrun.c: a daemon's TRACE or TRACE_END (asrrun_trace_msg) */
+    void (*on_trace)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
   } cb;
 
   struct asrrun_state *rep_state; /* asrrun_state.c: the state report being gathered */
+  struct asrrun_trace *trace;     /* asrrun_trace.c: --trace's records, or NULL */
   struct asrrun_status *status;   /* asrrun_status.c: this job's --status socket */
 };
 
@@ -386,5 +391,18 @@ void asrrun_early_finish(asrrun_t *run);
 /* The path of asrd next to this asrrun (or ASR_ASRD); a free port, or -1. */
 void asrrun_asrd_path(char *out, size_t len);
 int asrrun_pick_port(void);
+
+/* asrrun_trace.c (issue 52) */
+/* --trace FILE: FILE's directory checked, asrrun's own records started. 0
+ * (also without --trace), or an ASR_E* with err set. */
+int asrrun_trace_start(asrrun_t *run, char *err, size_t errlen);
+/* Daemon d changed state: the launch's phases. */
+void asrrun_trace_daemon(asrrun_t *run, const daemon_t *d);
+/* TRACE or TRACE_END from daemon d. */
+void asrrun_trace_msg(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+/* The job is over: the merged file is written (once). */
+void asrrun_trace_finish(asrrun_t *run);
+/* Writes it if not yet, and frees everything. */
+void asrrun_trace_stop(asrrun_t *run);
 
 #endif /* ASR_ASRRUN_H */

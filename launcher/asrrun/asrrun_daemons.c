@@ -36,6 +36,7 @@
 
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_time.h"
 #include "asrrun.h"
 #include "launch.h"
 #include "tree.h"
@@ -384,6 +385,18 @@ static void handle(daemon_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_REPORT:
       if (run->cb.on_report) run->cb.on_report(run, d, m);
       break;
+    case ASR_CTL_CLOCK_ASK: {
+      /* answered at once, traced or not: the daemon's round trip bounds
+       * the offset it works out (asrd_trace.c) */
+      asr_ctl_msg_t a = {.type = ASR_CTL_CLOCK,
+                         .u.clock = {.seq = m->u.clock.seq, .t = m->u.clock.t, .answer = asr_time_ns()}};
+      (void)dsend(d, &a);
+      break;
+    }
+    case ASR_CTL_TRACE:
+    case ASR_CTL_TRACE_END:
+      if (run->cb.on_trace) run->cb.on_trace(run, d, m);
+      break;
     case ASR_CTL_ROUTED:
       if (!d->routed) {
         on_routed(d, m);
@@ -562,6 +575,7 @@ static void send_job(daemon_t *d) {
       .tree_asrd = run->tree.asrd,
       .tree_ip = run->tree.ip,
       .on_failure = (uint32_t)cfg->on_failure,
+      .trace = run->trace ? 1 : 0,
   };
   /* (a failure loses the daemon: on_over says why) */
   (void)asr_tree_node_send_job(&run->tree.node, d->child, &job);

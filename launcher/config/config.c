@@ -76,6 +76,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     KEY("tag_output", ASRRUN_TAG_OUTPUT, tag_output),
     KEY("timestamp_output", ASRRUN_TIMESTAMP_OUTPUT, timestamp_output),
     KEY("output_dir", ASRRUN_OUTPUT_DIR, output_dir),
+    KEY("trace", ASRRUN_TRACE, trace),
     KEY("wdir", ASRRUN_WDIR, wdir),
     KEY("stdin", ASRRUN_STDIN, stdin_to),
     KEY("timeout", ASRRUN_TIMEOUT, timeout_s),

@@ -158,6 +158,8 @@ static const cli_opt_t cli_opts[] = {
      "which ranks read asrrun's stdin (default: 0)"},
     {"--wdir", NULL, "DIR", "wdir", NULL, opt_key, "the ranks' working directory (default: asrrun's)"},
     {"--output-dir", NULL, "DIR", "output_dir", NULL, opt_key, "also write each rank's output under DIR"},
+    {"--trace", NULL, "FILE", "trace", NULL, opt_key,
+     "trace the job and write its timeline to FILE (Chrome trace-event JSON)"},
     {"--timeout", NULL, "SECONDS", "timeout", NULL, opt_key, "abort the job after SECONDS (0: never)"},
     {"--bootstrap-port", NULL, "P", "bootstrap_port", NULL, opt_key, "KV server port (0: choose a free one)"},
     {"--provider", NULL, "NAME", "provider", NULL, opt_key,

@@ -93,6 +93,7 @@ typedef struct {
   int tag_output;               /* --tag-output (default 1) / --no-tag-output */
   int timestamp_output;         /* --timestamp-output */
   char output_dir[1024];        /* --output-dir */
+  char trace[1024];             /* --trace FILE: the merged trace ("" = no trace) */
   char wdir[1024];              /* --wdir: the ranks' working directory ("" = asrrun's) */
   char stdin_to[16];            /* --stdin RANK|all|none (default "0") */
   int timeout_s;                /* --timeout seconds; 0 = none */

@@ -539,6 +539,7 @@ TEST(cli_help_lists_every_flag) {
                                       "--status[=JOB]",
                                       "--timestamp-output",
                                       "--wdir DIR",
+                                      "--trace FILE",
                                       "--stdin RANK|all|none",
                                       "-q, --quiet"};
   asr_config_t *cfg = cfg_new();
@@ -1140,7 +1141,8 @@ TEST(yaml_errors_name_file_line_key) {
   } cases[] = {
       {"np: 4\nnpp: 3\n",
        "2: npp: unknown key; the keys are np, lnc_per_host, npernode, map_by, bind_to, cpus_per_rank, "
-       "oversubscribe, report_bindings, tag_output, timestamp_output, output_dir, wdir, stdin, timeout, "
+       "oversubscribe, report_bindings, tag_output, timestamp_output, output_dir, trace, wdir, stdin, "
+       "timeout, "
        "bootstrap_port, provider, launcher, launch_agent, prefix, if_include, heartbeat_timeout, tree_radix, "
        "allow_early_exit, on_failure, max_restarts, report_state_on_timeout, get_stack_traces, verbose, "
        "quiet, hosts, hostfile, "
