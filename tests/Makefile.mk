@@ -17,7 +17,8 @@ DISTCHECK_TESTS = \
 	tests/unit/test_env \
 	tests/unit/test_kv_frame \
 	tests/unit/test_job_ranks \
-	tests/unit/test_docs
+	tests/unit/test_docs \
+	tests/unit/test_trace
 TIMED_UNIT_TESTS = \
 	tests/unit/test_common \
 	tests/unit/test_ctl \
@@ -46,6 +47,9 @@ tests_unit_test_common_SOURCES = tests/unit/test_common.c
 tests_unit_test_common_LDADD = $(TEST_LIBS)
 tests_unit_test_loop_SOURCES = tests/unit/test_loop.c
 tests_unit_test_loop_LDADD = $(TEST_LIBS)
+tests_unit_test_trace_SOURCES = tests/unit/test_trace.c
+tests_unit_test_trace_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
+tests_unit_test_trace_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
 tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
 tests_unit_test_ctl_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)

@@ -75,9 +75,13 @@ static void jstr(FILE *f, const char *s, size_t max) {
 static void jus(FILE *f, uint64_t ns) { fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000)); }
 
 /* A stamp of proc p on the reference clock, less the job's first stamp. */
+static uint64_t on_ref(const asr_trm_host_t *h, uint64_t t) {
+  return t - (uint64_t)h->offset_ns; /* modulo 2^64: a stamp never trusted */
+}
+
 static uint64_t align(const writer_t *w, const proc_t *p, uint64_t t) {
-  int64_t v = (int64_t)t - w->hosts[p->in->host].offset_ns - (int64_t)w->tmin;
-  return v < 0 ? 0 : (uint64_t)v;
+  uint64_t v = on_ref(&w->hosts[p->in->host], t) - w->tmin;
+  return v > UINT64_MAX / 2 ? 0 : v; /* before the first stamp: a damaged one */
 }
 
 static void ev_begin(writer_t *w, const char *name, const char *cat, char ph, int pid, int64_t tid,
@@ -344,8 +348,8 @@ int asr_trm_write(FILE *out, const asr_trm_input_t *in, int nin, const asr_trm_h
     size_t ns[2] = {t->nkeep, t->nrecs};
     for (int s = 0; s < 2; s++)
       for (size_t k = 0; k < ns[s]; k++) {
-        int64_t v = (int64_t)sets[s][k].t0 - hosts[in[i].host].offset_ns;
-        if (v >= 0 && (uint64_t)v < w.tmin) w.tmin = (uint64_t)v;
+        uint64_t v = on_ref(&hosts[in[i].host], sets[s][k].t0);
+        if (v < w.tmin) w.tmin = v;
       }
   }
   if (w.tmin == UINT64_MAX) w.tmin = 0;

@@ -38,7 +38,9 @@ int asr__obs_init(const char *host, char *err, size_t errlen) {
   int rc = asr_env_str(ASR_ENV_TRACE, &dir, init_err, sizeof init_err);
   if (rc == 0 && dir) rc = asr_env_int(ASR_ENV_TRACE_BUF, &ring, init_err, sizeof init_err);
   if (rc == 0 && dir) rc = asr_env_int(ASR_ENV_TRACE_KEEP, &keep, init_err, sizeof init_err);
-  if (rc == 0 && dir && asr_env_int(ASR_ENV_RANK, &rank, NULL, 0) != 0) rank = -1;
+  /* a rank of a launched job (asrd sets ASR_RANK), else none */
+  const char *r = asr_env_raw(ASR_ENV_RANK);
+  if (rc == 0 && dir && r && *r && asr_env_int(ASR_ENV_RANK, &rank, NULL, 0) != 0) rank = -1;
   if (rc == 0 && dir) {
     /* one file per process, named so that a directory shared by many
      * hosts and runs never sees two alike */

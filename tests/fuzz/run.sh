@@ -41,6 +41,8 @@ TARGETS=(
   "pmi2 | tests/fuzz/fuzz_pmi2.c launcher/asrd/pmi/pmi2_wire.c common/asr_buf.c common/asr_err.c | common launcher/asrd/pmi |"
   "mem_desc | tests/fuzz/fuzz_mem_desc.c runtime/rma/mem_desc.c common/asr_siphash.c common/asr_err.c
      | common runtime/include runtime/rma |"
+  "trace | tests/fuzz/fuzz_trace.c launcher/trace/trace_read.c launcher/trace/trace_merge.c common/asr_err.c
+     | common launcher/trace |"
   "sm | tests/fuzz/fuzz_sm.c runtime/sm/sm_record.c runtime/sm/sm_data.c runtime/sm/sm_rma.c common/asr_err.c common/asr_log.c
      common/asr_env.c common/asr_netif.c common/asr_fs.c common/asr_time.c | common runtime runtime/sm runtime/include |"
 )
