@@ -37,10 +37,15 @@ typedef struct {
 
 typedef struct {
   uint64_t pair, seq;
-  int pid;
-  int64_t tid;
-  uint64_t ts; /* ns on the file's clock */
+  const proc_t *p;
+  const asr_tr_rec_t *r;
+  uint64_t t; /* the send's post or the receive's completion, on its host's clock */
 } end_t;
+
+typedef struct {
+  int a, b;      /* hosts: a flow from a to b */
+  int64_t slack; /* the least of its flows' (receive's end - send's post), each on its own clock */
+} edge_t;
 
 typedef struct {
   int pid;
@@ -274,6 +279,59 @@ static int cmp_end(const void *a, const void *b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static int cmp_edge(const void *a, const void *b) {
+  const edge_t *x = a, *y = b;
+  if (x->a != y->a) return x->a < y->a ? -1 : 1;
+  return x->b < y->b ? -1 : x->b > y->b;
+}
+
+static int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+/* Each flow between two hosts bounds their offsets: on the reference
+ * clock its receive cannot end before its send was posted, so
+ * off_b - off_a <= t_recv - t_send (the edge's slack). The pings give
+ * each measured host an interval [off - err, off + err] that holds its
+ * true offset; narrowed by the edges (difference constraints, relaxed
+ * until nothing moves), each still holds it, as the true offsets meet
+ * every edge; and the intervals' midpoints meet every edge too (hi_b <=
+ * hi_a + slack and lo_b <= lo_a + slack), so no flow of the file ends
+ * before it starts. Hosts without a measured offset (err < 0) take no
+ * part; if the intervals come out empty (a record that cannot be right),
+ * nothing is changed. */
+static void tighten(asr_trm_host_t *h, int n, edge_t *e, size_t ne) {
+  int64_t *lo = malloc((size_t)n * sizeof *lo), *hi = malloc((size_t)n * sizeof *hi);
+  if (!lo || !hi) goto out;
+  for (int i = 0; i < n; i++) {
+    lo[i] = sat_add(h[i].offset_ns, h[i].error_ns < 0 ? 0 : -h[i].error_ns);
+    hi[i] = sat_add(h[i].offset_ns, h[i].error_ns < 0 ? 0 : h[i].error_ns);
+  }
+  int moved = 1;
+  for (int round = 0; moved && round <= n + 1; round++) {
+    moved = 0;
+    for (size_t k = 0; k < ne; k++) {
+      int a = e[k].a, b = e[k].b;
+      if (h[a].error_ns < 0 || h[b].error_ns < 0) continue;
+      int64_t c = e[k].slack;
+      if (hi[b] > sat_add(hi[a], c)) hi[b] = sat_add(hi[a], c), moved = 1;
+      if (lo[a] < sat_add(lo[b], -c)) lo[a] = sat_add(lo[b], -c), moved = 1;
+    }
+  }
+  if (moved) goto out; /* did not settle: left as measured */
+  for (int i = 0; i < n; i++)
+    if (h[i].error_ns >= 0 && lo[i] > hi[i]) goto out;
+  for (int i = 0; i < n; i++) {
+    if (h[i].error_ns < 0) continue;
+    h[i].offset_ns = lo[i] + (int64_t)(((uint64_t)hi[i] - (uint64_t)lo[i]) / 2);
+    h[i].error_ns = (int64_t)(((uint64_t)hi[i] - (uint64_t)lo[i] + 1) / 2);
+  }
+out:
+  free(lo);
+  free(hi);
+}
+
 static int cmp_track(const void *a, const void *b) {
   const track_t *x = a, *y = b;
   if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
@@ -321,13 +379,17 @@ int asr_trm_write(FILE *out, const asr_trm_input_t *in, int nin, const asr_trm_h
   int rc = ASR_ENOMEM;
   proc_t *ps = calloc(nin ? (size_t)nin : 1, sizeof *ps);
   proc_t **rankless = calloc(nin ? (size_t)nin : 1, sizeof *rankless);
+  asr_trm_host_t *hs = malloc((nhosts ? (size_t)nhosts : 1) * sizeof *hs);
   end_t *sends = NULL, *recvs = NULL;
+  edge_t *edges = NULL;
+  size_t *match = NULL;
   track_t *tracks = NULL;
-  size_t nsends = 0, nrecvs = 0, ntracks = 0, nrl = 0;
-  if (!ps || !rankless) goto out;
-  /* processes, tracks, the earliest stamp, the comms */
+  size_t nsends = 0, nrecvs = 0, ntracks = 0, nrl = 0, nmatch = 0, nedges = 0;
+  if (!ps || !rankless || !hs) goto out;
+  if (nhosts) memcpy(hs, hosts, (size_t)nhosts * sizeof *hs);
+  /* processes, tracks, the comms */
   size_t nxfer = 0, ntr = 0;
-  writer_t w = {.out = out, .first = 1, .tmin = UINT64_MAX, .hosts = hosts, .nhosts = nhosts};
+  writer_t w = {.out = out, .first = 1, .tmin = UINT64_MAX, .hosts = hs, .nhosts = nhosts};
   for (int i = 0; i < nin; i++) {
     proc_t *p = &ps[i];
     const asr_trr_proc_t *t = in[i].proc;
@@ -344,21 +406,68 @@ int asr_trm_write(FILE *out, const asr_trm_input_t *in, int nin, const asr_trm_h
     if (read_comms(p)) goto out;
     for (size_t k = 0; k < t->nrecs; k++) nxfer += t->recs[k].kind == ASR_TR_XFER;
     ntr += 1 + t->nthreads + 128;
-    const asr_tr_rec_t *sets[2] = {t->keep, t->recs};
-    size_t ns[2] = {t->nkeep, t->nrecs};
-    for (int s = 0; s < 2; s++)
-      for (size_t k = 0; k < ns[s]; k++) {
-        uint64_t v = on_ref(&hosts[in[i].host], sets[s][k].t0);
-        if (v < w.tmin) w.tmin = v;
-      }
   }
-  if (w.tmin == UINT64_MAX) w.tmin = 0;
   qsort(rankless, nrl, sizeof *rankless, cmp_ospid);
   for (size_t k = 0; k < nrl; k++) rankless[k]->tid_base = 1000000 + 1000 * (int64_t)k;
   sends = malloc((nxfer ? nxfer : 1) * sizeof *sends);
   recvs = malloc((nxfer ? nxfer : 1) * sizeof *recvs);
+  match = malloc((nxfer ? nxfer : 1) * 2 * sizeof *match);
+  edges = malloc((nxfer ? nxfer : 1) * sizeof *edges);
   tracks = malloc(ntr * sizeof *tracks);
-  if (!sends || !recvs || !tracks) goto out;
+  if (!sends || !recvs || !match || !edges || !tracks) goto out;
+  /* each send's flow: the n-th send of a connection matches its n-th
+   * receive (seed §2's order) */
+  for (int i = 0; i < nin; i++) {
+    const asr_trr_proc_t *t = in[i].proc;
+    for (size_t k = 0; k < t->nrecs; k++) {
+      const asr_tr_rec_t *r = &t->recs[k];
+      const comm_t *c = comm_of(&ps[i], r->id);
+      int type = r->sub & 0xf;
+      if (r->kind != ASR_TR_XFER || !(r->sub & ASR_TR_X_OK) || !c || !c->pair) continue;
+      if (type == 1 && c->send)
+        sends[nsends++] = (end_t){c->pair, r->u.v.b, &ps[i], r, r->t0};
+      else if (type == 2 && !c->send)
+        recvs[nrecvs++] = (end_t){c->pair, r->u.v.b, &ps[i], r, r->t1 > r->t0 ? r->t1 : r->t0};
+    }
+  }
+  qsort(sends, nsends, sizeof *sends, cmp_end);
+  qsort(recvs, nrecvs, sizeof *recvs, cmp_end);
+  for (size_t a = 0, b = 0; a < nsends && b < nrecvs;) {
+    int d = cmp_end(&sends[a], &recvs[b]);
+    if (d < 0) {
+      a++;
+    } else if (d > 0) {
+      b++;
+    } else {
+      int ha = sends[a].p->in->host, hb = recvs[b].p->in->host;
+      if (ha != hb) edges[nedges++] = (edge_t){ha, hb, (int64_t)(recvs[b].t - sends[a].t)};
+      match[2 * nmatch] = a++;
+      match[2 * nmatch++ + 1] = b++;
+    }
+  }
+  /* one edge per pair of hosts, its least slack */
+  qsort(edges, nedges, sizeof *edges, cmp_edge);
+  size_t ne = 0;
+  for (size_t k = 0; k < nedges; k++) {
+    if (ne && edges[ne - 1].a == edges[k].a && edges[ne - 1].b == edges[k].b) {
+      if (edges[k].slack < edges[ne - 1].slack) edges[ne - 1].slack = edges[k].slack;
+    } else {
+      edges[ne++] = edges[k];
+    }
+  }
+  tighten(hs, nhosts, edges, ne);
+  /* the earliest stamp, on the reference clock */
+  for (int i = 0; i < nin; i++) {
+    const asr_trr_proc_t *t = in[i].proc;
+    const asr_tr_rec_t *sets[2] = {t->keep, t->recs};
+    size_t ns[2] = {t->nkeep, t->nrecs};
+    for (int s = 0; s < 2; s++)
+      for (size_t k = 0; k < ns[s]; k++) {
+        uint64_t v = on_ref(&hs[in[i].host], sets[s][k].t0);
+        if (v < w.tmin) w.tmin = v;
+      }
+  }
+  if (w.tmin == UINT64_MAX) w.tmin = 0;
 
   fputs("{\"traceEvents\":[", out);
   for (int h = 0; h < nhosts; h++) {
@@ -391,39 +500,15 @@ int asr_trm_write(FILE *out, const asr_trm_input_t *in, int nin, const asr_trm_h
       emit(&w, p, &t->keep[k], t->keep, t->nkeep, &skip, k);
       k += skip;
     }
-    for (size_t k = 0; k < t->nrecs; k++) {
-      const asr_tr_rec_t *r = &t->recs[k];
-      emit(&w, p, r, NULL, 0, &(size_t){0}, 0);
-      const comm_t *c = comm_of(p, r->id);
-      int type = r->sub & 0xf;
-      if (r->kind != ASR_TR_XFER || !(r->sub & ASR_TR_X_OK) || !c || !c->pair) continue;
-      if (type == 1 && c->send)
-        sends[nsends++] = (end_t){c->pair, r->u.v.b, p->pid, track_of(p, r), align(&w, p, r->t0)};
-      else if (type == 2 && !c->send)
-        recvs[nrecvs++] =
-            (end_t){c->pair, r->u.v.b, p->pid, track_of(p, r), align(&w, p, r->t1 > r->t0 ? r->t1 : r->t0)};
-    }
+    for (size_t k = 0; k < t->nrecs; k++) emit(&w, p, &t->recs[k], NULL, 0, &(size_t){0}, 0);
   }
-  /* a flow from each send's post to its receive's completion: the n-th
-   * send of a connection matches its n-th receive (seed §2's order) */
-  qsort(sends, nsends, sizeof *sends, cmp_end);
-  qsort(recvs, nrecvs, sizeof *recvs, cmp_end);
-  uint64_t flow = 0;
-  for (size_t a = 0, b = 0; a < nsends && b < nrecvs;) {
-    int d = cmp_end(&sends[a], &recvs[b]);
-    if (d < 0) {
-      a++;
-    } else if (d > 0) {
-      b++;
-    } else {
-      flow++;
-      ev_begin(&w, "msg", "flow", 's', sends[a].pid, sends[a].tid, sends[a].ts);
-      fprintf(out, ",\"id\":%" PRIu64 "}", flow);
-      ev_begin(&w, "msg", "flow", 'f', recvs[b].pid, recvs[b].tid, recvs[b].ts);
-      fprintf(out, ",\"bp\":\"e\",\"id\":%" PRIu64 "}", flow);
-      a++;
-      b++;
-    }
+  /* a flow from each send's post to its receive's completion */
+  for (size_t k = 0; k < nmatch; k++) {
+    const end_t *a = &sends[match[2 * k]], *b = &recvs[match[2 * k + 1]];
+    ev_begin(&w, "msg", "flow", 's', a->p->pid, track_of(a->p, a->r), align(&w, a->p, a->t));
+    fprintf(out, ",\"id\":%zu}", k + 1);
+    ev_begin(&w, "msg", "flow", 'f', b->p->pid, track_of(b->p, b->r), align(&w, b->p, b->t));
+    fprintf(out, ",\"bp\":\"e\",\"id\":%zu}", k + 1);
   }
   /* the tracks' names */
   qsort(tracks, ntracks, sizeof *tracks, cmp_track);
@@ -453,8 +538,8 @@ int asr_trm_write(FILE *out, const asr_trm_input_t *in, int nin, const asr_trm_h
   for (int h = 0; h < nhosts; h++) {
     fprintf(out, "%s{\"pid\":%d,\"name\":", h ? "," : "", h + 1);
     jstr(out, hosts[h].name ? hosts[h].name : "", 256);
-    fprintf(out, ",\"offset_ns\":%" PRId64 ",\"error_ns\":%" PRId64 "}", hosts[h].offset_ns,
-            hosts[h].error_ns);
+    fprintf(out, ",\"offset_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"measured_error_ns\":%" PRId64 "}",
+            hs[h].offset_ns, hs[h].error_ns, hosts[h].error_ns);
   }
   fputs("],\"drops\":[", out);
   int any = 0;
@@ -492,6 +577,9 @@ out:
   free(ps);
   free(rankless);
   free(sends);
+  free(match);
+  free(edges);
+  free(hs);
   free(recvs);
   free(tracks);
   return rc;
