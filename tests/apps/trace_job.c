@@ -95,6 +95,8 @@ int main(int argc, char **argv) {
       check(asr_comm_wait_connected(sc[p], 60000), "connect");
       check(asr_comm_wait_connected(rc[p], 60000), "accept");
     }
+  printf("rank %d: connected\n", me.rank);
+  fflush(stdout);
   /* the exchange: MSGS to each peer, MSGS from each */
   asr_request_t **rq = calloc((size_t)msgs * 2, sizeof *rq);
   if (!rq) return 1;

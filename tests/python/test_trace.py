@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 
@@ -140,6 +141,30 @@ def test_trace_of_a_job_ended_by_timeout():
     procs = [p for p in t["otherData"]["processes"] if p["kind"] == "rank"]
     assert len(procs) == 2 and all(p["exited"].startswith("signal") for p in procs), procs
     assert len(events(t, "xfer", "send")) > 10
+
+
+def test_trace_of_a_job_ended_by_ctrl_c():
+    d = tempfile.mkdtemp(prefix="asrtrace-int.")
+    path = os.path.join(d, "job.json")
+    try:
+        p = subprocess.Popen([ASRRUN, "--timeout", "100", "--trace", path, "-n", "2", JOB, "-m", "2", "-h", "60"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        seen = []
+        for line in p.stdout:  # the ranks are connected and sending once both said so
+            seen.append(line)
+            if sum("connected" in x for x in seen) == 2:
+                break
+        p.send_signal(signal.SIGINT)
+        rest, _ = p.communicate(timeout=60)
+        out = "".join(seen) + rest
+        assert p.returncode == 130, out[-4000:]
+        with open(path) as f:
+            t = json.load(f)
+        procs = [x for x in t["otherData"]["processes"] if x["kind"] == "rank"]
+        assert len(procs) == 2 and all(x["exited"] == "signal 2" for x in procs), procs
+        assert len(events(t, "connect", "connect")) == 4
+    finally:
+        subprocess.run(["rm", "-rf", d])
 
 
 def test_trace_buffer_wraps_and_says_so():
