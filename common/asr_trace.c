@@ -130,11 +130,9 @@ static asr_tr_thread_t *thread_ring(void) {
   uint32_t i = __atomic_fetch_add(&hdr->threads, 1, __ATOMIC_RELAXED);
   if (i >= hdr->max_threads) i = hdr->max_threads - 1; /* shared: the fetch-add on its head keeps it exact */
   asr_tr_thread_t *t = &thr[i];
-  if (!t->os_tid) {
-    t->os_tid = (int32_t)syscall(SYS_gettid);
-    t->lnc = -1;
-    (void)pthread_getname_np(pthread_self(), t->name, sizeof t->name);
-  }
+  /* (no system call here: this may be a data path's first record; the
+   * service threads name themselves, asr_trace_thread_lnc) */
+  if (!t->os_tid) t->lnc = -1;
   my_ring = rings + (size_t)i * hdr->ring_recs;
   my_thr = t;
   return t;
@@ -142,7 +140,10 @@ static asr_tr_thread_t *thread_ring(void) {
 
 void asr_trace_thread_lnc(int lnc) {
   if (!asr_trace_on) return;
-  thread_ring()->lnc = lnc;
+  asr_tr_thread_t *t = thread_ring();
+  t->lnc = lnc;
+  t->os_tid = (int32_t)syscall(SYS_gettid);
+  (void)pthread_getname_np(pthread_self(), t->name, sizeof t->name);
 }
 
 asr_tr_rec_t *asr_trace_claim(int keep_it, uint32_t *stamp) {

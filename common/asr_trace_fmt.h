@@ -53,6 +53,7 @@ enum {
   ASR_TR_FENCE,     /* K  asrd served a fence: sub = 1 fence, 2 get, 3 pmi fence; a = ranks, b = bytes */
   ASR_TR_STALL,     /* K  asrd held output under back-pressure: a = rank, b = bytes, sub = stream */
   ASR_TR_COMM_PATH, /* K a comm's path's name ("sm", "shm", "tcp;ofi_rxm"): text; id = the comm */
+  ASR_TR_FLUSH,     /* D an asr_flush of a RECV comm: t0..t1 */
   ASR_TR_NKINDS
 };
 
@@ -89,7 +90,7 @@ _Static_assert(sizeof(asr_tr_rec_t) == 64, "a trace record is one cache line");
 /* One thread's ring (and its name, for the track). */
 typedef struct {
   uint64_t head;  /* records claimed (atomic); the ring holds the last ring_recs */
-  int32_t os_tid; /* gettid() */
+  int32_t os_tid; /* gettid() of a service thread (asr_trace_thread_lnc), else 0 */
   int32_t lnc;    /* the LNC whose service thread it is, else -1 */
   char name[16];  /* pthread name at claim */
   uint32_t count; /* packed form only: the records of this ring that follow */

@@ -511,6 +511,7 @@ int asr_flush(asr_comm_t *h) {
   /* Host memory needs no read-back: a receive's data is visible to the host
    * once its completion has been read. Harvest every completion now so the
    * fence covers receives that finished but were not yet polled. */
+  uint64_t t0 = ASR_OBS_ON() ? asr_time_ns() : 0;
   asr__sm_t *sm = asr__comm_sm(comm);
   if (sm) {
     asr__sm_lock(sm);
@@ -519,5 +520,6 @@ int asr_flush(asr_comm_t *h) {
   } else {
     asr__ofi_progress(asr__comm_ofi(comm)); /* the comm's own endpoint */
   }
+  if (ASR_OBS_ON()) asr__obs_flush(comm, t0);
   return ASR_SUCCESS;
 }

@@ -228,6 +228,11 @@ static void emit(writer_t *w, proc_t *p, const asr_tr_rec_t *r, const asr_tr_rec
       ev_span(w, p, r, tid, "mr register", "mr");
       fprintf(f, "\"bytes\":%" PRIu64 "}}", r->u.v.a);
       break;
+    case ASR_TR_FLUSH:
+      ev_span(w, p, r, tid, "flush", "flush");
+      comm_name(f, p, r, c);
+      fputs("}}", f);
+      break;
     case ASR_TR_CLOSE:
       ev_span(w, p, r, tid, "close drain", "close");
       comm_name(f, p, r, c);

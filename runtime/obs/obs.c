@@ -13,6 +13,7 @@
 #include "asr_env.h"
 #include "asr_err.h"
 #include "../rt.h"
+#include "job.h"
 #include "kv_frame.h"
 #include "kv_keys.h"
 #include "obs.h"
@@ -38,9 +39,13 @@ int asr__obs_init(const char *host, char *err, size_t errlen) {
   int rc = asr_env_str(ASR_ENV_TRACE, &dir, init_err, sizeof init_err);
   if (rc == 0 && dir) rc = asr_env_int(ASR_ENV_TRACE_BUF, &ring, init_err, sizeof init_err);
   if (rc == 0 && dir) rc = asr_env_int(ASR_ENV_TRACE_KEEP, &keep, init_err, sizeof init_err);
-  /* a rank of a launched job (asrd sets ASR_RANK), else none */
+  /* the job's rank (asr_job_init's, under asrd or srun), else ASR_RANK
+   * where a launcher set it, else none */
   const char *r = asr_env_raw(ASR_ENV_RANK);
-  if (rc == 0 && dir && r && *r && asr_env_int(ASR_ENV_RANK, &rank, NULL, 0) != 0) rank = -1;
+  if (asr__job_active())
+    rank = asr__job_info()->rank;
+  else if (rc == 0 && dir && r && *r && asr_env_int(ASR_ENV_RANK, &rank, NULL, 0) != 0)
+    rank = -1;
   if (rc == 0 && dir) {
     /* one file per process, named so that a directory shared by many
      * hosts and runs never sees two alike */
@@ -163,6 +168,11 @@ void asr__obs_kv_end(struct asr_comm *c, int ok) {
 void asr__obs_mr(int lnc, size_t bytes, uint64_t t0) {
   if (!ASR_OBS_ON()) return;
   asr_trace_put(0, ASR_TR_MR, lnc, 0, 0, t0, asr_time_ns(), bytes, 0, 0, 0, NULL);
+}
+
+void asr__obs_flush(struct asr_comm *c, uint64_t t0) {
+  if (!ASR_OBS_ON() || !c->obs.id) return;
+  asr_trace_put(0, ASR_TR_FLUSH, c->lnc, 0, c->obs.id, t0, asr_time_ns(), 0, 0, 0, 0, NULL);
 }
 
 void asr__obs_close(struct asr_comm *c, uint64_t t0, int drained) {

@@ -77,6 +77,9 @@ void asr__obs_kv_end(struct asr_comm *c, int ok);
 /* An MR registration of bytes on LNC lnc, from t0 to now. */
 void asr__obs_mr(int lnc, size_t bytes, uint64_t t0);
 
+/* An asr_flush of RECV comm c, from t0 to now. */
+void asr__obs_flush(struct asr_comm *c, uint64_t t0);
+
 /* c's close drain, from t0 to now; drained or not. */
 void asr__obs_close(struct asr_comm *c, uint64_t t0, int drained);
 
