@@ -9,17 +9,18 @@ noinst_PROGRAMS += doc/man-env
 doc_man_env_SOURCES = doc/man_env.c
 doc_man_env_LDADD = common/libasrcommon.la
 
-ASR_MANS = doc/asrrun.1 doc/asrd.8 doc/asrkv.1 doc/libasr.3
+ASR_MANS = doc/asrrun.1 doc/asrd.8 doc/asrkv.1 doc/libasr.3 doc/asrtrace.1
 nodist_man_MANS = $(ASR_MANS)
-EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in doc/design.md \
+EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in doc/asrtrace.1.in doc/design.md \
 	doc/tree.md
 CLEANFILES += $(ASR_MANS)
 
-# The example job file of asrrun(1) (asrrun -f), installed beside the docs.
-dist_doc_DATA = conf/job-example.yaml
+# The example job file of asrrun(1) (asrrun -f), and the trace file's format
+# (asrtrace(1) points there), installed beside the docs.
+dist_doc_DATA = conf/job-example.yaml doc/trace.md
 
 MAN_ENV = $(AM_V_GEN)$(MKDIR_P) doc && doc/man-env$(EXEEXT) -D version='$(PACKAGE_VERSION)' \
-	-D sysconfdir='$(sysconfdir)' -D docdir='$(docdir)'
+	-D sysconfdir='$(sysconfdir)' -D docdir='$(docdir)' -D pkglibexecdir='$(pkglibexecdir)'
 doc/asrrun.1: $(srcdir)/doc/asrrun.1.in doc/man-env$(EXEEXT)
 	$(MAN_ENV) $(srcdir)/doc/asrrun.1.in $@
 doc/asrd.8: $(srcdir)/doc/asrd.8.in doc/man-env$(EXEEXT)
@@ -28,14 +29,19 @@ doc/asrkv.1: $(srcdir)/doc/asrkv.1.in doc/man-env$(EXEEXT)
 	$(MAN_ENV) $(srcdir)/doc/asrkv.1.in $@
 doc/libasr.3: $(srcdir)/doc/libasr.3.in doc/man-env$(EXEEXT)
 	$(MAN_ENV) $(srcdir)/doc/libasr.3.in $@
+doc/asrtrace.1: $(srcdir)/doc/asrtrace.1.in doc/man-env$(EXEEXT)
+	$(MAN_ENV) $(srcdir)/doc/asrtrace.1.in $@
 
-# make installcheck (distcheck runs it): the pages and the job file are where
-# man and asrrun(1) say, and the installed asrrun reads that job file.
+# make installcheck (distcheck runs it): the pages, the job file and the
+# trace format are where man, asrrun(1) and asrtrace(1) say, the installed
+# asrrun reads that job file, and the installed asrtrace runs.
 installcheck-local: installcheck-docs
 installcheck-docs:
 	@for f in $(DESTDIR)$(man1dir)/asrrun.1 $(DESTDIR)$(man1dir)/asrkv.1 $(DESTDIR)$(man8dir)/asrd.8 \
-	    $(DESTDIR)$(man3dir)/libasr.3 $(DESTDIR)$(docdir)/job-example.yaml; do \
+	    $(DESTDIR)$(man3dir)/libasr.3 $(DESTDIR)$(man1dir)/asrtrace.1 $(DESTDIR)$(docdir)/job-example.yaml \
+	    $(DESTDIR)$(docdir)/trace.md; do \
 	  test -f "$$f" || { echo "installcheck: $$f is not installed" >&2; exit 1; }; \
 	done
 	$(AM_V_at)$(DESTDIR)$(bindir)/asrrun -f $(DESTDIR)$(docdir)/job-example.yaml --dry-run >/dev/null
+	$(AM_V_at)$(DESTDIR)$(bindir)/asrtrace --version >/dev/null
 .PHONY: installcheck-docs
