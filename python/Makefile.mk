@@ -6,8 +6,9 @@
 # build's libasr by its run path); `make install` puts it in PYTHON's site
 # directory under the prefix (configure says where).
 EXTRA_DIST += python/asrmodule.c tests/python/run.sh tests/python/test_asr.py tests/python/job.py \
-	tests/python/test_rma.py tests/python/rma_job.py tests/python/conftest.py examples/pairwise.py \
-	examples/torch_slice.py examples/kv_cache_write.py tests/bench/pingpong.py tests/bench/py_bench.sh
+	tests/python/test_rma.py tests/python/rma_job.py tests/python/conftest.py tests/python/test_asrtrace.py \
+	examples/pairwise.py examples/torch_slice.py examples/kv_cache_write.py tests/bench/pingpong.py \
+	tests/bench/py_bench.sh
 if ASR_PYTHON
 pyasrdir = $(ASR_PYTHON_SITEDIR)
 pyasr_LTLIBRARIES = python/asr.la

@@ -6,7 +6,8 @@
 #                            (test_docs renders the man pages), Open MPI and
 #                            MPICH (test_mpi, launch_bench), the Python
 #                            module's headers, numpy, pytest and torch, UCX's
-#                            ucx_perftest (rma_bench's UCX column)
+#                            ucx_perftest (rma_bench's UCX column),
+#                            matplotlib (asrtrace plot's tests)
 #                            (about 180 packages more; scripts/test.sh)
 set -euo pipefail
 pkgs=(
@@ -27,6 +28,8 @@ if [ "${1:-}" = --test ]; then
   # python/: the module is built for Debian's /usr/bin/python3 against its
   # headers; its tests (tests/python/) import numpy and torch under pytest.
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch)
+  # tests/python/test_asrtrace.py: asrtrace plot draws with matplotlib
+  pkgs+=(python3-matplotlib)
   # tests/bench/rma_bench.sh's outside column: UCX's ucx_perftest (ucp_put_lat, ucp_put_bw)
   pkgs+=(ucx-utils)
 fi

@@ -6,7 +6,8 @@
 #   - integration tests (real asrrun jobs) under the -Werror build, and the
 #     cases named in tests/sanitized-cases.txt under ASan and TSan;
 #   - the Python module's tests (tests/python: pytest, /usr/bin/python3,
-#     real asrrun jobs; SKIP lines where the module was not built), the
+#     real asrrun jobs; SKIP lines where the module was not built) and
+#     asrtrace's (synthetic traces; plot's SKIP without matplotlib), the
 #     multi-host (network namespaces) and Slurm suites, the fuzz
 #     targets (corpus replay and 10 s each), the format, layering and
 #     error-space checks,
