@@ -16,7 +16,7 @@ import pytest
 BUILD = os.environ.get("ASR_BUILDDIR", "")
 ASRRUN = os.path.join(BUILD, "bin", "asrrun")
 JOB = os.path.join(BUILD, "tests", "apps", "trace_job")
-MERGE = os.path.join(BUILD, "launcher", "asr-trace-merge")
+MERGE = os.path.join(BUILD, "launcher", "trace", "asr-trace-merge")
 
 pytestmark = pytest.mark.skipif(not os.path.exists(JOB), reason="tests/apps/trace_job is not built")
 
