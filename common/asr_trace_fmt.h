@@ -44,7 +44,8 @@ enum {
   ASR_TR_XFER,      /* D  a request: t0 post, t1 completion seen by asr_test */
   ASR_TR_KV,        /* D  a KV request: t0 start, t1 answer; sub = op | 0x80 if it failed; text = key */
   ASR_TR_MR,        /* D  an MR registration: a = bytes */
-  ASR_TR_CLOSE,     /* K  a comm's close drain: sub = 1 drained, 0 not */
+  ASR_TR_CLOSE,     /* K  a comm's close drain: sub = 1 drained, 0 not; 2: an instant, the peer
+                     *    closed its RECV comm (this SEND comm takes no more) */
   ASR_TR_NOTIF,     /* D  a notification taken by asr_notif_poll: a = value */
   ASR_TR_FAIL,      /* K  a failure: text = what (id = comm or 0); a longer line goes on in
                      *    records of the same t0, id and lnc with sub = 1, in order */

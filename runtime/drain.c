@@ -118,6 +118,7 @@ static void peer_closed(asr_ctx_t *ctx, struct asr_comm *c, uint64_t taken) {
   snprintf(c->err, sizeof c->err,
            "the peer (%s, lnc %d) closed its RECV comm having taken %llu messages: it takes nothing more",
            c->peer_ip, c->peer_lnc, (unsigned long long)taken);
+  c->obs.peer_closed = 1; /* an orderly end, not a failure, to the trace (obs.c) */
   asr__comm_set_status(c, ASR_COMM_CONNECTION_ERROR);
   asr_debug("svc", "lnc %d SEND comm to %s/lnc %d: %s", ctx->lnc, c->peer_ip, c->peer_lnc, c->err);
 }

@@ -234,6 +234,13 @@ static void emit(writer_t *w, proc_t *p, const asr_tr_rec_t *r, const asr_tr_rec
       fputs("}}", f);
       break;
     case ASR_TR_CLOSE:
+      if (r->sub == 2) {
+        ev_begin(w, "peer closed", "close", 'i', p->pid, tid, align(w, p, r->t0));
+        fputs(",\"s\":\"t\",\"args\":{", f);
+        comm_name(f, p, r, c);
+        fputs("}}", f);
+        break;
+      }
       ev_span(w, p, r, tid, "close drain", "close");
       comm_name(f, p, r, c);
       fprintf(f, ",\"result\":\"%s\"}}", r->sub ? "drained" : "not drained");

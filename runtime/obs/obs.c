@@ -115,14 +115,19 @@ static void say_comm(struct asr_comm *c, int ok) {
 void asr__obs_state(struct asr_comm *c, int old, int now) {
   if (!ASR_OBS_ON() || !c->obs.id) return;
   uint64_t t = asr_time_ns();
-  asr_trace_put(1, ASR_TR_STATE, c->lnc, old, c->obs.id, c->obs.state_ns, t, 0, 0, 0, 0, NULL);
+  /* a span per connect state; CONNECTED is no longer connecting */
+  if (old != ASR_COMM_CONNECTED)
+    asr_trace_put(1, ASR_TR_STATE, c->lnc, old, c->obs.id, c->obs.state_ns, t, 0, 0, 0, 0, NULL);
   c->obs.state_ns = t;
   if (now == ASR_COMM_CONNECTED || (now == ASR_COMM_CONNECTION_ERROR && old != ASR_COMM_CONNECTED)) {
     int ok = now == ASR_COMM_CONNECTED;
     say_comm(c, ok);
     asr_trace_put(1, ASR_TR_CONNECT, c->lnc, ok, c->obs.id, c->obs.born_ns, t, 0, 0, 0, 0, NULL);
   }
-  if (now == ASR_COMM_CONNECTION_ERROR) asr__obs_fail(c, c->lnc, c->err[0] ? c->err : "the comm failed");
+  if (now == ASR_COMM_CONNECTION_ERROR && c->obs.peer_closed)
+    asr_trace_put(1, ASR_TR_CLOSE, c->lnc, 2, c->obs.id, t, t, 0, 0, 0, 0, NULL);
+  else if (now == ASR_COMM_CONNECTION_ERROR)
+    asr__obs_fail(c, c->lnc, c->err[0] ? c->err : "the comm failed");
 }
 
 void asr__obs_post(struct asr_comm *c, asr__obs_req_t *o, int type) {

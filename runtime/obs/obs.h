@@ -48,6 +48,7 @@ typedef struct {
   uint64_t born_ns;  /* made */
   uint64_t state_ns; /* its connect state last changed */
   int said;          /* its ASR_TR_COMM record is out */
+  int peer_closed;   /* it ends because its peer closed its RECV comm (drain.c), not a failure */
   int kv_op;         /* its KV request in flight: the op (kv_frame.h), when it began, the key */
   uint64_t kv_t0;
   uint8_t kv_key[160];

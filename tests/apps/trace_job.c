@@ -3,7 +3,7 @@
  * (issue 52, tests/python/test_trace.py): what it did is printed, so that
  * the merged trace can be checked against it.
  *
- *   asrrun --trace F -n N trace_job [-m MSGS] [-s BYTES] [-d DELAY_MS] [-k KILL_AFTER] [-h HOLD_S]
+ *   asrrun --trace F -n N trace_job [-m MSGS] [-s BYTES] [-d DELAY_MS] [-k KILL_AFTER] [-h HOLD_S] [-E]
  *
  * Every rank connects to every other (asr_job_connect / asr_job_accept)
  * and sends MSGS messages of BYTES to each peer, receiving as many from
@@ -15,6 +15,7 @@
  * asr_test that saw it done:
  *   delayed i US
  * so each is at least DELAY_MS * (i + 1) ms and at least the trace's.
+ * -E: no exchange (the delayed one alone, then).
  * -k: rank 1 raises SIGKILL once KILL_AFTER sends of its exchange with
  * rank 0 have completed (the others go on, and fail as the peer dies).
  * -h: every rank sends 8-byte messages round the ring, one every 5 ms,
@@ -59,17 +60,19 @@ static size_t wait_req(asr_request_t *r, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  int msgs = 4, delay_ms = 0, kill_after = -1, hold_s = 0, opt;
+  int msgs = 4, delay_ms = 0, kill_after = -1, hold_s = 0, exchange = 1, opt;
   size_t bytes = 4096;
-  while ((opt = getopt(argc, argv, "m:s:d:k:h:")) != -1) {
+  while ((opt = getopt(argc, argv, "m:s:d:k:h:E")) != -1) {
     switch (opt) {
       case 'm': msgs = atoi(optarg); break;
       case 's': bytes = (size_t)strtoul(optarg, NULL, 10); break;
       case 'd': delay_ms = atoi(optarg); break;
       case 'k': kill_after = atoi(optarg); break;
       case 'h': hold_s = atoi(optarg); break;
+      case 'E': exchange = 0; break;
       default:
-        fprintf(stderr, "usage: trace_job [-m MSGS] [-s BYTES] [-d DELAY_MS] [-k KILL_AFTER] [-h HOLD_S]\n");
+        fprintf(stderr,
+                "usage: trace_job [-m MSGS] [-s BYTES] [-d DELAY_MS] [-k KILL_AFTER] [-h HOLD_S] [-E]\n");
         return 2;
     }
   }
@@ -100,7 +103,7 @@ int main(int argc, char **argv) {
   /* the exchange: MSGS to each peer, MSGS from each */
   asr_request_t **rq = calloc((size_t)msgs * 2, sizeof *rq);
   if (!rq) return 1;
-  for (int d = 1; d < n; d++) {
+  for (int d = 1; exchange && d < n; d++) {
     int to = (me.rank + d) % n, from = (me.rank - d + n) % n;
     for (int i = 0; i < msgs; i++) {
       for (size_t k = 0; k < bytes; k++) sb[(size_t)i * bytes + k] = pat(me.rank, to, i, k);
@@ -139,7 +142,7 @@ int main(int argc, char **argv) {
         int done = 0;
         size_t got = 0;
         while (!done) check(asr_test(rq[i], &done, &got), "delayed recv");
-        printf("delayed %d %.0f\n", i, now_us() - t0[i]);
+        printf("delayed %d %.3f\n", i, now_us() - t0[i]);
         nrecv++, brecv += got;
       }
     } else {

@@ -126,6 +126,57 @@ def test_trace_pairwise_example():
     assert kv and all(e["args"]["ok"] for e in kv)
 
 
+ASRTRACE = os.path.join(BUILD, "bin", "asrtrace")
+
+
+def test_trace_summary_matches_known_latencies():
+    # rank 1 sends message i DELAY * (i + 1) after rank 0 posted all its
+    # receives: each receive takes at least that, and at most what rank 0
+    # measured around its own calls
+    delay_ms, n = 20, 5
+    t, stdout, out = traced([JOB, "-E", "-m", str(n), "-d", str(delay_ms)], 2)
+    app = [float(m.group(2)) for m in re.finditer(r"delayed (\d+) ([0-9.]+)", stdout)]
+    assert len(app) == n, out[-4000:]
+    recvs = sorted(e["dur"] for e in events(t, "xfer", "recv") if rank_of(t, e) == 0)
+    assert len(recvs) == n
+    for i, (trace_us, app_us) in enumerate(zip(recvs, app)):
+        assert delay_ms * 1000 * (i + 1) <= trace_us <= app_us, (i, trace_us, app_us)
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(t, f)
+        f.flush()
+        r = subprocess.run([ASRTRACE, "summary", f.name, "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    row = [p for p in s["peers"] if p["rank"] == 0 and p["peer"] == 1 and p["kind"] == "recv"]
+    assert len(row) == 1 and row[0]["msgs"] == n and row[0]["bytes"] == 8 * n, row
+    # nearest rank: p50 is the 3rd of 5, p99 and max the 5th
+    assert row[0]["p50_us"] == pytest.approx(recvs[2], abs=0.001)
+    assert row[0]["p99_us"] == pytest.approx(recvs[4], abs=0.001)
+    assert row[0]["max_us"] == pytest.approx(recvs[4], abs=0.001)
+    assert s["connect_count"] == 4 and s["connect_failed"] == 0
+
+
+def test_trace_plot_of_a_real_job():
+    t, stdout, out = traced([JOB, "-m", "3"], 3)
+    d = tempfile.mkdtemp(prefix="asrtrace-plot.")
+    try:
+        path = os.path.join(d, "t.json")
+        with open(path, "w") as f:
+            json.dump(t, f)
+        for ext in ("png", "svg"):
+            r = subprocess.run([ASRTRACE, "plot", path, "-o", os.path.join(d, "t." + ext)], capture_output=True,
+                               text=True, timeout=120)
+            if r.returncode != 0 and "matplotlib" in r.stderr:
+                pytest.skip("no matplotlib for /usr/bin/python3 (apt-get install python3-matplotlib)")
+            assert r.returncode == 0, r.stderr
+        with open(os.path.join(d, "t.png"), "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+        import xml.etree.ElementTree as ET
+        assert ET.parse(os.path.join(d, "t.svg")).getroot().tag.endswith("svg")
+    finally:
+        subprocess.run(["rm", "-rf", d])
+
+
 def test_trace_keeps_a_killed_ranks_records():
     t, stdout, out = traced([JOB, "-m", "4", "-k", "2"], 3, expect_rc=None)
     m = re.search(r"rank 1: killing itself after (\d+) sends", stdout)
