@@ -29,7 +29,7 @@ mkdir -p "$ASR_KV_LOCK_DIR"
 
 cases=(salloc_pairwise sbatch_pairwise srun_direct_pairwise salloc_failing_rank sbatch_failing_rank
   srun_direct_failing_rank srun_direct_abort salloc_mpi_openmpi salloc_mpi_mpich salloc_tree_pairwise
-  salloc_tree_interior_killed)
+  salloc_tree_interior_killed salloc_trace srun_direct_trace)
 skip_all() {
   for c in "${cases[@]}"; do echo "SKIP: slurm/$c ($1)"; done
   exit 0
@@ -267,3 +267,41 @@ grep -q 'asrd on host n1.*lost with it, the 1 host beneath it in the tree (n2)' 
 check_clean
 [ -n "$pid" ] && rm -rf /dev/shm/asrd."$pid".?????? /tmp/asrd."$pid".??????
 result "kill -9 of n1's asrd (n2's parent): 125 naming n1 and n2, nothing left"
+
+# The job's trace under Slurm (issue 52): asrrun --trace inside an
+# allocation (each node's asrd an srun step), and a direct launch with
+# ASR_TRACE=DIR merged afterwards by asrtrace merge; either file has every
+# rank, every send's flow, and ranks on both nodes.
+trace_ok() { # FILE: 4 ranks, 48 sends each with its flow, tracks on two hosts
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+ranks = sorted(p["rank"] for p in t["otherData"]["processes"] if p["kind"] == "rank")
+sends = [e for e in ev if e["cat"] == "xfer" and e["name"] == "send" and e["args"]["ok"]]
+flows = [e for e in ev if e["cat"] == "flow" and e["ph"] == "s"]
+back = {e["id"]: e["ts"] for e in flows}
+late = [e for e in ev if e["cat"] == "flow" and e["ph"] == "f" and e["ts"] < back.get(e["id"], 0)]
+pids = {e["pid"] for e in sends}
+if ranks != [0, 1, 2, 3] or len(sends) != 48 or len(flows) != 48 or late or len(pids) != 2:
+    sys.exit("ranks %s, %d sends, %d flows, %d backwards, sends on %d hosts" % (ranks, len(sends), len(flows), len(late), len(pids)))
+PY
+}
+
+case=salloc_trace failed=0 log=$base/$case.log
+client salloc -N 2 -n 4 "$ASRRUN" --bind-to none --trace "$base/salloc_trace.json" "$APPS/trace_job" -m 4 >"$log" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+why=$(trace_ok "$base/salloc_trace.json" 2>&1) || fail "$why"
+check_clean
+result "salloc -N 2 -n 4 asrrun --trace: 4 ranks on n1 and n2, 48 sends and their flows"
+
+case=srun_direct_trace failed=0 log=$base/$case.log
+mkdir -p "$base/trace"
+client env ASR_TRACE="$base/trace" srun --mpi=pmix -N 2 -n 4 "$APPS/trace_job" -m 4 >"$log" 2>&1
+rc=$?
+[ $rc = 0 ] || fail "exit $rc"
+"$build/bin/asrtrace" merge "$base/trace" -o "$base/srun_trace.json" >>"$log" 2>&1 || fail "asrtrace merge failed"
+why=$(trace_ok "$base/srun_trace.json" 2>&1) || fail "$why"
+check_clean
+result "srun --mpi=pmix with ASR_TRACE=DIR, then asrtrace merge: 4 ranks, 48 flows"
