@@ -11,7 +11,7 @@ doc_man_env_LDADD = common/libasrcommon.la
 
 ASR_MANS = doc/asrrun.1 doc/asrd.8 doc/asrkv.1 doc/libasr.3 doc/asrtrace.1
 nodist_man_MANS = $(ASR_MANS)
-EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in doc/asrtrace.1.in doc/design.md \
+EXTRA_DIST += doc/asrrun.1.in doc/asrd.8.in doc/asrkv.1.in doc/libasr.3.in doc/asrtrace.1.in doc/design.md doc/pairwise-timeline.png \
 	doc/tree.md
 CLEANFILES += $(ASR_MANS)
 
