@@ -87,7 +87,8 @@ static void render_proc(asr_buf_t *b) {
   asr_buf_put(b, line, (size_t)n);
 }
 
-static void answer(uint32_t id) {
+/* Answers ASK id with ANSWER, or (metrics) MASK id with METRICS. */
+static void answer(uint32_t id, int metrics) {
   /* the tests' stand-ins for a rank that exits while asked and one that
    * never answers (tests/integration/test_stall.c) */
   int hook = 0;
@@ -100,6 +101,7 @@ static void answer(uint32_t id) {
   if (p && p->tick) p->tick(p->arg);
   render_proc(&b);
   if (p && p->render) p->render(p->arg, &b);
+  if (metrics && p && p->metrics) p->metrics(p->arg, &b);
   size_t len = asr_buf_pending(&b);
   if (len > ASR_REPORT_TEXT_MAX) {
     /* cut at the last whole line that leaves room for the mark */
@@ -108,7 +110,7 @@ static void answer(uint32_t id) {
     memcpy(b.data + b.off + cut, "trunc\n", 6);
     len = cut + 6;
   }
-  (void)send_frame(ASR_REPORT_ANSWER, id, b.data + b.off, len);
+  (void)send_frame(metrics ? ASR_REPORT_METRICS : ASR_REPORT_ANSWER, id, b.data + b.off, len);
   asr_buf_free(&b);
 }
 
@@ -133,12 +135,14 @@ static void *report_main(void *arg) {
     uint32_t type, len;
     char why[128];
     if (read_all(chan_fd, hdr, sizeof hdr) != 0) break; /* asrd went away */
-    if (asr_report_header_parse(hdr, &type, &len, why, sizeof why) != 0 || type != ASR_REPORT_ASK) {
-      asr_warn("job", "state report channel: %s; closing it", type != ASR_REPORT_ASK ? "not an ASK" : why);
+    int rc = asr_report_header_parse(hdr, &type, &len, why, sizeof why);
+    if (rc != 0 || (type != ASR_REPORT_ASK && type != ASR_REPORT_MASK)) {
+      asr_warn("job", "state report channel: %s; closing it", rc == 0 ? "not an ASK" : why);
       break;
     }
     if (read_all(chan_fd, body, sizeof body) != 0) break;
-    answer((uint32_t)body[0] | (uint32_t)body[1] << 8 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 24);
+    answer((uint32_t)body[0] | (uint32_t)body[1] << 8 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 24,
+           type == ASR_REPORT_MASK);
   }
   close(chan_fd);
   return NULL;

@@ -4,7 +4,9 @@
  * socket pair at fork (ASR_REPORT_FD); the first asr_job_init or asr_init
  * of the process starts a thread of its own that serves it: it says HELLO,
  * and answers each ASK with the report, built from this process's job state
- * (kept here) and the tables the runtime registered (runtime/state_report.c).
+ * (kept here) and the tables the runtime registered (runtime/state_report.c),
+ * and each MASK (asrrun --metrics-port's scrape) with METRICS: the same
+ * report and the runtime's histograms.
  * The application's threads take no part and get no signal: the thread
  * blocks every signal, and the data path only stores counters.
  *
@@ -24,6 +26,8 @@ typedef struct {
   void (*tick)(void *arg);
   /* Appends the provider's records (report_fmt.h) to out. */
   void (*render)(void *arg, asr_buf_t *out);
+  /* A METRICS answer's records after render's (report_fmt.h: hist). */
+  void (*metrics)(void *arg, asr_buf_t *out);
   void *arg;
 } asr_report_provider_t;
 

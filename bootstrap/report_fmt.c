@@ -17,12 +17,14 @@ int asr_report_header_parse(const uint8_t hdr[ASR_REPORT_HDR], uint32_t *type, u
     snprintf(why, whylen, "bad magic 0x%08x on the report channel", m);
     return ASR_EPROTO;
   }
-  if (t < ASR_REPORT_HELLO || t > ASR_REPORT_ANSWER) {
+  if (t < ASR_REPORT_HELLO || t > ASR_REPORT_METRICS) {
     snprintf(why, whylen, "unknown report frame type %u", t);
     return ASR_EPROTO;
   }
-  /* HELLO and ASK carry one u32; an ANSWER its id and at most the text bound */
-  if ((t != ASR_REPORT_ANSWER && n != 4) || (t == ASR_REPORT_ANSWER && (n < 4 || n > ASR_REPORT_MAX))) {
+  /* HELLO, ASK and MASK carry one u32; an ANSWER or METRICS its id and at
+   * most the text bound */
+  int text = t == ASR_REPORT_ANSWER || t == ASR_REPORT_METRICS;
+  if ((!text && n != 4) || (text && (n < 4 || n > ASR_REPORT_MAX))) {
     snprintf(why, whylen, "report frame type %u with a %u-byte payload", t, n);
     return ASR_EPROTO;
   }
@@ -127,15 +129,60 @@ static int comm_field(asr_report_comm_t *c, const char *n, size_t nl, const char
   if (IS("ofi_posted")) return get_int(v, vl, 0, 128, &c->ofi_posted);
   if (IS("key")) return get_text(v, vl, c->key, sizeof c->key);
   if (IS("server")) return get_text(v, vl, c->server, sizeof c->server);
+  if (IS("bytes")) return get_ull(v, vl, &c->bytes);
+  if (IS("failed")) return get_ull(v, vl, &c->failed);
+  return 0;
+}
+
+/* b=: exactly ASR_REPORT_HIST_BUCKETS counts, comma-separated; count is
+ * their sum, which must stay within 2^62 as each count must. */
+static int hist_buckets(asr_report_hist_t *h, const char *v, size_t vl) {
+  size_t i = 0;
+  h->count = 0;
+  for (int k = 0; k < ASR_REPORT_HIST_BUCKETS; k++) {
+    size_t j = i;
+    while (j < vl && v[j] != ',') j++;
+    if (get_ull(v + i, j - i, &h->b[k]) != 0 || h->b[k] > (1ull << 62) - h->count) return ASR_EPROTO;
+    h->count += h->b[k];
+    if (j == vl) return k == ASR_REPORT_HIST_BUCKETS - 1 ? 0 : ASR_EPROTO; /* too few */
+    i = j + 1;
+  }
+  return ASR_EPROTO; /* too many */
+}
+
+static int hist_field(asr_report_hist_t *h, const char *n, size_t nl, const char *v, size_t vl) {
+  if (IS("name")) {
+    if (vl == 4 && memcmp(v, "xfer", 4) == 0) return h->kind = 0, 0;
+    if (vl == 7 && memcmp(v, "connect", 7) == 0) return h->kind = 1, 0;
+    return ASR_EPROTO;
+  }
+  if (IS("lnc")) return get_int(v, vl, 0, 127, &h->lnc);
+  if (IS("dir")) {
+    if (vl == 4 && memcmp(v, "SEND", 4) == 0) return h->dir = 0, 0;
+    if (vl == 4 && memcmp(v, "RECV", 4) == 0) return h->dir = 1, 0;
+    return ASR_EPROTO;
+  }
+  if (IS("sum_ns")) return get_ull(v, vl, &h->sum_ns);
+  if (IS("b")) return hist_buckets(h, v, vl);
   return 0;
 #undef IS
+}
+
+/* Makes room for one more of an array of n (cap: its room), up to max. */
+static void *grow(void *arr, int n, int *cap, size_t size, int max) {
+  if (n < *cap) return arr;
+  if (*cap >= max) return NULL;
+  int nc = *cap ? *cap * 2 : 16;
+  void *a = realloc(arr, (size_t)nc * size);
+  if (a) *cap = nc;
+  return a;
 }
 
 int asr_report_parse(const char *text, size_t len, asr_report_t *r, char *why, size_t whylen) {
   memset(r, 0, sizeof *r);
   r->rank = -1;
   r->lnc = -1;
-  int cap = 0, line = 0;
+  int cap = 0, hcap = 0, line = 0;
   size_t pos = 0;
   while (pos < len) {
     line++;
@@ -151,8 +198,9 @@ int asr_report_parse(const char *text, size_t len, asr_report_t *r, char *why, s
     const char *w = p;
     while (w < e && *w != '\t') w++;
     size_t wl = (size_t)(w - p);
-    enum { SKIP, PROC, LNC, COMM } kind = SKIP;
+    enum { SKIP, PROC, LNC, COMM, HIST } kind = SKIP;
     asr_report_comm_t *c = NULL;
+    asr_report_hist_t *h = NULL;
     if (wl == 4 && memcmp(p, "proc", 4) == 0) {
       kind = PROC;
       r->have_proc = 1;
@@ -179,6 +227,17 @@ int asr_report_parse(const char *text, size_t len, asr_report_t *r, char *why, s
       memset(c, 0, sizeof *c);
       c->peer_rank = -1;
       c->oldest_ms = c->last_post_ms = -1;
+    } else if (wl == 4 && memcmp(p, "hist", 4) == 0) {
+      kind = HIST;
+      asr_report_hist_t *a = grow(r->hists, r->nhists, &hcap, sizeof *a, 4096);
+      if (!a) {
+        snprintf(why, whylen, "line %d: more than 4096 histograms, or out of memory", line);
+        goto bad;
+      }
+      r->hists = a;
+      h = &r->hists[r->nhists++];
+      memset(h, 0, sizeof *h);
+      h->kind = -1;
     } else if (wl == 5 && memcmp(p, "trunc", 5) == 0) {
       r->truncated = 1;
     }
@@ -192,9 +251,10 @@ int asr_report_parse(const char *text, size_t len, asr_report_t *r, char *why, s
         goto bad;
       }
       size_t nl = (size_t)(eq - f), vl = (size_t)(fe - eq - 1);
-      int rc = kind == PROC  ? proc_field(r, f, nl, eq + 1, vl)
-               : kind == LNC ? lnc_field(r, f, nl, eq + 1, vl)
-                             : comm_field(c, f, nl, eq + 1, vl);
+      int rc = kind == PROC   ? proc_field(r, f, nl, eq + 1, vl)
+               : kind == LNC  ? lnc_field(r, f, nl, eq + 1, vl)
+               : kind == HIST ? hist_field(h, f, nl, eq + 1, vl)
+                              : comm_field(c, f, nl, eq + 1, vl);
       if (rc) {
         snprintf(why, whylen, "line %d: bad field '%.*s'", line, (int)(nl < 40 ? nl : 40), f);
         goto bad;
@@ -202,6 +262,10 @@ int asr_report_parse(const char *text, size_t len, asr_report_t *r, char *why, s
     }
     if (kind == COMM && !c->state[0]) {
       snprintf(why, whylen, "line %d: a comm without a state", line);
+      goto bad;
+    }
+    if (kind == HIST && h->kind < 0) {
+      snprintf(why, whylen, "line %d: a histogram without a name", line);
       goto bad;
     }
   }
@@ -215,4 +279,7 @@ void asr_report_free(asr_report_t *r) {
   free(r->comms);
   r->comms = NULL;
   r->ncomms = 0;
+  free(r->hists);
+  r->hists = NULL;
+  r->nhists = 0;
 }

@@ -13,6 +13,8 @@
  *   HELLO   rank -> asrd   u32 pid: the rank's report thread is up (libasr is loaded)
  *   ASK     asrd -> rank   u32 id
  *   ANSWER  rank -> asrd   u32 id, then the report text (no NUL)
+ *   MASK    asrd -> rank   u32 id: asrrun --metrics-port's scrape (issue 52)
+ *   METRICS rank -> asrd   u32 id, then the report text with its hist records
  * A wrong magic, type or length is a protocol error: the reader closes the
  * channel (asrd then says the rank gave no report).
  *
@@ -27,6 +29,13 @@
  *         stashed ofi_posted (requests in those states now) oldest_ms (the
  *         oldest of those, -1: none) last_post_ms (-1: never) key server
  *         (the KV key the comm waits on and the server asked, "" when none)
+ *         bytes (bytes its completed transfers moved) failed (requests that
+ *         completed with an error); messages are done
+ *   hist  name (xfer: a transfer's post to its completion; connect: a comm's
+ *         making to CONNECTED) lnc dir (SEND|RECV) sum_ns b (ASR_REPORT_HIST_BUCKETS
+ *         counts, comma-separated, bucket i counting values of at most
+ *         ASR_REPORT_HIST_LE_NS(i), the last every larger one): only in a
+ *         METRICS answer, only for what the process saw (ASR_METRICS=1)
  *   trunc (the rank cut its report at ASR_REPORT_TEXT_MAX)
  * Unknown record words and fields are skipped (a newer rank), but a known
  * field with a bad value fails the parse.
@@ -42,6 +51,8 @@
 #define ASR_REPORT_HELLO 1u
 #define ASR_REPORT_ASK 2u
 #define ASR_REPORT_ANSWER 3u
+#define ASR_REPORT_MASK 4u
+#define ASR_REPORT_METRICS 5u
 #define ASR_REPORT_TEXT_MAX (96u << 10) /* a rank's text: a 64-rank mesh's 126 comms an LNC fit */
 #define ASR_REPORT_MAX (ASR_REPORT_TEXT_MAX + 4u)
 
@@ -59,6 +70,18 @@ typedef enum {
 } asr_report_fence_t;
 const char *asr_report_fence_name(int f);
 
+/* The histograms' buckets (hist records): powers of two from 1 us to
+ * 2^24 us (16.8 s), then one for everything larger (Prometheus' +Inf). A
+ * bucket is found with one count of leading zeros, no table walk. */
+#define ASR_REPORT_HIST_BUCKETS 26
+#define ASR_REPORT_HIST_LE_NS(i) (1000ull << (i)) /* i < ASR_REPORT_HIST_BUCKETS - 1 */
+static inline int asr_report_hist_bucket(uint64_t ns) {
+  uint64_t us = (ns + 999) / 1000; /* at most ASR_REPORT_HIST_LE_NS(i) ns: at most 2^i us, rounded up */
+  if (us <= 1) return 0;
+  int i = 64 - __builtin_clzll(us - 1);
+  return i < ASR_REPORT_HIST_BUCKETS - 1 ? i : ASR_REPORT_HIST_BUCKETS - 1;
+}
+
 #define ASR_REPORT_KEY_TEXT 600 /* a rendered key, as kept in a record */
 
 typedef struct {
@@ -67,11 +90,18 @@ typedef struct {
   char peer_ip[64];
   char state[32];
   long long state_ms, oldest_ms, last_post_ms;
-  unsigned long long posted, done;
+  unsigned long long posted, done, bytes, failed;
   int stashed, ofi_posted;
   char key[ASR_REPORT_KEY_TEXT];
   char server[80];
 } asr_report_comm_t;
+
+typedef struct {
+  int kind; /* 0 xfer, 1 connect */
+  int lnc, dir;
+  unsigned long long sum_ns, count; /* count: the buckets' sum */
+  unsigned long long b[ASR_REPORT_HIST_BUCKETS];
+} asr_report_hist_t;
 
 typedef struct {
   int have_proc;
@@ -86,6 +116,8 @@ typedef struct {
   } lncs[8]; /* the first eight LNCs a process reports (a rank has one) */
   int ncomms;
   asr_report_comm_t *comms; /* malloc'd */
+  int nhists;
+  asr_report_hist_t *hists; /* malloc'd */
   int truncated;
 } asr_report_t;
 

@@ -245,6 +245,9 @@
   X(TRACE_KEEP, "ASR_TRACE_KEEP", INT, 64, 16777216, NULL, "65536", ASR_ENV_LIBASR | ASR_ENV_ASRD,            \
     "trace records a process keeps for connect spans, launch phases, closes and failures (beyond it they "  \
     "are dropped and counted)")                                                                                \
+  X(METRICS, "ASR_METRICS", BOOL, 0, 1, NULL, "false", ASR_ENV_LIBASR | ASR_ENV_SET,                       \
+    "libasr keeps the transfer-latency and connect-time histograms that asrrun --metrics-port serves; "    \
+    "asrd sets it for every rank of such a job")                                                              \
   X(OFI_PSM, "ASR_OFI_PSM", BOOL, 0, 1, NULL, "false", ASR_ENV_LIBASR,                                       \
     "load the real libpsm2 and libpsm_infinipath even on a host without their adapters")                     \
   X(OFI_KALLSYMS, "ASR_OFI_KALLSYMS", BOOL, 0, 1, NULL, "false", ASR_ENV_LIBASR,                             \

@@ -24,7 +24,7 @@ runtime_libasr_la_SOURCES = \
 	runtime/shm_names.c \
 	runtime/state_registry.c \
 	runtime/state_report.c \
-	runtime/obs/obs.h runtime/obs/obs.c \
+	runtime/obs/obs.h runtime/obs/obs.c runtime/obs/metrics.c \
 	runtime/sm/sm.h runtime/sm/sm_layout.h \
 	runtime/sm/sm_region.c \
 	runtime/sm/sm_record.c \

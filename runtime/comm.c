@@ -337,9 +337,9 @@ int asr__mr_get_or_register(struct asr_comm *c, struct asr_tensor *t, struct fid
   asr_mr_entry_t *e = malloc(sizeof *e);
   if (!e) return ASR_ENOMEM;
   struct fid_mr *m = NULL;
-  uint64_t t0 = ASR_OBS_ON() ? asr_time_ns() : 0;
+  uint64_t t0 = ASR_OBS_TRACING() ? asr_time_ns() : 0;
   int rc = asr__ofi_mr_reg(o, t->va, t->size, &m);
-  if (ASR_OBS_ON()) asr__obs_mr(c->lnc, rc ? 0 : t->size, t0);
+  if (ASR_OBS_TRACING()) asr__obs_mr(c->lnc, rc ? 0 : t->size, t0);
   if (rc) {
     free(e);
     return rc;

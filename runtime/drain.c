@@ -452,7 +452,7 @@ void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c) {
     asr__ofi_unlock(o);
   }
   if (posted == 0 && atomic_load(&c->stash_head) == atomic_load(&c->stash_tail)) return;
-  uint64_t t0 = ASR_OBS_ON() ? asr_time_ns() : 0;
+  uint64_t t0 = ASR_OBS_TRACING() ? asr_time_ns() : 0;
   pthread_mutex_lock(&ctx->task.mutex);
   if (!ctx->task.shutdown && drain_start(ctx, c, asr_time_ms() + (uint64_t)ctx->drain.timeout_ms)) {
     asr__ctx_wake(ctx);
@@ -461,7 +461,7 @@ void asr__drain_comm(asr_ctx_t *ctx, struct asr_comm *c) {
       pthread_cond_wait(&ctx->task.detach_cv, &ctx->task.mutex);
   }
   pthread_mutex_unlock(&ctx->task.mutex);
-  if (ASR_OBS_ON())
+  if (ASR_OBS_TRACING())
     asr__obs_close(c, t0,
                    atomic_load(&c->drain) == ASR_DRAIN_DONE && atomic_load(&c->status) == ASR_COMM_CONNECTED);
 }

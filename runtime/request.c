@@ -68,6 +68,14 @@ static void obs_done(struct asr_request *r, size_t bytes, int ok) {
   asr__obs_done(r->comm, &p->obs[r - p->reqs], r->type, bytes, ok);
 }
 
+/* A request asr_test failed goes back, counted (rep_failed). */
+static void recycle_failed(struct asr_request *r) {
+  asr__comm_lock(r->comm);
+  asr__rep_count(&r->comm->rep_failed);
+  recycle_locked(r);
+  asr__comm_unlock(r->comm);
+}
+
 void asr__req_recycle(struct asr_request *r) {
   asr__comm_lock(r->comm);
   recycle_locked(r);
@@ -312,7 +320,7 @@ static drain_result_t drain_one(asr_ctx_t *ctx, struct asr_comm *c, int spin_ms)
     int rc = !has_va ? ASR_EINVAL : sm || list ? 0 : asr__mr_get_or_register(c, r->tensor, &mr);
     /* before the post: once posted, its completion may be read at once
      * (the status's release store below orders it for asr_test) */
-    if (ASR_OBS_ON()) asr__comm_pool_of(c)->obs[r - asr__comm_pool_of(c)->reqs].t_out = asr_time_ns();
+    if (ASR_OBS_TRACING()) asr__comm_pool_of(c)->obs[r - asr__comm_pool_of(c)->reqs].t_out = asr_time_ns();
     if (rc == 0 && sm) {
       asr__sm_lock(sm);
       rc = post_sm_locked(c, r, va);
@@ -449,6 +457,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
         if (ASR_OBS_ON()) obs_done(req, moved, 1);
         recycle_locked(req);
         asr__rep_count(&c->rep_done);
+        asr__rep_count_n(&c->rep_bytes, moved);
         asr__comm_unlock(c);
         *done = 1;
         asr__poll_found();
@@ -466,7 +475,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
                   atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : asr_strerror(rc));
         req_set_status(req, ASR_REQ_ERROR);
         if (ASR_OBS_ON()) obs_done(req, 0, 0);
-        asr__req_recycle(req);
+        recycle_failed(req);
         return ASR_INVALID;
       }
       *done = 0;
@@ -489,7 +498,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? ": " : "",
                 atomic_load(&c->status) == ASR_COMM_CONNECTION_ERROR ? c->err : "");
       if (ASR_OBS_ON()) obs_done(req, 0, 0);
-      asr__req_recycle(req);
+      recycle_failed(req);
       return ASR_INVALID;
   }
 }
@@ -511,7 +520,7 @@ int asr_flush(asr_comm_t *h) {
   /* Host memory needs no read-back: a receive's data is visible to the host
    * once its completion has been read. Harvest every completion now so the
    * fence covers receives that finished but were not yet polled. */
-  uint64_t t0 = ASR_OBS_ON() ? asr_time_ns() : 0;
+  uint64_t t0 = ASR_OBS_TRACING() ? asr_time_ns() : 0;
   asr__sm_t *sm = asr__comm_sm(comm);
   if (sm) {
     asr__sm_lock(sm);
@@ -520,6 +529,6 @@ int asr_flush(asr_comm_t *h) {
   } else {
     asr__ofi_progress(asr__comm_ofi(comm)); /* the comm's own endpoint */
   }
-  if (ASR_OBS_ON()) asr__obs_flush(comm, t0);
+  if (ASR_OBS_TRACING()) asr__obs_flush(comm, t0);
   return ASR_SUCCESS;
 }

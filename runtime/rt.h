@@ -126,6 +126,7 @@ typedef struct asr_comm_pool {
   uint64_t stash_ticket[ASR_RING]; /* the context's post order (asr__drain_stashes) */
   asr__rma_t rma[ASR_RING];        /* a write's, read's or list post's target (rma/rma_types.h) */
   asr__obs_req_t obs[ASR_RING];    /* its trace state, when tracing (obs/obs.h) */
+  asr__hist_t xfer_hist;           /* its transfer latencies, with ASR_METRICS (obs/metrics.c) */
 } asr_comm_pool_t;
 
 struct asr_comm {
@@ -237,11 +238,13 @@ struct asr_comm {
 
   /* the state report (state_report.c). rep_posted / rep_done: requests
    * posted (fast path or stashed) and completed by asr_test; each written
-   * only under ep_lock, by a relaxed store, and read by the report thread.
+   * only under ep_lock, by a relaxed store, and read by the report thread;
+   * rep_bytes / rep_failed the same way: bytes moved by the completed ones,
+   * and the requests asr_test failed (in flight = posted - done - failed).
    * state_since_ms: when status last changed (asr__comm_set_status).
    * peer_rank: asr_job_connect / asr_job_accept's rank, else -1.
    * The rest is the sampler's, under asr__rep_mutex. */
-  _Atomic uint64_t rep_posted, rep_done;
+  _Atomic uint64_t rep_posted, rep_done, rep_bytes, rep_failed;
   _Atomic uint64_t state_since_ms;
   _Atomic int peer_rank;
   _Atomic uint32_t rep_ordinal; /* a copy of ordinal for the report thread (set at pickup) */
@@ -259,6 +262,11 @@ struct asr_comm {
  * cost of the state report. */
 static inline void asr__rep_count(_Atomic uint64_t *n) {
   atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+/* Adds n to a counter of c's, as asr__rep_count does (ep_lock held). */
+static inline void asr__rep_count_n(_Atomic uint64_t *c, uint64_t n) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
 /* A peer process on this node whose death fails its comms (peer_watch.c). */

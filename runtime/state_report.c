@@ -12,7 +12,10 @@
  * ages come from here: each tick (ASR_REPORT_TICK_MS) samples every comm's
  * post count and keeps, per comm, when each new count was first seen, so
  * the oldest outstanding request's age is known to within a tick without a
- * clock read on the data path.
+ * clock read on the data path. The comm's bytes and failed requests
+ * (rep_bytes, rep_failed) are counted the same way, at the completion, and
+ * serve asrrun --metrics-port as well (issue 52), whose METRICS answer adds
+ * the histograms of obs/metrics.c.
  *
  * The registry (asr__rep_comms) holds every comm from its handover to its free;
  * rep_mutex guards it, the sampler's per-comm fields, and the unpublishing
@@ -116,13 +119,15 @@ static void render_comm(struct asr_comm *c, uint64_t now, asr_buf_t *b) {
       line, sizeof line,
       "comm\tlnc=%d\tdir=%s\tordinal=%u\tpeer_rank=%d\tpeer_ip=%s\tpeer_lnc=%d\tstate=%s\tstate_ms=%llu"
       "\tposted=%llu\tdone=%llu\tstashed=%d\tofi_posted=%d\toldest_ms=%lld\tlast_post_ms=%lld"
-      "\tkey=%s\tserver=%s\n",
+      "\tkey=%s\tserver=%s\tbytes=%llu\tfailed=%llu\n",
       c->lnc, c->type == ASR_SEND_COMM ? "SEND" : "RECV",
       atomic_load_explicit(&c->rep_ordinal, memory_order_relaxed),
       atomic_load_explicit(&c->peer_rank, memory_order_relaxed), c->peer_ip, c->peer_lnc,
       asr_comm_status_name(st), (unsigned long long)(now > since ? now - since : 0), (unsigned long long)p,
       (unsigned long long)d, stashed, posted_now, oldest,
-      c->rep_seen ? (long long)(now - c->rep_last_post_ms) : -1LL, key, server);
+      c->rep_seen ? (long long)(now - c->rep_last_post_ms) : -1LL, key, server,
+      (unsigned long long)atomic_load_explicit(&c->rep_bytes, memory_order_relaxed),
+      (unsigned long long)atomic_load_explicit(&c->rep_failed, memory_order_relaxed));
   if (n > 0) asr_buf_put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
@@ -142,7 +147,13 @@ static void render(void *arg, asr_buf_t *b) {
   pthread_mutex_unlock(&asr__rep_mutex);
 }
 
-static const asr_report_provider_t provider = {tick, render, NULL};
+/* A METRICS answer's records beyond the report's: the histograms. */
+static void metrics(void *arg, asr_buf_t *b) {
+  (void)arg;
+  asr__metrics_render(b);
+}
+
+static const asr_report_provider_t provider = {tick, render, metrics, NULL};
 
 void asr__state_report_init(void) {
   asr__report_register(&provider);

@@ -349,12 +349,13 @@ static void block(diag_t *g) {
         char oldest[48] = "";
         if (c->oldest_ms >= 0) snprintf(oldest, sizeof oldest, ", oldest %.1f s", secs(c->oldest_ms));
         put(g->out,
-            "asrrun:     comm lnc %d %s #%d %s %s: %s for %.1f s; %s %llu posted, %llu done; requests %d "
-            "STASHED, %d "
+            "asrrun:     comm lnc %d %s #%d %s %s: %s for %.1f s; %s %llu posted, %llu done (%llu bytes), "
+            "%llu failed; requests %d STASHED, %d "
             "OFI_POSTED%s%s%s%s%s\n",
             c->lnc, c->dir == 0 ? "SEND" : "RECV", c->ordinal, c->dir == 0 ? "to" : "from", peer, c->state,
-            secs(c->state_ms), c->dir == 0 ? "sends" : "receives", c->posted, c->done, c->stashed,
-            c->ofi_posted, oldest, c->key[0] ? "; key " : "", c->key, c->key[0] ? " on " : "", c->server);
+            secs(c->state_ms), c->dir == 0 ? "sends" : "receives", c->posted, c->done, c->bytes, c->failed,
+            c->stashed, c->ofi_posted, oldest, c->key[0] ? "; key " : "", c->key, c->key[0] ? " on " : "",
+            c->server);
       }
       if (p && p->truncated) put(g->out, "asrrun:     (the rank cut its report short)\n");
       if (s->stack_len) {

@@ -36,7 +36,9 @@ int asr__obs_init(const char *host, char *err, size_t errlen) {
   init_done = 1;
   const char *dir = NULL;
   long ring = 0, keep = 0, rank = -1;
-  int rc = asr_env_str(ASR_ENV_TRACE, &dir, init_err, sizeof init_err);
+  int metrics = 0;
+  int rc = asr_env_bool(ASR_ENV_METRICS, &metrics, init_err, sizeof init_err);
+  if (rc == 0) rc = asr_env_str(ASR_ENV_TRACE, &dir, init_err, sizeof init_err);
   if (rc == 0 && dir) rc = asr_env_int(ASR_ENV_TRACE_BUF, &ring, init_err, sizeof init_err);
   if (rc == 0 && dir) rc = asr_env_int(ASR_ENV_TRACE_KEEP, &keep, init_err, sizeof init_err);
   /* the job's rank (asr_job_init's, under asrd or srun), else ASR_RANK
@@ -59,8 +61,10 @@ int asr__obs_init(const char *host, char *err, size_t errlen) {
                            .keep_recs = (unsigned)keep,
                            .max_threads = 136}; /* 128 service threads, and the application's */
     rc = asr_trace_open(path, &cfg, init_err, sizeof init_err);
-    if (rc == 0) __atomic_store_n(&asr__obs_on, 1, __ATOMIC_RELEASE);
   }
+  if (rc == 0)
+    __atomic_store_n(&asr__obs_on, (dir ? ASR_OBS_TRACE : 0) | (metrics ? ASR_OBS_METRICS : 0),
+                     __ATOMIC_RELEASE);
   init_rc = rc;
   if (rc) snprintf(err, errlen, "%s", init_err);
   pthread_mutex_unlock(&init_mutex);
@@ -115,6 +119,9 @@ static void say_comm(struct asr_comm *c, int ok) {
 void asr__obs_state(struct asr_comm *c, int old, int now) {
   if (!ASR_OBS_ON() || !c->obs.id) return;
   uint64_t t = asr_time_ns();
+  if ((asr__obs_on & ASR_OBS_METRICS) && now == ASR_COMM_CONNECTED)
+    asr__metrics_connect(c->lnc, c->type == ASR_SEND_COMM ? 0 : 1, t - c->obs.born_ns);
+  if (!(asr__obs_on & ASR_OBS_TRACE)) return;
   /* a span per connect state; CONNECTED is no longer connecting */
   if (old != ASR_COMM_CONNECTED)
     asr_trace_put(1, ASR_TR_STATE, c->lnc, old, c->obs.id, c->obs.state_ns, t, 0, 0, 0, 0, NULL);
@@ -137,11 +144,15 @@ void asr__obs_post(struct asr_comm *c, asr__obs_req_t *o, int type) {
 }
 
 void asr__obs_done(struct asr_comm *c, const asr__obs_req_t *o, int type, size_t bytes, int ok) {
-  if (!c->obs.id || !o->t_post) return;
+  if (!o->t_post) return;
+  uint64_t t1 = asr_time_ns();
+  if ((asr__obs_on & ASR_OBS_METRICS) && ok) /* the caller holds the data-path lock */
+    asr__metrics_xfer_locked(&asr__comm_pool_of(c)->xfer_hist, t1 - o->t_post);
+  if (!(asr__obs_on & ASR_OBS_TRACE) || !c->obs.id) return;
   uint32_t stamp;
   asr_tr_rec_t *r = asr_trace_claim(0, &stamp);
   r->t0 = o->t_post;
-  r->t1 = asr_time_ns();
+  r->t1 = t1;
   r->u.v.a = bytes;
   r->u.v.b = o->seq;
   r->u.v.c = o->t_out;
@@ -154,7 +165,7 @@ void asr__obs_done(struct asr_comm *c, const asr__obs_req_t *o, int type, size_t
 }
 
 void asr__obs_kv_begin(struct asr_comm *c, int op, const void *key, size_t keylen) {
-  if (!ASR_OBS_ON() || !c->obs.id) return;
+  if (!ASR_OBS_TRACING() || !c->obs.id) return;
   c->obs.kv_op = op;
   c->obs.kv_t0 = asr_time_ns();
   c->obs.kv_keylen = keylen < sizeof c->obs.kv_key ? keylen : sizeof c->obs.kv_key;
@@ -162,7 +173,7 @@ void asr__obs_kv_begin(struct asr_comm *c, int op, const void *key, size_t keyle
 }
 
 void asr__obs_kv_end(struct asr_comm *c, int ok) {
-  if (!ASR_OBS_ON() || !c->obs.kv_t0) return;
+  if (!ASR_OBS_TRACING() || !c->obs.kv_t0) return;
   char text[ASR_KV_KEY_TEXT_MAX];
   asr_kv_key_render(c->obs.kv_key, c->obs.kv_keylen, text, sizeof text);
   asr_trace_put(0, ASR_TR_KV, c->lnc, (c->obs.kv_op & 0x7f) | (ok ? 0 : 0x80), c->obs.id, c->obs.kv_t0,
@@ -171,22 +182,22 @@ void asr__obs_kv_end(struct asr_comm *c, int ok) {
 }
 
 void asr__obs_mr(int lnc, size_t bytes, uint64_t t0) {
-  if (!ASR_OBS_ON()) return;
+  if (!ASR_OBS_TRACING()) return;
   asr_trace_put(0, ASR_TR_MR, lnc, 0, 0, t0, asr_time_ns(), bytes, 0, 0, 0, NULL);
 }
 
 void asr__obs_flush(struct asr_comm *c, uint64_t t0) {
-  if (!ASR_OBS_ON() || !c->obs.id) return;
+  if (!ASR_OBS_TRACING() || !c->obs.id) return;
   asr_trace_put(0, ASR_TR_FLUSH, c->lnc, 0, c->obs.id, t0, asr_time_ns(), 0, 0, 0, 0, NULL);
 }
 
 void asr__obs_close(struct asr_comm *c, uint64_t t0, int drained) {
-  if (!ASR_OBS_ON() || !c->obs.id) return;
+  if (!ASR_OBS_TRACING() || !c->obs.id) return;
   asr_trace_put(1, ASR_TR_CLOSE, c->lnc, drained, c->obs.id, t0, asr_time_ns(), 0, 0, 0, 0, NULL);
 }
 
 void asr__obs_fail(struct asr_comm *c, int lnc, const char *what) {
-  if (!ASR_OBS_ON()) return;
+  if (!ASR_OBS_TRACING()) return;
   uint64_t t = asr_time_ns();
   /* a line longer than a record goes on in the records after it (the
    * merger joins a failure's records while the next says ASR_TR_FAIL_MORE) */
@@ -198,7 +209,7 @@ void asr__obs_fail(struct asr_comm *c, int lnc, const char *what) {
 }
 
 void asr__obs_notif(struct asr_comm *c, uint64_t value) {
-  if (!ASR_OBS_ON() || !c->obs.id) return;
+  if (!ASR_OBS_TRACING() || !c->obs.id) return;
   uint64_t t = asr_time_ns();
   asr_trace_put(0, ASR_TR_NOTIF, c->lnc, 0, c->obs.id, t, t, value, 0, 0, 0, NULL);
 }

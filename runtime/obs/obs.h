@@ -1,9 +1,11 @@
 /*
  * obs.h -- libasr's trace points (issue 52): what the runtime's modules
- * call, and the one test that guards each (ASR_OBS_ON). Off (no ASR_TRACE),
- * a point is that test of a word written once in asr_init before any comm
- * exists, and never again; compiled out (configure --disable-trace), not
- * even that.
+ * call, and the one test that guards each (ASR_OBS_ON). Off (no ASR_TRACE,
+ * no ASR_METRICS), a point is that test of a word written once in asr_init
+ * before any comm exists, and never again; compiled out (configure
+ * --disable-trace), not even that. The word is a mask: ASR_OBS_TRACE (the
+ * trace records, obs.c) and ASR_OBS_METRICS (the histograms asrrun
+ * --metrics-port serves, metrics.c), each point doing what its bits ask.
  *
  * The data path's cost when on (request.c): one clock read at the post and
  * one at the completion that asr_test sees, kept in the pool's obs[] slot
@@ -18,14 +20,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "asr_buf.h"
+#include "report_fmt.h"
 #include "asr_trace.h"
 #include "asr_time.h"
 
+#define ASR_OBS_TRACE 1   /* ASR_TRACE: the trace records */
+#define ASR_OBS_METRICS 2 /* ASR_METRICS=1: the histograms (metrics.c) */
 #ifdef ASR_NO_TRACE
 #define ASR_OBS_ON() 0
 #else
 #define ASR_OBS_ON() __builtin_expect(asr__obs_on != 0, 0)
 #endif
+#define ASR_OBS_TRACING() (ASR_OBS_ON() && (asr__obs_on & ASR_OBS_TRACE))
+#define ASR_OBS_METERING() (ASR_OBS_ON() && (asr__obs_on & ASR_OBS_METRICS))
 extern int asr__obs_on;
 
 struct asr_comm;
@@ -40,6 +48,14 @@ typedef struct {
   uint32_t seq;    /* the comm's n-th send or receive (sends and receives match in order, seed §2) */
   uint32_t pad;
 } asr__obs_req_t;
+
+/* A comm's transfer-latency histogram (metrics.c; in its pool, rt.h):
+ * written under the comm's data-path lock by a relaxed load and store,
+ * read relaxed by the report thread. */
+typedef struct {
+  _Atomic uint64_t sum_ns;
+  _Atomic uint64_t b[ASR_REPORT_HIST_BUCKETS];
+} asr__hist_t;
 
 /* A comm's trace identity and counters (in struct asr_comm). */
 typedef struct {
@@ -56,7 +72,7 @@ typedef struct {
 } asr__obs_comm_t;
 
 /* Once per process, from the first asr_init: reads ASR_TRACE and opens
- * the file there. Returns 0, or ASR_ECONFIG / an ASR_E* with err set. */
+ * the file there, and ASR_METRICS. Returns 0, or ASR_ECONFIG / an ASR_E* with err set. */
 int asr__obs_init(const char *host, char *err, size_t errlen);
 
 /* A comm was made (comm.c). */
@@ -89,5 +105,16 @@ void asr__obs_fail(struct asr_comm *c, int lnc, const char *what);
 
 /* A notification taken by asr_notif_poll on c. */
 void asr__obs_notif(struct asr_comm *c, uint64_t value);
+
+/* metrics.c: the histograms of a transfer's time from its post to the
+ * completion asr_test saw, per comm (h: its pool's; the data-path lock
+ * held), and of a comm's time from its making to CONNECTED, per LNC and
+ * direction (dir 0 SEND, 1 RECV; an atomic add, from the service thread). */
+void asr__metrics_xfer_locked(asr__hist_t *h, uint64_t ns);
+void asr__metrics_connect(int lnc, int dir, uint64_t ns);
+/* Appends a hist record (bootstrap/report_fmt.h) for each histogram that
+ * counted something, the comms' summed per LNC and direction; the report
+ * thread's (state_report.c), which must not hold asr__rep_mutex. */
+void asr__metrics_render(asr_buf_t *b);
 
 #endif /* ASR_OBS_H */

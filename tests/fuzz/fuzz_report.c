@@ -2,7 +2,8 @@
  * fuzz_report.c -- libFuzzer target for a rank's state report
  * (bootstrap/report_fmt.c): the frame headers asrd reads on each rank's
  * report channel (asr_report_header_parse) and the report text asrrun
- * parses (asr_report_parse), both written by a process asr does not trust
+ * parses (asr_report_parse; with the hist records of a METRICS answer,
+ * asrrun --metrics-port), both written by a process asr does not trust
  * to be well-formed (any program a job runs can write to ASR_REPORT_FD).
  * The first byte picks which; for text that parses, every field is inside
  * the limits the parser promises, and a refusal says why and leaves
@@ -27,8 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_ASSERT(rc == ASR_EPROTO && why[0], "a bad header without a reason");
       return 0;
     }
-    FUZZ_ASSERT(type >= ASR_REPORT_HELLO && type <= ASR_REPORT_ANSWER && len >= 4 && len <= ASR_REPORT_MAX,
+    FUZZ_ASSERT(type >= ASR_REPORT_HELLO && type <= ASR_REPORT_METRICS && len >= 4 && len <= ASR_REPORT_MAX,
                 "header limits");
+    FUZZ_ASSERT(type == ASR_REPORT_ANSWER || type == ASR_REPORT_METRICS || len == 4, "a u32 frame's length");
     return 0;
   }
   asr_report_t r;
@@ -45,6 +47,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(c->dir == 0 || c->dir == 1, "comm dir");
     FUZZ_ASSERT(c->stashed <= 128 && c->ofi_posted <= 128 && c->peer_lnc <= 127, "comm counts");
     FUZZ_ASSERT(strlen(c->key) < sizeof c->key && strlen(c->peer_ip) < sizeof c->peer_ip, "comm texts");
+  }
+  FUZZ_ASSERT(r.nhists >= 0 && r.nhists <= 4096, "histogram count");
+  for (int i = 0; i < r.nhists; i++) {
+    const asr_report_hist_t *h = &r.hists[i];
+    unsigned long long n = 0;
+    for (int k = 0; k < ASR_REPORT_HIST_BUCKETS; k++) n += h->b[k];
+    FUZZ_ASSERT(
+        (h->kind == 0 || h->kind == 1) && (h->dir == 0 || h->dir == 1) && h->lnc >= 0 && h->lnc <= 127,
+        "hist fields");
+    FUZZ_ASSERT(n == h->count && n <= (1ull << 62), "hist count is the buckets' sum");
   }
   asr_report_free(&r);
   return 0;

@@ -88,7 +88,7 @@ TEST(rows_are_well_formed) {
       "ASR_BOOTSTRAP_PORT", "ASR_JOB_SECRET",   "ASR_HOSTNAME",   "ASR_KV_SERVER",  "ASR_PROVIDER",
       "ASR_IF_ADDR",        "ASR_NUM_HOSTS",    "ASR_HOST_INDEX", "RANK",           "LOCAL_RANK",
       "WORLD_SIZE",         "LOCAL_WORLD_SIZE", "MASTER_ADDR",    "MASTER_PORT",    "GLOO_SOCKET_IFNAME",
-      "ASR_REPORT_FD",      "ASR_INCARNATION",  "ASR_TRACE"};
+      "ASR_REPORT_FD",      "ASR_INCARNATION",  "ASR_TRACE",      "ASR_METRICS"};
   int nset = 0;
   for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
     const asr_env_row_t *r = asr_env_find(set[i]);
