@@ -135,6 +135,9 @@
     "--report-state-on-timeout")                                                                             \
   X(ASRRUN_GET_STACK_TRACES, "ASRRUN_GET_STACK_TRACES", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,           \
     "state reports carry each running rank's stack trace (eu-stack, else gdb), as --get-stack-traces")       \
+  X(ASRRUN_METRICS_PORT, "ASRRUN_METRICS_PORT", STR, 1, 63, NULL, NULL, ASR_ENV_ASRRUN,                     \
+    "serve the job's counters and histograms for Prometheus on [ADDR:]PORT (0: a free port, told on "       \
+    "stderr; ADDR default 127.0.0.1), as --metrics-port")                                                    \
   X(ASRRUN_QUIET, "ASRRUN_QUIET", BOOL, 0, 1, NULL, "false", ASR_ENV_ASRRUN,                                 \
     "silence asrrun's own notices (not its errors), as --quiet")                                            \
   X(ASRRUN_HOSTFILE, "ASRRUN_HOSTFILE", PATH, 0, 1023, NULL, NULL, ASR_ENV_ASRRUN,                           \

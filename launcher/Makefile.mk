@@ -7,7 +7,8 @@ launcher_libasrlaunch_la_SOURCES =
 # The internal library's headers: what asrrun, asrd and the tests of its
 # modules may include from launcher/.
 LAUNCH_LIB_INCLUDES = -I$(top_srcdir)/launcher/config -I$(top_srcdir)/launcher/ctl -I$(top_srcdir)/launcher/place \
-	-I$(top_srcdir)/launcher/launch -I$(top_srcdir)/launcher/tree -I$(top_srcdir)/launcher/trace
+	-I$(top_srcdir)/launcher/launch -I$(top_srcdir)/launcher/tree -I$(top_srcdir)/launcher/trace \
+	-I$(top_srcdir)/launcher/metrics
 launcher_libasrlaunch_la_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS) $(HWLOC_CFLAGS) \
 	-DASR_SYSCONFDIR='"$(sysconfdir)"'
 launcher_libasrlaunch_la_LIBADD = bootstrap/libasrboot.la $(YAML_LIBS) $(HWLOC_LIBS)
@@ -18,6 +19,7 @@ include launcher/place/Makefile.mk
 include launcher/launch/Makefile.mk
 include launcher/tree/Makefile.mk
 include launcher/trace/Makefile.mk
+include launcher/metrics/Makefile.mk
 
 # The programs are built in bin/ of the build tree (asrrun finds asrd beside
 # itself there, as it does where make install puts them). Each includes the

@@ -7,7 +7,8 @@
 #                            MPICH (test_mpi, launch_bench), the Python
 #                            module's headers, numpy, pytest and torch, UCX's
 #                            ucx_perftest (rma_bench's UCX column),
-#                            matplotlib (asrtrace plot's tests)
+#                            matplotlib (asrtrace plot's tests),
+#                            prometheus_client (test_metrics.py)
 #                            (about 180 packages more; scripts/test.sh)
 set -euo pipefail
 pkgs=(
@@ -30,6 +31,9 @@ if [ "${1:-}" = --test ]; then
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch)
   # tests/python/test_asrtrace.py: asrtrace plot draws with matplotlib
   pkgs+=(python3-matplotlib)
+  # tests/python/test_metrics.py: asrrun --metrics-port scraped by a real
+  # Prometheus text parser
+  pkgs+=(python3-prometheus-client)
   # tests/bench/rma_bench.sh's outside column: UCX's ucx_perftest (ucp_put_lat, ucp_put_bw)
   pkgs+=(ucx-utils)
 fi

@@ -17,6 +17,7 @@ DISTCHECK_TESTS = \
 	tests/unit/test_env \
 	tests/unit/test_kv_frame \
 	tests/unit/test_job_ranks \
+	tests/unit/test_metrics \
 	tests/unit/test_docs \
 	tests/unit/test_trace
 TIMED_UNIT_TESTS = \
@@ -42,6 +43,10 @@ tests_unit_test_launcher_config_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(
 tests_unit_test_hostlist_SOURCES = tests/unit/test_hostlist.c
 tests_unit_test_hostlist_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(YAML_CFLAGS)
 tests_unit_test_hostlist_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
+
+tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c
+tests_unit_test_metrics_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES)
+tests_unit_test_metrics_LDADD = launcher/libasrlaunch.la $(TEST_LIBS) $(YAML_LIBS)
 
 tests_unit_test_common_SOURCES = tests/unit/test_common.c
 tests_unit_test_common_LDADD = $(TEST_LIBS)
@@ -239,6 +244,11 @@ tests_integration_test_late_recv_LDADD = $(TEST_LIBS)
 tests_integration_test_policy_SOURCES = tests/integration/test_policy.c tests/integration/job_util.c \
 	tests/integration/job_util.h
 tests_integration_test_policy_LDADD = $(TEST_LIBS)
+# Two ranks exchanging messages for a while (tests/python/test_metrics.py).
+noinst_PROGRAMS += tests/apps/traffic
+tests_apps_traffic_SOURCES = tests/apps/traffic.c
+tests_apps_traffic_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/include
+tests_apps_traffic_LDADD = runtime/libasr.la
 # The late receiver's job (tests/integration/test_late_recv.c).
 noinst_PROGRAMS += tests/apps/late_recv
 tests_apps_late_recv_SOURCES = tests/apps/late_recv.c

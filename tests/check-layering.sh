@@ -26,7 +26,7 @@
 #           launcher; runtime and launcher never use each other. Inside
 #           launcher/ each folder is a layer of its own, in three tiers
 #           (doc/design.md, "Parts and layers"):
-#             bottom  launcher/config, launcher/ctl, launcher/trace
+#             bottom  launcher/config, launcher/ctl, launcher/trace, launcher/metrics
 #             middle  launcher/place, launcher/launch, launcher/tree
 #             top     launcher/asrrun, launcher/asrd (with launcher/asrd/pmi)
 #           a folder uses its own modules and those of a lower tier only:
@@ -55,7 +55,7 @@ usage() {
   echo "usage: tests/check-layering.sh [--verbose] BUILD_DIR"
   echo "Checks the module graph of a built asr tree: no circles between modules, and"
   echo "common < bootstrap < runtime, common < bootstrap < launcher (runtime and launcher apart);"
-  echo "in launcher/: config, ctl, trace < place, launch, tree < asrrun, asrd (a tier's folders apart)."
+  echo "in launcher/: config, ctl, trace, metrics < place, launch, tree < asrrun, asrd (a tier's folders apart)."
 }
 
 bad_usage() {
@@ -108,7 +108,7 @@ fi
 
 # The launcher's folders and their tiers (the header above); asrd/pmi is
 # part of asrd's layer.
-launcher_tiers="config:1 ctl:1 trace:1 place:2 launch:2 tree:2 asrrun:3 asrd:3"
+launcher_tiers="config:1 ctl:1 trace:1 metrics:1 place:2 launch:2 tree:2 asrrun:3 asrd:3"
 if [ -d launcher ]; then
   bad=0
   for o in "${objs[@]}"; do

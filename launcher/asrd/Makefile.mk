@@ -7,7 +7,7 @@ bin_PROGRAMS += bin/asrd
 bin_asrd_SOURCES = launcher/asrd/asrd.c launcher/asrd/asrd.h launcher/asrd/asrd_up.c launcher/asrd/asrd_down.c \
 	launcher/asrd/asrd_job.c launcher/asrd/asrd_ranks.c launcher/asrd/asrd_ends.c launcher/asrd/proc_exit.c \
 	launcher/asrd/proc_exit.h launcher/asrd/asrd_spawn.c launcher/asrd/asrd_topo.c launcher/asrd/asrd_stdio.c \
-	launcher/asrd/asrd_report.c launcher/asrd/asrd_shm.c launcher/asrd/asrd_shm.h launcher/asrd/asrd_trace.c
+	launcher/asrd/asrd_report.c launcher/asrd/asrd_metrics.c launcher/asrd/asrd_shm.c launcher/asrd/asrd_shm.h launcher/asrd/asrd_trace.c
 # asrd's own headers: no other program's folder is on its path.
 ASRD_INCLUDES = -I$(top_srcdir)/launcher/asrd -I$(top_srcdir)/launcher/asrd/pmi
 bin_asrd_CPPFLAGS = $(AM_CPPFLAGS) $(LAUNCH_LIB_INCLUDES) $(ASRD_INCLUDES) $(PMIX_CFLAGS) $(HWLOC_CFLAGS) \

@@ -282,6 +282,7 @@ static void on_up_msg(asrd_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_REPORT_REQ:
       asrd_report_ask(d, m->u.report_req.id, m->u.report_req.timeout_ms, m->u.report_req.flags);
       break;
+    case ASR_CTL_METRICS_REQ: asrd_metrics_ask(d, m->u.metrics_req.id, m->u.metrics_req.timeout_ms); break;
     case ASR_CTL_SHUTDOWN:
       if (d->state < ASRD_TERMINATING && d->nalive > 0)
         begin_kill(d, SIGTERM);

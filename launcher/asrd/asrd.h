@@ -12,6 +12,7 @@
  *   asrd_stdio.c  the ranks' output (whole lines) and rank 0's stdin
  *   asrd_report.c the ranks' state reports (asrrun's REPORT_REQ, issue 24)
  *   asrd_trace.c  a traced job's files: made, named to the ranks, sent up (issue 52)
+ *   asrd_metrics.c a scrape of asrrun --metrics-port (METRICS_REQ, issue 52)
  * The files below asrd.c never call up into it: what it must hear (a message
  * from asrrun, a rank's exit, the registration done) comes through the
  * callbacks it sets in asrd_t.
@@ -127,6 +128,11 @@ struct asrd_rank {
   uint32_t rep_flags;
   uint8_t *rep_text; /* its answer to the open request */
   size_t rep_len;
+  /* the open scrape's (asrd_metrics.c), on the same channel */
+  int met_waiting; /* asked, no answer yet */
+  uint32_t met_flags;
+  uint8_t *met_text; /* its METRICS answer */
+  size_t met_len;
 };
 
 /* Events from PMIx's own thread, handed to the loop (asrd_pmix.c). */
@@ -234,6 +240,12 @@ struct asrd {
     void (*then)(asrd_t *d);
     uint64_t stall_ns; /* output held under back-pressure since (asrd_stdio.c), or 0 */
   } trace;
+  /* the open scrape (asrd_metrics.c) */
+  struct {
+    int active;
+    uint32_t id;
+    asr_loop_timer_t timer;
+  } met;
 
   /* the tree below this daemon (asrd_down.c on tree_node.h) */
   struct {
@@ -266,6 +278,10 @@ struct asrd {
     void (*fence_gather)(asrd_t *d, const uint8_t *blob, size_t len);
     /* asrd.c: every child's connection has ended */
     void (*on_down_idle)(asrd_t *d);
+    /* asrd_metrics.c (from its first scrape on; asrd_report.c calls them):
+     * r's channel brought a METRICS frame; r's channel closed or r exited */
+    void (*on_metrics)(asrd_rank_t *r, uint32_t id, const uint8_t *text, size_t len);
+    void (*on_chan_gone)(asrd_rank_t *r);
   } cb;
 };
 
@@ -454,6 +470,8 @@ void asrd_stdio_reader_gone(asrd_t *d, int stream);
 /* Whether both output pipes reached EOF. */
 int asrd_stdio_closed(const asrd_rank_t *r);
 void asrd_stdio_stop(asrd_rank_t *r);
+/* The bytes of r's output read from its pipes and not yet sent up. */
+size_t asrd_stdio_held(const asrd_rank_t *r);
 
 /* asrd_report.c */
 /* Rank r's report channel: our end on the loop; returns the rank's end (for
@@ -468,6 +486,15 @@ void asrd_report_rank_exited(asrd_rank_t *r);
 /* Closes r's channel (r is started again, with a new one). */
 void asrd_report_rank_close(asrd_rank_t *r);
 void asrd_report_stop(asrd_t *d);
+/* Reads what r's channel holds now, when nothing of it is buffered (a
+ * HELLO just sent, before r is asked). */
+void asrd_report_poll(asrd_rank_t *r);
+
+/* asrd_metrics.c */
+/* asrrun's METRICS_REQ: asks every local rank; a METRICS per rank follows
+ * within timeout_ms. */
+void asrd_metrics_ask(asrd_t *d, uint32_t id, uint32_t timeout_ms);
+void asrd_metrics_stop(asrd_t *d);
 
 /* asrd_ranks.c */
 /* Starts every local rank (spawn, stdio, exit watch). */

@@ -68,6 +68,7 @@ static void on_msg(asr_tree_node_t *n, asr_tree_child_t *ch, asr_ctl_msg_t *m) {
     case ASR_CTL_STDIN_CREDIT:
     case ASR_CTL_JOINED:
     case ASR_CTL_REPORT:
+    case ASR_CTL_METRICS:
     case ASR_CTL_ENDS:
     case ASR_CTL_CLOCK_ASK:
     case ASR_CTL_TRACE:

@@ -222,6 +222,7 @@ int asrd_job_start_ranks(asrd_t *d, char *err, size_t errlen) {
 }
 
 void asrd_job_stop(asrd_t *d) {
+  asrd_metrics_stop(d);
   asrd_report_stop(d);
   asrd_ranks_stop(d);
   asrd_up_fences_fail(d); /* no client waits on a fence of ours */

@@ -56,9 +56,10 @@ static int take_frames(asrd_rank_t *r, int *answered) {
     const uint8_t *p = r->rep_in.data + r->rep_in.off;
     uint32_t type, len;
     char why[160];
-    if (asr_report_header_parse(p, &type, &len, why, sizeof why) != 0 || type == ASR_REPORT_ASK) {
+    int rc = asr_report_header_parse(p, &type, &len, why, sizeof why);
+    if (rc != 0 || type == ASR_REPORT_ASK || type == ASR_REPORT_MASK) {
       asr_warn("asrd", "rank %d's report channel: %s; closing it", r->rank,
-               type == ASR_REPORT_ASK ? "an ASK from the rank" : why);
+               rc == 0 ? "an ASK from the rank" : why);
       return ASR_EPROTO;
     }
     if (asr_buf_pending(&r->rep_in) < ASR_REPORT_HDR + len) return 0;
@@ -66,6 +67,8 @@ static int take_frames(asrd_rank_t *r, int *answered) {
     uint32_t v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     if (type == ASR_REPORT_HELLO) {
       r->rep_hello = 1;
+    } else if (type == ASR_REPORT_METRICS) {
+      if (d->cb.on_metrics) d->cb.on_metrics(r, v, b + 4, len - 4); /* a scrape's (asrd_metrics.c) */
     } else if (r->rep_waiting && d->rep.active && v == d->rep.id) { /* else a late answer: dropped */
       free(r->rep_text);
       r->rep_len = len - 4;
@@ -110,6 +113,7 @@ static void on_chan(asr_loop_t *loop, asr_loop_io_t *io, unsigned events) {
 closed:
   chan_close(r);
   asrd_ends_sight(r, "its state-report channel closed");
+  if (r->d->cb.on_chan_gone) r->d->cb.on_chan_gone(r);
   if (r->rep_waiting) {
     r->rep_waiting = 0;
     r->rep_flags |= ASR_CTL_REP_GONE;
@@ -132,8 +136,13 @@ int asrd_report_open(asrd_t *d, asrd_rank_t *r) {
   return sv[1];
 }
 
+void asrd_report_poll(asrd_rank_t *r) {
+  if (r->rep_fd >= 0 && r->rep_in.len == 0) on_chan(r->d->loop, &r->rep_io, ASR_LOOP_READ);
+}
+
 void asrd_report_rank_exited(asrd_rank_t *r) {
   if (r->rep_fd >= 0) on_chan(r->d->loop, &r->rep_io, ASR_LOOP_READ); /* its last words, then EOF */
+  if (r->d->cb.on_chan_gone) r->d->cb.on_chan_gone(r);
   if (r->rep_waiting) {
     r->rep_waiting = 0;
     r->rep_flags |= ASR_CTL_REP_GONE;

@@ -39,6 +39,10 @@
 #define READ_PER_WAKEUP 65536          /* one chatty rank cannot hold a wakeup */
 #define STDIN_CREDIT_BATCH (64u << 10) /* give stdin credit back in pieces this big */
 
+size_t asrd_stdio_held(const asrd_rank_t *r) {
+  return asr_buf_pending(&r->out.part) + asr_buf_pending(&r->err.part);
+}
+
 static asrd_stream_t *stream_at(asrd_t *d, int i) {
   asrd_rank_t *r = &d->ranks[i / 2];
   return i % 2 ? &r->err : &r->out;

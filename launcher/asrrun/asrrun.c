@@ -486,6 +486,10 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   char ctl_local[64], ctl_remote[64];
   int rc = prepare(run, argc, argv, ctl_local, ctl_remote, sizeof ctl_local);
   if (rc != GO_ON) return rc;
+  /* --metrics-port: listening before any daemon starts, so a port that
+   * cannot be had ends asrrun before the job begins */
+  rc = asrrun_metrics_start(run);
+  if (rc) return rc;
   signal(SIGPIPE, SIG_IGN);
   /* blocked from here (the loop's signalfd reads them); the daemons start
    * with an empty mask (launch_local.c, launch_agent.c) */
@@ -536,6 +540,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   asrrun_report_ctl(run);
   asrrun_stdin_stop(run);
   asrrun_status_stop(run);
+  asrrun_metrics_stop(run);
   asrrun_state_stop(run);
   asrrun_daemons_stop(run);
   asrrun_trace_stop(run);
@@ -578,6 +583,7 @@ int main(int argc, char **argv) {
   r->cb.daemon_changed = daemon_changed;
   r->cb.on_report = asrrun_state_on_report;
   r->cb.on_trace = asrrun_trace_msg;
+  r->cb.on_metrics = asrrun_metrics_on_msg;
   r->cb.stdin_taken = asrrun_stdin_credit;
   uint8_t secret[ASR_KV_SECRET_LEN];
   asr_kv_secret_generate(secret);

@@ -235,11 +235,14 @@ struct asrrun {
     void (*on_report)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
     /* asrrun.c: a daemon's TRACE or TRACE_END (asrrun_trace_msg) */
     void (*on_trace)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+    /* asrrun.c: a daemon's METRICS (asrrun_metrics_on_msg) */
+    void (*on_metrics)(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
   } cb;
 
   struct asrrun_state *rep_state; /* asrrun_state.c: the state report being gathered */
   struct asrrun_trace *trace;     /* asrrun_trace.c: --trace's records, or NULL */
   struct asrrun_status *status;   /* asrrun_status.c: this job's --status socket */
+  struct asrrun_metrics *metrics; /* asrrun_metrics.c: --metrics-port's server */
 };
 
 const char *asrrun_daemon_state_name(daemon_state_t s);
@@ -312,10 +315,21 @@ void asrrun_policy_host_lost(asrrun_t *run, int h, const char *why);
 /* The job's exit code under the policy: 0 when every rank's last
  * incarnation that exited on its own exited 0, else the first such status. */
 int asrrun_policy_exit_code(const asrrun_t *run);
+/* How many of rank's ends the policy absorbed (failed, or restarted). */
+int asrrun_policy_failures(const asrrun_t *run, int rank);
 /* The last line: each failure and restart, first cause first (nothing
  * when none). */
 void asrrun_policy_summary(const asrrun_t *run);
 void asrrun_policy_free(asrrun_t *run);
+
+/* asrrun_metrics.c: --metrics-port (issue 52) */
+/* Listens on the port and tells it (port 0) on stderr: 0, or asrrun's
+ * exit code (the port cannot be had), said on stderr. */
+int asrrun_metrics_start(asrrun_t *run);
+/* A daemon's METRICS for the scrape being gathered. */
+void asrrun_metrics_on_msg(asrrun_t *run, daemon_t *d, const asr_ctl_msg_t *m);
+/* Closes the server and every connection (nothing more is answered). */
+void asrrun_metrics_stop(asrrun_t *run);
 
 /* asrrun_state.c */
 /* What to do with a state report once it is rendered (text, len). */

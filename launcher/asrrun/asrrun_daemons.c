@@ -397,6 +397,9 @@ static void handle(daemon_t *d, asr_ctl_msg_t *m) {
     case ASR_CTL_TRACE_END:
       if (run->cb.on_trace) run->cb.on_trace(run, d, m);
       break;
+    case ASR_CTL_METRICS:
+      if (run->cb.on_metrics) run->cb.on_metrics(run, d, m);
+      break;
     case ASR_CTL_ROUTED:
       if (!d->routed) {
         on_routed(d, m);
@@ -535,6 +538,10 @@ static void send_job(daemon_t *d) {
     if (!v) continue; /* -x VAR of a variable asrrun does not have */
     env_n[nenv] = (char *)cfg->env[i].name;
     env_v[nenv++] = (char *)v;
+  }
+  if (cfg->metrics_port[0]) { /* --metrics-port: libasr keeps its histograms (the room was made above) */
+    env_n[nenv] = "ASR_METRICS";
+    env_v[nenv++] = "1";
   }
   asr_ctl_job_t job = {
       .nranks = (uint32_t)map->nranks,

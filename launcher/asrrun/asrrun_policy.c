@@ -44,6 +44,12 @@ struct asrrun_failure {
   int restarted;  /* it was started again as incarnation + 1 */
 };
 
+int asrrun_policy_failures(const asrrun_t *run, int rank) {
+  int n = 0;
+  for (int i = 0; i < run->policy.nfails; i++) n += run->policy.fails[i].rank == rank;
+  return n;
+}
+
 int asrrun_policy_active(const asrrun_t *run) { return run->cfg.on_failure != ASR_ON_FAILURE_ABORT; }
 
 void asrrun_policy_init(asrrun_t *run) {

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -93,6 +94,7 @@ const asr__cfg_key_t asr__cfg_keys[] = {
     KEY("max_restarts", ASRRUN_MAX_RESTARTS, max_restarts),
     KEY("report_state_on_timeout", ASRRUN_REPORT_STATE_ON_TIMEOUT, report_state_on_timeout),
     KEY("get_stack_traces", ASRRUN_GET_STACK_TRACES, get_stack_traces),
+    KEY("metrics_port", ASRRUN_METRICS_PORT, metrics_port),
     OWN_KEY("verbose", verbose_row, verbose),
     KEY("quiet", ASRRUN_QUIET, quiet),
 };
@@ -194,6 +196,13 @@ static int set_str(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
   const asr_env_row_t *r = asr__config_key_row(k);
   int rc = asr_env_parse_text(what, val, r->min, r->max, errbuf, errlen);
   if (rc) return rc;
+  /* --metrics-port's text is checked here, where what names the flag, the
+   * variable or the YAML line it came from */
+  if (k->row == ASR_ENV_ASRRUN_METRICS_PORT && (rc = asr_config_parse_listen(val, NULL, 0, NULL)) != 0)
+    return asr_errf(errbuf, errlen, ASR_ECONFIG,
+                    "%s: '%s': write PORT (0..65535; 0: a free one) or ADDR:PORT with ADDR an IPv4 address "
+                    "such as 127.0.0.1",
+                    what, val);
   size_t n = strlen(val);
   if (n >= k->cap)
     return asr_errf(errbuf, errlen, ASR_EINVAL, "%s: internal error: %zu bytes do not fit a field of %zu",
@@ -240,6 +249,25 @@ static int set_map(asr_config_t *cfg, const asr__cfg_key_t *k, const char *val, 
     }
   return asr_errf(errbuf, errlen, ASR_ECONFIG, "%s: '%s': the object must be node, numa or package", what,
                   val);
+}
+
+int asr_config_parse_listen(const char *val, char *addr, size_t addrlen, int *port) {
+  const char *colon = strrchr(val, ':');
+  const char *p = colon ? colon + 1 : val;
+  char a[INET_ADDRSTRLEN] = "127.0.0.1";
+  if (colon) {
+    size_t n = (size_t)(colon - val);
+    struct in_addr in;
+    if (n == 0 || n >= sizeof a) return ASR_EINVAL;
+    memcpy(a, val, n);
+    a[n] = '\0';
+    if (inet_pton(AF_INET, a, &in) != 1) return ASR_EINVAL;
+  }
+  long v;
+  if (asr_env_parse_long("port", p, 0, 65535, &v, NULL, 0) != 0) return ASR_EINVAL;
+  if (addr) snprintf(addr, addrlen, "%s", a);
+  if (port) *port = (int)v;
+  return 0;
 }
 
 int asr__config_set(asr_config_t *cfg, const asr__cfg_key_t *key, const char *val, const char *what,

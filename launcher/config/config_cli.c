@@ -191,6 +191,8 @@ static const cli_opt_t cli_opts[] = {
      "print the job's state report and diagnosis before --timeout ends it"},
     {"--get-stack-traces", NULL, NULL, "get_stack_traces", "1", opt_key,
      "state reports carry each running rank's stack trace (eu-stack, else gdb)"},
+    {"--metrics-port", NULL, "PORT|ADDR:PORT", "metrics_port", NULL, opt_key,
+     "serve the job's metrics for Prometheus (0: a free port; ADDR: 127.0.0.1)"},
     {"--status", NULL, "[=JOB]", NULL, NULL, opt_status,
      "print a running job's state report (JOB: its asrrun's pid) and exit"},
 };

@@ -113,11 +113,17 @@ typedef struct {
   int max_restarts;             /* --max-restarts: the job's restart budget under restart (default 3) */
   int report_state_on_timeout;  /* --report-state-on-timeout: the state report before --timeout's end */
   int get_stack_traces;         /* --get-stack-traces: state reports carry the ranks' stacks */
+  char metrics_port[64];        /* --metrics-port [ADDR:]PORT: serve metrics there ("" = not) */
   char program[1024];           /* the program to run (argv[0]) */
   char *args[ASR_CFG_MAX_ARGS]; /* its arguments (malloc'd strings) */
   int nargs;
   char job_file[1024]; /* -f, for messages */
 } asr_config_t;
+
+/* Parses --metrics-port's [ADDR:]PORT: ADDR an IPv4 address (default
+ * 127.0.0.1), PORT 0..65535. 0 with addr (addrlen bytes) and *port, each
+ * where not NULL, or ASR_EINVAL. */
+int asr_config_parse_listen(const char *val, char *addr, size_t addrlen, int *port);
 
 /* Fills cfg with the built-in defaults: each key's row's default
  * (common/asr_env.h), zero where a row has none. */

@@ -21,7 +21,7 @@ static const char *const type_names[ASR_CTL__COUNT] = {
     "FENCE_DONE", "ABORT",     "KILL",         "STDIN",         "ERROR",  "DONE",       "SHUTDOWN",
     "HEARTBEAT",  "CREDIT",    "STDIN_CREDIT", "OUTPUT_CLOSED", "JOINED", "REPORT_REQ", "REPORT",
     "ROUTED",     "FENCE_SUB", "LOST",         "ENDS_ASK",      "ENDS",   "RANK_STATE", "CLOCK_ASK",
-    "CLOCK",      "TRACE",     "TRACE_END"};
+    "CLOCK",      "TRACE",     "TRACE_END",    "METRICS_REQ",   "METRICS"};
 
 const char *asr_ctl_type_name(int type) {
   return type >= 0 && type < ASR_CTL__COUNT ? type_names[type] : "UNKNOWN";
@@ -496,6 +496,55 @@ static int dec_report(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
   return 0;
 }
 
+/* --- METRICS_REQ, METRICS (issue 52: asrrun --metrics-port) ------------------------ */
+
+static int metrics_req_ok(const asr_ctl_msg_t *m) {
+  return m->u.metrics_req.timeout_ms >= ASR_CTL_REPORT_MIN_MS &&
+         m->u.metrics_req.timeout_ms <= ASR_CTL_REPORT_MAX_MS;
+}
+
+static int enc_metrics_req(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if (!metrics_req_ok(m)) return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.metrics_req.id) || asr_buf_put_u32(b, m->u.metrics_req.timeout_ms);
+}
+
+static int dec_metrics_req(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.metrics_req.id = asr_rd_u32(r);
+  m->u.metrics_req.timeout_ms = asr_rd_u32(r);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "METRICS_REQ is truncated");
+  if (!metrics_req_ok(m))
+    return asr_errf(why, wl, ASR_EPROTO, "METRICS_REQ with timeout %u ms (%u..%u)",
+                    m->u.metrics_req.timeout_ms, ASR_CTL_REPORT_MIN_MS, ASR_CTL_REPORT_MAX_MS);
+  return 0;
+}
+
+#define METRICS_FLAGS (ASR_CTL_REP_FLAGS & ~ASR_CTL_REP_NO_STACK_TOOL)
+
+static int enc_metrics(const asr_ctl_msg_t *m, asr_buf_t *b) {
+  if ((m->u.metrics.flags & ~METRICS_FLAGS) || m->u.metrics.rank >= ASR_CTL_MAX_RANKS ||
+      m->u.metrics.text_len > ASR_CTL_MAX_REPORT_TEXT)
+    return ASR_EINVAL;
+  return asr_buf_put_u32(b, m->u.metrics.id) || asr_buf_put_u32(b, m->u.metrics.rank) ||
+         asr_buf_put_u32(b, m->u.metrics.flags) || asr_buf_put_u32(b, m->u.metrics.held) ||
+         asr_buf_put_bytes(b, m->u.metrics.text, m->u.metrics.text_len);
+}
+
+static int dec_metrics(asr_rd_t *r, asr_ctl_msg_t *m, char *why, size_t wl) {
+  m->u.metrics.id = asr_rd_u32(r);
+  m->u.metrics.rank = asr_rd_u32(r);
+  m->u.metrics.flags = asr_rd_u32(r);
+  m->u.metrics.held = asr_rd_u32(r);
+  m->u.metrics.text = asr_rd_bytes(r, &m->u.metrics.text_len);
+  if (r->bad) return asr_errf(why, wl, ASR_EPROTO, "METRICS is truncated");
+  if (m->u.metrics.rank >= ASR_CTL_MAX_RANKS)
+    return asr_errf(why, wl, ASR_EPROTO, "METRICS for rank %u", m->u.metrics.rank);
+  if (m->u.metrics.flags & ~METRICS_FLAGS)
+    return asr_errf(why, wl, ASR_EPROTO, "METRICS flags %#x", m->u.metrics.flags);
+  if (m->u.metrics.text_len > ASR_CTL_MAX_REPORT_TEXT)
+    return asr_errf(why, wl, ASR_EPROTO, "METRICS of %zu bytes is too long", m->u.metrics.text_len);
+  return 0;
+}
+
 /* --- ROUTED, FENCE_SUB, LOST (issue 28: the tree of daemons) ------------------ */
 
 static int routed_type_ok(uint32_t t) {
@@ -751,6 +800,8 @@ static const codec_t codecs[ASR_CTL__COUNT] = {
     [ASR_CTL_CLOCK] = {enc_clock, dec_clock},
     [ASR_CTL_TRACE] = {enc_trace, dec_trace},
     [ASR_CTL_TRACE_END] = {enc_trace_end, dec_trace_end},
+    [ASR_CTL_METRICS_REQ] = {enc_metrics_req, dec_metrics_req},
+    [ASR_CTL_METRICS] = {enc_metrics, dec_metrics},
 };
 
 int asr_ctl_msg_encode(const asr_ctl_msg_t *m, asr_buf_t *b) {

@@ -86,6 +86,15 @@
  *   TRACE_END   asrd -> asrrun   u32 files, u64 offset (asrd's clock minus asrrun's, two's
  *                                complement), u64 its error bound (ns; ASR_CTL_TRACE_NO_CLOCK:
  *                                not measured): the host's last TRACE
+ *   METRICS_REQ asrrun -> asrd   u32 id, u32 timeout_ms (ASR_CTL_REPORT_MIN_MS..MAX_MS):
+ *                                a scrape of asrrun --metrics-port (issue 52): ask every
+ *                                local rank for its counters and histograms
+ *   METRICS     asrd -> asrrun   u32 id, u32 rank, u32 flags (ASR_CTL_REP_*, but
+ *                                NO_STACK_TOOL), u32 output bytes of the rank this daemon
+ *                                holds (back-pressure: asrd_stdio.c), bytes the rank's
+ *                                METRICS text (report_fmt.h, at most ASR_REPORT_TEXT_MAX):
+ *                                one a local rank, the last with ASR_CTL_REP_LAST, within
+ *                                the METRICS_REQ's timeout
  *
  * Flow control: an asrd may send OUTPUT while its credit is above zero; it
  * starts at ASR_CTL_OUTPUT_WINDOW and each OUTPUT takes its cost (a last one
@@ -140,6 +149,8 @@ typedef enum {
   ASR_CTL_CLOCK,
   ASR_CTL_TRACE,
   ASR_CTL_TRACE_END,
+  ASR_CTL_METRICS_REQ,
+  ASR_CTL_METRICS,
   ASR_CTL__COUNT
 } asr_ctl_type_t;
 
@@ -287,8 +298,8 @@ typedef struct {
   uint32_t trace;
 } asr_ctl_job_t;
 
-/* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE, STDIN, ROUTED
- * and FENCE_SUB point
+/* One message. Byte strings of OUTPUT, FENCE, FENCE_DONE, STDIN, ROUTED,
+ * FENCE_SUB and METRICS point
  * into the payload they were decoded from (valid while it is); every other
  * string and array is malloc'd (asr_ctl_msg_free). */
 typedef struct {
@@ -377,6 +388,14 @@ typedef struct {
       uint32_t files;
       uint64_t offset, error;
     } trace_end;
+    struct {
+      uint32_t id, timeout_ms;
+    } metrics_req;
+    struct {
+      uint32_t id, rank, flags, held;
+      const uint8_t *text; /* into the payload */
+      size_t text_len;
+    } metrics;
     struct {
       uint32_t id, rank, pid, flags;
       char *pstate;

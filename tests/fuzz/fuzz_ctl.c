@@ -105,6 +105,17 @@ static void check_fields(const asr_ctl_msg_t *m) {
           m->u.report.text_len <= ASR_CTL_MAX_REPORT_TEXT && m->u.report.stack_len <= ASR_CTL_MAX_STACK,
           "REPORT lengths");
       break;
+    case ASR_CTL_METRICS_REQ:
+      FUZZ_ASSERT(m->u.metrics_req.timeout_ms >= ASR_CTL_REPORT_MIN_MS &&
+                      m->u.metrics_req.timeout_ms <= ASR_CTL_REPORT_MAX_MS,
+                  "METRICS_REQ timeout");
+      break;
+    case ASR_CTL_METRICS:
+      FUZZ_ASSERT(m->u.metrics.rank < ASR_CTL_MAX_RANKS && !(m->u.metrics.flags & ~ASR_CTL_REP_FLAGS) &&
+                      !(m->u.metrics.flags & ASR_CTL_REP_NO_STACK_TOOL) &&
+                      m->u.metrics.text_len <= ASR_CTL_MAX_REPORT_TEXT,
+                  "METRICS fields");
+      break;
     case ASR_CTL_ROUTED: {
       FUZZ_ASSERT(m->u.routed.host < ASR_CTL_MAX_HOSTS || m->u.routed.host == ASR_CTL_ALL_HOSTS,
                   "ROUTED host");

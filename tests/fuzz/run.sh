@@ -37,6 +37,7 @@ TARGETS=(
   "ctl | tests/fuzz/fuzz_ctl.c launcher/ctl/ctl.c launcher/ctl/ctl_msg.c common/asr_buf.c common/asr_err.c
      common/asr_loop.c common/asr_rand.c common/asr_sock.c common/asr_time.c | common launcher/config launcher/ctl |"
   "report | tests/fuzz/fuzz_report.c bootstrap/report_fmt.c common/asr_err.c | common bootstrap |"
+  "http | tests/fuzz/fuzz_http.c launcher/metrics/metrics_http.c | common launcher/metrics |"
   "pmi | tests/fuzz/fuzz_pmi.c launcher/asrd/pmi/pmi_wire.c common/asr_buf.c common/asr_err.c | common launcher/asrd/pmi |"
   "pmi2 | tests/fuzz/fuzz_pmi2.c launcher/asrd/pmi/pmi2_wire.c common/asr_buf.c common/asr_err.c | common launcher/asrd/pmi |"
   "mem_desc | tests/fuzz/fuzz_mem_desc.c runtime/rma/mem_desc.c common/asr_siphash.c common/asr_err.c

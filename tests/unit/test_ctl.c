@@ -144,6 +144,18 @@ static asr_ctl_msg_t example(int type) {
       m.u.report.stack = (const uint8_t *)"#0 main";
       m.u.report.stack_len = 7;
       break;
+    case ASR_CTL_METRICS_REQ:
+      m.u.metrics_req.id = 9;
+      m.u.metrics_req.timeout_ms = 1000;
+      break;
+    case ASR_CTL_METRICS:
+      m.u.metrics.id = 9;
+      m.u.metrics.rank = 5;
+      m.u.metrics.flags = ASR_CTL_REP_ANSWERED | ASR_CTL_REP_LAST;
+      m.u.metrics.held = 1234;
+      m.u.metrics.text = (const uint8_t *)"proc\tpid=77\n";
+      m.u.metrics.text_len = 12;
+      break;
     case ASR_CTL_ROUTED:
       m.u.routed.host = 3;
       m.u.routed.type = ASR_CTL_KILL;
@@ -303,6 +315,18 @@ static void check_same(const asr_ctl_msg_t *a, const asr_ctl_msg_t *b) {
       ASSERT_MEMEQ(a->u.report.text, b->u.report.text, a->u.report.text_len);
       ASSERT_EQ(a->u.report.stack_len, b->u.report.stack_len);
       ASSERT_MEMEQ(a->u.report.stack, b->u.report.stack, a->u.report.stack_len);
+      break;
+    case ASR_CTL_METRICS_REQ:
+      ASSERT_EQ(a->u.metrics_req.id, b->u.metrics_req.id);
+      ASSERT_EQ(a->u.metrics_req.timeout_ms, b->u.metrics_req.timeout_ms);
+      break;
+    case ASR_CTL_METRICS:
+      ASSERT_EQ(a->u.metrics.id, b->u.metrics.id);
+      ASSERT_EQ(a->u.metrics.rank, b->u.metrics.rank);
+      ASSERT_EQ(a->u.metrics.flags, b->u.metrics.flags);
+      ASSERT_EQ(a->u.metrics.held, b->u.metrics.held);
+      ASSERT_EQ(a->u.metrics.text_len, b->u.metrics.text_len);
+      ASSERT_MEMEQ(a->u.metrics.text, b->u.metrics.text, a->u.metrics.text_len);
       break;
     case ASR_CTL_ROUTED:
       ASSERT_EQ(a->u.routed.host, b->u.routed.host);

@@ -536,6 +536,7 @@ TEST(cli_help_lists_every_flag) {
                                       "--max-restarts N",
                                       "--report-state-on-timeout",
                                       "--get-stack-traces",
+                                      "--metrics-port PORT|ADDR:PORT",
                                       "--status[=JOB]",
                                       "--timestamp-output",
                                       "--wdir DIR",
@@ -1144,7 +1145,8 @@ TEST(yaml_errors_name_file_line_key) {
        "oversubscribe, report_bindings, tag_output, timestamp_output, output_dir, trace, wdir, stdin, "
        "timeout, "
        "bootstrap_port, provider, launcher, launch_agent, prefix, if_include, heartbeat_timeout, tree_radix, "
-       "allow_early_exit, on_failure, max_restarts, report_state_on_timeout, get_stack_traces, verbose, "
+       "allow_early_exit, on_failure, max_restarts, report_state_on_timeout, get_stack_traces, metrics_port, "
+       "verbose, "
        "quiet, hosts, hostfile, "
        "rankfile, env, program, args"},
       {"np: [1, 2]\n", "1: np: expected a number, not a list"},
