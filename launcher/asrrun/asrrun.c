@@ -532,6 +532,7 @@ static int run_job(asrrun_t *run, int argc, char **argv) {
   run_set_state(run, RUN_LAUNCHING);
   asrrun_status_start(run); /* asrrun --status from another shell (asrrun_status.c) */
   asrrun_daemons_launch(run, asrd, remote_asrd, ctl_local, ctl_remote);
+  asrrun_trace_launched(run);
   if (run->state == RUN_LAUNCHING) run_set_state(run, RUN_RUNNING);
   if (run->state != RUN_DONE) {
     rc = asr_loop_run(run->loop);

@@ -410,6 +410,11 @@ int asrrun_pick_port(void);
 /* --trace FILE: FILE's directory checked, asrrun's own records started. 0
  * (also without --trace), or an ASR_E* with err set. */
 int asrrun_trace_start(asrrun_t *run, char *err, size_t errlen);
+/* Every daemon of asrrun's own was started (its agent or srun forked, or
+ * the daemon itself): the launch's "agents started". */
+void asrrun_trace_launched(asrrun_t *run);
+/* The JOB went to daemon d (a child of asrrun's): "job sent" once all did. */
+void asrrun_trace_job_sent(asrrun_t *run, const daemon_t *d);
 /* Daemon d changed state: the launch's phases. */
 void asrrun_trace_daemon(asrrun_t *run, const daemon_t *d);
 /* TRACE or TRACE_END from daemon d. */

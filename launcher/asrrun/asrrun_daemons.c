@@ -585,7 +585,7 @@ static void send_job(daemon_t *d) {
       .trace = run->trace ? 1 : 0,
   };
   /* (a failure loses the daemon: on_over says why) */
-  (void)asr_tree_node_send_job(&run->tree.node, d->child, &job);
+  if (asr_tree_node_send_job(&run->tree.node, d->child, &job) == 0) asrrun_trace_job_sent(run, d);
 out:
   free(host_of_rank);
   free(lnc_of_rank);

@@ -6,10 +6,12 @@
  *
  * asrrun's records go to a file of its own in a private directory (the
  * same writer as every process's, common/asr_trace.h), removed once
- * merged. The phases, on asrrun's track: "hello" of each daemon (from the
- * launch to its HELLO), "daemons up" (the launch to the last HELLO),
- * "ranks spawned" (the first JOB sent to the last STARTED), "job ran"
- * (the last STARTED to the last DONE).
+ * merged. The phases, on asrrun's track, each from the launch's start:
+ * "agents started" (every daemon of asrrun's own forked: its agent, srun,
+ * or itself), "hello" of each daemon (to its HELLO), "daemons up" (to the
+ * last HELLO), "job sent" (to the last JOB to a daemon of asrrun's own);
+ * then "ranks spawned" (the first JOB sent to the last STARTED) and "job
+ * ran" (the last STARTED to the last DONE).
  */
 #include "config.h"
 
@@ -29,6 +31,7 @@
 #include "asr_trace.h"
 #include "asrrun.h"
 #include "trace_merge.h"
+#include "tree.h"
 
 typedef struct {
   uint8_t *buf;
@@ -51,6 +54,7 @@ struct asrrun_trace {
   int nhosts;
   uint64_t launch_ns, first_job_ns, all_running_ns;
   int joined, running, done; /* daemons past each */
+  int children, jobs_sent;   /* asrrun's own daemons (the tree's first level), and the JOBs sent them */
   int written;
 };
 
@@ -105,12 +109,24 @@ int asrrun_trace_start(asrrun_t *run, char *err, size_t errlen) {
     return ASR_EIO;
   }
   t->launch_ns = asr_time_ns();
+  /* a daemon below another gets its JOB from its parent */
+  for (int h = 0; h < t->nhosts; h++) t->children += asr_tree_parent(run->tree.radix, h) < 0;
   run->trace = t;
   return 0;
 }
 
 static void phase(const char *name, uint32_t host, uint64_t t0) {
   asr_trace_put(1, ASR_TR_PHASE, -1, 0, host, t0, asr_time_ns(), 0, 0, 0, 0, name);
+}
+
+void asrrun_trace_launched(asrrun_t *run) {
+  if (run->trace) phase("agents started", 0, run->trace->launch_ns);
+}
+
+void asrrun_trace_job_sent(asrrun_t *run, const daemon_t *d) {
+  struct asrrun_trace *t = run->trace;
+  (void)d;
+  if (t && ++t->jobs_sent == t->children) phase("job sent", 0, t->launch_ns);
 }
 
 void asrrun_trace_daemon(asrrun_t *run, const daemon_t *d) {

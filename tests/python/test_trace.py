@@ -108,7 +108,7 @@ def test_trace_counts_match_the_program():
     assert t["otherData"]["drops"] == []
     assert t["otherData"]["clock"] == "one host"
     launch = {e["name"] for e in events(t, "launch")}
-    assert {"hello", "daemons up", "ranks spawned", "job ran", "spawn"} <= launch
+    assert {"agents started", "hello", "daemons up", "job sent", "ranks spawned", "job ran", "spawn"} <= launch
     assert len(events(t, "launch", "spawn")) == 4
     procs = t["otherData"]["processes"]
     assert sorted(p["rank"] for p in procs if p["kind"] == "rank") == [0, 1, 2, 3]
