@@ -139,6 +139,7 @@ static void dispatch(asr_ctx_t *ctx, const asr__ofi_t *o, const asr__ofi_ctl_t *
                  c->peer_ip, c->peer_lnc);
         return;
       }
+      asr__notif_on_fin(c); /* before the ACK that lets its sender free its comm */
       int before = watched(c);
       c->fin = 1;
       c->fin_count = m->count;
@@ -225,7 +226,9 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
         n = c->osend.seq;
         asr__ofi_unlock(asr__comm_ofi(c));
       }
-      if (n == 0 || (c->peer_said == ASR_CTL_ACK && c->peer_taken >= n)) {
+      /* a comm with a credit word says FIN even with nothing sent: the
+       * peer's answer means no credit write comes any more (notif.c) */
+      if ((n == 0 && !c->rma.credit) || (c->peer_said == ASR_CTL_ACK && c->peer_taken >= n)) {
         drain_set(ctx, c, ASR_DRAIN_DONE);
         return 1;
       }
@@ -233,7 +236,7 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c, uint64_t now) {
       if (sm)
         asr__sm_fin(sm, n); /* a word of the region: nothing to retry */
       else
-        rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_FIN, n);
+        rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_FIN, n, 0);
       if (rc == ASR_EAGAIN) {
         if (now >= c->drain_deadline_ms) drain_timed_out(ctx, c, 0);
         return 0;

@@ -742,6 +742,15 @@ int asr__ofi_rma_locked(asr__ofi_t *o, asr__ofi_send_t *s, int write, void *buf,
   return rc == -FI_EAGAIN ? ASR_EAGAIN : ofi_fail(rc, write ? "fi_write" : "fi_read");
 }
 
+int asr__ofi_inject_write_locked(asr__ofi_t *o, fi_addr_t peer, const void *buf, size_t len, uint64_t raddr,
+                                 uint64_t key) {
+  assert(asr__ofi_locked(o));
+  if (!o->rma || len > o->info->tx_attr->inject_size) return ASR_ENOSYS;
+  ssize_t rc = fi_inject_write(o->ep, buf, len, peer, raddr, key);
+  if (rc == -FI_EAGAIN || rc == -FI_ENOMEM) return ASR_EAGAIN;
+  return rc ? ofi_fail(rc, "fi_inject_write") : 0;
+}
+
 int asr__ofi_cancel(asr__ofi_t *o, asr__ofi_op_t *op, int timeout_ms) {
   uint64_t until = asr_time_ms() + (uint64_t)timeout_ms;
   ctl_lock(o);
@@ -794,7 +803,7 @@ int asr__ofi_ctl_decode(const uint8_t *buf, size_t len, asr__ofi_ctl_t *m) {
   uint32_t kind = asr_le_get32(buf + 4);
   if (kind < ASR_CTL_FIN || kind > ASR_CTL_REVOKED_ACK) return ASR_EPROTO;
   uint64_t aux = asr_le_get64(buf + 24);
-  if (aux && kind != ASR_CTL_RING) return ASR_EPROTO;
+  if (aux && kind != ASR_CTL_RING && kind != ASR_CTL_RING_ASK) return ASR_EPROTO;
   *m = (asr__ofi_ctl_t){.kind = kind,
                         .to = asr_le_get32(buf + 8),
                         .from = asr_le_get32(buf + 12),
@@ -855,13 +864,13 @@ static int ctl_send(asr__ofi_t *o, fi_addr_t dest, asr__ofi_ctl_kind_t kind, uin
   return rc ? ofi_fail(rc, "fi_tinject (mailbox)") : 0;
 }
 
-int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count) {
+int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count,
+                         uint64_t aux) {
   if (!s->peer_inserted) return ASR_ESTATE;
-  return ctl_send(o, s->peer, kind, s->peer_comm_id, s->comm_id, count, 0);
+  return ctl_send(o, s->peer, kind, s->peer_comm_id, s->comm_id, count, aux);
 }
 
-int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count,
-                         uint64_t aux) {
+int asr__ofi_recv_peer(asr__ofi_t *o, asr__ofi_recv_t *r, fi_addr_t *peer) {
   if (r->peer_av == 0) {
     uint16_t al = asr_le_get16(r->ctrl_buf + CONN_ALEN_OFF);
     r->peer_av = -1;
@@ -880,5 +889,14 @@ int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t 
     }
   }
   if (r->peer_av < 0) return ASR_ENOSYS;
-  return ctl_send(o, r->peer, kind, asr_le_get32(r->ctrl_buf + CONN_ID_OFF), r->comm_id, count, aux);
+  *peer = r->peer;
+  return 0;
+}
+
+int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count,
+                         uint64_t aux) {
+  fi_addr_t peer;
+  int rc = asr__ofi_recv_peer(o, r, &peer);
+  if (rc) return rc;
+  return ctl_send(o, peer, kind, asr_le_get32(r->ctrl_buf + CONN_ID_OFF), r->comm_id, count, aux);
 }

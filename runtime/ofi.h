@@ -83,9 +83,11 @@
  *    12    4  "from": the sender's comm id, at its own endpoint
  *    16    8  count (FIN: sends posted on the SEND comm; ACK, CLOSED:
  *              messages the RECV comm has taken; RING: the notification
- *              ring's key; RING_TAKEN: notifications taken; REVOKED: the
+ *              ring's key; RING_ASK: the sender's credit word's key, 0
+ *              for none; RING_TAKEN: notifications taken; REVOKED: the
  *              key of a registration its owner revoked)
- *    24    8  aux: RING: the ring's target address; zero in every other kind
+ *    24    8  aux: RING: the ring's target address; RING_ASK: the credit
+ *              word's; zero in every other kind
  * A message that is not this (another length, magic or kind, or non-zero
  * padding) is dropped with a warning; one naming a comm that is not there
  * (closed meanwhile) is dropped quietly.
@@ -256,7 +258,9 @@ typedef enum {
   ASR_CTL_ACK = 2,    /* RECV -> SEND: count = messages taken, all that the FIN announced */
   ASR_CTL_CLOSED = 3, /* RECV -> SEND: the RECV comm closed, having taken count messages */
   /* one-sided transfers (notif.c) */
-  ASR_CTL_RING_ASK = 4,    /* SEND -> RECV: make the notification ring (count, aux 0) */
+  /* RING_ASK: make the notification ring; count is the key and aux the
+   * address of the sender's credit word (notif.c), count 0: it has none */
+  ASR_CTL_RING_ASK = 4,
   ASR_CTL_RING = 5,        /* RECV -> SEND: the ring is at aux with key count (count 0: refused) */
   ASR_CTL_RING_TAKEN = 6,  /* RECV -> SEND: count notifications were taken */
   ASR_CTL_REVOKED = 7,     /* RECV -> SEND: the registration with key count was revoked */
@@ -267,7 +271,7 @@ typedef struct {
   uint32_t kind; /* asr__ofi_ctl_kind_t */
   uint32_t to, from;
   uint64_t count;
-  uint64_t aux; /* bytes 24..31: zero but in RING */
+  uint64_t aux; /* bytes 24..31: zero but in RING and RING_ASK */
 } asr__ofi_ctl_t;
 
 /* The receiving half: a listen id plus the control receive that accept waits on. */
@@ -318,9 +322,14 @@ int asr__ofi_mbox_take(asr__ofi_t *o, asr__ofi_ctl_t *m);
  * 0, ASR_EAGAIN (the provider's queue or connection is not ready: the CQ
  * was read, try again), ASR_ENOSYS when the connector gave no address, or
  * another ASR_E* code. */
-int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count);
+int asr__ofi_ctl_to_recv(asr__ofi_t *o, asr__ofi_send_t *s, asr__ofi_ctl_kind_t kind, uint64_t count,
+                         uint64_t aux);
 int asr__ofi_ctl_to_send(asr__ofi_t *o, asr__ofi_recv_t *r, asr__ofi_ctl_kind_t kind, uint64_t count,
                          uint64_t aux);
+/* The connector's address of RECV half r, put in the AV the first time
+ * (the thread that answers its mailbox messages: ctl_to_send's): 0 with
+ * *peer, or ASR_ENOSYS when the connector gave none. */
+int asr__ofi_recv_peer(asr__ofi_t *o, asr__ofi_recv_t *r, fi_addr_t *peer);
 
 /* The provider the user forces for every peer: ASR_PROVIDER, else
  * FI_PROVIDER; *prov = NULL when neither is set (then the context picks a
@@ -451,6 +460,11 @@ int asr__ofi_isend_locked(asr__ofi_t *o, asr__ofi_send_t *s, void *buf, size_t l
 int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t len, void *desc,
                           asr__ofi_op_t *op);
 int asr__ofi_drain_locked(asr__ofi_t *o);
+/* Writes len bytes of buf (at most the provider's inject size) to raddr
+ * under key at peer, as an inject: buf may be reused on return, and no
+ * completion comes. 0, ASR_EAGAIN (queue full), or another ASR_E*. */
+int asr__ofi_inject_write_locked(asr__ofi_t *o, fi_addr_t peer, const void *buf, size_t len, uint64_t raddr,
+                                 uint64_t key);
 
 /* Whether op has completed (seed: async_sr_ofi_test_locked -> ncclNetTest
  * reads this after a drain): the acquire load pairs with the drain's

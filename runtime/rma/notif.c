@@ -9,14 +9,23 @@
  * the owner's drain that reads that CQ entry marks the slot arrived
  * (on_rdata), and asr_notif_poll hands the arrived slots out in sequence
  * order. The sender never has more than the depth not yet taken (the
- * owner tells it what was taken: RING_TAKEN), so a slot is never written
- * again before it was taken; a notifying write beyond that waits, stashed
- * (rma_ops.c).
+ * owner tells it what was taken), so a slot is never written again before
+ * it was taken; a notifying write beyond that waits, stashed (rma_ops.c).
+ *
+ * How the owner tells it: every quarter of the depth it takes, it writes
+ * its taken count into the sender's credit word (an 8-byte inject write),
+ * which the sender's own CQ reads land, so that its posts see the room
+ * come back without its service thread; without a credit word, or when
+ * the write cannot go, it says so on the mailbox instead (RING_TAKEN,
+ * which the sender's service thread takes). The count only grows, and the
+ * owner writes a count only once it took that many: the sender never
+ * counts a slot free that is not.
  *
  * The handshake, on the mailbox (ofi.h), once per comm pair: the sender
- * asks (RING_ASK: its first import of writable memory, or its first
- * notifying write); the owner's service thread makes the ring and answers
- * RING (key, target address).
+ * makes its credit word and asks (RING_ASK with the word's key and
+ * address: its first import of writable memory, or its first notifying
+ * write); the owner's service thread makes the ring and answers RING (key,
+ * target address).
  */
 #include "config.h"
 
@@ -111,8 +120,9 @@ void asr__notif_ep_opened(asr_ctx_t *ctx, int i) {
 
 /* --- the handshake (service thread) ---------------------------------------- */
 
-/* RECV comm c's ring, made when its sender first asks: 0 or an ASR_E*. */
-static int ring_make(asr_ctx_t *ctx, struct asr_comm *c) {
+/* RECV comm c's ring, made when its sender first asks (its credit word
+ * under credit_key at credit_addr; key 0: none): 0 or an ASR_E*. */
+static int ring_make(asr_ctx_t *ctx, struct asr_comm *c, uint64_t credit_key, uint64_t credit_addr) {
   if (atomic_load_explicit(&c->rma.ring, memory_order_relaxed)) return 0; /* this thread made it */
   asr__ofi_t *o = asr__comm_ofi(c);
   asr__nring_t *r = calloc(1, sizeof *r);
@@ -130,6 +140,12 @@ static int ring_make(asr_ctx_t *ctx, struct asr_comm *c) {
   }
   r->comm_id = c->orecv.comm_id;
   r->comm = c;
+  fi_addr_t peer;
+  if (credit_key && asr__ofi_recv_peer(o, &c->orecv, &peer) == 0) {
+    r->credit_peer = peer;
+    r->credit_key = credit_key;
+    r->credit_addr = credit_addr;
+  }
   int i = c->ep;
   asr__ofi_lock(o);
   rc = tab_put(&ctx->rma.rings[i], r);
@@ -147,7 +163,7 @@ static int ring_make(asr_ctx_t *ctx, struct asr_comm *c) {
 void asr__notif_on_ctl(asr_ctx_t *ctx, struct asr_comm *c, const asr__ofi_ctl_t *m) {
   switch (m->kind) {
     case ASR_CTL_RING_ASK: {
-      int rc = ring_make(ctx, c);
+      int rc = ring_make(ctx, c, m->count, m->aux);
       asr__ofi_t *o = asr__comm_ofi(c);
       asr__nring_t *ring = atomic_load_explicit(&c->rma.ring, memory_order_relaxed);
       uint64_t key = rc ? 0 : asr__ofi_mr_key(ring->mr);
@@ -182,9 +198,9 @@ void asr__notif_on_ctl(asr_ctx_t *ctx, struct asr_comm *c, const asr__ofi_ctl_t 
       atomic_store_explicit(&c->rma.revoked[n % ASR_REVOKED_KEEP], m->count, memory_order_relaxed);
       atomic_store_explicit(&c->rma.nrevoked, n + 1, memory_order_release);
       /* posts read the list with acquire: every later one refuses the key */
-      int rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_REVOKED_ACK, m->count);
+      int rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_REVOKED_ACK, m->count, 0);
       if (rc == ASR_EAGAIN)
-        rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_REVOKED_ACK, m->count);
+        rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_REVOKED_ACK, m->count, 0);
       if (rc)
         asr_debug("fab", "lnc %d: confirming a revocation to %s/lnc %d: %s", ctx->lnc, c->peer_ip,
                   c->peer_lnc, asr_strerror(rc));
@@ -203,7 +219,40 @@ void asr__notif_on_ctl(asr_ctx_t *ctx, struct asr_comm *c, const asr__ofi_ctl_t 
   }
 }
 
+/* The sender frees its credit word with its comm, which its close does
+ * once this comm answered its FIN (ACK, drain.c), or its own CLOSED came:
+ * a credit write after that would reach a key that is gone (which
+ * tcp;ofi_rxm answers by dropping the connection). So the FIN stops them,
+ * under ep_lock, which asr_notif_poll holds from its check of credit_key
+ * to its write, and which the ACK's send takes after this: a credit write
+ * is either on the wire before the ACK (in order: ASR_OFI_RMA_ORDER), or
+ * never made. */
+void asr__notif_on_fin(struct asr_comm *c) {
+  asr__nring_t *r = atomic_load_explicit(&c->rma.ring, memory_order_acquire);
+  if (!r || asr__comm_sm(c)) return;
+  asr__ofi_t *o = asr__comm_ofi(c);
+  asr__ofi_lock(o);
+  r->credit_key = 0;
+  asr__ofi_unlock(o);
+}
+
 #define ASK_AGAIN_MS 100 /* a ring asked for and not answered is asked again */
+
+/* SEND comm c's credit word, registered for its owner's remote writes
+ * (service thread, before its first RING_ASK). Without it (no memory, or
+ * the registration failed) the owner answers on the mailbox alone. */
+static void credit_make(struct asr_comm *c, asr__ofi_t *o) {
+  uint64_t *w;
+  if (posix_memalign((void **)&w, 64, 64) != 0) return;
+  memset(w, 0, 64);
+  struct fid_mr *mr = NULL;
+  if (asr__ofi_mr_reg_remote(o, w, sizeof *w, FI_REMOTE_WRITE, 0, &mr) != 0) {
+    free(w);
+    return;
+  }
+  c->rma.credit_mr = mr;
+  c->rma.credit = w;
+}
 
 int asr__notif_tick(asr_ctx_t *ctx, int *tmo) {
   int moved = 0;
@@ -220,7 +269,11 @@ int asr__notif_tick(asr_ctx_t *ctx, int *tmo) {
         again = 1;
         continue;
       }
-      int rc = asr__ofi_ctl_to_recv(asr__comm_ofi(c), &c->osend, ASR_CTL_RING_ASK, 0);
+      asr__ofi_t *o = asr__comm_ofi(c);
+      if (!c->rma.credit) credit_make(c, o);
+      uint64_t key = c->rma.credit ? asr__ofi_mr_key(c->rma.credit_mr) : 0;
+      uint64_t addr = c->rma.credit ? asr__ofi_rma_base(o, c->rma.credit) : 0;
+      int rc = asr__ofi_ctl_to_recv(o, &c->osend, ASR_CTL_RING_ASK, key, addr);
       if (rc == 0) {
         atomic_store(&c->rma.ring_state, 1);
         c->rma.ring_asked_ms = now;
@@ -300,6 +353,12 @@ void asr__notif_ctx_close(asr_ctx_t *ctx) {
 void asr__notif_comm_free(struct asr_comm *c) {
   if (c->rma.tab) munmap((void *)c->rma.tab, ASR_MEM_TAB_SLOTS * sizeof(uint64_t));
   c->rma.tab = NULL;
+  if (c->rma.credit) {
+    asr__ofi_mr_dereg(c->rma.credit_mr);
+    free(c->rma.credit);
+    c->rma.credit = NULL;
+    c->rma.credit_mr = NULL;
+  }
   asr__nring_t *r = atomic_load_explicit(&c->rma.ring, memory_order_acquire);
   if (!r) return;
   asr__ofi_t *o = asr__comm_ofi(c);
@@ -390,6 +449,11 @@ int asr_notif_poll(asr_comm_t *h, uint64_t *values, int max, int *n) {
   }
   uint64_t next = r->next, tell = next - r->reported >= ASR_NOTIF_DEPTH / 4 ? next : 0;
   if (tell) r->reported = next;
+  /* the sender's credit word first (the top of this file); the count is
+   * copied before the call returns */
+  if (tell && r->credit_key &&
+      asr__ofi_inject_write_locked(o, r->credit_peer, &tell, sizeof tell, r->credit_addr, r->credit_key) == 0)
+    tell = 0;
   asr__ofi_unlock(o);
   /* the sender may have this many more in flight: it learns it here */
   if (tell && asr__ofi_ctl_to_send(o, &c->orecv, ASR_CTL_RING_TAKEN, tell, 0) != 0) {

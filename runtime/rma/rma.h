@@ -133,6 +133,9 @@ void asr__rma_xfer_cancel(asr__ofi_t *o, struct asr_xfer *x, uint64_t until_ms);
 /* A mailbox message of the ring handshake for comm c (drain.c's dispatch;
  * service thread, comms.mutex held). */
 void asr__notif_on_ctl(asr_ctx_t *ctx, struct asr_comm *c, const asr__ofi_ctl_t *m);
+/* RECV comm c got its sender's FIN (drain.c's dispatch, before it can
+ * answer ACK): no credit write goes to the sender from now on. */
+void asr__notif_on_fin(struct asr_comm *c);
 /* The service thread's part (each tick): asks the peers of SEND comms that
  * want a ring for it, and moves each endpoint while registrations live
  * (manual progress: a peer's write or read lands only when the owner's CQ

@@ -31,11 +31,29 @@ static int alive(struct asr_comm *c, uint32_t slot, uint64_t key) {
   return slot < c->rma.tab_slots && atomic_load_explicit(&c->rma.tab[slot], memory_order_acquire) == key;
 }
 
-/* Whether a notification may go now on SEND comm c's libfabric path: 1
- * when the peer's ring is known and has room (notif.c), 0 when it must
- * wait, ASR_ENOMEM when the peer could not make its ring. When the ring is
- * not asked for yet, the service thread is told to ask. */
-static int notif_ready(struct asr_comm *c) {
+/* How many notifications of SEND comm c its owner took, as far as c
+ * knows: the larger of what the mailbox said (ntaken) and the credit word
+ * (notif.c). The word is written by c's endpoint's provider only inside
+ * calls on that endpoint (data progress is manual: its CQ reads), all made
+ * under ep_lock, which the caller holds: it is never read half-written.
+ * The owner never writes more than c posted; a word that says so is not
+ * the owner's and is ignored. */
+static uint64_t notif_taken(struct asr_comm *c) {
+  uint64_t taken = atomic_load_explicit(&c->rma.ntaken, memory_order_acquire);
+  if (c->rma.credit) {
+    uint64_t w = *(volatile uint64_t *)c->rma.credit;
+    if (w > taken && w <= c->rma.nposted) taken = w;
+  }
+  return taken;
+}
+
+/* Whether a notification may go now on SEND comm c's libfabric path
+ * (endpoint o, whose ep_lock the caller holds): 1 when the peer's ring is
+ * known and has room (notif.c), 0 when it must wait, ASR_ENOMEM when the
+ * peer could not make its ring. When the ring is not asked for yet, the
+ * service thread is told to ask. A full ring reads the CQ once: the
+ * owner's credit write may be waiting there. */
+static int notif_ready(struct asr_comm *c, asr__ofi_t *o) {
   int st = atomic_load_explicit(&c->rma.ring_state, memory_order_acquire);
   if (st == 3) return ASR_ENOMEM; /* the peer could not make its ring */
   if (st != 2) {
@@ -45,7 +63,10 @@ static int notif_ready(struct asr_comm *c) {
     }
     return 0;
   }
-  return c->rma.nposted - atomic_load_explicit(&c->rma.ntaken, memory_order_acquire) < ASR_NOTIF_DEPTH;
+  if (c->rma.nposted - notif_taken(c) < ASR_NOTIF_DEPTH) return 1;
+  if (!c->rma.credit) return 0;
+  (void)asr__ofi_drain_locked(o);
+  return c->rma.nposted - notif_taken(c) < ASR_NOTIF_DEPTH;
 }
 
 /* Fills t's notification half for the next notification of c. */
@@ -64,7 +85,7 @@ static int post_list_ofi(struct asr_comm *c, asr__ofi_t *o, struct asr_xfer *x, 
     for (int i = 0; i < x->n; i++)
       if (!alive(c, x->ents[i].slot, x->ents[i].key)) return ASR_EREVOKED;
     /* nothing of it goes before the notification can go too */
-    int ready = notify ? notif_ready(c) : 1;
+    int ready = notify ? notif_ready(c, o) : 1;
     if (ready <= 0) return ready < 0 ? ready : ASR_EAGAIN;
     __atomic_store_n(&agg->posted, 0, __ATOMIC_RELAXED); /* never libfabric's: its entries are */
     __atomic_store_n(&agg->done, 0, __ATOMIC_RELAXED);
@@ -105,7 +126,7 @@ int asr__rma_post_ofi_locked(struct asr_comm *c, struct asr_request *r, asr__rma
   int write = r->type == ASR_REQ_WRITE, notify = write && (a->flags & ASR_WRITE_NOTIFY);
   asr__ofi_rma_t t = {.raddr = a->raddr, .key = a->key};
   if (notify) {
-    int ready = notif_ready(c);
+    int ready = notif_ready(c, o);
     if (ready <= 0) return ready < 0 ? ready : ASR_EAGAIN;
     notif_target(c, &t, &a->notif);
   }

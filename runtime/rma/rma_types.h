@@ -39,6 +39,9 @@ typedef struct asr__nring {
   uint64_t arrived[ASR_NOTIF_DEPTH];
   uint64_t next;     /* the next sequence number the owner takes */
   uint64_t reported; /* the taken count last told to the sender */
+  /* the sender's credit word (notif.c), from its RING_ASK; key 0: none */
+  uint64_t credit_addr, credit_key;
+  uint64_t credit_peer; /* the sender's fi_addr_t (with credit_key) */
   struct fid_mr *mr;
   uint32_t comm_id; /* the RECV comm's id on its endpoint (the remote CQ data names it) */
   struct asr_comm *comm;
@@ -62,6 +65,10 @@ typedef struct {
   uint64_t ring_addr, ring_key;
   uint64_t nposted;        /* notifications posted (under the comm's data-path lock) */
   _Atomic uint64_t ntaken; /* how many the owner said it took (service thread) */
+  /* the credit word (notif.c): the owner writes its taken count here;
+   * made, registered for remote writes, before the first RING_ASK */
+  uint64_t *credit;
+  struct fid_mr *credit_mr;
   _Atomic int ring_wanted; /* an import asked for the ring: the service thread asks the peer */
   uint64_t ring_asked_ms;  /* when it last asked (service thread) */
   /* SEND, sm path: the owner's registration table, mapped at the first
