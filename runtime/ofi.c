@@ -415,7 +415,9 @@ typedef enum {
   OFI_POST_TRECV,
   OFI_POST_WRITE,
   OFI_POST_WRITE_NOTIFY,
-  OFI_POST_READ
+  OFI_POST_READ,
+  OFI_POST_INJECT_WRITE,
+  OFI_POST_INJECT_WRITE_NOTIFY
 } ofi_post_kind_t;
 typedef struct {
   ofi_post_kind_t kind;
@@ -449,6 +451,21 @@ static inline __attribute__((always_inline)) ssize_t post_try(asr__ofi_t *o, con
       return fi_write(o->ep, p->buf, p->len, p->desc, p->peer, p->rma->raddr, p->rma->key, p->op);
     case OFI_POST_READ:
       return fi_read(o->ep, p->buf, p->len, p->desc, p->peer, p->rma->raddr, p->rma->key, p->op);
+    case OFI_POST_INJECT_WRITE:
+      return fi_inject_write(o->ep, p->buf, p->len, p->peer, p->rma->raddr, p->rma->key);
+    case OFI_POST_INJECT_WRITE_NOTIFY: {
+      /* the notification's value into its ring slot, then the data with
+       * the remote CQ data that names the slot: the writes land in order
+       * (ASR_OFI_RMA_ORDER), so the owner, which reads the slot only once
+       * that CQ entry came, reads it after both. A try whose second write
+       * did not go is made again whole: the same value written into the
+       * same slot again changes nothing, and the owner reads the slot only
+       * at the CQ entry, which only the second write brings. */
+      const asr__ofi_rma_t *r = p->rma;
+      ssize_t rc = fi_inject_write(o->ep, r->notif_val, sizeof(uint64_t), p->peer, r->ring_addr, r->ring_key);
+      if (rc) return rc;
+      return fi_inject_writedata(o->ep, p->buf, p->len, r->imm, p->peer, r->raddr, r->key);
+    }
     case OFI_POST_WRITE_NOTIFY: {
       /* the data, then the notification's value into its slot of the
        * owner's ring, in one operation whose remote CQ data names the ring
@@ -725,6 +742,31 @@ int asr__ofi_irecv_locked(asr__ofi_t *o, asr__ofi_recv_t *r, void *buf, size_t l
 int asr__ofi_rma_locked(asr__ofi_t *o, asr__ofi_send_t *s, int write, void *buf, size_t len, void *desc,
                         const asr__ofi_rma_t *rma, asr__ofi_op_t *op, int spin_ms) {
   assert(asr__ofi_locked(o));
+  /* A write of at most the inject size goes as a send of that size goes
+   * (asr__ofi_isend_locked): injected, the provider copies it before
+   * returning and completes nothing, so op completes here and libfabric
+   * never sees it. A notifying one does so only when its data fits alone
+   * but not with the value beside it (OFI_POST_INJECT_WRITE_NOTIFY's two
+   * injects): one fi_writemsg of both that fits the inject size takes
+   * shm's same copy protocol in one command pair, while one that does
+   * not fit goes to the single-copy protocol, whose completion waits for
+   * the owner's copy. */
+  if (write && o->inject_max && len <= o->inject_max &&
+      (!rma->notif_val || len + sizeof(uint64_t) > o->inject_max)) {
+    ofi_post_t p = {.kind = rma->notif_val ? OFI_POST_INJECT_WRITE_NOTIFY : OFI_POST_INJECT_WRITE,
+                    .buf = buf,
+                    .len = len,
+                    .peer = s->peer,
+                    .comm_id = &s->peer_comm_id,
+                    .rma = rma};
+    ssize_t rc = post_data_locked(o, &p, spin_ms);
+    if (rc == 0) {
+      op_tsan_buf(op, buf, len, 0);
+      op_complete(op, len, 0);
+      return 0;
+    }
+    return rc == -FI_EAGAIN ? ASR_EAGAIN : ofi_fail(rc, "fi_inject_write");
+  }
   op_arm(op, buf, len, !write);
   ofi_post_t p = {.kind = !write           ? OFI_POST_READ
                           : rma->notif_val ? OFI_POST_WRITE_NOTIFY

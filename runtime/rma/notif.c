@@ -6,7 +6,10 @@
  * registered for its sender's remote writes. A notifying write is one
  * operation (ofi.c, OFI_POST_WRITE_NOTIFY): the data, then the value into
  * slot seq mod the depth, with remote CQ data (peer comm id << 40 | seq);
- * the owner's drain that reads that CQ entry marks the slot arrived
+ * or, on shm when only the data fits the inject size, two in order
+ * (OFI_POST_INJECT_WRITE_NOTIFY): the value, then the data with the remote
+ * CQ data. Either way the CQ entry comes after both landed, and the
+ * owner's drain that reads that CQ entry marks the slot arrived
  * (on_rdata), and asr_notif_poll hands the arrived slots out in sequence
  * order. The sender never has more than the depth not yet taken (the
  * owner tells it what was taken), so a slot is never written again before
