@@ -88,15 +88,17 @@ _Static_assert(sizeof(asr_tr_rec_t) == 64, "a trace record is one cache line");
  * rank (int64, -1 none), v.c = peer_lnc | ordinal << 32, v.d = the path
  * (ASR_PATH_* of rt.h: 1 local, 2 net, 3 sm; 0 none); sub = 1 SEND, 2 RECV. */
 
-/* One thread's ring (and its name, for the track). */
+/* One thread's ring (and its name, for the track): a cache line of its
+ * own, so that two threads' claims never share one. */
 typedef struct {
   uint64_t head;  /* records claimed (atomic); the ring holds the last ring_recs */
   int32_t os_tid; /* gettid() of a service thread (asr_trace_thread_lnc), else 0 */
   int32_t lnc;    /* the LNC whose service thread it is, else -1 */
   char name[16];  /* pthread name at claim */
   uint32_t count; /* packed form only: the records of this ring that follow */
-  uint32_t spare;
+  uint32_t spare[7];
 } asr_tr_thread_t;
+_Static_assert(sizeof(asr_tr_thread_t) == 64, "a thread's ring's head is one cache line");
 
 /* The packed form (launcher/trace/trace_read.c: what a daemon sends up):
  * the header with ring_recs = 0 and keep_recs = the keep records that

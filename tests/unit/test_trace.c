@@ -143,7 +143,7 @@ TEST(reader_refuses_damage) {
   ASSERT_CONTAINS(err, "shorter than its header");
   ASSERT_EQ(asr_trr_load(b, sizeof b, &p, err, sizeof err), ASR_EPROTO);
   ASSERT_CONTAINS(err, "magic");
-  asr_tr_hdr_t h = {.magic = ASR_TR_MAGIC, .version = 99, .rec_bytes = 64, .thread_bytes = 40};
+  asr_tr_hdr_t h = {.magic = ASR_TR_MAGIC, .version = 99, .rec_bytes = 64, .thread_bytes = 64};
   memcpy(b, &h, sizeof h);
   ASSERT_EQ(asr_trr_load(b, sizeof b, &p, err, sizeof err), ASR_EPROTO);
   ASSERT_CONTAINS(err, "version 99");
