@@ -51,6 +51,8 @@ mkdir -p "$tmp/clean"
   obj runtime r_comm r_comm b_kv
   obj launcher/config l_config l_config c_util
   obj launcher/ctl l_ctl l_ctl b_kv
+  obj launcher/trace l_trace l_trace c_util
+  obj launcher/metrics l_metrics l_metrics c_util
   obj launcher/place l_place l_place l_config
   obj launcher/launch l_launch l_launch l_config
   obj launcher/tree l_tree l_tree l_ctl

@@ -198,8 +198,12 @@ def test_trace_of_a_job_ended_by_ctrl_c():
     d = tempfile.mkdtemp(prefix="asrtrace-int.")
     path = os.path.join(d, "job.json")
     try:
+        # as from a terminal: SIGINT's default action, whatever this test
+        # runner's (a background shell starts its jobs with SIGINT ignored,
+        # which the ranks would inherit)
         p = subprocess.Popen([ASRRUN, "--timeout", "100", "--trace", path, "-n", "2", JOB, "-m", "2", "-h", "60"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         seen = []
         for line in p.stdout:  # the ranks are connected and sending once both said so
             seen.append(line)
