@@ -489,6 +489,11 @@ void asrd_report_stop(asrd_t *d);
 /* Reads what r's channel holds now, when nothing of it is buffered (a
  * HELLO just sent, before r is asked). */
 void asrd_report_poll(asrd_rank_t *r);
+/* Asks r on its channel: the frame of type (ASR_REPORT_ASK, a state
+ * report; ASR_REPORT_MASK, metrics) with id. 1 when it went (the answer
+ * is awaited); else 0, with *flags saying why not (ASR_CTL_REP_EXITED,
+ * _GONE, _NO_LIBASR, or _TIMEOUT: the rank stopped reading). */
+int asrd_report_send_ask(asrd_rank_t *r, int type, uint32_t id, uint32_t *flags);
 
 /* asrd_metrics.c */
 /* asrrun's METRICS_REQ: asks every local rank; a METRICS per rank follows

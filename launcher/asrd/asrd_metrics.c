@@ -73,29 +73,9 @@ void asrd_metrics_ask(asrd_t *d, uint32_t id, uint32_t timeout_ms) {
   if (d->nlocal == 0) return;
   d->met.active = 1;
   d->met.id = id;
-  uint8_t ask[ASR_REPORT_HDR + 4];
-  asr_report_header_put(ask, ASR_REPORT_MASK, 4);
-  for (int i = 0; i < 4; i++) ask[ASR_REPORT_HDR + i] = (uint8_t)(id >> (8 * i));
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
-    r->met_flags = 0;
-    r->met_waiting = 0;
-    if (r->exited || r->pid <= 0) {
-      r->met_flags = ASR_CTL_REP_EXITED;
-      continue;
-    }
-    asrd_report_poll(r); /* a HELLO just sent */
-    if (r->rep_fd < 0 || !r->rep_hello) {
-      r->met_flags = r->rep_fd < 0 && r->rep_hello ? ASR_CTL_REP_GONE : ASR_CTL_REP_NO_LIBASR;
-      continue;
-    }
-    /* 16 bytes: a full socket buffer means the rank stopped reading (asrd_report.c) */
-    ssize_t w = send(r->rep_fd, ask, sizeof ask, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w != (ssize_t)sizeof ask) {
-      r->met_flags = ASR_CTL_REP_TIMEOUT;
-      continue;
-    }
-    r->met_waiting = 1;
+    r->met_waiting = asrd_report_send_ask(r, ASR_REPORT_MASK, id, &r->met_flags);
   }
   if (!anyone_waits(d)) {
     finish(d);

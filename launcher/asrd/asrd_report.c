@@ -140,6 +140,30 @@ void asrd_report_poll(asrd_rank_t *r) {
   if (r->rep_fd >= 0 && r->rep_in.len == 0) on_chan(r->d->loop, &r->rep_io, ASR_LOOP_READ);
 }
 
+int asrd_report_send_ask(asrd_rank_t *r, int type, uint32_t id, uint32_t *flags) {
+  *flags = 0;
+  if (r->exited || r->pid <= 0) {
+    *flags = ASR_CTL_REP_EXITED;
+    return 0;
+  }
+  asrd_report_poll(r); /* a HELLO just sent */
+  if (r->rep_fd < 0 || !r->rep_hello) {
+    *flags = r->rep_fd < 0 && r->rep_hello ? ASR_CTL_REP_GONE : ASR_CTL_REP_NO_LIBASR;
+    return 0;
+  }
+  uint8_t ask[ASR_REPORT_HDR + 4];
+  asr_report_header_put(ask, type, 4);
+  for (int i = 0; i < 4; i++) ask[ASR_REPORT_HDR + i] = (uint8_t)(id >> (8 * i));
+  /* 16 bytes into an empty socket buffer: a blocking write could not
+   * wait, and a full one means the rank stopped reading its channel */
+  ssize_t w = send(r->rep_fd, ask, sizeof ask, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (w != (ssize_t)sizeof ask) {
+    *flags = ASR_CTL_REP_TIMEOUT;
+    return 0;
+  }
+  return 1;
+}
+
 void asrd_report_rank_exited(asrd_rank_t *r) {
   if (r->rep_fd >= 0) on_chan(r->d->loop, &r->rep_io, ASR_LOOP_READ); /* its last words, then EOF */
   if (r->d->cb.on_chan_gone) r->d->cb.on_chan_gone(r);
@@ -316,31 +340,9 @@ void asrd_report_ask(asrd_t *d, uint32_t id, uint32_t timeout_ms, uint32_t flags
   d->rep.active = 1;
   d->rep.id = id;
   d->rep.req_flags = flags;
-  uint8_t ask[ASR_REPORT_HDR + 4];
-  asr_report_header_put(ask, ASR_REPORT_ASK, 4);
-  for (int i = 0; i < 4; i++) ask[ASR_REPORT_HDR + i] = (uint8_t)(id >> (8 * i));
   for (int i = 0; i < d->nlocal; i++) {
     asrd_rank_t *r = &d->ranks[i];
-    r->rep_flags = 0;
-    r->rep_waiting = 0;
-    if (r->exited || r->pid <= 0) {
-      r->rep_flags = ASR_CTL_REP_EXITED;
-      continue;
-    }
-    if (r->rep_fd >= 0 && r->rep_in.len == 0)
-      on_chan(d->loop, &r->rep_io, ASR_LOOP_READ); /* a HELLO just sent */
-    if (r->rep_fd < 0 || !r->rep_hello) {
-      r->rep_flags = r->rep_fd < 0 && r->rep_hello ? ASR_CTL_REP_GONE : ASR_CTL_REP_NO_LIBASR;
-      continue;
-    }
-    /* 16 bytes into an empty socket buffer: a blocking write could not
-     * wait, and a full one means the rank stopped reading its channel */
-    ssize_t w = send(r->rep_fd, ask, sizeof ask, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w != (ssize_t)sizeof ask) {
-      r->rep_flags = ASR_CTL_REP_TIMEOUT;
-      continue;
-    }
-    r->rep_waiting = 1;
+    r->rep_waiting = asrd_report_send_ask(r, ASR_REPORT_ASK, id, &r->rep_flags);
   }
   if (!anyone_waits(d)) {
     finish(d);
