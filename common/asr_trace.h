@@ -61,6 +61,11 @@ void asr_trace_put(int keep, int kind, int lnc, int sub, uint32_t id, uint64_t t
 /* The path of the trace file of this process, or "" when off. */
 const char *asr_trace_path(void);
 
+/* Gives the calling thread its ring now, its pages made (asr_init's
+ * thread, a service thread), so that its first records on the data path
+ * fault no page. Once per thread; nothing when off. */
+void asr_trace_thread_prepare(void);
+
 /* Names the calling thread's ring after the LNC it serves (its service
  * thread's first act): the merger's drop counts name that LNC's track. */
 void asr_trace_thread_lnc(int lnc);

@@ -122,6 +122,7 @@ int asr_init(int lnc) {
     asr_error("svc", "asr_init(lnc %d): %s", lnc, err);
     goto err_free;
   }
+  asr_trace_thread_prepare(); /* the thread that brings an LNC up posts on it, most likely */
   if (asr__kv_host_join(port, ctx->hostname, err, sizeof err) != 0) {
     asr_error("svc", "asr_init(lnc %d): %s", lnc, err);
     goto err_free;
