@@ -803,6 +803,15 @@ const char *asr__kv_host_ip(void);
  * with bootstrap's report thread and starts it (asr_init). */
 extern pthread_mutex_t asr__rep_mutex;
 extern struct asr_comm *asr__rep_comms; /* under asr__rep_mutex (state_registry.c) */
+/* With metrics on: the counts of the comms that left the list, per key,
+ * and their latency histograms per LNC and direction (asr__rep_mutex). */
+typedef struct {
+  int lnc, dir, peer_rank, peer_lnc; /* dir: 0 SEND, 1 RECV */
+  uint64_t done, bytes, failed;
+} asr__rep_retired_t;
+extern asr__rep_retired_t *asr__rep_retired;
+extern int asr__rep_nretired;
+extern asr__hist_t asr__rep_retired_xfer[ASR_MAX_LNC][2];
 void asr__rep_add(struct asr_comm *c);
 void asr__rep_remove(struct asr_comm *c);
 void asr__state_report_init(void);

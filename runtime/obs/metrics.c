@@ -89,6 +89,22 @@ void asr__metrics_render(asr_buf_t *out) {
     if (p && (unsigned)c->lnc < ASR_MAX_LNC)
       sum_into(&xfer[c->lnc * 2 + (c->type == ASR_SEND_COMM ? 0 : 1)], &p->xfer_hist);
   }
+  /* the comms closed so far (state_registry.c): as comm records of their
+   * own, which asrrun sums with the live ones of the same key, so that no
+   * counter goes down when a comm closes */
+  for (int lnc = 0; lnc < ASR_MAX_LNC; lnc++)
+    for (int dir = 0; dir < 2; dir++) sum_into(&xfer[lnc * 2 + dir], &asr__rep_retired_xfer[lnc][dir]);
+  for (int i = 0; i < asr__rep_nretired; i++) {
+    const asr__rep_retired_t *t = &asr__rep_retired[i];
+    char line[320];
+    int k = snprintf(line, sizeof line,
+                     "comm\tlnc=%d\tdir=%s\tpeer_rank=%d\tpeer_lnc=%d\tstate=CLOSED\tposted=%llu\tdone=%llu"
+                     "\tbytes=%llu\tfailed=%llu\n",
+                     t->lnc, t->dir ? "RECV" : "SEND", t->peer_rank, t->peer_lnc,
+                     (unsigned long long)(t->done + t->failed), (unsigned long long)t->done,
+                     (unsigned long long)t->bytes, (unsigned long long)t->failed);
+    if (k > 0 && (size_t)k < sizeof line) asr_buf_put(out, line, (size_t)k);
+  }
   pthread_mutex_unlock(&asr__rep_mutex);
   for (int lnc = 0; lnc < ASR_MAX_LNC; lnc++)
     for (int dir = 0; dir < 2; dir++) {

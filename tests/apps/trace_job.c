@@ -16,6 +16,9 @@
  *   delayed i US
  * so each is at least DELAY_MS * (i + 1) ms and at least the trace's.
  * -E: no exchange (the delayed one alone, then).
+ * -R: after the exchange, every comm is closed and made again, and each
+ *     rank says "rank R: reconnected" (the metrics tests: the closed
+ *     comms' counts must stay in the scrapes).
  * -k: rank 1 raises SIGKILL once KILL_AFTER sends of its exchange with
  * rank 0 have completed (the others go on, and fail as the peer dies).
  * -h: every rank sends 8-byte messages round the ring, one every 5 ms,
@@ -60,9 +63,9 @@ static size_t wait_req(asr_request_t *r, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  int msgs = 4, delay_ms = 0, kill_after = -1, hold_s = 0, exchange = 1, opt;
+  int msgs = 4, delay_ms = 0, kill_after = -1, hold_s = 0, exchange = 1, reconnect = 0, opt;
   size_t bytes = 4096;
-  while ((opt = getopt(argc, argv, "m:s:d:k:h:E")) != -1) {
+  while ((opt = getopt(argc, argv, "m:s:d:k:h:ER")) != -1) {
     switch (opt) {
       case 'm': msgs = atoi(optarg); break;
       case 's': bytes = (size_t)strtoul(optarg, NULL, 10); break;
@@ -70,9 +73,11 @@ int main(int argc, char **argv) {
       case 'k': kill_after = atoi(optarg); break;
       case 'h': hold_s = atoi(optarg); break;
       case 'E': exchange = 0; break;
+      case 'R': reconnect = 1; break;
       default:
-        fprintf(stderr,
-                "usage: trace_job [-m MSGS] [-s BYTES] [-d DELAY_MS] [-k KILL_AFTER] [-h HOLD_S] [-E]\n");
+        fprintf(
+            stderr,
+            "usage: trace_job [-m MSGS] [-s BYTES] [-d DELAY_MS] [-k KILL_AFTER] [-h HOLD_S] [-E] [-R]\n");
         return 2;
     }
   }
@@ -125,6 +130,22 @@ int main(int argc, char **argv) {
         raise(SIGKILL);
       }
     }
+  }
+  if (reconnect) {
+    for (int p = 0; p < n; p++) {
+      if (p == me.rank) continue;
+      asr_comm_close(sc[p]);
+      asr_comm_close(rc[p]);
+      check(asr_job_connect(p, &sc[p]), "asr_job_connect");
+      check(asr_job_accept(p, &rc[p]), "asr_job_accept");
+    }
+    for (int p = 0; p < n; p++)
+      if (p != me.rank) {
+        check(asr_comm_wait_connected(sc[p], 60000), "connect");
+        check(asr_comm_wait_connected(rc[p], 60000), "accept");
+      }
+    printf("rank %d: reconnected\n", me.rank);
+    fflush(stdout);
   }
   /* the delayed exchange, rank 1 -> rank 0 */
   if (delay_ms > 0 && n >= 2 && me.rank < 2) {

@@ -8,6 +8,7 @@ names the flag. No sleep stands for a wait: each wait polls its condition
 until a deadline."""
 import math
 import os
+import re
 import subprocess
 import tempfile
 import threading
@@ -218,3 +219,40 @@ def test_bad_port_in_job_file():
             fh.write("np: 1\nmetrics_port: 10.0.0.1:x\n")
         r = subprocess.run([ASRRUN, "-f", f, "true"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "job.yaml:2" in r.stderr and "metrics_port" in r.stderr, r.stderr
+
+
+def test_closed_comms_keep_their_counts():
+    """A comm closed mid-job takes nothing from the counters: trace_job -R
+    moves 4 x 64 KiB to each peer, closes every comm and makes it again,
+    then keeps a ring of 8-byte messages going; once both ranks said they
+    reconnected, each rank's bytes to its peer are at least the exchange's
+    (before the fix they were the new comms' alone)."""
+    job_bin = os.path.join(BUILD, "tests", "apps", "trace_job")
+    p = subprocess.Popen([ASRRUN, "--metrics-port", "0", "--timeout", "100", "-n", "2", job_bin, "-m", "4", "-s",
+                          "65536", "-R", "-h", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        url = None
+        for line in p.stderr:
+            m = re.search(r"metrics on (http://\S+)", line)
+            if m:
+                url = m.group(1)
+                break
+        assert url, "no 'metrics on' line"
+        seen = 0
+        for line in p.stdout:
+            seen += "reconnected" in line
+            if seen == 2:
+                break
+        assert seen == 2, "the ranks did not reconnect"
+        last = {}
+        for _ in range(3):
+            b = per_peer(scrape(url), "asr_bytes")
+            for k in (("0", "1", "send"), ("1", "0", "send"), ("0", "1", "recv"), ("1", "0", "recv")):
+                assert b.get(k, 0) >= 4 * 65536, (k, b)
+                assert b[k] >= last.get(k, 0), "a counter went down: %s %s -> %s" % (k, last.get(k), b[k])
+            last = b
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+        p.wait()
