@@ -62,6 +62,23 @@ static size_t wait_req(asr_request_t *r, const char *what) {
   return got;
 }
 
+/* A SEND and a RECV comm with every other rank, all connected; then says
+ * so ("rank R: WHAT"). */
+static void connect_all(asr_comm_t **sc, asr_comm_t **rc, int n, const char *what) {
+  for (int p = 0; p < n; p++) {
+    if (p == me.rank) continue;
+    check(asr_job_connect(p, &sc[p]), "asr_job_connect");
+    check(asr_job_accept(p, &rc[p]), "asr_job_accept");
+  }
+  for (int p = 0; p < n; p++)
+    if (p != me.rank) {
+      check(asr_comm_wait_connected(sc[p], 60000), "connect");
+      check(asr_comm_wait_connected(rc[p], 60000), "accept");
+    }
+  printf("rank %d: %s\n", me.rank, what);
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   int msgs = 4, delay_ms = 0, kill_after = -1, hold_s = 0, exchange = 1, reconnect = 0, opt;
   size_t bytes = 4096;
@@ -93,18 +110,7 @@ int main(int argc, char **argv) {
   asr_tensor_t *st, *rt;
   check(asr_tensor_wrap(sb, bytes * (size_t)msgs, &st), "asr_tensor_wrap");
   check(asr_tensor_wrap(rb, bytes * (size_t)msgs, &rt), "asr_tensor_wrap");
-  for (int p = 0; p < n; p++) {
-    if (p == me.rank) continue;
-    check(asr_job_connect(p, &sc[p]), "asr_job_connect");
-    check(asr_job_accept(p, &rc[p]), "asr_job_accept");
-  }
-  for (int p = 0; p < n; p++)
-    if (p != me.rank) {
-      check(asr_comm_wait_connected(sc[p], 60000), "connect");
-      check(asr_comm_wait_connected(rc[p], 60000), "accept");
-    }
-  printf("rank %d: connected\n", me.rank);
-  fflush(stdout);
+  connect_all(sc, rc, n, "connected");
   /* the exchange: MSGS to each peer, MSGS from each */
   asr_request_t **rq = calloc((size_t)msgs * 2, sizeof *rq);
   if (!rq) return 1;
@@ -136,16 +142,8 @@ int main(int argc, char **argv) {
       if (p == me.rank) continue;
       asr_comm_close(sc[p]);
       asr_comm_close(rc[p]);
-      check(asr_job_connect(p, &sc[p]), "asr_job_connect");
-      check(asr_job_accept(p, &rc[p]), "asr_job_accept");
     }
-    for (int p = 0; p < n; p++)
-      if (p != me.rank) {
-        check(asr_comm_wait_connected(sc[p], 60000), "connect");
-        check(asr_comm_wait_connected(rc[p], 60000), "accept");
-      }
-    printf("rank %d: reconnected\n", me.rank);
-    fflush(stdout);
+    connect_all(sc, rc, n, "reconnected");
   }
   /* the delayed exchange, rank 1 -> rank 0 */
   if (delay_ms > 0 && n >= 2 && me.rank < 2) {
