@@ -123,7 +123,8 @@ done
 # A test script that prints its own PASS/FAIL/SKIP lines: its lines and
 # counts from its log, and a failure when it exited non-zero.
 script_lines() { # name log status
-  grep -E '^(PASS|FAIL|SKIP): ' "$2"
+  # (with the lines a script indents under a FAIL: the failing run's output)
+  grep -E '^(PASS|FAIL|SKIP): |^    ' "$2"
   sed -n 's/^\(PASS\|FAIL\|SKIP\): .*/\1/p' "$2" | tr 'A-Z' 'a-z' >>"$counts"
   if [ "$3" -ne 0 ]; then
     tail -30 "$2"; echo "FAIL: $1 exited $3"; echo fail >>"$counts"

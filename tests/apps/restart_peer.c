@@ -16,7 +16,10 @@
  * victim fail, closes them, waits until asr_job_rank_state says the
  * victim is ALIVE as incarnation i + 1, and connects again. Meanwhile the
  * others exchange with each other between rounds, so their comms are seen
- * to go on. Each wait is bounded by 5 s. Each rank prints
+ * to go on. No wait has a bound of its own: how soon a death is seen and a
+ * rank comes back depends on the machine's load (tests/bench/fail_bench.sh
+ * measures it), so a run that never gets there is ended by asrrun's
+ * --timeout, and its last "waits for" line says where. Each rank prints
  * "restart_peer rank R: incarnation I: N messages verified" per round and
  * "restart_peer rank R: ok" at the end; exit 1 with a FAIL line otherwise.
  */
@@ -35,7 +38,6 @@
 
 #define MSGS 16
 #define LEN 4096
-#define BOUND_NS 5000000000LL
 
 static asr_job_info_t me;
 static int victim, deaths, my_inc;
@@ -52,7 +54,7 @@ static uint8_t byte_of(int from, int to, int inc, int msg, size_t at) {
   return (uint8_t)(from * 31 + to * 17 + inc * 101 + msg * 7 + (int)at * 3 + 1);
 }
 
-static int wait_req(asr_request_t *req) { return ft_wait_req(req, BOUND_NS); }
+static int wait_req(asr_request_t *req) { return ft_wait_req(req, -1); }
 
 typedef struct {
   asr_comm_t *send, *recv;
@@ -61,8 +63,8 @@ typedef struct {
 static void connect_peer(int peer, link_t *l) {
   int rc = asr_job_connect(peer, &l->send);
   if (rc == ASR_SUCCESS) rc = asr_job_accept(peer, &l->recv);
-  if (rc == ASR_SUCCESS) rc = asr_comm_wait_connected(l->send, 5000);
-  if (rc == ASR_SUCCESS) rc = asr_comm_wait_connected(l->recv, 5000);
+  if (rc == ASR_SUCCESS) rc = asr_comm_wait_connected(l->send, -1);
+  if (rc == ASR_SUCCESS) rc = asr_comm_wait_connected(l->recv, -1);
   if (rc != ASR_SUCCESS) {
     char what[32];
     snprintf(what, sizeof what, "%d", peer);
@@ -105,7 +107,6 @@ static void see_death(link_t *l, asr_tensor_t *t) {
   if (rc == ASR_SUCCESS) {
     rc = wait_req(r);
     if (rc == 0) fail("a receive from the dead %s completed", "victim", ASR_INVALID);
-    if (rc == ASR_TIMEOUT) fail("the %s's death was not seen within 5 s", "victim", rc);
   }
   int st;
   const char *why = asr_comm_error(l->recv);
@@ -117,11 +118,10 @@ static void see_death(link_t *l, asr_tensor_t *t) {
 }
 
 static void wait_alive(int inc) {
-  int64_t until = ft_now_ns() + BOUND_NS;
+  printf("restart_peer rank %d: waits for incarnation %d\n", me.rank, inc);
   for (;;) {
     int st, i;
     if (asr_job_rank_state(victim, &st, &i) == ASR_SUCCESS && st == ASR_RANK_ALIVE && i == inc) return;
-    if (ft_now_ns() > until) fail("the %s did not come back within 5 s", "victim", ASR_TIMEOUT);
     usleep(1000);
   }
 }
