@@ -1,6 +1,8 @@
 /* asr_buf.c -- see asr_buf.h. */
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,4 +103,29 @@ char *asr_rd_str(asr_rd_t *r, size_t max) {
   memcpy(s, q, n);
   s[n] = '\0';
   return s;
+}
+
+int asr_buf_vprintf(asr_buf_t *b, const char *fmt, va_list ap) {
+  char line[1024], *p = line;
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  if (n >= 0 && (size_t)n >= sizeof line) { /* a longer text: formatted again, whole */
+    p = malloc((size_t)n + 1);
+    if (p) vsnprintf(p, (size_t)n + 1, fmt, again);
+  }
+  va_end(again);
+  if (n < 0) return ASR_EINVAL;
+  if (!p) return ASR_ENOMEM;
+  int rc = asr_buf_put(b, p, (size_t)n);
+  if (p != line) free(p);
+  return rc;
+}
+
+int asr_buf_printf(asr_buf_t *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = asr_buf_vprintf(b, fmt, ap);
+  va_end(ap);
+  return rc;
 }

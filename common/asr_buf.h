@@ -6,6 +6,7 @@
 #ifndef ASR_BUF_H
 #define ASR_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,10 @@ int asr_buf_put(asr_buf_t *b, const void *p, size_t n);
 int asr_buf_put_u32(asr_buf_t *b, uint32_t v);
 int asr_buf_put_bytes(asr_buf_t *b, const void *p, size_t n); /* u32 length + bytes */
 int asr_buf_put_str(asr_buf_t *b, const char *s);             /* as bytes, without the NUL; NULL = "" */
+/* Appends printf's text, whole (no NUL): 0, or ASR_ENOMEM (or ASR_EINVAL
+ * for a format vsnprintf refuses), b then unchanged. */
+int asr_buf_printf(asr_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int asr_buf_vprintf(asr_buf_t *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* The value of hex digit c into *v: 0, or ASR_EINVAL when c is none. */
 static inline int asr_hex_digit(int c, int *v) {

@@ -38,18 +38,6 @@ typedef struct {
   int nlines;
 } diag_t;
 
-static void put(asr_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(asr_buf_t *b, const char *fmt, ...) {
-  char line[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n >= sizeof line) n = sizeof line - 1;
-  asr_buf_put(b, line, (size_t)n);
-}
-
 /* "rank 3", "ranks 0-5 and 7" */
 static void fmt_ranks(const int *rs, int n, char *out, size_t len) {
   size_t pos = (size_t)snprintf(out, len, "%s ", n == 1 ? "rank" : "ranks");
@@ -139,7 +127,7 @@ static void line(diag_t *g, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  put(g->out, "asrrun:   %s\n", text);
+  asr_buf_printf(g->out, "asrrun:   %s\n", text);
   g->nlines++;
 }
 
@@ -264,7 +252,7 @@ done:
 
 static void diagnose(diag_t *g) {
   const asr_map_t *m = &g->run->map;
-  put(g->out, "asrrun: diagnosis:\n");
+  asr_buf_printf(g->out, "asrrun: diagnosis:\n");
   /* ranks without a report */
   int *gone = calloc((size_t)m->nranks, sizeof *gone), ngone = 0;
   for (int r = 0; r < m->nranks; r++) {
@@ -301,7 +289,7 @@ static void diagnose(diag_t *g) {
 static void block(diag_t *g) {
   const asr_map_t *m = &g->run->map;
   for (int h = 0; h < m->nhosts; h++) {
-    put(g->out, "asrrun: host %s:\n", host_name(g, h));
+    asr_buf_printf(g->out, "asrrun: host %s:\n", host_name(g, h));
     for (int r = 0; r < m->nranks; r++) {
       if (m->ranks[r].host != h) continue;
       const asrrun_rank_state_t *s = &g->st[r];
@@ -332,12 +320,12 @@ static void block(diag_t *g) {
         snprintf(pol, sizeof pol, "; incarnation %d (restarted %d time%s)", rk->incarnation, rk->incarnation,
                  rk->incarnation == 1 ? "" : "s");
       const asr_report_t *p = g->ok[r] ? &g->rep[r] : NULL;
-      put(g->out, "asrrun:   rank %d (pid %u, lnc %d): %s%s%s%s%s\n", r, s->pid, m->ranks[r].lnc, state, pol,
-          p && p->fence ? "; in " : "", p && p->fence ? fence_words(p->fence) : "",
-          p && p->finalized ? "; finalized" : "");
+      asr_buf_printf(g->out, "asrrun:   rank %d (pid %u, lnc %d): %s%s%s%s%s\n", r, s->pid, m->ranks[r].lnc,
+                     state, pol, p && p->fence ? "; in " : "", p && p->fence ? fence_words(p->fence) : "",
+                     p && p->finalized ? "; finalized" : "");
       for (int i = 0; p && i < p->nlnc; i++)
-        put(g->out, "asrrun:     lnc %d on %s, provider %s, KV port %d\n", p->lncs[i].lnc, p->lncs[i].host,
-            p->lncs[i].provider, p->lncs[i].port);
+        asr_buf_printf(g->out, "asrrun:     lnc %d on %s, provider %s, KV port %d\n", p->lncs[i].lnc,
+                       p->lncs[i].host, p->lncs[i].provider, p->lncs[i].port);
       for (int i = 0; p && i < p->ncomms; i++) {
         const asr_report_comm_t *c = &p->comms[i];
         int b = peer_of(g, c);
@@ -348,7 +336,8 @@ static void block(diag_t *g) {
           snprintf(peer, sizeof peer, "%s lnc %d", c->peer_ip, c->peer_lnc);
         char oldest[48] = "";
         if (c->oldest_ms >= 0) snprintf(oldest, sizeof oldest, ", oldest %.1f s", secs(c->oldest_ms));
-        put(g->out,
+        asr_buf_printf(
+            g->out,
             "asrrun:     comm lnc %d %s #%d %s %s: %s for %.1f s; %s %llu posted, %llu done (%llu bytes), "
             "%llu failed; requests %d STASHED, %d "
             "OFI_POSTED%s%s%s%s%s\n",
@@ -357,18 +346,19 @@ static void block(diag_t *g) {
             c->stashed, c->ofi_posted, oldest, c->key[0] ? "; key " : "", c->key, c->key[0] ? " on " : "",
             c->server);
       }
-      if (p && p->truncated) put(g->out, "asrrun:     (the rank cut its report short)\n");
+      if (p && p->truncated) asr_buf_printf(g->out, "asrrun:     (the rank cut its report short)\n");
       if (s->stack_len) {
-        put(g->out, "asrrun:     stack:\n");
+        asr_buf_printf(g->out, "asrrun:     stack:\n");
         const char *t = s->stack, *e = s->stack + s->stack_len;
         while (t < e) {
           const char *nl = memchr(t, '\n', (size_t)(e - t));
           size_t n = nl ? (size_t)(nl - t) : (size_t)(e - t);
-          put(g->out, "asrrun:       | %.*s\n", (int)n, t);
+          asr_buf_printf(g->out, "asrrun:       | %.*s\n", (int)n, t);
           t += n + 1;
         }
       } else if (s->flags & ASRRUN_REP_NO_STACK_TOOL) {
-        put(g->out, "asrrun:     stack: neither eu-stack nor gdb is installed on %s\n", host_name(g, h));
+        asr_buf_printf(g->out, "asrrun:     stack: neither eu-stack nor gdb is installed on %s\n",
+                       host_name(g, h));
       }
     }
   }
@@ -396,13 +386,13 @@ static void missing_keys(diag_t *g) {
         }
       }
       if (set) continue;
-      if (!any) put(g->out, "asrrun: keys waited on that no rank has set:\n");
+      if (!any) asr_buf_printf(g->out, "asrrun: keys waited on that no rank has set:\n");
       any = 1;
-      put(g->out, "asrrun:   %s on %s (%s): rank %d lnc %d SEND comm waits for it\n", c->key,
-          h >= 0 ? host_name(g, h) : "?", c->server, a, c->lnc);
+      asr_buf_printf(g->out, "asrrun:   %s on %s (%s): rank %d lnc %d SEND comm waits for it\n", c->key,
+                     h >= 0 ? host_name(g, h) : "?", c->server, a, c->lnc);
     }
   }
-  if (!any) put(g->out, "asrrun: keys waited on that no rank has set: none\n");
+  if (!any) asr_buf_printf(g->out, "asrrun: keys waited on that no rank has set: none\n");
 }
 
 void asrrun_diag_render(const asrrun_t *run, const asrrun_rank_state_t *st, const char *why, uint64_t at_ms,
@@ -413,11 +403,12 @@ void asrrun_diag_render(const asrrun_t *run, const asrrun_rank_state_t *st, cons
   g.ok = calloc((size_t)m->nranks, sizeof *g.ok);
   g.host_addr = calloc((size_t)m->nhosts, sizeof *g.host_addr);
   if (!g.rep || !g.ok || !g.host_addr) {
-    put(out, "asrrun: state report: out of memory\n");
+    asr_buf_printf(out, "asrrun: state report: out of memory\n");
     goto done;
   }
-  put(out, "asrrun: state report (%s) at %.1f s: %d rank%s on %d host%s\n", why, (double)at_ms / 1000.0,
-      m->nranks, m->nranks == 1 ? "" : "s", m->nhosts, m->nhosts == 1 ? "" : "s");
+  asr_buf_printf(out, "asrrun: state report (%s) at %.1f s: %d rank%s on %d host%s\n", why,
+                 (double)at_ms / 1000.0, m->nranks, m->nranks == 1 ? "" : "s", m->nhosts,
+                 m->nhosts == 1 ? "" : "s");
   for (int r = 0; r < m->nranks; r++) {
     char whyp[200];
     if (!st[r].have || !(st[r].flags & ASRRUN_REP_ANSWERED)) continue;
@@ -426,13 +417,13 @@ void asrrun_diag_render(const asrrun_t *run, const asrrun_rank_state_t *st, cons
       if (g.rep[r].addr[0])
         snprintf(g.host_addr[m->ranks[r].host], sizeof g.host_addr[0], "%s", g.rep[r].addr);
     } else {
-      put(out, "asrrun: rank %d's report does not parse: %s\n", r, whyp);
+      asr_buf_printf(out, "asrrun: rank %d's report does not parse: %s\n", r, whyp);
     }
   }
   diagnose(&g);
   block(&g);
   missing_keys(&g);
-  put(out, "asrrun: end of state report\n");
+  asr_buf_printf(out, "asrrun: end of state report\n");
 done:
   for (int r = 0; g.rep && r < m->nranks; r++) asr_report_free(&g.rep[r]);
   free(g.rep);

@@ -23,14 +23,11 @@ typedef struct {
 
 static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(out_t *o, const char *fmt, ...) {
-  char line[1024];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line, fmt, ap);
+  int rc = asr_buf_vprintf(o->b, fmt, ap);
   va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n >= sizeof line) n = (int)sizeof line - 1; /* labels are short: never here */
-  if (o->rc == 0 && asr_buf_put(o->b, line, (size_t)n) != 0) o->rc = ASR_ENOMEM;
+  if (o->rc == 0) o->rc = rc;
 }
 
 /* A label value as the format wants it: \, " and newline escaped. */

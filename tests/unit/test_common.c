@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "asr_buf.h"
 #include "asr_err.h"
 #include "asr_fs.h"
 #include "asr_le.h"
@@ -281,4 +282,18 @@ TEST(fs_read_file_whole_and_bounded) {
   ASSERT_EQ(errno, ENOENT);
   ASSERT(asr_fs_read_file(asr_test_tmpdir(), 100, &text, &len) < 0);
   ASSERT_EQ(errno, EISDIR);
+}
+
+/* asr_buf_printf appends the whole text, however long, and nothing else. */
+TEST(buf_printf_whole) {
+  asr_buf_t b = {0};
+  ASSERT_OK(asr_buf_printf(&b, "%s=%d;", "a", 7));
+  char big[3000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  ASSERT_OK(asr_buf_printf(&b, "[%s]", big));
+  ASSERT_EQ(b.len, 4 + 2 + sizeof big - 1);
+  ASSERT_MEMEQ(b.data, "a=7;[x", 6);
+  ASSERT_EQ(b.data[b.len - 1], ']');
+  asr_buf_free(&b);
 }
