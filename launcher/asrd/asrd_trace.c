@@ -105,7 +105,9 @@ static int send_file(asrd_t *d, const char *path, uint32_t file) {
     asr_warn("asrd", "trace: out of memory packing %s; left out", path);
     return 0;
   }
-  for (size_t off = 0; off < len || off == 0;) {
+  /* pieces in order, the last one marked (a packed file is never empty:
+   * it has its header) */
+  for (size_t off = 0; off < len;) {
     size_t n = len - off < ASR_CTL_TRACE_PIECE ? len - off : ASR_CTL_TRACE_PIECE;
     asr_ctl_msg_t m = {.type = ASR_CTL_TRACE,
                        .u.trace = {.file = file,
@@ -115,7 +117,6 @@ static int send_file(asrd_t *d, const char *path, uint32_t file) {
                                    .len = n}};
     asrd_up_send(d, &m);
     off += n;
-    if (off == len) break;
   }
   free(buf);
   return 1;

@@ -276,6 +276,9 @@ int asrrun_daemons_stdin_ready(const asrrun_t *run);
 /* Stops every source of theirs on the loop, kills and frees what is left. */
 void asrrun_daemons_stop(asrrun_t *run);
 
+/* A request (REPORT_REQ, METRICS_REQ) to every daemon with ranks that can
+ * still hear it, sent now; expect[h] says which got it. Returns how many. */
+int asrrun_daemons_ask(asrrun_t *run, const asr_ctl_msg_t *m, int *expect);
 /* Sends m to daemon h when it can still hear it: 0, or ASR_ENOTCONN. */
 int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m);
 

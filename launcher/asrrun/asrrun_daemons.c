@@ -766,6 +766,17 @@ int asrrun_daemons_send(asrrun_t *run, int h, const asr_ctl_msg_t *m) {
   return dsend(d, m);
 }
 
+int asrrun_daemons_ask(asrrun_t *run, const asr_ctl_msg_t *m, int *expect) {
+  int asked = 0;
+  for (int h = 0; h < run->map.nhosts; h++) {
+    expect[h] = run->daemons[h].nlocal > 0 && asrrun_daemons_send(run, h, m) == 0;
+    if (!expect[h]) continue;
+    asked++;
+    asr_ctl_flush(run->daemons[h].conn); /* now: the answers' clock runs */
+  }
+  return asked;
+}
+
 void asrrun_daemons_flush(asrrun_t *run) { asr_tree_node_flush(&run->tree.node); }
 
 void asrrun_daemons_shutdown(asrrun_t *run) {

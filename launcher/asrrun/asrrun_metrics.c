@@ -192,15 +192,7 @@ static void gather(struct asrrun_metrics *m) {
   m->active = 1;
   m->id = next_id++;
   asr_ctl_msg_t msg = {.type = ASR_CTL_METRICS_REQ, .u.metrics_req = {.id = m->id, .timeout_ms = ASK_MS}};
-  int asked = 0;
-  for (int h = 0; h < run->map.nhosts; h++) {
-    m->expect[h] = 0;
-    if (run->daemons[h].nlocal == 0 || asrrun_daemons_send(run, h, &msg) != 0) continue;
-    m->expect[h] = 1;
-    asked++;
-    asr_ctl_flush(run->daemons[h].conn);
-  }
-  if (!asked) {
+  if (!asrrun_daemons_ask(run, &msg, m->expect)) {
     complete(m);
     return;
   }

@@ -102,16 +102,7 @@ void asrrun_state_ask(asrrun_t *run, const char *why, asrrun_state_cb cb, void *
                      .u.report_req = {.id = s->id,
                                       .timeout_ms = ASRRUN_REPORT_ASK_MS,
                                       .flags = run->cfg.get_stack_traces ? ASR_CTL_REPORT_STACKS : 0}};
-  int asked = 0;
-  for (int h = 0; h < run->map.nhosts; h++) {
-    if (run->daemons[h].nlocal == 0) continue;
-    if (asrrun_daemons_send(run, h, &m) == 0) {
-      s->expect[h] = 1;
-      asked++;
-      asr_ctl_flush(run->daemons[h].conn);
-    }
-  }
-  if (!asked) {
+  if (!asrrun_daemons_ask(run, &m, s->expect)) {
     complete(run);
     return;
   }
