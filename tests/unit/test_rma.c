@@ -19,6 +19,7 @@
  *   mixed_with_sends       writes, reads and sends on one comm keep order
  *   owner_makes_no_call    the owner sleeps; writes and reads still complete
  *   owner_killed_mid_write the owner SIGKILLed: requests finish, the comm fails
+ *                          (every path but libfabric's shm: a SKIP there, below)
  *   close_with_stashed_writes  a close fails stashed writes, does not wait
  *   sm_small_write_dropped_after_deregistration  applied after the region
  *                          went: dropped, its notification still delivered
@@ -751,8 +752,20 @@ static void kill_proc(int rank, void *arg) {
   rt_barrier();
 }
 
+/* Not on libfabric's shm (as test_peer_kill.c leaves it out): an owner
+ * killed while it holds its shm region's spin lock, which its every
+ * progress call takes, leaves the initiator's next write spinning inside
+ * the provider for good (doc/design.md, "shm's locks spin across
+ * processes"); the owner here polls without pause, holding it often. */
 TEST_TIMEOUT(owner_killed_mid_write, 200) {
-  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], kill_proc, NULL, 90000);
+  for (int p = 0; p < RT_NPROV; p++)
+    if (strcmp(rt_providers[p], "shm") != 0) rt_group_run(2, rt_providers[p], kill_proc, NULL, 90000);
+}
+
+TEST(owner_killed_mid_write_shm) {
+  SKIP(
+      "libfabric 1.17's shm: an owner killed holding its region's spin lock leaves the initiator spinning "
+      "inside fi_inject_writedata (doc/design.md, \"shm's locks spin across processes\")");
 }
 
 /* =========================================================================
