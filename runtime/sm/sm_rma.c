@@ -50,7 +50,11 @@ static int osr_broken(asr__sm_t *s, const char *why) {
 static int cma(asr__sm_t *s, int write, const struct iovec *local, const struct iovec *remote, int n) {
   int i = 0;
   size_t skip = 0; /* bytes of piece i moved by an earlier, partial call */
-  while (i < n) {
+  for (;;) {
+    /* an empty piece moves nothing: a copy of nothing at all is done, not
+     * a failure (process_vm_* return 0 for it) */
+    while (i < n && local[i].iov_len == skip) i++, skip = 0;
+    if (i == n) break;
     struct iovec l[64], r[64];
     int k = 0;
     for (int j = i; j < n && k < 64; j++, k++) {

@@ -118,7 +118,7 @@ static int take_notifs(asr_comm_t *c, uint64_t *v, int want, int timeout_ms) {
  * 1. Data and notifications
  * ========================================================================= */
 
-static const size_t sizes[] = {1, 8, 63, 4096, 65537, (size_t)1 << 20};
+static const size_t sizes[] = {0, 1, 8, 63, 4096, 65537, (size_t)1 << 20}; /* 0: a notification alone */
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
 #define NOTIF(i) ((1ull << 63) + 0x0123456789abcdefull * (uint64_t)((i) + 1)) /* 2^63 and above */
 
