@@ -417,7 +417,9 @@ typedef enum {
   OFI_POST_WRITE_NOTIFY,
   OFI_POST_READ,
   OFI_POST_INJECT_WRITE,
-  OFI_POST_INJECT_WRITE_NOTIFY
+  OFI_POST_INJECT_WRITE_NOTIFY,
+  OFI_POST_WRITEDATA,
+  OFI_POST_INJECT_WRITEDATA
 } ofi_post_kind_t;
 typedef struct {
   ofi_post_kind_t kind;
@@ -453,6 +455,12 @@ static inline __attribute__((always_inline)) ssize_t post_try(asr__ofi_t *o, con
       return fi_read(o->ep, p->buf, p->len, p->desc, p->peer, p->rma->raddr, p->rma->key, p->op);
     case OFI_POST_INJECT_WRITE:
       return fi_inject_write(o->ep, p->buf, p->len, p->peer, p->rma->raddr, p->rma->key);
+    /* a notification in the direct form (rma.h): the CQ data is all of it */
+    case OFI_POST_WRITEDATA:
+      return fi_writedata(o->ep, p->buf, p->len, p->desc, p->rma->imm, p->peer, p->rma->raddr, p->rma->key,
+                          p->op);
+    case OFI_POST_INJECT_WRITEDATA:
+      return fi_inject_writedata(o->ep, p->buf, p->len, p->rma->imm, p->peer, p->rma->raddr, p->rma->key);
     case OFI_POST_INJECT_WRITE_NOTIFY: {
       /* the notification's value into its ring slot, then the data with
        * the remote CQ data that names the slot: the writes land in order
@@ -751,9 +759,20 @@ int asr__ofi_rma_locked(asr__ofi_t *o, asr__ofi_send_t *s, int write, void *buf,
    * shm's same copy protocol in one command pair, while one that does
    * not fit goes to the single-copy protocol, whose completion waits for
    * the owner's copy. */
+  int direct = write && rma->notif_val && rma->notif_direct;
+  asr__ofi_rma_t alone;
+  if (direct && !len) { /* a notification alone: no bytes, into its ring slot (which the key covers) */
+    alone = *rma;
+    alone.raddr = rma->ring_addr;
+    alone.key = rma->ring_key;
+    rma = &alone;
+    buf = (void *)(uintptr_t)rma->notif_val;
+  }
   if (write && o->inject_max && len <= o->inject_max &&
-      (!rma->notif_val || len + sizeof(uint64_t) > o->inject_max)) {
-    ofi_post_t p = {.kind = rma->notif_val ? OFI_POST_INJECT_WRITE_NOTIFY : OFI_POST_INJECT_WRITE,
+      (!rma->notif_val || direct || len + sizeof(uint64_t) > o->inject_max)) {
+    ofi_post_t p = {.kind = direct           ? OFI_POST_INJECT_WRITEDATA
+                            : rma->notif_val ? OFI_POST_INJECT_WRITE_NOTIFY
+                                             : OFI_POST_INJECT_WRITE,
                     .buf = buf,
                     .len = len,
                     .peer = s->peer,
@@ -769,6 +788,7 @@ int asr__ofi_rma_locked(asr__ofi_t *o, asr__ofi_send_t *s, int write, void *buf,
   }
   op_arm(op, buf, len, !write);
   ofi_post_t p = {.kind = !write           ? OFI_POST_READ
+                          : direct         ? OFI_POST_WRITEDATA
                           : rma->notif_val ? OFI_POST_WRITE_NOTIFY
                                            : OFI_POST_WRITE,
                   .buf = buf,

@@ -399,12 +399,13 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
 /* The target of a write or read (rma.h): raddr and key in the owner's
  * registration; for a notifying write also the value's address (valid
  * until the op completes), the owner's ring slot for it and the remote CQ
- * data that names ring and slot (notif.c). notif_val NULL: no
- * notification. */
+ * data (rma.h's two forms: notif_direct says it carries the value itself,
+ * and nothing goes to the slot). notif_val NULL: no notification. */
 typedef struct {
   uint64_t raddr, key;
   const uint64_t *notif_val;
   uint64_t ring_addr, ring_key, imm;
+  int notif_direct;
 } asr__ofi_rma_t;
 
 /* Posts a write (write = 1) or read of [buf, buf + len) to / from rma's

@@ -275,8 +275,10 @@ ASR_API int asr_comm_close(asr_comm_t *comm);
  * then drops the connection).
  *
  * Paths. On libfabric's shm and tcp;ofi_rxm a write is fi_write (with its
- * notification fi_writemsg with remote CQ data; on shm, one of at most its
- * inject size is injected, as a send is), a read fi_read; on asr's
+ * notification fi_writedata whose remote CQ data holds a value below 2^48,
+ * or fi_writemsg that also writes a larger one into the owner's ring; on
+ * shm, one of at most its inject size is injected, as a send is), a read
+ * fi_read; on asr's
  * own same-host path ("sm") a write of at most ASR_SM_INLINE_MAX bytes goes
  * through the comm's shared region, with its notification, and the owner
  * copies it into place (its asr_notif_poll, or its service thread), while

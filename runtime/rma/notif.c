@@ -3,15 +3,17 @@
  * progress (rma.h; asr.h, "One-sided transfers").
  *
  * A RECV comm's ring is ASR_NOTIF_DEPTH 64-bit slots of the owner's memory,
- * registered for its sender's remote writes. A notifying write is one
- * operation (ofi.c, OFI_POST_WRITE_NOTIFY): the data, then the value into
- * slot seq mod the depth, with remote CQ data (peer comm id << 40 | seq);
- * or, on shm when only the data fits the inject size, two in order
- * (OFI_POST_INJECT_WRITE_NOTIFY): the value, then the data with the remote
- * CQ data. Either way the CQ entry comes after both landed, and the
- * owner's drain that reads that CQ entry marks the slot arrived
- * (on_rdata), and asr_notif_poll hands the arrived slots out in sequence
- * order. The sender never has more than the depth not yet taken (the
+ * registered for its sender's remote writes. A notifying write whose
+ * value has the direct form (rma.h) is one plain write with that remote
+ * CQ data (ofi.c, OFI_POST_WRITEDATA), and the owner's drain puts the
+ * value into the slot of its arrival. Any other is one operation
+ * (OFI_POST_WRITE_NOTIFY): the data, then the value into slot seq mod the
+ * depth, with remote CQ data in the ring form; or, on shm when only the
+ * data fits the inject size, two in order (OFI_POST_INJECT_WRITE_NOTIFY):
+ * the value, then the data with the remote CQ data. Either way the CQ
+ * entry comes after both landed, and the owner's drain that reads that CQ
+ * entry marks the slot arrived (on_rdata), and asr_notif_poll hands the
+ * arrived slots out in sequence order. The sender never has more than the depth not yet taken (the
  * owner tells it what was taken), so a slot is never written again before
  * it was taken; a notifying write beyond that waits, stashed (rma_ops.c).
  *
@@ -41,8 +43,6 @@
 #include "asr_log.h"
 #include "asr_time.h"
 #include "rma.h"
-
-#define SEQ_MASK ((1ull << 40) - 1)
 
 static int apply_sm_rings(asr_ctx_t *ctx);
 #define TOMB ((asr__nring_t *)(uintptr_t)1)
@@ -95,25 +95,38 @@ static void tab_del(asr__nring_tab_t *t, asr__nring_t *ring) {
     }
 }
 
-/* A peer's notifying write landed (ofi.c's drain, ep_lock held). */
+/* A peer's notifying write landed (ofi.c's drain, ep_lock held): its
+ * slot is marked arrived, after the owner wrote the value there itself
+ * for the direct form (rma.h). */
 static void on_rdata(void *arg, uint64_t data) {
   asr__nring_tab_t *t = arg;
-  uint32_t id = (uint32_t)(data >> 40);
-  uint64_t seq = data & SEQ_MASK;
+  int direct = (data & ASR_NOTIF_DIRECT) != 0;
+  uint32_t id = direct ? (uint32_t)((data >> 48) & (ASR_NOTIF_DIRECT_IDS - 1)) : (uint32_t)(data >> 40);
   asr__nring_t *r = tab_find(t, id);
   if (!r) {
     asr_debug("fab", "a notification for comm %u, which has no ring here (closed?): dropped", id);
     return;
   }
   /* the sender keeps within the depth (above): anything else is not ours */
-  uint64_t next = r->next & SEQ_MASK;
-  if (((seq - next) & SEQ_MASK) >= ASR_NOTIF_DEPTH) {
-    asr_warn("fab", "a notification for comm %u with sequence %llu, outside the %d after %llu: dropped", id,
-             (unsigned long long)seq, ASR_NOTIF_DEPTH, (unsigned long long)next);
-    return;
+  uint64_t full;
+  if (direct) {
+    full = r->nin;
+    if (full - r->next >= ASR_NOTIF_DEPTH) {
+      asr_warn("fab", "a notification for comm %u beyond the %d not yet taken: dropped", id, ASR_NOTIF_DEPTH);
+      return;
+    }
+    r->vals[full % ASR_NOTIF_DEPTH] = data & ASR_NOTIF_DIRECT_VAL;
+  } else {
+    uint64_t seq = data & ASR_NOTIF_SEQ_MASK, next = r->next & ASR_NOTIF_SEQ_MASK;
+    if (((seq - next) & ASR_NOTIF_SEQ_MASK) >= ASR_NOTIF_DEPTH) {
+      asr_warn("fab", "a notification for comm %u with sequence %llu, outside the %d after %llu: dropped", id,
+               (unsigned long long)seq, ASR_NOTIF_DEPTH, (unsigned long long)next);
+      return;
+    }
+    full = r->next + ((seq - next) & ASR_NOTIF_SEQ_MASK);
   }
-  uint64_t full = r->next + ((seq - next) & SEQ_MASK);
   r->arrived[full % ASR_NOTIF_DEPTH] = full + 1;
+  if (full + 1 > r->nin) r->nin = full + 1;
 }
 
 void asr__notif_ep_opened(asr_ctx_t *ctx, int i) {

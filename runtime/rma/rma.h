@@ -43,6 +43,33 @@
 #include "../rt.h"
 
 #define ASR_MEM_TAB_SLOTS 65536u /* registrations an LNC holds at once */
+
+/* The remote CQ data of a notifying write on a libfabric path (notif.c),
+ * in one of two forms, told apart by bit 63:
+ *   ring    (0)  the RECV comm's id << 40 | the notification's sequence
+ *                number; the value went into the ring slot of that number
+ *   direct  (1)  bit 63 | the comm's id << 48 | the value: a value below
+ *                2^48 for a comm whose id is below 2^15 rides in the CQ
+ *                data alone, so the write is one plain fi_writedata, as
+ *                raw libfabric's is; the owner puts it into its ring
+ *                itself, in the slot of its arrival
+ * Both forms arrive in the order they were posted (the writes of one
+ * endpoint pair are ordered: ASR_OFI_RMA_ORDER), so the n-th arrival of a
+ * comm is its n-th notification whichever form each took. */
+#define ASR_NOTIF_SEQ_MASK ((1ull << 40) - 1)
+#define ASR_NOTIF_DIRECT (1ull << 63)
+#define ASR_NOTIF_DIRECT_VAL ((1ull << 48) - 1)
+#define ASR_NOTIF_DIRECT_IDS (1u << 15)
+
+static inline uint64_t asr__notif_imm_ring(uint32_t comm_id, uint64_t seq) {
+  return ((uint64_t)comm_id << 40) | (seq & ASR_NOTIF_SEQ_MASK);
+}
+/* The direct form of value for comm_id in *imm: 1, or 0 when it has none. */
+static inline int asr__notif_imm_direct(uint32_t comm_id, uint64_t value, uint64_t *imm) {
+  if (value > ASR_NOTIF_DIRECT_VAL || comm_id >= ASR_NOTIF_DIRECT_IDS) return 0;
+  *imm = ASR_NOTIF_DIRECT | ((uint64_t)comm_id << 48) | value;
+  return 1;
+}
 #define ASR_MEM_KEY_BIT (1ull << 47)
 
 /* A registration (asr_mem_t). Its fields are written by asr_mem_register

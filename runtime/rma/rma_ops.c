@@ -13,8 +13,6 @@
 #include "asr_time.h"
 #include "rma.h"
 
-#define SEQ_MASK ((1ull << 40) - 1) /* the remote CQ data: ring's comm id << 40 | sequence */
-
 /* A request exists only in its comm's pool. */
 static asr__ofi_op_t *op_of(struct asr_request *r) {
   asr_comm_pool_t *p = asr__comm_pool_of(r->comm);
@@ -69,13 +67,15 @@ static int notif_ready(struct asr_comm *c, asr__ofi_t *o) {
   return c->rma.nposted - notif_taken(c) < ASR_NOTIF_DEPTH;
 }
 
-/* Fills t's notification half for the next notification of c. */
+/* Fills t's notification half for the next notification of c, in the
+ * direct form where the value has one (rma.h). */
 static void notif_target(struct asr_comm *c, asr__ofi_rma_t *t, const uint64_t *val) {
   uint64_t seq = c->rma.nposted;
   t->notif_val = val;
   t->ring_addr = c->rma.ring_addr + (seq % ASR_NOTIF_DEPTH) * sizeof(uint64_t);
   t->ring_key = c->rma.ring_key;
-  t->imm = ((uint64_t)c->osend.peer_comm_id << 40) | (seq & SEQ_MASK);
+  t->notif_direct = asr__notif_imm_direct(c->osend.peer_comm_id, *val, &t->imm);
+  if (!t->notif_direct) t->imm = asr__notif_imm_ring(c->osend.peer_comm_id, seq);
 }
 
 static int post_list_ofi(struct asr_comm *c, asr__ofi_t *o, struct asr_xfer *x, asr__rma_t *a,

@@ -38,6 +38,7 @@ typedef struct asr__nring {
   uint64_t *vals; /* ASR_NOTIF_DEPTH values, registered */
   uint64_t arrived[ASR_NOTIF_DEPTH];
   uint64_t next;     /* the next sequence number the owner takes */
+  uint64_t nin;      /* notifications arrived (the next direct one's number: rma.h) */
   uint64_t reported; /* the taken count last told to the sender */
   /* the sender's credit word (notif.c), from its RING_ASK; key 0: none */
   uint64_t credit_addr, credit_key;

@@ -120,7 +120,20 @@ static int take_notifs(asr_comm_t *c, uint64_t *v, int want, int timeout_ms) {
 
 static const size_t sizes[] = {0, 1, 8, 63, 4096, 65537, (size_t)1 << 20}; /* 0: a notification alone */
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
-#define NOTIF(i) ((1ull << 63) + 0x0123456789abcdefull * (uint64_t)((i) + 1)) /* 2^63 and above */
+/* The i-th notification of a comm. The two forms of rma.h's remote CQ
+ * data, mixed on one comm: a value below 2^48 rides in the CQ data itself,
+ * any other goes into the ring slot. So the values take turns: 2^63 and
+ * above (all 64 bits arrive), the direct form's largest, a small one, and
+ * the ring form's smallest. */
+static uint64_t notif_val(int i) {
+  switch (i % 4) {
+    case 0: return (1ull << 63) + 0x0123456789abcdefull * (uint64_t)(i + 1);
+    case 1: return (1ull << 48) - 1 - (uint64_t)i;
+    case 2: return (uint64_t)i;
+    default: return (1ull << 48) + (uint64_t)i;
+  }
+}
+#define NOTIF(i) notif_val(i)
 
 static void data_proc(int rank, void *arg) {
   (void)arg;
