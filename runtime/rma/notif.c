@@ -13,9 +13,10 @@
  * the value, then the data with the remote CQ data. Either way the CQ
  * entry comes after both landed, and the owner's drain that reads that CQ
  * entry marks the slot arrived (on_rdata), and asr_notif_poll hands the
- * arrived slots out in sequence order. The sender never has more than the depth not yet taken (the
- * owner tells it what was taken), so a slot is never written again before
- * it was taken; a notifying write beyond that waits, stashed (rma_ops.c).
+ * arrived slots out in sequence order. The sender never has more than the
+ * depth not yet taken (the owner tells it what was taken), so a slot is
+ * never written again before it was taken; a notifying write beyond that
+ * waits, stashed (rma_ops.c).
  *
  * How the owner tells it: every quarter of the depth it takes, it writes
  * its taken count into the sender's credit word (an 8-byte inject write),
