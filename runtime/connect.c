@@ -355,6 +355,11 @@ static int send_step(asr_ctx_t *ctx, struct asr_comm *c) {
                     "peer addresses per LNC from asr_init to asr_close); use ASR_PROVIDER=\"tcp;ofi_rxm\" "
                     "for more peers per LNC",
                     ASR_OFI_SHM_MAX_PEERS);
+      if (rc == ASR_EPROTO)
+        return fail(c,
+                    "libfabric connect failed: the peer's handle in the KV store is not one asr wrote (its "
+                    "magic, address length or comm id is out of range); check that nothing else writes "
+                    "this job's keys");
       if (rc) return fail(c, "libfabric connect failed: %s%s", asr_strerror(rc), path_hint(ctx, c));
       if (asr__watch_comm(ctx, c, c->osend.peer_who))
         return fail(c, "the peer process exited while connecting");

@@ -21,7 +21,7 @@
 
 #define TAG_CTRL (1ull << 63)
 #define TAG_COMM_SHIFT 40
-#define TAG_COMM_MASK 0x7fffffull
+#define TAG_COMM_MASK ((uint64_t)ASR_OFI_COMM_ID_MAX)
 #define CTRL_MAGIC 0x43525341u          /* "ASRC" */
 #define MBOX_MAGIC 0x44525341u          /* "ASRD" */
 #define CONN_ID_OFF ASR_OFI_CONN_ID_OFF /* the connect message's fields (ofi.h) */
@@ -582,7 +582,7 @@ int asr__ofi_listen(asr__ofi_t *o, asr__ofi_recv_t *r, uint8_t handle[ASR_OFI_HA
   if (rc) return ofi_fail(rc, "fi_trecv (listen)");
   memset(handle, 0, ASR_OFI_HANDLE_LEN);
   asr_le_put32(handle, ASR_OFI_HANDLE_MAGIC);
-  asr_le_put32(handle + 4, r->comm_id);
+  asr_le_put32(handle + ASR_OFI_HANDLE_COMM_OFF, r->comm_id);
   asr_le_put16(handle + 8, (uint16_t)o->addrlen);
   memcpy(handle + 10, o->addr, o->addrlen);
   if (10 + o->addrlen + ASR_OFI_WHO_LEN <= ASR_OFI_HANDLE_ORDINAL_OFF)
@@ -603,9 +603,9 @@ int asr__ofi_accept(const asr__ofi_recv_t *r, int *ready) {
 }
 
 int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], asr__ofi_send_t *s) {
-  uint16_t al = asr_le_get16(handle + 8);
-  if (asr_le_get32(handle) != ASR_OFI_HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX)
-    return ASR_EPROTO; /* not a handle */
+  unsigned al = 0;
+  uint32_t peer_id = 0;
+  if (asr__ofi_handle_peer(handle, &al, &peer_id) != 0) return ASR_EPROTO; /* not a handle */
   ctl_lock(o);
   if (!s->peer_inserted) {
     int rc = asr__ofi_av_get(o, handle + 10, al, &s->peer);
@@ -614,7 +614,7 @@ int asr__ofi_connect(asr__ofi_t *o, const uint8_t handle[ASR_OFI_HANDLE_LEN], as
       return rc;
     }
     s->peer_inserted = 1;
-    s->peer_comm_id = asr_le_get32(handle + 4);
+    s->peer_comm_id = peer_id;
     s->seq = 0;
     /* our own id, so that the peer's mailbox answers name this comm */
     s->comm_id = o->next_comm_id++;

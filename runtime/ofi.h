@@ -120,6 +120,11 @@
 #define ASR_OFI_HANDLE_ORDINAL_OFF 120
 #define ASR_OFI_HANDLE_PATH_OFF 124
 #define ASR_OFI_HANDLE_MAGIC 0x48525341u /* "ASRH" */
+#define ASR_OFI_HANDLE_COMM_OFF 4
+/* Comm ids run 1..ASR_OFI_COMM_ID_MAX on each endpoint: 23 bits, the field
+ * a tag (ofi.c) and a notification's ring-form CQ data (rma/rma.h) give
+ * them. */
+#define ASR_OFI_COMM_ID_MAX 0x7fffffu
 #define ASR_OFI_HANDLE_PROV_OFF 125
 #define ASR_OFI_CTRL_LEN 128
 #define ASR_OFI_WHO_LEN 20
@@ -375,6 +380,23 @@ static inline int asr__ofi_handle_path(const uint8_t handle[ASR_OFI_HANDLE_LEN],
   for (int i = 0; i < 3; i++) tag |= (uint32_t)handle[ASR_OFI_HANDLE_PROV_OFF + i] << (8 * i);
   *path = p;
   *prov_tag = tag;
+  return 0;
+}
+
+/* What a handle says of the endpoint to connect to: 0 with *addrlen (its
+ * address is at byte 10) and *id (the receiving comm's), or ASR_EPROTO when
+ * it is not a handle, its address length is outside 1..ASR_OFI_ADDR_MAX, or
+ * its comm id is outside 1..ASR_OFI_COMM_ID_MAX (outside bytes, which the
+ * comm's tags and notifications would carry cut short). Pure, as above. */
+static inline int asr__ofi_handle_peer(const uint8_t handle[ASR_OFI_HANDLE_LEN], unsigned *addrlen,
+                                       uint32_t *id) {
+  unsigned al = asr_le_get16(handle + 8);
+  uint32_t v = asr_le_get32(handle + ASR_OFI_HANDLE_COMM_OFF);
+  if (asr_le_get32(handle) != ASR_OFI_HANDLE_MAGIC || al == 0 || al > ASR_OFI_ADDR_MAX || v == 0 ||
+      v > ASR_OFI_COMM_ID_MAX)
+    return ASR_EPROTO;
+  *addrlen = al;
+  *id = v;
   return 0;
 }
 

@@ -43,6 +43,7 @@
 #include "../rt.h"
 
 #define ASR_MEM_TAB_SLOTS 65536u /* registrations an LNC holds at once */
+#define ASR_MEM_KEY_BIT (1ull << 47)
 
 /* The remote CQ data of a notifying write on a libfabric path (notif.c),
  * in one of two forms, told apart by bit 63:
@@ -60,6 +61,8 @@
 #define ASR_NOTIF_DIRECT (1ull << 63)
 #define ASR_NOTIF_DIRECT_VAL ((1ull << 48) - 1)
 #define ASR_NOTIF_DIRECT_IDS (1u << 15)
+_Static_assert(((uint64_t)ASR_OFI_COMM_ID_MAX << 40) < ASR_NOTIF_DIRECT,
+               "a ring-form comm id never reaches the direct form's bit (ofi.h)");
 
 static inline uint64_t asr__notif_imm_ring(uint32_t comm_id, uint64_t seq) {
   return ((uint64_t)comm_id << 40) | (seq & ASR_NOTIF_SEQ_MASK);
@@ -70,7 +73,6 @@ static inline int asr__notif_imm_direct(uint32_t comm_id, uint64_t value, uint64
   *imm = ASR_NOTIF_DIRECT | ((uint64_t)comm_id << 48) | value;
   return 1;
 }
-#define ASR_MEM_KEY_BIT (1ull << 47)
 
 /* A registration (asr_mem_t). Its fields are written by asr_mem_register
  * before its handle is live, and never after, but mr[] (under the LNC's

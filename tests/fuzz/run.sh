@@ -44,6 +44,7 @@ TARGETS=(
      | common runtime/include runtime/rma |"
   "trace | tests/fuzz/fuzz_trace.c launcher/trace/trace_read.c launcher/trace/trace_merge.c common/asr_err.c
      | common launcher/trace |"
+  "net_handle | tests/fuzz/fuzz_net_handle.c common/asr_err.c | common runtime | libfabric"
   "sm | tests/fuzz/fuzz_sm.c runtime/sm/sm_record.c runtime/sm/sm_data.c runtime/sm/sm_rma.c common/asr_err.c common/asr_log.c
      common/asr_env.c common/asr_netif.c common/asr_fs.c common/asr_time.c | common runtime runtime/sm runtime/include |"
 )

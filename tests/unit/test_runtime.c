@@ -3233,6 +3233,40 @@ static void fake_handle(uint8_t h[ASR_OFI_HANDLE_LEN], int path, unsigned addrle
   h[ASR_OFI_HANDLE_PATH_OFF] = (uint8_t)path;
 }
 
+/* A handle names an endpoint only with asr's magic, an address of 1 to
+ * ASR_OFI_ADDR_MAX bytes and a comm id in 1..ASR_OFI_COMM_ID_MAX: an id past
+ * the 23 bits of a tag or a ring-form notification would be cut short, and
+ * one past 2^23 would read as a direct-form notification (rma.h). */
+TEST(handle_peer_bounds) {
+  uint8_t h[ASR_OFI_HANDLE_LEN];
+  static const struct {
+    uint32_t magic, id;
+    unsigned addrlen;
+    int ok;
+  } cases[] = {{ASR_OFI_HANDLE_MAGIC, 0, 16, 0},
+               {ASR_OFI_HANDLE_MAGIC, 1, 16, 1},
+               {ASR_OFI_HANDLE_MAGIC, 4096, 16, 1},
+               {ASR_OFI_HANDLE_MAGIC, ASR_OFI_COMM_ID_MAX, 16, 1},
+               {ASR_OFI_HANDLE_MAGIC, ASR_OFI_COMM_ID_MAX + 1u, 16, 0},
+               {ASR_OFI_HANDLE_MAGIC, 1u << 31, 16, 0},
+               {ASR_OFI_HANDLE_MAGIC, UINT32_MAX, 16, 0},
+               {ASR_OFI_HANDLE_MAGIC, 7, 0, 0},
+               {ASR_OFI_HANDLE_MAGIC, 7, 1, 1},
+               {ASR_OFI_HANDLE_MAGIC, 7, ASR_OFI_ADDR_MAX, 1},
+               {ASR_OFI_HANDLE_MAGIC, 7, ASR_OFI_ADDR_MAX + 1, 0},
+               {ASR_OFI_HANDLE_MAGIC + 1, 7, 16, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    fake_handle(h, ASR_PATH_NET, cases[i].addrlen);
+    asr_le_put32(h, cases[i].magic);
+    asr_le_put32(h + ASR_OFI_HANDLE_COMM_OFF, cases[i].id);
+    unsigned al = 0;
+    uint32_t got = 0;
+    int rc = asr__ofi_handle_peer(h, &al, &got);
+    ASSERT_MSG(cases[i].ok ? rc == 0 && got == cases[i].id && al == cases[i].addrlen : rc == ASR_EPROTO,
+               "case %zu: rc %d, id %u, address of %u bytes", i, rc, got, al);
+  }
+}
+
 /* Room where the address and its who leave it, and the sm path always;
  * a handle without room is never written and always taken. */
 TEST(handle_incarnations_room) {
