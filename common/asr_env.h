@@ -228,9 +228,9 @@
     "largest send that goes out with fi_tinject, capped at the provider's inject size (0: none; "            \
     "default: the inject size on shm, none on other providers)")                                             \
   X(SM_REGION, "ASR_SM_REGION", BYTES, 4096, 67108864, NULL, "16384", ASR_ENV_LIBASR,                      \
-    "shared memory per comm on asr's own same-host path (sm), its 256-byte header and its ring, with a "  \
-    "quarter of it more for the ring of one-sided transfers; a multiple of 64: the bound of a host's sm "      \
-    "memory is about this times its comms")                                          \
+    "shared memory per comm on asr's own same-host path (sm), its 256-byte header and its ring, with as "  \
+    "much again (at most 64 KiB) for the ring of one-sided transfers; a multiple of 64: the bound of a "      \
+    "host's sm memory is about this times its comms")                                          \
   X(SM_INLINE_MAX, "ASR_SM_INLINE_MAX", BYTES, 0, 67108864, NULL, "4096", ASR_ENV_LIBASR,                     \
     "largest message the sm path copies through its ring whole; larger ones are copied once from the "       \
     "sender's memory, or pipelined through the ring (capped at half the ring)")                                 \

@@ -103,7 +103,7 @@
 #include <stdint.h>
 
 #define ASR_SM_MAGIC 0x4d525341u /* "ASRM" */
-#define ASR_SM_VERSION 3u
+#define ASR_SM_VERSION 4u
 #define ASR_SM_LINE 64u
 #define ASR_SM_RING_OFF 256u
 #define ASR_SM_REC_HDR 24u
@@ -131,10 +131,12 @@
 #define ASR_SM_NOTIF_SLOTS 256u /* asr.h's ASR_NOTIF_DEPTH (asserted in sm_rma.c) */
 #define ASR_SM_OSR_HDR 40u
 
-/* The one-sided ring's bytes in a region of region bytes: a quarter of
- * it, between 256 bytes and 32 KiB, a multiple of 64. */
-#define ASR_SM_OSR_BYTES(region) \
-  ((region) / 4 < 256u ? 256u : (region) / 4 > 32768u ? 32768u : (region) / 4 / 64u * 64u)
+/* The one-sided ring's bytes in a region of region bytes: as many, between
+ * 256 bytes and 64 KiB, a multiple of 64. A write goes through the ring
+ * when its record fits half of it (sm_rma.c, asr__sm_inline_max), so with
+ * the default region (16 KiB) the ring takes writes of up to
+ * ASR_SM_INLINE_MAX's default, 4 KiB, three at a time. */
+#define ASR_SM_OSR_BYTES(region) ((region) < 256u ? 256u : (region) > 65536u ? 65536u : (region) / 64u * 64u)
 /* The ring's bytes in a region of region bytes, and the bytes of the
  * shared memory of a comm: the region, then the one-sided ring. */
 #define ASR_SM_RING_BYTES(region) ((region)-ASR_SM_RING_OFF)

@@ -23,6 +23,8 @@
  *   close_with_stashed_writes  a close fails stashed writes, does not wait
  *   sm_small_write_dropped_after_deregistration  applied after the region
  *                          went: dropped, its notification still delivered
+ *                          (64 bytes, and ASR_SM_INLINE_MAX's default: a
+ *                          write that large still goes through the ring)
  */
 #include "config.h"
 
@@ -843,9 +845,10 @@ TEST_TIMEOUT(close_with_stashed_writes, 200) {
  * off the ring (its comms.mutex: the thread applies rings under it), so
  * the write is still there when it deregisters the region; applying it
  * then drops it (the memory is never touched) and still delivers its
- * notification, which the writer counts against the depth. */
+ * notification, which the writer counts against the depth. arg: the
+ * write's size, at most 4096. */
 static void drop_proc(int rank, void *arg) {
-  (void)arg;
+  size_t len = *(const size_t *)arg;
   asr_comm_t *c = comm_up(rank);
   if (rank == OWN) {
     uint8_t *mem = aligned_alloc(4096, REGION);
@@ -868,7 +871,7 @@ static void drop_proc(int rank, void *arg) {
     ASSERT_OK(asr_tensor_alloc(4096, &t));
     memset(va_of(t), 0xcd, 4096);
     asr_request_t *r;
-    ASSERT_OK(asr_write(c, t, 0, 64, rm, 0, 77, ASR_WRITE_NOTIFY, &r));
+    ASSERT_OK(asr_write(c, t, 0, len, rm, 0, 77, ASR_WRITE_NOTIFY, &r));
     ASSERT_OK(rt_wait_req(r, NULL, 60000));
     rt_send_u64(OWN, 1);
     ASSERT_EQ(rt_recv_u64(OWN), 2);
@@ -879,5 +882,7 @@ static void drop_proc(int rank, void *arg) {
 }
 
 TEST_TIMEOUT(sm_small_write_dropped_after_deregistration, 100) {
-  rt_group_run(2, "sm", drop_proc, NULL, 60000);
+  static const size_t lens[] = {64, 4096}; /* 4096: ASR_SM_INLINE_MAX's default (asr_env.h) */
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+    rt_group_run(2, "sm", drop_proc, (void *)&lens[i], 60000);
 }
