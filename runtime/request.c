@@ -99,6 +99,11 @@ static inline int post_sm_locked(struct asr_comm *c, struct asr_request *r, void
   asr__sm_t *s = asr__comm_sm(c);
   asr__ofi_op_t *op = op_of(r);
   char *buf = (char *)va + r->offset;
+  /* a send never overtakes a read held (sm/sm.h: deferred reads) */
+  if (__builtin_expect(asr__sm_reads_held(s), 0)) {
+    int rc = asr__rma_sm_flush_locked(c);
+    if (rc) return rc;
+  }
   int rc = c->type == ASR_SEND_COMM ? asr__sm_send_locked(s, buf, r->length, op)
                                     : asr__sm_recv_locked(s, buf, r->length, op);
   if (rc == 0) r->ofi_req = op;
@@ -438,9 +443,10 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
       int d = asr__ofi_op_done(op);
       asr__comm_lock(c);
       if (!d) {
-        if (sm)
+        if (sm) {
           asr__sm_progress_locked(sm);
-        else
+          if (asr__sm_reads_held(sm)) (void)asr__rma_sm_flush_locked(c); /* held reads (sm/sm.h) */
+        } else
           asr__ofi_drain_locked(asr__comm_ofi(c));
         d = asr__ofi_op_done(op);
         /* not done: the other sm comms that wait move too (sm_data.c: a

@@ -151,6 +151,9 @@ void asr__mem_ctx_close(asr_ctx_t *ctx);
 int asr__rma_post_ofi_locked(struct asr_comm *c, struct asr_request *r, asr__rma_t *a, void *va,
                              struct fid_mr *mr, int spin_ms);
 int asr__rma_post_sm_locked(struct asr_comm *c, struct asr_request *r, asr__rma_t *a, void *va);
+/* Copies the reads SEND comm c's sm end holds (sm/sm.h: deferred reads;
+ * its lock held): 0, or ASR_EAGAIN when they must wait. */
+int asr__rma_sm_flush_locked(struct asr_comm *c);
 /* A list request on a libfabric path: completes op (its pool op) once
  * every entry completed; 1 then. The comm's lock is held. */
 int asr__rma_xfer_poll_locked(struct asr_xfer *x, asr__ofi_op_t *op);

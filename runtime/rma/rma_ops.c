@@ -159,10 +159,27 @@ void asr__rma_xfer_cancel(asr__ofi_t *o, struct asr_xfer *x, uint64_t until_ms) 
     }
 }
 
+/* The sm end's check of a held read, just before its copy (asr__sm_alive_fn). */
+static int sm_alive(void *arg, uint32_t slot, uint64_t key) { return alive(arg, slot, key); }
+
+int asr__rma_sm_flush_locked(struct asr_comm *c) {
+  return asr__sm_reads_flush_locked(asr__comm_sm(c), sm_alive, c);
+}
+
 int asr__rma_post_sm_locked(struct asr_comm *c, struct asr_request *r, asr__rma_t *a, void *va) {
   asr__sm_t *s = asr__comm_sm(c);
   if (!c->rma.tab) return ASR_ENOSYS; /* the import maps it on this path */
   asr__ofi_op_t *op = op_of(r);
+  if (r->type == ASR_REQ_READ && r->length <= ASR_SM_READ_DEFER_MAX) {
+    if (!alive(c, a->slot, a->key)) return ASR_EREVOKED;
+    return asr__sm_read_defer_locked(s, (char *)va + r->offset, a->raddr, r->length, a->slot, a->key, op,
+                                     sm_alive, c);
+  }
+  /* nothing overtakes a read held (sm/sm.h) */
+  if (asr__sm_reads_held(s)) {
+    int rc = asr__rma_sm_flush_locked(c);
+    if (rc) return rc;
+  }
   if (r->type == ASR_REQ_XFER) {
     struct asr_xfer *x = a->x;
     for (int i = 0; i < x->n; i++)

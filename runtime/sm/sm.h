@@ -48,6 +48,20 @@ typedef struct {
   uint64_t end; /* the head that completes it */
 } asr__sm_wait_t;
 
+/* The reads a SEND end holds before one system call copies them all
+ * (sm_rma.c: "deferred reads"): as many as that call takes pieces. */
+#define ASR_SM_READS 64
+/* The largest read deferred; a larger one is copied at its post. */
+#define ASR_SM_READ_DEFER_MAX ((size_t)64 << 10)
+
+typedef struct {
+  asr__ofi_op_t *op;
+  uint8_t *lva;
+  uint64_t raddr, key;
+  size_t len;
+  uint32_t slot;
+} asr__sm_read_t;
+
 /* The settings an LNC read at asr_init (ASR_SM_*). */
 typedef struct {
   uint32_t region; /* bytes per comm's region */
@@ -96,8 +110,10 @@ typedef struct asr__sm {
   uint8_t *osr;
   uint64_t osr_bytes;
   uint64_t otail, otoff, ohead_seen, nposted; /* SEND */
-  uint64_t ohead, ohoff, ntaken;              /* RECV */
-  uint64_t nq[ASR_SM_NOTIF_SLOTS];            /* RECV: notifications applied, not yet taken */
+  asr__sm_read_t rd[ASR_SM_READS];            /* SEND: reads posted, not yet copied, in post order */
+  unsigned rd_n;
+  uint64_t ohead, ohoff, ntaken;   /* RECV */
+  uint64_t nq[ASR_SM_NOTIF_SLOTS]; /* RECV: notifications applied, not yet taken */
   unsigned nq_h, nq_t;
   unsigned warned_drop; /* RECV: writes dropped by the owner's check (said once) */
   /* on the process's list of ends with work that only a progress moves
@@ -204,6 +220,21 @@ int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const
 int asr__sm_write_inline_locked(asr__sm_t *s, const void *src, size_t len, uint64_t dst, uint32_t slot,
                                 uint64_t key, const uint64_t *notif, asr__ofi_op_t *op);
 size_t asr__sm_inline_max(const asr__sm_t *s);
+/* Deferred reads (sm_rma.c), on a SEND end whose lock the caller holds.
+ * alive(arg, slot, key) says whether the owner's registration (slot, key)
+ * still lives; it is asked again just before the copy. read_defer takes
+ * a read of len (at most ASR_SM_READ_DEFER_MAX) bytes from the owner's
+ * raddr into lva: 0 (op posted, not done), ASR_EAGAIN (ASR_SM_READS held
+ * and they cannot be copied yet: stash) or the end's sticky error.
+ * reads_flush copies every read held, completing each op (an error of one
+ * read is its op's): 0, or ASR_EAGAIN when they must wait (a message being
+ * pipelined, or the owner has not applied the one-sided ring before them).
+ * Every other post of the end flushes first: nothing overtakes a read. */
+typedef int (*asr__sm_alive_fn)(void *arg, uint32_t slot, uint64_t key);
+int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot,
+                              uint64_t key, asr__ofi_op_t *op, asr__sm_alive_fn alive, void *arg);
+int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg);
+static inline int asr__sm_reads_held(const asr__sm_t *s) { return s->rd_n != 0; }
 /* The owner's check of a write the ring carries: 0 when [dst, dst + len)
  * lies in its live, writable registration (slot, key). */
 typedef int (*asr__sm_check_fn)(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len);

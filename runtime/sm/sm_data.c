@@ -48,6 +48,8 @@ static void broken(asr__sm_t *s, const char *why) {
   for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_EPROTO);
   if (s->pipe.op) op_done(s->pipe.op, 0, ASR_EPROTO);
   s->pipe.op = NULL;
+  for (unsigned i = 0; i < s->rd_n; i++) op_done(s->rd[i].op, 0, ASR_EPROTO);
+  s->rd_n = 0;
 }
 
 /* --- the waiting ends --------------------------------------------------------
@@ -188,7 +190,7 @@ static int push_chunks(asr__sm_t *s) {
 }
 
 int asr__sm_send_locked(asr__sm_t *s, const void *buf, size_t len, asr__ofi_op_t *op) {
-  assert(asr__sm_locked(s) && s->is_send);
+  assert(asr__sm_locked(s) && s->is_send && !s->rd_n); /* reads held were flushed (sm.h) */
   if (s->err) return s->err;
   if (s->pipe.op) return ASR_EAGAIN; /* the ring's order: nothing overtakes a message being pipelined */
   if (len <= s->cfg.inline_max) {
@@ -380,6 +382,8 @@ void asr__sm_cancel_all(asr__sm_t *s) {
   for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_ECANCELED);
   if (s->pipe.op) op_done(s->pipe.op, 0, ASR_ECANCELED);
   s->pipe.op = NULL;
+  for (unsigned i = 0; i < s->rd_n; i++) op_done(s->rd[i].op, 0, ASR_ECANCELED);
+  s->rd_n = 0;
   s->err = s->err ? s->err : ASR_ECANCELED; /* nothing more is posted or taken */
   relist(s);
   asr__sm_unlock(s);

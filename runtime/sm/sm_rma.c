@@ -8,7 +8,8 @@
  * processes' memories (process_vm_writev / readv), made only once the
  * owner has applied all of the ring before it, so that transfers of one
  * comm reach the owner's memory in post order; a notification follows its
- * write in the ring. Everything on the SEND end runs under its lock, as its
+ * write in the ring. Small reads are held and copied together ("deferred
+ * reads" below). Everything on the SEND end runs under its lock, as its
  * sends do (sm_data.c); the owner's side under the RECV end's lock.
  */
 #include "config.h"
@@ -172,7 +173,7 @@ static void op_posted_done(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
 
 int asr__sm_write_inline_locked(asr__sm_t *s, const void *src, size_t len, uint64_t dst, uint32_t slot,
                                 uint64_t key, const uint64_t *notif, asr__ofi_op_t *op) {
-  assert(asr__sm_locked(s) && s->is_send);
+  assert(asr__sm_locked(s) && s->is_send && !s->rd_n); /* reads held were flushed (sm.h) */
   if (s->err) return s->err;
   if (s->pipe.op) return ASR_EAGAIN; /* the ring's order: nothing overtakes a message being pipelined */
   if (notif) {
@@ -193,7 +194,7 @@ size_t asr__sm_inline_max(const asr__sm_t *s) {
 
 int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const struct iovec *remote, int n,
                        size_t total, const uint64_t *notif, asr__ofi_op_t *op) {
-  assert(asr__sm_locked(s) && s->is_send);
+  assert(asr__sm_locked(s) && s->is_send && !s->rd_n); /* reads held were flushed (sm.h) */
   if (s->err) return s->err;
   if (!s->peer_pid) return ASR_ENOSYS;
   if (s->pipe.op) return ASR_EAGAIN;
@@ -214,6 +215,88 @@ int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const
   if (rc) return rc;
   if (notif) osr_put(s, OSR_NOTIF, notif, 0, 0, 0, NULL, 0);
   op_posted_done(s, op, total);
+  return 0;
+}
+
+/* --- deferred reads ----------------------------------------------------------
+ * A read needs nothing of the owner: it is one copy out of the owner's
+ * memory. A system call per read would cost more than the copy of a small
+ * one, so reads of at most ASR_SM_READ_DEFER_MAX are held on the end, in
+ * post order, and copied together -- up to ASR_SM_READS pieces in one
+ * process_vm_readv -- by the first of: a test of the comm's requests, any
+ * other post on the end, or the (ASR_SM_READS + 1)-th read. The order of
+ * the comm's transfers holds: every other post flushes first (sm.h), so no
+ * later write or send reaches the owner before a held read copied, and a
+ * flush waits, as a read at its post did, until the owner applied every
+ * write before it. Each registration is checked again at the copy: one
+ * revoked since the post fails its read with ASR_EREVOKED, uncopied. */
+
+static void rd_fail(asr__sm_t *s, int err) {
+  for (unsigned i = 0; i < s->rd_n; i++) {
+    __atomic_store_n(&s->rd[i].op->err, err, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->rd[i].op->done, 1, __ATOMIC_RELEASE);
+  }
+  s->rd_n = 0;
+}
+
+int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg) {
+  assert(asr__sm_locked(s) && s->is_send);
+  if (!s->rd_n) return 0;
+  if (s->err) {
+    rd_fail(s, s->err);
+    return 0;
+  }
+  if (s->pipe.op) return ASR_EAGAIN;
+  if (s->ohead_seen != s->otail) {
+    int rc = osr_read_head(s);
+    if (rc) {
+      rd_fail(s, rc);
+      return 0;
+    }
+    if (s->ohead_seen != s->otail) return ASR_EAGAIN;
+  }
+  struct iovec l[ASR_SM_READS], r[ASR_SM_READS];
+  int err[ASR_SM_READS];
+  unsigned k = 0;
+  for (unsigned i = 0; i < s->rd_n; i++) {
+    asr__sm_read_t *d = &s->rd[i];
+    err[i] = alive(arg, d->slot, d->key) ? 0 : ASR_EREVOKED;
+    if (err[i]) continue;
+    l[k] = (struct iovec){d->lva, d->len};
+    r[k++] = (struct iovec){(void *)(uintptr_t)d->raddr, d->len};
+  }
+  /* one piece's failure would stop the pieces after it too: then each is
+   * copied again alone, to say whose failure it is */
+  if (cma(s, 0, l, r, (int)k))
+    for (unsigned i = 0, j = 0; i < s->rd_n; i++)
+      if (!err[i]) err[i] = cma(s, 0, &l[j], &r[j], 1), j++;
+  for (unsigned i = 0; i < s->rd_n; i++) {
+    asr__ofi_op_t *op = s->rd[i].op;
+    if (err[i]) {
+      __atomic_store_n(&op->err, err[i], __ATOMIC_RELAXED);
+      __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+    } else {
+      op_posted_done(s, op, s->rd[i].len);
+    }
+  }
+  s->rd_n = 0;
+  return 0;
+}
+
+int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot,
+                              uint64_t key, asr__ofi_op_t *op, asr__sm_alive_fn alive, void *arg) {
+  assert(asr__sm_locked(s) && s->is_send && len <= ASR_SM_READ_DEFER_MAX);
+  if (s->err) return s->err;
+  if (!s->peer_pid) return ASR_ENOSYS;
+  if (s->rd_n == ASR_SM_READS) {
+    int rc = asr__sm_reads_flush_locked(s, alive, arg);
+    if (rc) return rc;
+  }
+  __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->len, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->posted, 1, __ATOMIC_RELAXED);
+  s->rd[s->rd_n++] = (asr__sm_read_t){op, lva, raddr, key, len, slot};
   return 0;
 }
 

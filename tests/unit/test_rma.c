@@ -588,6 +588,7 @@ static void mix_proc(int rank, void *arg) {
       ASSERT_EQ(v, (uint64_t)i);
     }
     ASSERT_EQ(rt_recv_u64(INIT), 1);
+    for (int i = 0; i < MIX_ROUNDS; i++) ASSERT_EQ(((uint64_t *)mem)[MIX_ROUNDS + i], 3 * ((uint64_t)i + 1));
     ASSERT_OK(asr_mem_deregister(m));
     asr_tensor_free(t);
     free(mem);
@@ -596,19 +597,28 @@ static void mix_proc(int rank, void *arg) {
     asr_tensor_t *t;
     ASSERT_OK(asr_tensor_alloc(4096, &t));
     uint64_t *w = (uint64_t *)va_of(t);
-    asr_request_t *r[3 * MIX_ROUNDS];
+    asr_request_t *r[5 * MIX_ROUNDS];
     for (int i = 0; i < MIX_ROUNDS; i++) {
       w[2 * i] = (uint64_t)i + 1;
       w[2 * i + 1] = (uint64_t)i;
       w[256 + i] = 0;
       ASSERT_OK(asr_write(c, t, (size_t)(2 * i) * 8, 8, rm, (size_t)i * 8, (uint64_t)i, ASR_WRITE_NOTIFY,
-                          &r[3 * i]));
-      ASSERT_OK(asr_read(c, t, (size_t)(256 + i) * 8, 8, rm, (size_t)i * 8, &r[3 * i + 1]));
-      ASSERT_OK(asr_isend(c, t, (size_t)(2 * i + 1) * 8, 8, &r[3 * i + 2]));
-      if (i % 32 == 31)
-        for (int k = 3 * (i - 31); k <= 3 * i + 2; k++) ASSERT_OK(rt_wait_req(r[k], NULL, 60000));
+                          &r[5 * i]));
+      ASSERT_OK(asr_read(c, t, (size_t)(256 + i) * 8, 8, rm, (size_t)i * 8, &r[5 * i + 1]));
+      /* a read, then a write of the word it reads: the read sees the word before */
+      w[320 + i] = ~0ull;
+      w[384 + i] = 3 * ((uint64_t)i + 1);
+      ASSERT_OK(asr_read(c, t, (size_t)(320 + i) * 8, 8, rm, (size_t)(MIX_ROUNDS + i) * 8, &r[5 * i + 2]));
+      ASSERT_OK(
+          asr_write(c, t, (size_t)(384 + i) * 8, 8, rm, (size_t)(MIX_ROUNDS + i) * 8, 0, 0, &r[5 * i + 3]));
+      ASSERT_OK(asr_isend(c, t, (size_t)(2 * i + 1) * 8, 8, &r[5 * i + 4]));
+      if (i % 16 == 15)
+        for (int k = 5 * (i - 15); k <= 5 * i + 4; k++) ASSERT_OK(rt_wait_req(r[k], NULL, 60000));
     }
-    for (int i = 0; i < MIX_ROUNDS; i++) ASSERT_EQ(w[256 + i], (uint64_t)i + 1); /* each read saw its write */
+    for (int i = 0; i < MIX_ROUNDS; i++) {
+      ASSERT_EQ(w[256 + i], (uint64_t)i + 1); /* each read saw the write before it */
+      ASSERT_EQ(w[320 + i], 0);               /* and not the write after it */
+    }
     rt_send_u64(OWN, 1);
     asr_rmem_free(rm);
     asr_tensor_free(t);
