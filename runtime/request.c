@@ -446,6 +446,7 @@ int asr_test(asr_request_t *h, int *done, size_t *size) {
         if (sm) {
           asr__sm_progress_locked(sm);
           if (asr__sm_reads_held(sm)) (void)asr__rma_sm_flush_locked(c); /* held reads (sm/sm.h) */
+          if (c->type == ASR_RECV_COMM && asr__sm_osr_pending(sm)) (void)asr__rma_sm_apply_locked(c);
         } else
           asr__ofi_drain_locked(asr__comm_ofi(c));
         d = asr__ofi_op_done(op);

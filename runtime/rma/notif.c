@@ -390,12 +390,12 @@ void asr__notif_comm_free(struct asr_comm *c) {
 
 /* --- the sm path's one-sided ring (sm/sm_rma.c) ------------------------------ */
 
-/* The owner's check of a small write its ring carries (asr__sm_check_fn):
- * the registration in slot is live under key, writable, and holds [dst,
- * dst + len). The key is read again after the region: a deregistration
+/* The owner's check of a small write or a read its ring carries
+ * (asr__sm_check_fn): the registration in slot is live under key, grants
+ * want, and holds [dst, dst + len). The key is read again after the region: a deregistration
  * and a registration in the same slot meanwhile change it (mem.c writes
  * the region before it publishes the key). */
-static int owner_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len) {
+static int owner_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len, unsigned want) {
   asr_ctx_t *ctx = arg;
   if (!ctx->rma.tab || slot >= ASR_MEM_TAB_SLOTS || !key) return ASR_EPERM;
   if (atomic_load_explicit(&ctx->rma.tab[slot], memory_order_acquire) != key) return ASR_EPERM;
@@ -404,7 +404,7 @@ static int owner_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uin
   unsigned access = atomic_load_explicit(&ctx->rma.slot_access[slot], memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);
   if (atomic_load_explicit(&ctx->rma.tab[slot], memory_order_relaxed) != key) return ASR_EPERM;
-  if (!(access & ASR_MEM_REMOTE_WRITE) || dst < va || dst - va > n || len > n - (dst - va)) return ASR_EPERM;
+  if ((access & want) != want || !want || dst < va || dst - va > n || len > n - (dst - va)) return ASR_EPERM;
   return 0;
 }
 
@@ -423,6 +423,10 @@ static int apply_sm_rings(asr_ctx_t *ctx) {
   }
   pthread_mutex_unlock(&ctx->comms.mutex);
   return moved;
+}
+
+int asr__rma_sm_apply_locked(struct asr_comm *c) {
+  return asr__sm_osr_apply_locked(asr__comm_sm(c), owner_check, c->ctx);
 }
 
 /* --- asr_notif_poll -------------------------------------------------------- */

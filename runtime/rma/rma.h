@@ -154,6 +154,10 @@ int asr__rma_post_sm_locked(struct asr_comm *c, struct asr_request *r, asr__rma_
 /* Copies the reads SEND comm c's sm end holds (sm/sm.h: deferred reads;
  * its lock held): 0, or ASR_EAGAIN when they must wait. */
 int asr__rma_sm_flush_locked(struct asr_comm *c);
+/* Applies RECV comm c's sm one-sided ring (its lock held), as its
+ * asr_notif_poll does: a test of the owner's requests serves the reads
+ * its peer offers it (sm/sm_rma.c). 1 when something moved. */
+int asr__rma_sm_apply_locked(struct asr_comm *c);
 /* A list request on a libfabric path: completes op (its pool op) once
  * every entry completed; 1 then. The comm's lock is held. */
 int asr__rma_xfer_poll_locked(struct asr_xfer *x, asr__ofi_op_t *op);

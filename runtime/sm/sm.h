@@ -110,6 +110,8 @@ typedef struct asr__sm {
   uint8_t *osr;
   uint64_t osr_bytes;
   uint64_t otail, otoff, ohead_seen, nposted; /* SEND */
+  uint64_t oneed;                             /* SEND: the tail after the last record the owner must apply */
+  uint64_t helped;                            /* SEND: reads whose half the owner copied (sm_rma.c) */
   asr__sm_read_t rd[ASR_SM_READS];            /* SEND: reads posted, not yet copied, in post order */
   unsigned rd_n;
   uint64_t ohead, ohoff, ntaken;   /* RECV */
@@ -231,13 +233,21 @@ size_t asr__sm_inline_max(const asr__sm_t *s);
  * pipelined, or the owner has not applied the one-sided ring before them).
  * Every other post of the end flushes first: nothing overtakes a read. */
 typedef int (*asr__sm_alive_fn)(void *arg, uint32_t slot, uint64_t key);
+/* A read of more than ASR_SM_READ_DEFER_MAX, copied at its post; the
+ * owner, when it polls meanwhile, copies its second half (sm_rma.c:
+ * "reads the owner helps"). As asr__sm_rma_locked, and ASR_EREVOKED when
+ * the owner's check refused its part. */
+int asr__sm_read_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot, uint64_t key,
+                        asr__ofi_op_t *op);
 int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot,
                               uint64_t key, asr__ofi_op_t *op, asr__sm_alive_fn alive, void *arg);
 int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg);
 static inline int asr__sm_reads_held(const asr__sm_t *s) { return s->rd_n != 0; }
-/* The owner's check of a write the ring carries: 0 when [dst, dst + len)
- * lies in its live, writable registration (slot, key). */
-typedef int (*asr__sm_check_fn)(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len);
+/* The owner's check of a write or read the ring carries: 0 when [dst,
+ * dst + len) lies in its live registration (slot, key), which grants
+ * access (ASR_MEM_REMOTE_WRITE or _READ). */
+typedef int (*asr__sm_check_fn)(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len,
+                                unsigned access);
 /* A RECV end: applies the one-sided ring (its lock held; 1 when something
  * moved); whether it has records not applied (a racy look, no lock); takes
  * up to max notifications, oldest first, applying the ring first (takes

@@ -45,20 +45,26 @@
  *            ASR_SM_OSR_BYTES(region) bytes
  *
  * The one-sided ring (one-sided transfers, sm_rma.c) holds what the owner
- * applies itself: small writes, and notifications. Records as the ring's
+ * applies itself: small writes, notifications, and the halves of large
+ * reads the reader offers it. Records as the ring's
  * (64-byte aligned, never across its end, stamped (position / 64 + 1) mod
  * 2^32 last, with release), position counting the ring's bytes:
  *     0   4  stamp
- *     4   2  kind: 1 WRITE, 2 NOTIF, 3 PAD (skip to the ring's start)
- *     6   2  flags: 1 the record carries a notification
- *     8   4  len: WRITE: payload bytes
- *    12   4  slot: WRITE: the registration's slot in the owner's table
- *    16   8  key: WRITE: its key
- *    24   8  dst: WRITE: where the payload goes in the owner
- *    32   8  the notification
- *    40 ...  payload
- * The owner checks a WRITE against its own registration (key, bounds,
- * access) before it copies; a record that breaks this layout fails the
+ *     4   2  kind: 1 WRITE, 2 NOTIF, 3 PAD (skip to the ring's start),
+ *            4 READ (one line)
+ *     6   2  flags: 1 the record carries a notification (never a READ)
+ *     8   4  len: WRITE: payload bytes; READ: bytes of the part offered
+ *    12   4  slot: WRITE, READ: the registration's slot in the owner's table
+ *    16   8  key: WRITE, READ: its key
+ *    24   8  dst: WRITE: where the payload goes in the owner; READ: where
+ *            the part lies in the owner
+ *    32   8  the notification; READ: where the part goes in the reader
+ *    40 ...  payload; READ: 4 bytes of state, which both processes CAS:
+ *            0 offered, 1 the owner took it, 2 the owner copied it, 3 the
+ *            reader took it back, 4 the owner declined it (the reader
+ *            copies it), 5 the owner's check refused it
+ * The owner checks a WRITE or READ against its own registration (key,
+ * bounds, access) before it copies; a record that breaks this layout fails the
  * comm. The sender posts a notification only while fewer than
  * ASR_NOTIF_DEPTH it posted are not taken by the owner's program (the two
  * counts above).
@@ -103,7 +109,7 @@
 #include <stdint.h>
 
 #define ASR_SM_MAGIC 0x4d525341u /* "ASRM" */
-#define ASR_SM_VERSION 4u
+#define ASR_SM_VERSION 5u
 #define ASR_SM_LINE 64u
 #define ASR_SM_RING_OFF 256u
 #define ASR_SM_REC_HDR 24u

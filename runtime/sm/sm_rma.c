@@ -16,8 +16,13 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "asr.h"
 #include "asr_assert.h"
@@ -27,8 +32,11 @@
 
 _Static_assert(ASR_SM_NOTIF_SLOTS == ASR_NOTIF_DEPTH, "the sm path holds asr.h's notification depth");
 
-enum { OSR_WRITE = 1, OSR_NOTIF = 2, OSR_PAD = 3 };
+enum { OSR_WRITE = 1, OSR_NOTIF = 2, OSR_PAD = 3, OSR_READ = 4 };
 enum { OSR_HAS_NOTIF = 1 };
+/* a READ record's state (sm_layout.h) */
+enum { RD_OFFERED = 0, RD_TAKEN = 1, RD_COPIED = 2, RD_TAKEN_BACK = 3, RD_DECLINED = 4, RD_REFUSED = 5 };
+#define OSR_OFF_STATE 40
 
 static _Atomic uint64_t *word(asr__sm_t *s, size_t off) {
   return (_Atomic uint64_t *)(void *)(s->base + off);
@@ -152,8 +160,17 @@ static void osr_put(asr__sm_t *s, uint16_t kind, const uint64_t *notif, uint32_t
   s->otail += size;
   s->otoff += size;
   if (s->otoff == s->osr_bytes) s->otoff = 0;
+  s->oneed = s->otail; /* a copy waits until the owner applied it */
   atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
   if (notif) atomic_store_explicit(word(s, ASR_SM_OFF_NPOSTED), ++s->nposted, memory_order_release);
+}
+
+/* Whether the owner applied every write and notification in the ring (a
+ * READ record after them needs no applying): 1, 0, or ASR_EPROTO. */
+static int osr_applied(asr__sm_t *s) {
+  if (s->ohead_seen >= s->oneed) return 1;
+  int rc = osr_read_head(s);
+  return rc ? rc : s->ohead_seen >= s->oneed;
 }
 
 /* Completes op (posted now) in post order: at once, or with the send still
@@ -200,11 +217,8 @@ int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const
   if (s->pipe.op) return ASR_EAGAIN;
   /* the owner applies the one-sided ring first: a copy straight into its
    * memory must not overtake a small write before it */
-  if (s->ohead_seen != s->otail) {
-    int rc = osr_read_head(s);
-    if (rc) return rc;
-    if (s->ohead_seen != s->otail) return ASR_EAGAIN;
-  }
+  int ap = osr_applied(s);
+  if (ap <= 0) return ap < 0 ? ap : ASR_EAGAIN;
   if (notif) {
     int r = notif_room(s);
     if (r <= 0) return r < 0 ? r : ASR_EAGAIN;
@@ -247,14 +261,12 @@ int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg) 
     return 0;
   }
   if (s->pipe.op) return ASR_EAGAIN;
-  if (s->ohead_seen != s->otail) {
-    int rc = osr_read_head(s);
-    if (rc) {
-      rd_fail(s, rc);
-      return 0;
-    }
-    if (s->ohead_seen != s->otail) return ASR_EAGAIN;
+  int ap = osr_applied(s);
+  if (ap < 0) {
+    rd_fail(s, ap);
+    return 0;
   }
+  if (!ap) return ASR_EAGAIN;
   struct iovec l[ASR_SM_READS], r[ASR_SM_READS];
   int err[ASR_SM_READS];
   unsigned k = 0;
@@ -300,6 +312,129 @@ int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t le
   return 0;
 }
 
+/* --- reads the owner helps --------------------------------------------------
+ * A large read is one copy; one process_vm_readv makes it on the reader's
+ * core alone. The reader offers the owner the read's second half as a READ
+ * record in the one-sided ring and copies the first half meanwhile. An
+ * owner that applies the ring before the reader is done (its program
+ * polling the comm, or its service thread's tick) takes the offer with a
+ * CAS of the record's state and copies its half straight into the
+ * reader's memory (process_vm_writev), on its own core: still one copy of
+ * each byte. A reader done first takes the offer back with a CAS of the
+ * same word and copies the half itself; so a busy or idle owner costs it
+ * nothing but the record. The reader holds its end's lock until the state
+ * is final, so the owner never writes into a buffer the reader let go, and
+ * no later record of the end is posted before it. The offer needs no
+ * applying for the comm's order: a copy waits only for the writes before
+ * it (oneed), never for a READ record, taken back, still in the ring. */
+
+static int peer_gone(pid_t pid) {
+  /* a pidfd is readable once the process ended, zombie or reaped */
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0) return errno == ESRCH;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  int gone = poll(&p, 1, 0) > 0;
+  close(fd);
+  return gone;
+}
+
+/* Waits for the owner to finish the part it took: its final state, or
+ * RD_TAKEN when the owner died holding it. A spin first (the copy takes
+ * microseconds), then yields, asking now and then whether it still lives. */
+static uint32_t wait_owner(asr__sm_t *s, _Atomic uint32_t *st) {
+  for (unsigned spins = 0;; spins++) {
+    uint32_t v = atomic_load_explicit(st, memory_order_acquire);
+    if (v != RD_TAKEN) return v;
+    if (spins < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      if (spins % 64 == 0 && peer_gone((pid_t)s->peer_pid)) return RD_TAKEN;
+      sched_yield();
+    }
+  }
+}
+
+int asr__sm_read_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot, uint64_t key,
+                        asr__ofi_op_t *op) {
+  assert(asr__sm_locked(s) && s->is_send && !s->rd_n); /* reads held were flushed (sm.h) */
+  struct iovec l = {lva, len}, r = {(void *)(uintptr_t)raddr, len};
+  uint64_t part = len / 2 / ASR_SM_LINE * ASR_SM_LINE;
+  if (s->err || s->pipe.op || !s->peer_pid || part == 0 || part > UINT32_MAX ||
+      __atomic_load_n((const uint32_t *)(const void *)(s->base + ASR_SM_OFF_CMA), __ATOMIC_ACQUIRE) !=
+          ASR_SM_CMA_YES)
+    return asr__sm_rma_locked(s, 0, &l, &r, 1, len, NULL, op);
+  int ap = osr_applied(s);
+  if (ap <= 0) return ap < 0 ? ap : ASR_EAGAIN;
+  int room = osr_room(s, ASR_SM_LINE);
+  if (room < 0) return room;
+  if (!room) return asr__sm_rma_locked(s, 0, &l, &r, 1, len, NULL, op); /* no room to offer */
+  size_t first = len - part;
+  uint8_t *h = s->osr + s->otoff;
+  uint16_t kind = OSR_READ, flags = 0;
+  uint32_t plen = (uint32_t)part;
+  uint64_t src = raddr + first, dst = (uint64_t)(uintptr_t)lva + first;
+  memcpy(h + 4, &kind, 2);
+  memcpy(h + 6, &flags, 2);
+  memcpy(h + 8, &plen, 4);
+  memcpy(h + 12, &slot, 4);
+  memcpy(h + 16, &key, 8);
+  memcpy(h + 24, &src, 8);
+  memcpy(h + 32, &dst, 8);
+  _Atomic uint32_t *st = (_Atomic uint32_t *)(void *)(h + OSR_OFF_STATE);
+  atomic_store_explicit(st, RD_OFFERED, memory_order_relaxed);
+  __atomic_store_n((uint32_t *)(void *)h, (uint32_t)(s->otail / ASR_SM_LINE) + 1u, __ATOMIC_RELEASE);
+  s->otail += ASR_SM_LINE;
+  s->otoff += ASR_SM_LINE;
+  if (s->otoff == s->osr_bytes) s->otoff = 0;
+  atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
+
+  struct iovec l1 = {lva, first}, r1 = {(void *)(uintptr_t)raddr, first};
+  int rc = cma(s, 0, &l1, &r1, 1);
+  uint32_t v = RD_OFFERED;
+  if (!atomic_compare_exchange_strong_explicit(st, &v, RD_TAKEN_BACK, memory_order_acq_rel,
+                                               memory_order_acquire))
+    v = v == RD_TAKEN ? wait_owner(s, st) : v;
+  int rc2 = 0;
+  switch (v) {
+    case RD_OFFERED: /* taken back */
+    case RD_DECLINED: {
+      struct iovec l2 = {(char *)lva + first, part}, r2 = {(void *)(uintptr_t)src, part};
+      rc2 = cma(s, 0, &l2, &r2, 1);
+      break;
+    }
+    case RD_COPIED: s->helped++; break;
+    case RD_REFUSED: rc2 = ASR_EREVOKED; break;
+    case RD_TAKEN:
+      rc2 = ASR_ECONNRESET; /* the owner died copying it */
+      break;
+    default: return osr_broken(s, "a READ record's state that is none");
+  }
+  if (rc || rc2) return rc ? rc : rc2;
+  op_posted_done(s, op, len);
+  return 0;
+}
+
+/* The owner's side of a READ record (its state RD_OFFERED, taken here):
+ * the part checked against its registration, then copied into the
+ * reader. */
+static void owner_copies(asr__sm_t *s, _Atomic uint32_t *st, uint32_t slot, uint64_t key, uint64_t src,
+                         uint64_t dst, uint32_t len, asr__sm_check_fn check, void *arg) {
+  uint32_t v = RD_OFFERED;
+  if (!atomic_compare_exchange_strong_explicit(st, &v, RD_TAKEN, memory_order_acq_rel, memory_order_acquire))
+    return; /* taken back (or a state that is none: the reader's to judge) */
+  uint32_t end = RD_DECLINED;
+  if (check(arg, slot, key, src, len, ASR_MEM_REMOTE_READ) != 0) {
+    end = RD_REFUSED;
+  } else if (s->peer_pid && __atomic_load_n((const uint32_t *)(const void *)(s->base + ASR_SM_OFF_CMA),
+                                            __ATOMIC_ACQUIRE) == ASR_SM_CMA_YES) {
+    struct iovec l = {(void *)(uintptr_t)src, len}, r = {(void *)(uintptr_t)dst, len};
+    if (cma(s, 1, &l, &r, 1) == 0) end = RD_COPIED;
+  }
+  atomic_store_explicit(st, end, memory_order_release);
+}
+
 /* --- RECV (the owner) -------------------------------------------------------- */
 
 int asr__sm_osr_pending(asr__sm_t *s) {
@@ -329,6 +464,13 @@ int asr__sm_osr_apply_locked(asr__sm_t *s, asr__sm_check_fn check, void *arg) {
     uint64_t size;
     if (kind == OSR_PAD) {
       size = s->osr_bytes - s->ohoff;
+    } else if (kind == OSR_READ) {
+      if (flags) {
+        osr_broken(s, "a READ record with flags");
+        break;
+      }
+      size = ASR_SM_LINE;
+      owner_copies(s, (_Atomic uint32_t *)(void *)(h + OSR_OFF_STATE), slot, key, dst, v, len, check, arg);
     } else {
       if ((kind != OSR_WRITE && kind != OSR_NOTIF) || (flags & ~OSR_HAS_NOTIF) ||
           (kind == OSR_NOTIF && (len || !(flags & OSR_HAS_NOTIF))) ||
@@ -343,7 +485,7 @@ int asr__sm_osr_apply_locked(asr__sm_t *s, asr__sm_check_fn check, void *arg) {
         /* A write its sender checked against a registration revoked since
          * (or one that names none) is dropped: it never touches the memory
          * (asr.h); its notification, which the sender counts, still comes. */
-        if (check(arg, slot, key, dst, len) == 0)
+        if (check(arg, slot, key, dst, len, ASR_MEM_REMOTE_WRITE) == 0)
           memcpy((void *)(uintptr_t)dst, h + ASR_SM_OSR_HDR, len);
         else if (!s->warned_drop++)
           asr_warn("fab",

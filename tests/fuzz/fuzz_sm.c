@@ -24,6 +24,8 @@
  * them, and the owner applies the ring with a check that accepts writes
  * into a 4 KiB target alone. Its head stays a 64-byte boundary, only the
  * target is written, and no more notifications are queued than the depth.
+ * A READ record offers its part to a reader that is no process (pid 0):
+ * the owner declines it and never copies.
  */
 #include "config.h"
 
@@ -58,8 +60,8 @@ static void handle_case(const uint8_t *data, size_t size) {
 
 static uint8_t osr_target[4096];
 
-static int osr_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len) {
-  (void)arg, (void)slot, (void)key;
+static int osr_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len, unsigned access) {
+  (void)arg, (void)slot, (void)key, (void)access;
   uint64_t lo = (uint64_t)(uintptr_t)osr_target;
   return dst >= lo && dst - lo <= sizeof osr_target && len <= sizeof osr_target - (dst - lo) ? 0 : -1;
 }

@@ -25,6 +25,10 @@
  *                          went: dropped, its notification still delivered
  *                          (64 bytes, and ASR_SM_INLINE_MAX's default: a
  *                          write that large still goes through the ring)
+ *   sm_large_read_halves   a large read's second half offered to the owner:
+ *                          taken back by the reader while the owner makes no
+ *                          call, copied by the owner while it polls; the
+ *                          data byte for byte either way
  */
 #include "config.h"
 
@@ -896,3 +900,77 @@ TEST_TIMEOUT(sm_small_write_dropped_after_deregistration, 100) {
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
     rt_group_run(2, "sm", drop_proc, (void *)&lens[i], 60000);
 }
+
+/* =========================================================================
+ * 12. sm: the owner copies half of a large read when it polls
+ * ========================================================================= */
+
+/* A read of more than 64 KiB offers its second half to the owner through
+ * the one-sided ring (sm/sm_rma.c: "reads the owner helps"). First the
+ * owner makes no asr call and holds its service thread off the ring (its
+ * comms.mutex), so every offer is taken back and the reader copies it all;
+ * then it polls asr_notif_poll until the reader's closing notification,
+ * and the reader reads until the owner copied a half (the end's count),
+ * reading the offers taken back before, still in the ring, on the way.
+ * Every read is checked byte for byte, at sizes whose halves are not a
+ * multiple of 64. */
+#define HALVES_DEADLINE_MS 20000
+
+static void halves_proc(int rank, void *arg) {
+  (void)arg;
+  rt_pattern_reserve(REGION);
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    rt_fill(mem, REGION, 21);
+    pthread_mutex_t *frozen = &asr__comm_of(c)->ctx->comms.mutex;
+    pthread_mutex_lock(frozen);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* the reads with no help are done */
+    pthread_mutex_unlock(frozen);
+    rt_send_u64(INIT, 2);
+    uint64_t v;
+    ASSERT_EQ(take_notifs(c, &v, 1, HALVES_DEADLINE_MS + 30000), 1); /* polls all along */
+    ASSERT_EQ(v, 3u);
+    ASSERT_OK(asr_mem_deregister(m));
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(REGION, &t));
+    asr__sm_t *s = asr__comm_sm(asr__comm_of(c));
+    ASSERT(s != NULL);
+    static const size_t lens[] = {(size_t)64 << 10 | 1, (size_t)1 << 20, REGION - 4096 + 100};
+    asr_request_t *r;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+      memset(va_of(t), 0, REGION);
+      ASSERT_OK(asr_read(c, t, 4096 - 100, lens[i], rm, 4096 - 100, &r));
+      ASSERT_OK(rt_wait_req(r, NULL, 60000));
+      ASSERT_MSG(memcmp(va_of(t) + 4096 - 100, rt_expected(REGION, 21) + 4096 - 100, lens[i]) == 0,
+                 "read of %zu bytes, no help: data differs", lens[i]);
+    }
+    ASSERT_EQ(s->helped, 0); /* nobody applied the ring */
+    rt_send_u64(OWN, 1);
+    ASSERT_EQ(rt_recv_u64(OWN), 2);
+    uint64_t t0 = asr_time_ms();
+    int reads = 0;
+    while (s->helped == 0) {
+      ASSERT_MSG(asr_time_ms() - t0 < HALVES_DEADLINE_MS, "the polling owner copied no half in %d reads",
+                 reads);
+      size_t len = lens[reads % 3];
+      memset(va_of(t), 0, REGION);
+      ASSERT_OK(asr_read(c, t, 4096 - 100, len, rm, 4096 - 100, &r));
+      ASSERT_OK(rt_wait_req(r, NULL, 60000));
+      ASSERT_MSG(memcmp(va_of(t) + 4096 - 100, rt_expected(REGION, 21) + 4096 - 100, len) == 0,
+                 "read %d of %zu bytes, the owner polling: data differs", reads, len);
+      reads++;
+    }
+    ASSERT_OK(asr_write(c, t, 0, 0, rm, 0, 3, ASR_WRITE_NOTIFY, &r));
+    ASSERT_OK(rt_wait_req(r, NULL, 60000));
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(sm_large_read_halves, 150) { rt_group_run(2, "sm", halves_proc, NULL, 90000); }
