@@ -195,7 +195,9 @@ int asr__rma_post_sm_locked(struct asr_comm *c, struct asr_request *r, asr__rma_
   if (write && r->length <= asr__sm_inline_max(s))
     return asr__sm_write_inline_locked(s, (char *)va + r->offset, r->length, a->raddr, a->slot, a->key,
                                        (a->flags & ASR_WRITE_NOTIFY) ? &a->notif : NULL, op);
-  if (!write) return asr__sm_read_locked(s, (char *)va + r->offset, a->raddr, r->length, a->slot, a->key, op);
+  if (r->length > ASR_SM_HALVES_MIN)
+    return asr__sm_halves_locked(s, write, (char *)va + r->offset, a->raddr, r->length, a->slot, a->key,
+                                 write && (a->flags & ASR_WRITE_NOTIFY) ? &a->notif : NULL, op);
   struct iovec l = {(char *)va + r->offset, r->length}, rr = {(void *)(uintptr_t)a->raddr, r->length};
   return asr__sm_rma_locked(s, write, &l, &rr, 1, r->length,
                             write && (a->flags & ASR_WRITE_NOTIFY) ? &a->notif : NULL, op);

@@ -111,7 +111,7 @@ typedef struct asr__sm {
   uint64_t osr_bytes;
   uint64_t otail, otoff, ohead_seen, nposted; /* SEND */
   uint64_t oneed;                             /* SEND: the tail after the last record the owner must apply */
-  uint64_t helped;                            /* SEND: reads whose half the owner copied (sm_rma.c) */
+  uint64_t helped[2];                         /* SEND: reads [0], writes [1] whose half the owner made */
   asr__sm_read_t rd[ASR_SM_READS];            /* SEND: reads posted, not yet copied, in post order */
   unsigned rd_n;
   uint64_t ohead, ohoff, ntaken;   /* RECV */
@@ -233,12 +233,15 @@ size_t asr__sm_inline_max(const asr__sm_t *s);
  * pipelined, or the owner has not applied the one-sided ring before them).
  * Every other post of the end flushes first: nothing overtakes a read. */
 typedef int (*asr__sm_alive_fn)(void *arg, uint32_t slot, uint64_t key);
-/* A read of more than ASR_SM_READ_DEFER_MAX, copied at its post; the
- * owner, when it polls meanwhile, copies its second half (sm_rma.c:
- * "reads the owner helps"). As asr__sm_rma_locked, and ASR_EREVOKED when
- * the owner's check refused its part. */
-int asr__sm_read_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot, uint64_t key,
-                        asr__ofi_op_t *op);
+/* A write (write 1) of lva to the owner's raddr, or a read back, of more
+ * than ASR_SM_HALVES_MIN bytes of the owner's registration (slot, key),
+ * copied at its post; the owner, when it polls meanwhile, copies its
+ * second half (sm_rma.c: "large copies the owner helps"). As
+ * asr__sm_rma_locked, and ASR_EREVOKED when the owner's check refused its
+ * part. */
+#define ASR_SM_HALVES_MIN ((size_t)64 << 10)
+int asr__sm_halves_locked(asr__sm_t *s, int write, void *lva, uint64_t raddr, size_t len, uint32_t slot,
+                          uint64_t key, const uint64_t *notif, asr__ofi_op_t *op);
 int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot,
                               uint64_t key, asr__ofi_op_t *op, asr__sm_alive_fn alive, void *arg);
 int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg);

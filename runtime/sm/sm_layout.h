@@ -46,24 +46,24 @@
  *
  * The one-sided ring (one-sided transfers, sm_rma.c) holds what the owner
  * applies itself: small writes, notifications, and the halves of large
- * reads the reader offers it. Records as the ring's
+ * writes and reads the initiator offers it. Records as the ring's
  * (64-byte aligned, never across its end, stamped (position / 64 + 1) mod
  * 2^32 last, with release), position counting the ring's bytes:
  *     0   4  stamp
  *     4   2  kind: 1 WRITE, 2 NOTIF, 3 PAD (skip to the ring's start),
- *            4 READ (one line)
- *     6   2  flags: 1 the record carries a notification (never a READ)
- *     8   4  len: WRITE: payload bytes; READ: bytes of the part offered
- *    12   4  slot: WRITE, READ: the registration's slot in the owner's table
- *    16   8  key: WRITE, READ: its key
- *    24   8  dst: WRITE: where the payload goes in the owner; READ: where
+ *            4 READ PART, 5 WRITE PART (one line each)
+ *     6   2  flags: 1 the record carries a notification (never a PART)
+ *     8   4  len: WRITE: payload bytes; PART: bytes of the part offered
+ *    12   4  slot: WRITE, PART: the registration's slot in the owner's table
+ *    16   8  key: WRITE, PART: its key
+ *    24   8  dst: WRITE: where the payload goes in the owner; PART: where
  *            the part lies in the owner
- *    32   8  the notification; READ: where the part goes in the reader
- *    40 ...  payload; READ: 4 bytes of state, which both processes CAS:
+ *    32   8  the notification; PART: where it lies in the initiator
+ *    40 ...  payload; PART: 4 bytes of state, which both processes CAS:
  *            0 offered, 1 the owner took it, 2 the owner copied it, 3 the
- *            reader took it back, 4 the owner declined it (the reader
- *            copies it), 5 the owner's check refused it
- * The owner checks a WRITE or READ against its own registration (key,
+ *            initiator took it back, 4 the owner declined it (the
+ *            initiator copies it), 5 the owner's check refused it
+ * The owner checks a WRITE or PART against its own registration (key,
  * bounds, access) before it copies; a record that breaks this layout fails the
  * comm. The sender posts a notification only while fewer than
  * ASR_NOTIF_DEPTH it posted are not taken by the owner's program (the two

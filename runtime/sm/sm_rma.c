@@ -32,10 +32,17 @@
 
 _Static_assert(ASR_SM_NOTIF_SLOTS == ASR_NOTIF_DEPTH, "the sm path holds asr.h's notification depth");
 
-enum { OSR_WRITE = 1, OSR_NOTIF = 2, OSR_PAD = 3, OSR_READ = 4 };
+enum { OSR_WRITE = 1, OSR_NOTIF = 2, OSR_PAD = 3, OSR_READ_PART = 4, OSR_WRITE_PART = 5 };
 enum { OSR_HAS_NOTIF = 1 };
-/* a READ record's state (sm_layout.h) */
-enum { RD_OFFERED = 0, RD_TAKEN = 1, RD_COPIED = 2, RD_TAKEN_BACK = 3, RD_DECLINED = 4, RD_REFUSED = 5 };
+/* a PART record's state (sm_layout.h) */
+enum {
+  PART_OFFERED = 0,
+  PART_TAKEN = 1,
+  PART_COPIED = 2,
+  PART_TAKEN_BACK = 3,
+  PART_DECLINED = 4,
+  PART_REFUSED = 5
+};
 #define OSR_OFF_STATE 40
 
 static _Atomic uint64_t *word(asr__sm_t *s, size_t off) {
@@ -312,21 +319,24 @@ int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t le
   return 0;
 }
 
-/* --- reads the owner helps --------------------------------------------------
- * A large read is one copy; one process_vm_readv makes it on the reader's
- * core alone. The reader offers the owner the read's second half as a READ
- * record in the one-sided ring and copies the first half meanwhile. An
- * owner that applies the ring before the reader is done (its program
- * polling the comm, or its service thread's tick) takes the offer with a
- * CAS of the record's state and copies its half straight into the
- * reader's memory (process_vm_writev), on its own core: still one copy of
- * each byte. A reader done first takes the offer back with a CAS of the
- * same word and copies the half itself; so a busy or idle owner costs it
- * nothing but the record. The reader holds its end's lock until the state
- * is final, so the owner never writes into a buffer the reader let go, and
- * no later record of the end is posted before it. The offer needs no
- * applying for the comm's order: a copy waits only for the writes before
- * it (oneed), never for a READ record, taken back, still in the ring. */
+/* --- large copies the owner helps ---------------------------------------------
+ * A large write or read is one copy; one process_vm_writev / readv makes it
+ * on the initiator's core alone. The initiator offers the owner the copy's
+ * second half as a PART record in the one-sided ring and copies the first
+ * half meanwhile. An owner that applies the ring before the initiator is
+ * done (its program polling the comm, or its service thread's tick) takes
+ * the offer with a CAS of the record's state, checks the part against its
+ * registration, and copies it on its own core, between its memory and the
+ * initiator's (process_vm_readv for a write's part, _writev for a read's):
+ * still one copy of each byte. An initiator done first takes the offer
+ * back with a CAS of the same word and copies the half itself; so a busy
+ * or idle owner costs it nothing but the record. The initiator holds its
+ * end's lock until the state is final, so the owner never touches a
+ * buffer the initiator let go, and no later record of the end (a write's
+ * notification comes after both halves) is posted before it. The offer
+ * needs no applying for the comm's order: a copy waits only for the
+ * writes and notifications before it (oneed), never for a PART record,
+ * taken back, still in the ring. */
 
 static int peer_gone(pid_t pid) {
   /* a pidfd is readable once the process ended, zombie or reaped */
@@ -339,51 +349,66 @@ static int peer_gone(pid_t pid) {
 }
 
 /* Waits for the owner to finish the part it took: its final state, or
- * RD_TAKEN when the owner died holding it. A spin first (the copy takes
+ * PART_TAKEN when the owner died holding it. A spin first (the copy takes
  * microseconds), then yields, asking now and then whether it still lives. */
 static uint32_t wait_owner(asr__sm_t *s, _Atomic uint32_t *st) {
   for (unsigned spins = 0;; spins++) {
     uint32_t v = atomic_load_explicit(st, memory_order_acquire);
-    if (v != RD_TAKEN) return v;
+    if (v != PART_TAKEN) return v;
     if (spins < 4096) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
     } else {
-      if (spins % 64 == 0 && peer_gone((pid_t)s->peer_pid)) return RD_TAKEN;
+      if (spins % 64 == 0 && peer_gone((pid_t)s->peer_pid)) return PART_TAKEN;
       sched_yield();
     }
   }
 }
 
-int asr__sm_read_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot, uint64_t key,
-                        asr__ofi_op_t *op) {
+/* Whether n one-line records fit at the tail now (a line never needs a
+ * PAD: the ring and every record are whole lines): 1, 0, or ASR_EPROTO. */
+static int osr_lines_free(asr__sm_t *s, unsigned n) {
+  if (s->osr_bytes - (s->otail - s->ohead_seen) >= n * ASR_SM_LINE) return 1;
+  int rc = osr_read_head(s);
+  return rc ? rc : s->osr_bytes - (s->otail - s->ohead_seen) >= n * ASR_SM_LINE;
+}
+
+static int cma_ok(asr__sm_t *s) {
+  return s->peer_pid && __atomic_load_n((const uint32_t *)(const void *)(s->base + ASR_SM_OFF_CMA),
+                                        __ATOMIC_ACQUIRE) == ASR_SM_CMA_YES;
+}
+
+int asr__sm_halves_locked(asr__sm_t *s, int write, void *lva, uint64_t raddr, size_t len, uint32_t slot,
+                          uint64_t key, const uint64_t *notif, asr__ofi_op_t *op) {
   assert(asr__sm_locked(s) && s->is_send && !s->rd_n); /* reads held were flushed (sm.h) */
   struct iovec l = {lva, len}, r = {(void *)(uintptr_t)raddr, len};
   uint64_t part = len / 2 / ASR_SM_LINE * ASR_SM_LINE;
-  if (s->err || s->pipe.op || !s->peer_pid || part == 0 || part > UINT32_MAX ||
-      __atomic_load_n((const uint32_t *)(const void *)(s->base + ASR_SM_OFF_CMA), __ATOMIC_ACQUIRE) !=
-          ASR_SM_CMA_YES)
-    return asr__sm_rma_locked(s, 0, &l, &r, 1, len, NULL, op);
-  int ap = osr_applied(s);
-  if (ap <= 0) return ap < 0 ? ap : ASR_EAGAIN;
-  int room = osr_room(s, ASR_SM_LINE);
-  if (room < 0) return room;
-  if (!room) return asr__sm_rma_locked(s, 0, &l, &r, 1, len, NULL, op); /* no room to offer */
+  if (s->err || s->pipe.op || part == 0 || part > UINT32_MAX || !cma_ok(s))
+    return asr__sm_rma_locked(s, write, &l, &r, 1, len, notif, op);
+  int ok = osr_applied(s);
+  if (ok <= 0) return ok < 0 ? ok : ASR_EAGAIN;
+  if (notif) {
+    ok = notif_room(s);
+    if (ok <= 0) return ok < 0 ? ok : ASR_EAGAIN;
+  }
+  ok = osr_lines_free(s, notif ? 2 : 1); /* the offer, and the notification after the data */
+  if (ok < 0) return ok;
+  if (!ok) return asr__sm_rma_locked(s, write, &l, &r, 1, len, notif, op); /* no room to offer */
   size_t first = len - part;
   uint8_t *h = s->osr + s->otoff;
-  uint16_t kind = OSR_READ, flags = 0;
+  uint16_t kind = write ? OSR_WRITE_PART : OSR_READ_PART, flags = 0;
   uint32_t plen = (uint32_t)part;
-  uint64_t src = raddr + first, dst = (uint64_t)(uintptr_t)lva + first;
+  uint64_t own = raddr + first, mine = (uint64_t)(uintptr_t)lva + first;
   memcpy(h + 4, &kind, 2);
   memcpy(h + 6, &flags, 2);
   memcpy(h + 8, &plen, 4);
   memcpy(h + 12, &slot, 4);
   memcpy(h + 16, &key, 8);
-  memcpy(h + 24, &src, 8);
-  memcpy(h + 32, &dst, 8);
+  memcpy(h + 24, &own, 8);
+  memcpy(h + 32, &mine, 8);
   _Atomic uint32_t *st = (_Atomic uint32_t *)(void *)(h + OSR_OFF_STATE);
-  atomic_store_explicit(st, RD_OFFERED, memory_order_relaxed);
+  atomic_store_explicit(st, PART_OFFERED, memory_order_relaxed);
   __atomic_store_n((uint32_t *)(void *)h, (uint32_t)(s->otail / ASR_SM_LINE) + 1u, __ATOMIC_RELEASE);
   s->otail += ASR_SM_LINE;
   s->otoff += ASR_SM_LINE;
@@ -391,46 +416,47 @@ int asr__sm_read_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uin
   atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
 
   struct iovec l1 = {lva, first}, r1 = {(void *)(uintptr_t)raddr, first};
-  int rc = cma(s, 0, &l1, &r1, 1);
-  uint32_t v = RD_OFFERED;
-  if (!atomic_compare_exchange_strong_explicit(st, &v, RD_TAKEN_BACK, memory_order_acq_rel,
+  int rc = cma(s, write, &l1, &r1, 1);
+  uint32_t v = PART_OFFERED;
+  if (!atomic_compare_exchange_strong_explicit(st, &v, PART_TAKEN_BACK, memory_order_acq_rel,
                                                memory_order_acquire))
-    v = v == RD_TAKEN ? wait_owner(s, st) : v;
+    v = v == PART_TAKEN ? wait_owner(s, st) : v;
   int rc2 = 0;
   switch (v) {
-    case RD_OFFERED: /* taken back */
-    case RD_DECLINED: {
-      struct iovec l2 = {(char *)lva + first, part}, r2 = {(void *)(uintptr_t)src, part};
-      rc2 = cma(s, 0, &l2, &r2, 1);
+    case PART_OFFERED: /* taken back */
+    case PART_DECLINED: {
+      struct iovec l2 = {(void *)(uintptr_t)mine, part}, r2 = {(void *)(uintptr_t)own, part};
+      rc2 = cma(s, write, &l2, &r2, 1);
       break;
     }
-    case RD_COPIED: s->helped++; break;
-    case RD_REFUSED: rc2 = ASR_EREVOKED; break;
-    case RD_TAKEN:
+    case PART_COPIED: s->helped[write != 0]++; break;
+    case PART_REFUSED: rc2 = ASR_EREVOKED; break;
+    case PART_TAKEN:
       rc2 = ASR_ECONNRESET; /* the owner died copying it */
       break;
-    default: return osr_broken(s, "a READ record's state that is none");
+    default: return osr_broken(s, "a PART record's state that is none");
   }
   if (rc || rc2) return rc ? rc : rc2;
+  if (notif) osr_put(s, OSR_NOTIF, notif, 0, 0, 0, NULL, 0); /* room made above */
   op_posted_done(s, op, len);
   return 0;
 }
 
-/* The owner's side of a READ record (its state RD_OFFERED, taken here):
- * the part checked against its registration, then copied into the
- * reader. */
-static void owner_copies(asr__sm_t *s, _Atomic uint32_t *st, uint32_t slot, uint64_t key, uint64_t src,
-                         uint64_t dst, uint32_t len, asr__sm_check_fn check, void *arg) {
-  uint32_t v = RD_OFFERED;
-  if (!atomic_compare_exchange_strong_explicit(st, &v, RD_TAKEN, memory_order_acq_rel, memory_order_acquire))
-    return; /* taken back (or a state that is none: the reader's to judge) */
-  uint32_t end = RD_DECLINED;
-  if (check(arg, slot, key, src, len, ASR_MEM_REMOTE_READ) != 0) {
-    end = RD_REFUSED;
-  } else if (s->peer_pid && __atomic_load_n((const uint32_t *)(const void *)(s->base + ASR_SM_OFF_CMA),
-                                            __ATOMIC_ACQUIRE) == ASR_SM_CMA_YES) {
-    struct iovec l = {(void *)(uintptr_t)src, len}, r = {(void *)(uintptr_t)dst, len};
-    if (cma(s, 1, &l, &r, 1) == 0) end = RD_COPIED;
+/* The owner's side of a PART record (its state PART_OFFERED, taken here):
+ * the part, at own in its memory, checked against its registration, then
+ * copied from or into the initiator's memory at peer. */
+static void owner_copies(asr__sm_t *s, int write_part, _Atomic uint32_t *st, uint32_t slot, uint64_t key,
+                         uint64_t own, uint64_t peer, uint32_t len, asr__sm_check_fn check, void *arg) {
+  uint32_t v = PART_OFFERED;
+  if (!atomic_compare_exchange_strong_explicit(st, &v, PART_TAKEN, memory_order_acq_rel,
+                                               memory_order_acquire))
+    return; /* taken back (or a state that is none: the initiator's to judge) */
+  uint32_t end = PART_DECLINED;
+  if (check(arg, slot, key, own, len, write_part ? ASR_MEM_REMOTE_WRITE : ASR_MEM_REMOTE_READ) != 0) {
+    end = PART_REFUSED;
+  } else if (cma_ok(s)) {
+    struct iovec l = {(void *)(uintptr_t)own, len}, r = {(void *)(uintptr_t)peer, len};
+    if (cma(s, !write_part, &l, &r, 1) == 0) end = PART_COPIED;
   }
   atomic_store_explicit(st, end, memory_order_release);
 }
@@ -464,13 +490,14 @@ int asr__sm_osr_apply_locked(asr__sm_t *s, asr__sm_check_fn check, void *arg) {
     uint64_t size;
     if (kind == OSR_PAD) {
       size = s->osr_bytes - s->ohoff;
-    } else if (kind == OSR_READ) {
+    } else if (kind == OSR_READ_PART || kind == OSR_WRITE_PART) {
       if (flags) {
-        osr_broken(s, "a READ record with flags");
+        osr_broken(s, "a PART record with flags");
         break;
       }
       size = ASR_SM_LINE;
-      owner_copies(s, (_Atomic uint32_t *)(void *)(h + OSR_OFF_STATE), slot, key, dst, v, len, check, arg);
+      owner_copies(s, kind == OSR_WRITE_PART, (_Atomic uint32_t *)(void *)(h + OSR_OFF_STATE), slot, key, dst,
+                   v, len, check, arg);
     } else {
       if ((kind != OSR_WRITE && kind != OSR_NOTIF) || (flags & ~OSR_HAS_NOTIF) ||
           (kind == OSR_NOTIF && (len || !(flags & OSR_HAS_NOTIF))) ||

@@ -24,8 +24,8 @@
  * them, and the owner applies the ring with a check that accepts writes
  * into a 4 KiB target alone. Its head stays a 64-byte boundary, only the
  * target is written, and no more notifications are queued than the depth.
- * A READ record offers its part to a reader that is no process (pid 0):
- * the owner declines it and never copies.
+ * A PART record offers its part to an initiator that is no process (pid
+ * 0): the owner declines it and never copies.
  */
 #include "config.h"
 

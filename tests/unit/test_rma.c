@@ -25,10 +25,10 @@
  *                          went: dropped, its notification still delivered
  *                          (64 bytes, and ASR_SM_INLINE_MAX's default: a
  *                          write that large still goes through the ring)
- *   sm_large_read_halves   a large read's second half offered to the owner:
- *                          taken back by the reader while the owner makes no
- *                          call, copied by the owner while it polls; the
- *                          data byte for byte either way
+ *   sm_large_halves        a large write's or read's second half offered to
+ *                          the owner: taken back by the initiator while the
+ *                          owner makes no call, copied by the owner while it
+ *                          polls; the data byte for byte either way
  */
 #include "config.h"
 
@@ -902,69 +902,96 @@ TEST_TIMEOUT(sm_small_write_dropped_after_deregistration, 100) {
 }
 
 /* =========================================================================
- * 12. sm: the owner copies half of a large read when it polls
+ * 12. sm: the owner copies half of a large write or read when it polls
  * ========================================================================= */
 
-/* A read of more than 64 KiB offers its second half to the owner through
- * the one-sided ring (sm/sm_rma.c: "reads the owner helps"). First the
- * owner makes no asr call and holds its service thread off the ring (its
- * comms.mutex), so every offer is taken back and the reader copies it all;
- * then it polls asr_notif_poll until the reader's closing notification,
- * and the reader reads until the owner copied a half (the end's count),
- * reading the offers taken back before, still in the ring, on the way.
- * Every read is checked byte for byte, at sizes whose halves are not a
- * multiple of 64. */
+/* A write or read of more than 64 KiB offers its second half to the owner
+ * through the one-sided ring (sm/sm_rma.c: "large copies the owner
+ * helps"). First the owner makes no asr call and holds its service thread
+ * off the ring (its comms.mutex), so every offer is taken back and the
+ * initiator copies it all (the end's counts of halves the owner made stay
+ * 0); then it polls asr_notif_poll until the initiator's closing
+ * notification, and the initiator writes and reads until the owner made a
+ * half of each, passing the offers taken back before, still in the ring.
+ * The owner's memory holds a region to read (seed 21) and one written
+ * (seed 22), both checked byte for byte after each phase, at sizes and an
+ * offset that are no multiples of 64. */
 #define HALVES_DEADLINE_MS 20000
+#define HALVES_OFF (4096 - 100)
+
+static const size_t halves_lens[] = {(size_t)64 << 10 | 1, (size_t)1 << 20, REGION - HALVES_OFF};
+
+static void halves_check_written(const uint8_t *mem, const char *phase) {
+  size_t max = halves_lens[2];
+  ASSERT_MSG(memcmp(mem + REGION + HALVES_OFF, rt_expected(REGION, 22) + HALVES_OFF, max) == 0,
+             "%s: the written region differs", phase);
+}
+
+static void halves_copy(asr_comm_t *c, asr_rmem_t *rm, asr_tensor_t *t, int write, size_t len,
+                        const char *phase) {
+  asr_request_t *r;
+  if (write) {
+    ASSERT_OK(asr_write(c, t, REGION + HALVES_OFF, len, rm, REGION + HALVES_OFF, 0, 0, &r));
+  } else {
+    memset(va_of(t), 0, REGION);
+    ASSERT_OK(asr_read(c, t, HALVES_OFF, len, rm, HALVES_OFF, &r));
+  }
+  ASSERT_OK(rt_wait_req(r, NULL, 60000));
+  if (!write)
+    ASSERT_MSG(memcmp(va_of(t) + HALVES_OFF, rt_expected(REGION, 21) + HALVES_OFF, len) == 0,
+               "%s: read of %zu bytes: data differs", phase, len);
+}
 
 static void halves_proc(int rank, void *arg) {
   (void)arg;
   rt_pattern_reserve(REGION);
   asr_comm_t *c = comm_up(rank);
   if (rank == OWN) {
-    uint8_t *mem = aligned_alloc(4096, REGION);
+    uint8_t *mem = aligned_alloc(4096, 2 * REGION);
     rt_fill(mem, REGION, 21);
+    memset(mem + REGION, 0, REGION);
     pthread_mutex_t *frozen = &asr__comm_of(c)->ctx->comms.mutex;
     pthread_mutex_lock(frozen);
-    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
-    ASSERT_EQ(rt_recv_u64(INIT), 1); /* the reads with no help are done */
+    asr_mem_t *m;
+    ASSERT_OK(asr_mem_register(OWN, mem, 2 * REGION, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE, &m));
+    uint8_t d[ASR_MEM_DESC_MAX];
+    size_t dl = sizeof d;
+    ASSERT_OK(asr_mem_export(m, d, &dl));
+    send_desc(INIT, d, dl);
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* the copies with no help are done */
+    halves_check_written(mem, "no help");
+    memset(mem + REGION, 0, REGION);
     pthread_mutex_unlock(frozen);
     rt_send_u64(INIT, 2);
     uint64_t v;
     ASSERT_EQ(take_notifs(c, &v, 1, HALVES_DEADLINE_MS + 30000), 1); /* polls all along */
     ASSERT_EQ(v, 3u);
+    halves_check_written(mem, "the owner polling");
     ASSERT_OK(asr_mem_deregister(m));
     free(mem);
   } else {
     asr_rmem_t *rm = init_import(c);
     asr_tensor_t *t;
-    ASSERT_OK(asr_tensor_alloc(REGION, &t));
+    ASSERT_OK(asr_tensor_alloc(2 * REGION, &t));
+    rt_fill(va_of(t) + REGION, REGION, 22);
     asr__sm_t *s = asr__comm_sm(asr__comm_of(c));
     ASSERT(s != NULL);
-    static const size_t lens[] = {(size_t)64 << 10 | 1, (size_t)1 << 20, REGION - 4096 + 100};
-    asr_request_t *r;
-    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
-      memset(va_of(t), 0, REGION);
-      ASSERT_OK(asr_read(c, t, 4096 - 100, lens[i], rm, 4096 - 100, &r));
-      ASSERT_OK(rt_wait_req(r, NULL, 60000));
-      ASSERT_MSG(memcmp(va_of(t) + 4096 - 100, rt_expected(REGION, 21) + 4096 - 100, lens[i]) == 0,
-                 "read of %zu bytes, no help: data differs", lens[i]);
-    }
-    ASSERT_EQ(s->helped, 0); /* nobody applied the ring */
+    for (int write = 1; write >= 0; write--)
+      for (size_t i = 0; i < 3; i++) halves_copy(c, rm, t, write, halves_lens[i], "no help");
+    ASSERT_EQ(s->helped[0], 0); /* nobody applied the ring */
+    ASSERT_EQ(s->helped[1], 0);
     rt_send_u64(OWN, 1);
     ASSERT_EQ(rt_recv_u64(OWN), 2);
     uint64_t t0 = asr_time_ms();
-    int reads = 0;
-    while (s->helped == 0) {
-      ASSERT_MSG(asr_time_ms() - t0 < HALVES_DEADLINE_MS, "the polling owner copied no half in %d reads",
-                 reads);
-      size_t len = lens[reads % 3];
-      memset(va_of(t), 0, REGION);
-      ASSERT_OK(asr_read(c, t, 4096 - 100, len, rm, 4096 - 100, &r));
-      ASSERT_OK(rt_wait_req(r, NULL, 60000));
-      ASSERT_MSG(memcmp(va_of(t) + 4096 - 100, rt_expected(REGION, 21) + 4096 - 100, len) == 0,
-                 "read %d of %zu bytes, the owner polling: data differs", reads, len);
-      reads++;
+    /* the largest write first: the region the owner checks is all written */
+    for (int k = 0; k == 0 || s->helped[0] == 0 || s->helped[1] == 0; k++) {
+      ASSERT_MSG(asr_time_ms() - t0 < HALVES_DEADLINE_MS,
+                 "the polling owner made %llu halves of writes, %llu of reads in %d rounds",
+                 (unsigned long long)s->helped[1], (unsigned long long)s->helped[0], k);
+      halves_copy(c, rm, t, 1, halves_lens[(k + 2) % 3], "the owner polling");
+      halves_copy(c, rm, t, 0, halves_lens[k % 3], "the owner polling");
     }
+    asr_request_t *r;
     ASSERT_OK(asr_write(c, t, 0, 0, rm, 0, 3, ASR_WRITE_NOTIFY, &r));
     ASSERT_OK(rt_wait_req(r, NULL, 60000));
     asr_rmem_free(rm);
@@ -973,4 +1000,4 @@ static void halves_proc(int rank, void *arg) {
   comm_down(rank, c);
 }
 
-TEST_TIMEOUT(sm_large_read_halves, 150) { rt_group_run(2, "sm", halves_proc, NULL, 90000); }
+TEST_TIMEOUT(sm_large_halves, 150) { rt_group_run(2, "sm", halves_proc, NULL, 90000); }
