@@ -18,7 +18,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -173,7 +172,7 @@ static void osr_put(asr__sm_t *s, uint16_t kind, const uint64_t *notif, uint32_t
 }
 
 /* Whether the owner applied every write and notification in the ring (a
- * READ record after them needs no applying): 1, 0, or ASR_EPROTO. */
+ * PART record after them needs no applying): 1, 0, or ASR_EPROTO. */
 static int osr_applied(asr__sm_t *s) {
   if (s->ohead_seen >= s->oneed) return 1;
   int rc = osr_read_head(s);
