@@ -123,6 +123,32 @@ static int notif_room(asr__sm_t *s) {
   return s->nposted - taken < ASR_SM_NOTIF_SLOTS;
 }
 
+/* Writes the header of a record at the tail (room made; sm_layout.h: the
+ * one-sided ring), all but its stamp: where its payload or state go. */
+static uint8_t *osr_header(asr__sm_t *s, uint16_t kind, uint16_t flags, uint32_t len, uint32_t slot,
+                           uint64_t key, uint64_t dst, uint64_t v) {
+  uint8_t *h = s->osr + s->otoff;
+  memcpy(h + 4, &kind, 2);
+  memcpy(h + 6, &flags, 2);
+  memcpy(h + 8, &len, 4);
+  memcpy(h + 12, &slot, 4);
+  memcpy(h + 16, &key, 8);
+  memcpy(h + 24, &dst, 8);
+  memcpy(h + 32, &v, 8);
+  return h;
+}
+
+/* Publishes the record of size bytes at the tail, its bytes written: its
+ * stamp (release), then the tail word the owner's checks read. */
+static void osr_publish(asr__sm_t *s, uint64_t size) {
+  __atomic_store_n((uint32_t *)(void *)(s->osr + s->otoff), (uint32_t)(s->otail / ASR_SM_LINE) + 1u,
+                   __ATOMIC_RELEASE);
+  s->otail += size;
+  s->otoff += size;
+  if (s->otoff == s->osr_bytes) s->otoff = 0;
+  atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
+}
+
 /* Room for a record of size bytes at the tail, a PAD first when it would
  * cross the ring's end: 1, 0 (not now), or ASR_EPROTO. */
 static int osr_room(asr__sm_t *s, uint64_t size) {
@@ -133,41 +159,20 @@ static int osr_room(asr__sm_t *s, uint64_t size) {
     if (s->osr_bytes - (s->otail - s->ohead_seen) < pad + size) return 0;
   }
   if (pad) {
-    uint8_t *h = s->osr + s->otoff;
-    uint16_t kind = OSR_PAD, zero = 0;
-    memcpy(h + 4, &kind, 2);
-    memcpy(h + 6, &zero, 2);
-    __atomic_store_n((uint32_t *)(void *)h, (uint32_t)(s->otail / ASR_SM_LINE) + 1u, __ATOMIC_RELEASE);
-    s->otail += pad;
-    s->otoff = 0;
+    (void)osr_header(s, OSR_PAD, 0, 0, 0, 0, 0, 0);
+    osr_publish(s, pad);
   }
   return 1;
 }
 
-/* Writes a record at the tail (room made): its bytes, then its stamp
- * (release), then the tail word the owner's checks read. */
+/* Puts a WRITE or NOTIF record at the tail (room made), which the owner
+ * must apply before a later copy (oneed). */
 static void osr_put(asr__sm_t *s, uint16_t kind, const uint64_t *notif, uint32_t slot, uint64_t key,
                     uint64_t dst, const void *data, uint32_t len) {
-  uint64_t size = (ASR_SM_OSR_HDR + len + ASR_SM_LINE - 1) / ASR_SM_LINE * ASR_SM_LINE;
-  uint8_t *h = s->osr + s->otoff;
-  uint16_t flags = notif ? OSR_HAS_NOTIF : 0;
-  uint32_t zero = 0;
-  uint64_t v = notif ? *notif : 0;
-  memcpy(h + 4, &kind, 2);
-  memcpy(h + 6, &flags, 2);
-  memcpy(h + 8, &len, 4);
-  memcpy(h + 12, &slot, 4);
-  memcpy(h + 16, &key, 8);
-  memcpy(h + 24, &dst, 8);
-  memcpy(h + 32, &v, 8);
+  uint8_t *h = osr_header(s, kind, notif ? OSR_HAS_NOTIF : 0, len, slot, key, dst, notif ? *notif : 0);
   if (len) memcpy(h + ASR_SM_OSR_HDR, data, len);
-  (void)zero;
-  __atomic_store_n((uint32_t *)(void *)h, (uint32_t)(s->otail / ASR_SM_LINE) + 1u, __ATOMIC_RELEASE);
-  s->otail += size;
-  s->otoff += size;
-  if (s->otoff == s->osr_bytes) s->otoff = 0;
-  s->oneed = s->otail; /* a copy waits until the owner applied it */
-  atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
+  osr_publish(s, (ASR_SM_OSR_HDR + len + ASR_SM_LINE - 1) / ASR_SM_LINE * ASR_SM_LINE);
+  s->oneed = s->otail;
   if (notif) atomic_store_explicit(word(s, ASR_SM_OFF_NPOSTED), ++s->nposted, memory_order_release);
 }
 
@@ -395,24 +400,11 @@ int asr__sm_halves_locked(asr__sm_t *s, int write, void *lva, uint64_t raddr, si
   if (ok < 0) return ok;
   if (!ok) return asr__sm_rma_locked(s, write, &l, &r, 1, len, notif, op); /* no room to offer */
   size_t first = len - part;
-  uint8_t *h = s->osr + s->otoff;
-  uint16_t kind = write ? OSR_WRITE_PART : OSR_READ_PART, flags = 0;
-  uint32_t plen = (uint32_t)part;
   uint64_t own = raddr + first, mine = (uint64_t)(uintptr_t)lva + first;
-  memcpy(h + 4, &kind, 2);
-  memcpy(h + 6, &flags, 2);
-  memcpy(h + 8, &plen, 4);
-  memcpy(h + 12, &slot, 4);
-  memcpy(h + 16, &key, 8);
-  memcpy(h + 24, &own, 8);
-  memcpy(h + 32, &mine, 8);
+  uint8_t *h = osr_header(s, write ? OSR_WRITE_PART : OSR_READ_PART, 0, (uint32_t)part, slot, key, own, mine);
   _Atomic uint32_t *st = (_Atomic uint32_t *)(void *)(h + OSR_OFF_STATE);
   atomic_store_explicit(st, PART_OFFERED, memory_order_relaxed);
-  __atomic_store_n((uint32_t *)(void *)h, (uint32_t)(s->otail / ASR_SM_LINE) + 1u, __ATOMIC_RELEASE);
-  s->otail += ASR_SM_LINE;
-  s->otoff += ASR_SM_LINE;
-  if (s->otoff == s->osr_bytes) s->otoff = 0;
-  atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
+  osr_publish(s, ASR_SM_LINE);
 
   struct iovec l1 = {lva, first}, r1 = {(void *)(uintptr_t)raddr, first};
   int rc = cma(s, write, &l1, &r1, 1);
