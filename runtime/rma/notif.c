@@ -390,11 +390,12 @@ void asr__notif_comm_free(struct asr_comm *c) {
 
 /* --- the sm path's one-sided ring (sm/sm_rma.c) ------------------------------ */
 
-/* The owner's check of a small write or a read its ring carries
- * (asr__sm_check_fn): the registration in slot is live under key, grants
- * want, and holds [dst, dst + len). The key is read again after the region: a deregistration
- * and a registration in the same slot meanwhile change it (mem.c writes
- * the region before it publishes the key). */
+/* The owner's check of a small write, or of a part of a large copy, its
+ * ring carries (asr__sm_check_fn): the registration in slot is live under
+ * key, grants want, and holds [dst, dst + len). The key is read again
+ * after the region: a deregistration and a registration in the same slot
+ * meanwhile change it (mem.c writes the region before it publishes the
+ * key). */
 static int owner_check(void *arg, uint32_t slot, uint64_t key, uint64_t dst, uint64_t len, unsigned want) {
   asr_ctx_t *ctx = arg;
   if (!ctx->rma.tab || slot >= ASR_MEM_TAB_SLOTS || !key) return ASR_EPERM;

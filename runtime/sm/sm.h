@@ -136,6 +136,20 @@ static inline void asr__sm_unlock(asr__sm_t *s) {
 #endif
   asr__spin_unlock(&s->lock);
 }
+
+/* An op's post, and its last touch (ofi.h: done, with release, publishes
+ * err and len), on either of the sm path's files. */
+static inline void asr__sm_op_posted(asr__ofi_op_t *op) {
+  __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->len, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->posted, 1, __ATOMIC_RELAXED);
+}
+static inline void asr__sm_op_done(asr__ofi_op_t *op, size_t len, int err) {
+  __atomic_store_n(&op->len, len, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->err, err, __ATOMIC_RELAXED);
+  __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+}
 #ifndef NDEBUG
 static inline int asr__sm_locked(const asr__sm_t *s) {
   return atomic_load_explicit(&s->owner, memory_order_relaxed) == asr_thread_id();
@@ -233,6 +247,12 @@ size_t asr__sm_inline_max(const asr__sm_t *s);
  * pipelined, or the owner has not applied the one-sided ring before them).
  * Every other post of the end flushes first: nothing overtakes a read. */
 typedef int (*asr__sm_alive_fn)(void *arg, uint32_t slot, uint64_t key);
+int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot,
+                              uint64_t key, asr__ofi_op_t *op, asr__sm_alive_fn alive, void *arg);
+int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg);
+/* Fails every read held with err (the end broke, or its comm closes). */
+void asr__sm_reads_fail(asr__sm_t *s, int err);
+static inline int asr__sm_reads_held(const asr__sm_t *s) { return s->rd_n != 0; }
 /* A write (write 1) of lva to the owner's raddr, or a read back, of more
  * than ASR_SM_HALVES_MIN bytes of the owner's registration (slot, key),
  * copied at its post; the owner, when it polls meanwhile, copies its
@@ -242,10 +262,6 @@ typedef int (*asr__sm_alive_fn)(void *arg, uint32_t slot, uint64_t key);
 #define ASR_SM_HALVES_MIN ((size_t)64 << 10)
 int asr__sm_halves_locked(asr__sm_t *s, int write, void *lva, uint64_t raddr, size_t len, uint32_t slot,
                           uint64_t key, const uint64_t *notif, asr__ofi_op_t *op);
-int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t len, uint32_t slot,
-                              uint64_t key, asr__ofi_op_t *op, asr__sm_alive_fn alive, void *arg);
-int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg);
-static inline int asr__sm_reads_held(const asr__sm_t *s) { return s->rd_n != 0; }
 /* The owner's check of a write or read the ring carries: 0 when [dst,
  * dst + len) lies in its live registration (slot, key), which grants
  * access (ASR_MEM_REMOTE_WRITE or _READ). */

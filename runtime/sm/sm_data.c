@@ -21,20 +21,6 @@
 static uint64_t *word64(asr__sm_t *s, size_t off) { return (uint64_t *)(void *)(s->base + off); }
 static uint32_t *word32(asr__sm_t *s, size_t off) { return (uint32_t *)(void *)(s->base + off); }
 
-static void op_posted(asr__ofi_op_t *op) {
-  __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->len, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->posted, 1, __ATOMIC_RELAXED);
-}
-
-/* The op's last touch (ofi.h: done, with release, publishes err and len). */
-static void op_done(asr__ofi_op_t *op, size_t len, int err) {
-  __atomic_store_n(&op->len, len, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->err, err, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
-}
-
 /* The peer broke the layout: the comm takes no more posts, and what waits
  * fails (sticky; said once). */
 static void broken(asr__sm_t *s, const char *why) {
@@ -44,12 +30,12 @@ static void broken(asr__sm_t *s, const char *why) {
   asr_error("fab",
             "sm region %s: the peer process %u broke the ring's layout: %s; failing the comm's transfers",
             s->name, s->peer_pid, why);
-  for (; s->rq_h != s->rq_t; s->rq_h++) op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, 0, ASR_EPROTO);
-  for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_EPROTO);
-  if (s->pipe.op) op_done(s->pipe.op, 0, ASR_EPROTO);
+  for (; s->rq_h != s->rq_t; s->rq_h++) asr__sm_op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, 0, ASR_EPROTO);
+  for (; s->wait_h != s->wait_t; s->wait_h++)
+    asr__sm_op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_EPROTO);
+  if (s->pipe.op) asr__sm_op_done(s->pipe.op, 0, ASR_EPROTO);
   s->pipe.op = NULL;
-  for (unsigned i = 0; i < s->rd_n; i++) op_done(s->rd[i].op, 0, ASR_EPROTO);
-  s->rd_n = 0;
+  asr__sm_reads_fail(s, ASR_EPROTO);
 }
 
 /* --- the waiting ends --------------------------------------------------------
@@ -183,7 +169,7 @@ static int push_chunks(asr__sm_t *s) {
     n++;
   }
   if (s->pipe.op && s->pipe.off == s->pipe.total) {
-    op_done(s->pipe.op, 0, 0);
+    asr__sm_op_done(s->pipe.op, 0, 0);
     s->pipe.op = NULL;
   }
   return n;
@@ -197,10 +183,10 @@ int asr__sm_send_locked(asr__sm_t *s, const void *buf, size_t len, asr__ofi_op_t
     uint64_t size = asr__sm_rec_size(len);
     int r = make_room(s, size);
     if (r <= 0) return r < 0 ? s->err : ASR_EAGAIN;
-    op_posted(op);
+    asr__sm_op_posted(op);
     put_rec(s, ASR_SM_INLINE, 0, buf, (uint32_t)len, len, size);
     s->sent++;
-    op_done(op, 0, 0); /* its bytes are in the ring: the buffer may be reused */
+    asr__sm_op_done(op, 0, 0); /* its bytes are in the ring: the buffer may be reused */
     return 0;
   }
   uint32_t cma = s->cfg.cma ? __atomic_load_n(word32(s, ASR_SM_OFF_CMA), __ATOMIC_ACQUIRE) : ASR_SM_CMA_NO;
@@ -212,14 +198,14 @@ int asr__sm_send_locked(asr__sm_t *s, const void *buf, size_t len, asr__ofi_op_t
     uint64_t at[2] = {(uint64_t)(uintptr_t)buf, len};
     int r = make_room(s, ASR_SM_LINE);
     if (r <= 0) return r < 0 ? s->err : ASR_EAGAIN;
-    op_posted(op);
+    asr__sm_op_posted(op);
     put_rec(s, ASR_SM_CMA, 0, at, sizeof at, len, ASR_SM_LINE);
     s->sent++;
     s->wait[s->wait_t++ % ASR_SM_SLOTS] =
         (asr__sm_wait_t){op, s->tail}; /* at most ASR_SM_SLOTS requests exist */
     return 0;
   }
-  op_posted(op);
+  asr__sm_op_posted(op);
   s->pipe.op = op;
   s->pipe.buf = buf;
   s->pipe.total = len;
@@ -240,7 +226,7 @@ static int send_progress(asr__sm_t *s) {
     if (read_head(s)) return 1;
     for (; s->wait_h != s->wait_t && s->head_seen >= s->wait[s->wait_h % ASR_SM_SLOTS].end;
          s->wait_h++, moved = 1)
-      op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, 0);
+      asr__sm_op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, 0);
     moved |= push_chunks(s) > 0;
   }
   return moved;
@@ -271,7 +257,7 @@ static int cma_copy(asr__sm_t *s, uint8_t *buf, uint64_t addr, uint64_t total) {
 
 /* The head receive took its message (or refused it: err). */
 static void take(asr__sm_t *s, size_t len, int err) {
-  op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, len, err);
+  asr__sm_op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, len, err);
   s->rq_h++;
   s->taken++;
   __atomic_store_n(word64(s, ASR_SM_OFF_TAKEN), s->taken, __ATOMIC_RELEASE);
@@ -339,7 +325,7 @@ static int recv_progress(asr__sm_t *s) {
 int asr__sm_recv_locked(asr__sm_t *s, void *buf, size_t cap, asr__ofi_op_t *op) {
   assert(asr__sm_locked(s) && !s->is_send);
   if (s->err) return s->err;
-  op_posted(op);
+  asr__sm_op_posted(op);
   s->rq[s->rq_t++ % ASR_SM_SLOTS] =
       (asr__sm_recv_slot_t){op, buf, cap}; /* at most ASR_SM_SLOTS requests exist */
   s->posted++;
@@ -378,12 +364,12 @@ int asr__sm_progress_waiting(asr__sm_t *skip) {
 
 void asr__sm_cancel_all(asr__sm_t *s) {
   asr__sm_lock(s);
-  for (; s->rq_h != s->rq_t; s->rq_h++) op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, 0, ASR_ECANCELED);
-  for (; s->wait_h != s->wait_t; s->wait_h++) op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_ECANCELED);
-  if (s->pipe.op) op_done(s->pipe.op, 0, ASR_ECANCELED);
+  for (; s->rq_h != s->rq_t; s->rq_h++) asr__sm_op_done(s->rq[s->rq_h % ASR_SM_SLOTS].op, 0, ASR_ECANCELED);
+  for (; s->wait_h != s->wait_t; s->wait_h++)
+    asr__sm_op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, ASR_ECANCELED);
+  if (s->pipe.op) asr__sm_op_done(s->pipe.op, 0, ASR_ECANCELED);
   s->pipe.op = NULL;
-  for (unsigned i = 0; i < s->rd_n; i++) op_done(s->rd[i].op, 0, ASR_ECANCELED);
-  s->rd_n = 0;
+  asr__sm_reads_fail(s, ASR_ECANCELED);
   s->err = s->err ? s->err : ASR_ECANCELED; /* nothing more is posted or taken */
   relist(s);
   asr__sm_unlock(s);

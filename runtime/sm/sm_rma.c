@@ -149,15 +149,20 @@ static void osr_publish(asr__sm_t *s, uint64_t size) {
   atomic_store_explicit(word(s, ASR_SM_OFF_OTAIL), s->otail, memory_order_release);
 }
 
+/* Whether need bytes of the ring are free, the owner's head read again
+ * when they do not seem to be: 1, 0, or ASR_EPROTO. */
+static int osr_fits(asr__sm_t *s, uint64_t need) {
+  if (s->osr_bytes - (s->otail - s->ohead_seen) >= need) return 1;
+  int rc = osr_read_head(s);
+  return rc ? rc : s->osr_bytes - (s->otail - s->ohead_seen) >= need;
+}
+
 /* Room for a record of size bytes at the tail, a PAD first when it would
  * cross the ring's end: 1, 0 (not now), or ASR_EPROTO. */
 static int osr_room(asr__sm_t *s, uint64_t size) {
   uint64_t pad = s->otoff + size > s->osr_bytes ? s->osr_bytes - s->otoff : 0;
-  if (s->osr_bytes - (s->otail - s->ohead_seen) < pad + size) {
-    int rc = osr_read_head(s);
-    if (rc) return rc;
-    if (s->osr_bytes - (s->otail - s->ohead_seen) < pad + size) return 0;
-  }
+  int fits = osr_fits(s, pad + size);
+  if (fits <= 0) return fits;
   if (pad) {
     (void)osr_header(s, OSR_PAD, 0, 0, 0, 0, 0, 0);
     osr_publish(s, pad);
@@ -187,15 +192,13 @@ static int osr_applied(asr__sm_t *s) {
 /* Completes op (posted now) in post order: at once, or with the send still
  * in flight before it (sm_data.c's wait queue). */
 static void op_posted_done(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
-  __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->len, total, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->posted, 1, __ATOMIC_RELAXED);
+  asr__sm_op_posted(op);
   if (s->wait_h != s->wait_t) {
+    __atomic_store_n(&op->len, total, __ATOMIC_RELAXED);
     s->wait[s->wait_t % ASR_SM_SLOTS] = (asr__sm_wait_t){op, s->wait[(s->wait_t - 1) % ASR_SM_SLOTS].end};
     s->wait_t++;
   } else {
-    __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+    asr__sm_op_done(op, total, 0);
   }
 }
 
@@ -256,11 +259,8 @@ int asr__sm_rma_locked(asr__sm_t *s, int write, const struct iovec *local, const
  * write before it. Each registration is checked again at the copy: one
  * revoked since the post fails its read with ASR_EREVOKED, uncopied. */
 
-static void rd_fail(asr__sm_t *s, int err) {
-  for (unsigned i = 0; i < s->rd_n; i++) {
-    __atomic_store_n(&s->rd[i].op->err, err, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->rd[i].op->done, 1, __ATOMIC_RELEASE);
-  }
+void asr__sm_reads_fail(asr__sm_t *s, int err) {
+  for (unsigned i = 0; i < s->rd_n; i++) asr__sm_op_done(s->rd[i].op, 0, err);
   s->rd_n = 0;
 }
 
@@ -268,13 +268,13 @@ int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg) 
   assert(asr__sm_locked(s) && s->is_send);
   if (!s->rd_n) return 0;
   if (s->err) {
-    rd_fail(s, s->err);
+    asr__sm_reads_fail(s, s->err);
     return 0;
   }
   if (s->pipe.op) return ASR_EAGAIN;
   int ap = osr_applied(s);
   if (ap < 0) {
-    rd_fail(s, ap);
+    asr__sm_reads_fail(s, ap);
     return 0;
   }
   if (!ap) return ASR_EAGAIN;
@@ -294,13 +294,10 @@ int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg) 
     for (unsigned i = 0, j = 0; i < s->rd_n; i++)
       if (!err[i]) err[i] = cma(s, 0, &l[j], &r[j], 1), j++;
   for (unsigned i = 0; i < s->rd_n; i++) {
-    asr__ofi_op_t *op = s->rd[i].op;
-    if (err[i]) {
-      __atomic_store_n(&op->err, err[i], __ATOMIC_RELAXED);
-      __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
-    } else {
-      op_posted_done(s, op, s->rd[i].len);
-    }
+    if (err[i])
+      asr__sm_op_done(s->rd[i].op, 0, err[i]);
+    else
+      op_posted_done(s, s->rd[i].op, s->rd[i].len);
   }
   s->rd_n = 0;
   return 0;
@@ -315,10 +312,7 @@ int asr__sm_read_defer_locked(asr__sm_t *s, void *lva, uint64_t raddr, size_t le
     int rc = asr__sm_reads_flush_locked(s, alive, arg);
     if (rc) return rc;
   }
-  __atomic_store_n(&op->done, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->err, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->len, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&op->posted, 1, __ATOMIC_RELAXED);
+  asr__sm_op_posted(op);
   s->rd[s->rd_n++] = (asr__sm_read_t){op, lva, raddr, key, len, slot};
   return 0;
 }
@@ -370,14 +364,6 @@ static uint32_t wait_owner(asr__sm_t *s, _Atomic uint32_t *st) {
   }
 }
 
-/* Whether n one-line records fit at the tail now (a line never needs a
- * PAD: the ring and every record are whole lines): 1, 0, or ASR_EPROTO. */
-static int osr_lines_free(asr__sm_t *s, unsigned n) {
-  if (s->osr_bytes - (s->otail - s->ohead_seen) >= n * ASR_SM_LINE) return 1;
-  int rc = osr_read_head(s);
-  return rc ? rc : s->osr_bytes - (s->otail - s->ohead_seen) >= n * ASR_SM_LINE;
-}
-
 static int cma_ok(asr__sm_t *s) {
   return s->peer_pid && __atomic_load_n((const uint32_t *)(const void *)(s->base + ASR_SM_OFF_CMA),
                                         __ATOMIC_ACQUIRE) == ASR_SM_CMA_YES;
@@ -396,7 +382,9 @@ int asr__sm_halves_locked(asr__sm_t *s, int write, void *lva, uint64_t raddr, si
     ok = notif_room(s);
     if (ok <= 0) return ok < 0 ? ok : ASR_EAGAIN;
   }
-  ok = osr_lines_free(s, notif ? 2 : 1); /* the offer, and the notification after the data */
+  /* the offer, and the notification after the data: one line each, which
+   * never needs a PAD (the ring and every record are whole lines) */
+  ok = osr_fits(s, (notif ? 2 : 1) * ASR_SM_LINE);
   if (ok < 0) return ok;
   if (!ok) return asr__sm_rma_locked(s, write, &l, &r, 1, len, notif, op); /* no room to offer */
   size_t first = len - part;
