@@ -32,9 +32,9 @@
  * others send until their markers. Then, each bounded by 5 s: the
  * victim's state must read FAILED (asr_job_rank_state), each comm to it must
  * name the rank in asr_comm_error ("rank R: tx error: ..."), so must a
- * second SEND and a second RECV comm the survivor made to it after READY,
- * which the victim never connects (they were still connecting when it
- * died: "rank R: connecting comms failed: ..."), and
+ * second SEND and a second RECV comm the survivor made to it before the
+ * first barrier, which the victim never connects (they were still
+ * connecting when it died: "rank R: connecting comms failed: ..."), and
  * asr_job_barrier must return ASR_PEER_FAILED ("rank R: barrier
  * ASR_PEER_FAILED in MS ms"). It closes every comm and finalizes, and
  * prints "rank R: DONE, N messages verified".
@@ -296,6 +296,15 @@ int main(int argc, char **argv) {
       busy |= peers[i].s_done < WARM || peers[i].r_done < WARM;
     }
   }
+  /* A survivor's second pair of comms to the victim, which the victim never
+   * connects. Made before the barrier: the victim cannot die (killed once
+   * every rank printed READY, or notifying after the barrier) before every
+   * survivor has them, so they are still connecting at its death, never
+   * refused as to a rank already failed. */
+  asr_comm_t *pending_tx = NULL, *pending_rx = NULL;
+  if (me != victim &&
+      ((rc = asr_job_connect(victim, &pending_tx)) || (rc = asr_job_accept(victim, &pending_rx))))
+    fail("the pending comms to rank %d: %s", victim, asr_strerror(rc));
   if ((rc = asr_job_barrier()) != ASR_SUCCESS) fail("the first barrier: %s", asr_strerror(rc));
   printf("rank %d: READY pid %d\n", me, (int)getpid());
   fflush(stdout);
@@ -321,9 +330,6 @@ int main(int argc, char **argv) {
   peer_t *v = NULL;
   for (int i = 0; i < np; i++)
     if (is_victim(&peers[i])) v = &peers[i];
-  asr_comm_t *pending_tx, *pending_rx; /* the victim never connects these */
-  if ((rc = asr_job_connect(victim, &pending_tx)) || (rc = asr_job_accept(victim, &pending_rx)))
-    fail("the pending comms to rank %d: %s", victim, asr_strerror(rc));
   uint64_t t0 = now_ns(), seen_ns = 0;
   for (;;) {
     int dead = v->tx_failed && v->rx_failed;
