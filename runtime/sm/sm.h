@@ -46,6 +46,7 @@ typedef struct {
 typedef struct {
   asr__ofi_op_t *op;
   uint64_t end; /* the head that completes it */
+  size_t len;   /* what its completion says it moved (a send's: 0, asr_test says its length) */
 } asr__sm_wait_t;
 
 /* The reads a SEND end holds before one system call copies them all

@@ -202,7 +202,7 @@ int asr__sm_send_locked(asr__sm_t *s, const void *buf, size_t len, asr__ofi_op_t
     put_rec(s, ASR_SM_CMA, 0, at, sizeof at, len, ASR_SM_LINE);
     s->sent++;
     s->wait[s->wait_t++ % ASR_SM_SLOTS] =
-        (asr__sm_wait_t){op, s->tail}; /* at most ASR_SM_SLOTS requests exist */
+        (asr__sm_wait_t){op, s->tail, 0}; /* at most ASR_SM_SLOTS requests exist */
     return 0;
   }
   asr__sm_op_posted(op);
@@ -226,7 +226,7 @@ static int send_progress(asr__sm_t *s) {
     if (read_head(s)) return 1;
     for (; s->wait_h != s->wait_t && s->head_seen >= s->wait[s->wait_h % ASR_SM_SLOTS].end;
          s->wait_h++, moved = 1)
-      asr__sm_op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, 0, 0);
+      asr__sm_op_done(s->wait[s->wait_h % ASR_SM_SLOTS].op, s->wait[s->wait_h % ASR_SM_SLOTS].len, 0);
     moved |= push_chunks(s) > 0;
   }
   return moved;

@@ -194,8 +194,8 @@ static int osr_applied(asr__sm_t *s) {
 static void op_posted_done(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
   asr__sm_op_posted(op);
   if (s->wait_h != s->wait_t) {
-    __atomic_store_n(&op->len, total, __ATOMIC_RELAXED);
-    s->wait[s->wait_t % ASR_SM_SLOTS] = (asr__sm_wait_t){op, s->wait[(s->wait_t - 1) % ASR_SM_SLOTS].end};
+    s->wait[s->wait_t % ASR_SM_SLOTS] =
+        (asr__sm_wait_t){op, s->wait[(s->wait_t - 1) % ASR_SM_SLOTS].end, total};
     s->wait_t++;
   } else {
     asr__sm_op_done(op, total, 0);

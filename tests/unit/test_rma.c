@@ -16,6 +16,8 @@
  *   notif_queue_full       writes beyond the depth wait stashed, none dropped
  *   prepared_lists         256 x 1 KiB and 1,024 x 4 KiB lists, written with
  *                          one notification after all, read back, posted again
+ *   sizes_behind_a_send    a list, a write and a read posted behind a send
+ *                          still in flight: asr_test gives each its length
  *   mixed_with_sends       writes, reads and sends on one comm keep order
  *   owner_makes_no_call    the owner sleeps; writes and reads still complete
  *   owner_killed_mid_write the owner SIGKILLed: requests finish, the comm fails
@@ -562,6 +564,77 @@ static void list_proc(int rank, void *arg) {
 
 TEST_TIMEOUT(prepared_lists, 300) {
   for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], list_proc, NULL, 120000);
+}
+
+/* A list posted behind a send still in flight (on sm, a large send waits
+ * for its receive: sm_data.c's wait queue) says how much it moved once
+ * done: asr_test's size is the list's whole length, as for one posted
+ * alone. So are a write's and a read's behind it. */
+#define BEHIND_SEND ((size_t)256 << 10)
+
+static void behind_proc(int rank, void *arg) {
+  (void)arg;
+  rt_pattern_reserve(REGION);
+  asr_comm_t *c = comm_up(rank);
+  if (rank == OWN) {
+    uint8_t *mem = aligned_alloc(4096, REGION);
+    memset(mem, 0, REGION);
+    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(BEHIND_SEND, &t));
+    ASSERT_EQ(rt_recv_u64(INIT), 1); /* the send and everything behind it are posted */
+    asr_request_t *r;
+    size_t got = 0;
+    ASSERT_OK(asr_irecv(c, t, 0, BEHIND_SEND, &r));
+    ASSERT_OK(rt_wait_req(r, &got, 60000));
+    ASSERT_EQ(got, BEHIND_SEND);
+    RT_ASSERT_DATA(va_of(t), BEHIND_SEND, 7, "%s: the send", rt_g.provider);
+    ASSERT_EQ(rt_recv_u64(INIT), 2);
+    for (int i = 0; i < 4; i++)
+      RT_ASSERT_DATA(mem + (size_t)i * 1024, 1024, (uint64_t)(100 + i), "%s: list entry %d", rt_g.provider,
+                     i);
+    ASSERT_OK(asr_mem_deregister(m));
+    asr_tensor_free(t);
+    free(mem);
+  } else {
+    asr_rmem_t *rm = init_import(c);
+    asr_tensor_t *t;
+    ASSERT_OK(asr_tensor_alloc(2 * BEHIND_SEND, &t));
+    rt_fill(va_of(t), BEHIND_SEND, 7);
+    asr_iov_t lo[4];
+    asr_riov_t ro[4];
+    for (int i = 0; i < 4; i++) {
+      rt_fill(va_of(t) + BEHIND_SEND + (size_t)i * 1024, 1024, (uint64_t)(100 + i));
+      lo[i] = (asr_iov_t){t, BEHIND_SEND + (size_t)i * 1024, 1024};
+      ro[i] = (asr_riov_t){rm, (size_t)i * 1024};
+    }
+    asr_xfer_t *x;
+    ASSERT_OK(asr_xfer_prep(c, ASR_XFER_WRITE, 4, lo, ro, &x));
+    asr_request_t *r[4];
+    ASSERT_OK(asr_isend(c, t, 0, BEHIND_SEND, &r[0]));
+    ASSERT_OK(asr_xfer_post(x, 0, &r[1]));
+    ASSERT_OK(asr_write(c, t, BEHIND_SEND, 100, rm, 8192, 0, 0, &r[2]));
+    ASSERT_OK(asr_read(c, t, BEHIND_SEND + 8192, 300, rm, 0, &r[3]));
+    rt_send_u64(OWN, 1);
+    const size_t want[4] = {BEHIND_SEND, 4096, 100, 300};
+    for (int i = 0; i < 4; i++) {
+      size_t got = 0;
+      ASSERT_OK(rt_wait_req(r[i], &got, 60000));
+      ASSERT_MSG(got == want[i], "%s: request %d behind the send moved %zu bytes, asr_test says %zu",
+                 rt_g.provider, i, want[i], got);
+    }
+    ASSERT_MSG(memcmp(va_of(t) + BEHIND_SEND + 8192, va_of(t) + BEHIND_SEND, 300) == 0,
+               "%s: the read behind the send differs", rt_g.provider);
+    rt_send_u64(OWN, 2);
+    asr_xfer_free(x);
+    asr_rmem_free(rm);
+    asr_tensor_free(t);
+  }
+  comm_down(rank, c);
+}
+
+TEST_TIMEOUT(sizes_behind_a_send, 200) {
+  for (int p = 0; p < RT_NPROV; p++) rt_group_run(2, rt_providers[p], behind_proc, NULL, 90000);
 }
 
 /* =========================================================================
