@@ -113,7 +113,8 @@ typedef struct asr__sm {
   uint64_t otail, otoff, ohead_seen, nposted; /* SEND */
   uint64_t oneed;                             /* SEND: the tail after the last record the owner must apply */
   uint64_t helped[2];                         /* SEND: reads [0], writes [1] whose half the owner made */
-  asr__sm_read_t rd[ASR_SM_READS];            /* SEND: reads posted, not yet copied, in post order */
+  unsigned offer_hold_ms; /* SEND, tests only: how long an offer waits for the owner's answer (sm_rma.c) */
+  asr__sm_read_t rd[ASR_SM_READS]; /* SEND: reads posted, not yet copied, in post order */
   unsigned rd_n;
   uint64_t ohead, ohoff, ntaken;   /* RECV */
   uint64_t nq[ASR_SM_NOTIF_SLOTS]; /* RECV: notifications applied, not yet taken */

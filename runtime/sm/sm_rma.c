@@ -27,6 +27,7 @@
 #include "asr_assert.h"
 #include "asr_err.h"
 #include "asr_log.h"
+#include "asr_time.h"
 #include "sm.h"
 
 _Static_assert(ASR_SM_NOTIF_SLOTS == ASR_NOTIF_DEPTH, "the sm path holds asr.h's notification depth");
@@ -396,6 +397,11 @@ int asr__sm_halves_locked(asr__sm_t *s, int write, void *lva, uint64_t raddr, si
 
   struct iovec l1 = {lva, first}, r1 = {(void *)(uintptr_t)raddr, first};
   int rc = cma(s, write, &l1, &r1, 1);
+  /* a test's schedule (test_rma sm_large_halves): the owner answers the
+   * offer, when it polls within offer_hold_ms, before it is taken back */
+  for (uint64_t until = s->offer_hold_ms ? asr_time_ms() + s->offer_hold_ms : 0;
+       until && atomic_load_explicit(st, memory_order_acquire) == PART_OFFERED && asr_time_ms() < until;)
+    sched_yield();
   uint32_t v = PART_OFFERED;
   if (!atomic_compare_exchange_strong_explicit(st, &v, PART_TAKEN_BACK, memory_order_acq_rel,
                                                memory_order_acquire))
