@@ -99,6 +99,15 @@ static asr_mem_t *owner_share(uint8_t *mem, unsigned access) {
   send_desc(INIT, d, len);
   return m;
 }
+/* owner_share of a new REGION of zeros, readable and writable: the region
+ * (the caller frees it after asr_mem_deregister of *m). */
+static uint8_t *owner_zeroed(asr_mem_t **m) {
+  uint8_t *mem = aligned_alloc(4096, REGION);
+  ASSERT(mem != NULL);
+  memset(mem, 0, REGION);
+  *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+  return mem;
+}
 static asr_rmem_t *init_import(asr_comm_t *c) {
   uint8_t d[ASR_MEM_DESC_MAX];
   size_t len = recv_desc(OWN, d);
@@ -148,9 +157,8 @@ static void data_proc(int rank, void *arg) {
   rt_pattern_reserve(REGION);
   asr_comm_t *c = comm_up(rank);
   if (rank == OWN) {
-    uint8_t *mem = aligned_alloc(4096, REGION);
-    memset(mem, 0, REGION);
-    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    asr_mem_t *m;
+    uint8_t *mem = owner_zeroed(&m);
     uint64_t v[NSIZES];
     ASSERT_EQ(take_notifs(c, v, NSIZES, 60000), NSIZES);
     size_t off = 0;
@@ -377,9 +385,8 @@ static void dereg_proc(int rank, void *arg) {
   (void)arg;
   asr_comm_t *c = comm_up(rank);
   if (rank == OWN) {
-    uint8_t *mem = aligned_alloc(4096, REGION);
-    memset(mem, 0, REGION);
-    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    asr_mem_t *m;
+    uint8_t *mem = owner_zeroed(&m);
     uint64_t v;
     ASSERT_EQ(take_notifs(c, &v, 1, 60000), 1); /* a first write landed */
     ASSERT_EQ(mem[10], 0xab);
@@ -491,9 +498,8 @@ static void list_proc(int rank, void *arg) {
   rt_pattern_reserve(REGION);
   asr_comm_t *c = comm_up(rank);
   if (rank == OWN) {
-    uint8_t *mem = aligned_alloc(4096, REGION);
-    memset(mem, 0, REGION);
-    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    asr_mem_t *m;
+    uint8_t *mem = owner_zeroed(&m);
     for (int k = 0; k < 2; k++)
       for (int round = 0; round < 3; round++) {
         uint64_t v;
@@ -577,9 +583,8 @@ static void behind_proc(int rank, void *arg) {
   rt_pattern_reserve(REGION);
   asr_comm_t *c = comm_up(rank);
   if (rank == OWN) {
-    uint8_t *mem = aligned_alloc(4096, REGION);
-    memset(mem, 0, REGION);
-    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    asr_mem_t *m;
+    uint8_t *mem = owner_zeroed(&m);
     asr_tensor_t *t;
     ASSERT_OK(asr_tensor_alloc(BEHIND_SEND, &t));
     ASSERT_EQ(rt_recv_u64(INIT), 1); /* the send and everything behind it are posted */
@@ -647,9 +652,8 @@ static void mix_proc(int rank, void *arg) {
   (void)arg;
   asr_comm_t *c = comm_up(rank);
   if (rank == OWN) {
-    uint8_t *mem = aligned_alloc(4096, REGION);
-    memset(mem, 0, REGION);
-    asr_mem_t *m = owner_share(mem, ASR_MEM_REMOTE_READ | ASR_MEM_REMOTE_WRITE);
+    asr_mem_t *m;
+    uint8_t *mem = owner_zeroed(&m);
     asr_tensor_t *t;
     ASSERT_OK(asr_tensor_alloc(8, &t));
     for (int i = 0; i < MIX_ROUNDS; i++) {
