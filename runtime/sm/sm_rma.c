@@ -190,10 +190,9 @@ static int osr_applied(asr__sm_t *s) {
   return rc ? rc : s->ohead_seen >= s->oneed;
 }
 
-/* Completes op (posted now) in post order: at once, or with the send still
- * in flight before it (sm_data.c's wait queue). */
-static void op_posted_done(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
-  asr__sm_op_posted(op);
+/* Completes op, posted, in post order: at once, or with the send still in
+ * flight before it (sm_data.c's wait queue). */
+static void op_done_in_order(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
   if (s->wait_h != s->wait_t) {
     s->wait[s->wait_t % ASR_SM_SLOTS] =
         (asr__sm_wait_t){op, s->wait[(s->wait_t - 1) % ASR_SM_SLOTS].end, total};
@@ -201,6 +200,12 @@ static void op_posted_done(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
   } else {
     asr__sm_op_done(op, total, 0);
   }
+}
+
+/* Posts op now and completes it in post order. */
+static void op_posted_done(asr__sm_t *s, asr__ofi_op_t *op, size_t total) {
+  asr__sm_op_posted(op);
+  op_done_in_order(s, op, total);
 }
 
 int asr__sm_write_inline_locked(asr__sm_t *s, const void *src, size_t len, uint64_t dst, uint32_t slot,
@@ -298,7 +303,7 @@ int asr__sm_reads_flush_locked(asr__sm_t *s, asr__sm_alive_fn alive, void *arg) 
     if (err[i])
       asr__sm_op_done(s->rd[i].op, 0, err[i]);
     else
-      op_posted_done(s, s->rd[i].op, s->rd[i].len);
+      op_done_in_order(s, s->rd[i].op, s->rd[i].len); /* posted when it was held */
   }
   s->rd_n = 0;
   return 0;
